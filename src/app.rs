@@ -1,0 +1,96 @@
+//! Runs a parsed command line and maps every failure to one line on stderr and an exit code.
+
+use std::net::SocketAddr;
+
+use anyhow::{Context, Result};
+
+use crate::cli::{Cli, Command, RunArgs, ServeArgs};
+use crate::control::limits::Limits;
+use crate::control::server::{Server, ServerConfig};
+use crate::plan::{self, runner};
+use crate::report::{csv::CsvSink, json::JsonSink, table::TableSink, Sink};
+
+/// Exit code for a failed measurement or bad input (clap uses 2 for usage errors).
+pub const EXIT_FAILURE: i32 = 1;
+
+/// One line: the error and its causes, joined.
+pub fn one_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").replace('\n', " ")
+}
+
+pub fn main_with(cli: Cli) -> i32 {
+    let result = match cli.command {
+        Command::Serve(a) => serve(a),
+        Command::Run(a) => return run(*a),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("wirebench: error: {}", one_line(&e));
+            EXIT_FAILURE
+        }
+    }
+}
+
+fn serve(a: ServeArgs) -> Result<()> {
+    let config = ServerConfig {
+        limits: Limits {
+            max_message: a.max_message,
+            max_duration_ms: a.max_duration.as_millis().min(u64::MAX as u128) as u64,
+            max_streams: a.max_streams,
+            max_sessions: a.max_sessions,
+            ..Limits::default()
+        },
+        io_timeout: a.io_timeout,
+        log: !a.quiet,
+    };
+    let server = Server::bind(SocketAddr::new(a.listen, a.port), config)?;
+    let addr = server.local_addr()?;
+    eprintln!(
+        "wirebench {} server listening on {addr}",
+        env!("CARGO_PKG_VERSION")
+    );
+    server.serve()
+}
+
+fn run(a: RunArgs) -> i32 {
+    let plan = match plan::build(&a) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("wirebench: error: {}", one_line(&e));
+            return EXIT_FAILURE;
+        }
+    };
+    let mut sink: Box<dyn Sink> = if a.json {
+        Box::new(JsonSink)
+    } else if a.csv {
+        Box::new(CsvSink)
+    } else {
+        Box::new(TableSink::new())
+    };
+    let mut report = runner::new_report(&plan, &a);
+    let result = runner::run(&plan, &a, &mut report, sink.as_mut());
+    report.finished_at = Some(crate::env::now_rfc3339());
+    report.complete = result.is_ok();
+    report.error = result.as_ref().err().map(one_line);
+    sink.finish(&report);
+    if let Some(path) = &a.output {
+        let written = crate::report::json::to_string(&report)
+            .context("encoding the result")
+            .and_then(|s| {
+                std::fs::write(path, s + "\n")
+                    .with_context(|| format!("writing {}", path.display()))
+            });
+        if let Err(e) = written {
+            eprintln!("wirebench: error: {}", one_line(&e));
+            return EXIT_FAILURE;
+        }
+    }
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("wirebench: error: {}", one_line(&e));
+            EXIT_FAILURE
+        }
+    }
+}

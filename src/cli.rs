@@ -1,0 +1,206 @@
+//! The command line: what the user can ask for, with units and defaults in every help text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::pattern::PatternKind;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "wirebench",
+    version,
+    about = "Protocol-independent network benchmark: latency, throughput and loss over TCP, UDP and Unix sockets",
+    long_about = "Protocol-independent network benchmark: latency, throughput and loss over TCP, UDP and Unix sockets.\n\nSizes take BINARY suffixes (K = 1024 bytes, M = 1024^2, G = 1024^3). Rates take DECIMAL suffixes (k = 1000 bit/s, M = 10^6, G = 10^9) or 'pps'. Throughput is printed in Mbit/s = 10^6 bit/s.",
+    after_help = "Examples:\n  wirebench run pingpong                      # self-hosted loopback server\n  wirebench serve                             # server on port 5320\n  wirebench run pingpong --to HOST --size 1..4M:*2\n  wirebench run stream --to HOST --parallel 4 --interval 1s\n  wirebench run stream --transport udp --rate 500M --size 1400"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a server that answers any number of clients at once.
+    Serve(ServeArgs),
+    /// Run a test as client (with no --to, against a server started on loopback).
+    Run(Box<RunArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (IPv4 or IPv6).
+    #[arg(long, default_value = "0.0.0.0")]
+    pub listen: std::net::IpAddr,
+    /// Control port.
+    #[arg(long, short = 'p', default_value_t = crate::control::server::DEFAULT_PORT)]
+    pub port: u16,
+    /// Longest test point the server accepts, e.g. 1h, 600s.
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    pub max_duration: std::time::Duration,
+    /// Most parallel streams in one test.
+    #[arg(long, default_value_t = 128)]
+    pub max_streams: u32,
+    /// Largest message or write size the server accepts (binary suffixes).
+    #[arg(long, default_value = "64M", value_parser = parse_bytes)]
+    pub max_message: u64,
+    /// Most tests served at once.
+    #[arg(long, default_value_t = 64)]
+    pub max_sessions: u32,
+    /// Timeout of every data send and receive and of connection setup, e.g. 10s.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub io_timeout: std::time::Duration,
+    /// Print nothing per session.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What to measure.
+    #[arg(value_enum)]
+    pub pattern: PatternKind,
+
+    /// Server as HOST[:PORT] (default port 5320). Without it, a server is started on loopback
+    /// inside this process.
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Transport: tcp, udp or unix.
+    #[arg(long, short = 't', default_value = "tcp")]
+    pub transport: String,
+
+    // ---- sizes and sweeps ----
+    /// Message size in bytes: ping-pong message, rr/crr request, stream write or datagram.
+    /// A list (1,16,64,1K), a linear range (1K..64K:+1K) or a geometric range (1..4M:*2,
+    /// 1..10M:*1.2). K, M, G are binary (1024). Default: 1 for pingpong/rr/crr, 128K for TCP
+    /// and Unix streams, 1400 for UDP streams.
+    #[arg(long, short = 's')]
+    pub size: Option<String>,
+    /// NetPIPE-style perturbation: also measure n-P and n+P for every size n.
+    #[arg(long, default_value_t = 0)]
+    pub perturb: u64,
+    /// rr/crr request size in bytes (overrides --size).
+    #[arg(long, value_parser = parse_bytes)]
+    pub request_size: Option<u64>,
+    /// rr/crr response size in bytes (default: 1, or --size for pingpong).
+    #[arg(long, value_parser = parse_bytes)]
+    pub response_size: Option<u64>,
+    /// Stream: bytes per write call (overrides --size).
+    #[arg(long, value_parser = parse_bytes)]
+    pub write_size: Option<u64>,
+    /// Stream: bytes per read call (default: 128K, or 64K+ for datagrams).
+    #[arg(long, value_parser = parse_bytes)]
+    pub read_size: Option<u64>,
+
+    // ---- stop conditions ----
+    /// Length of each timed point, e.g. 10s, 500ms. Default: 1s for pingpong/rr/crr, 10s for
+    /// stream. Whichever of --duration, --bytes, --iterations comes first ends the point.
+    #[arg(long, short = 'd', value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Stop after this many bytes (stream: per direction, split over the streams; exchanges:
+    /// request plus response bytes). Binary suffixes.
+    #[arg(long, value_parser = parse_bytes)]
+    pub bytes: Option<u64>,
+    /// Stop after this many timed iterations (transactions per connection, or writes per stream).
+    #[arg(long, short = 'n')]
+    pub iterations: Option<u64>,
+    /// Warm-up iterations before timing starts (excluded from statistics; the first one's cost is
+    /// reported apart). 0 turns warm-up off.
+    #[arg(long, default_value_t = 10)]
+    pub warmup: u64,
+
+    // ---- traffic shape ----
+    /// Parallel streams (stream) or connections (pingpong, rr).
+    #[arg(long, short = 'P', default_value_t = 1)]
+    pub parallel: u32,
+    /// Stream: the server sends to the client over connections the client opened.
+    #[arg(long, short = 'R', conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Stream: both directions at once (separate connections).
+    #[arg(long)]
+    pub bidir: bool,
+    /// Pace each direction's total sending rate: bits/s with DECIMAL suffixes (100M = 10^8
+    /// bit/s of payload, split evenly over the streams) or packets/s ("10kpps").
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// rr: transactions kept in flight per connection.
+    #[arg(long, default_value_t = 1)]
+    pub burst: u32,
+    /// Stream: print an interval report this often (e.g. 1s), with TCP_INFO for TCP.
+    #[arg(long, short = 'i', value_parser = parse_duration)]
+    pub interval: Option<std::time::Duration>,
+
+    // ---- socket options ----
+    /// SO_SNDBUF on both ends in bytes (0 = kernel autotuning). Accepts a sweep like --size.
+    #[arg(long)]
+    pub sndbuf: Option<String>,
+    /// SO_RCVBUF on both ends in bytes (0 = kernel autotuning). Accepts a sweep like --size.
+    #[arg(long)]
+    pub rcvbuf: Option<String>,
+    /// SO_SNDBUF of the server's sockets (overrides --sndbuf there). Accepts a sweep.
+    #[arg(long)]
+    pub server_sndbuf: Option<String>,
+    /// SO_RCVBUF of the server's sockets (overrides --rcvbuf there). Accepts a sweep.
+    #[arg(long)]
+    pub server_rcvbuf: Option<String>,
+    /// TCP_NODELAY: turn Nagle's algorithm off on both ends.
+    #[arg(long)]
+    pub nodelay: bool,
+    /// TCP congestion control on both ends (e.g. cubic, reno, bbr).
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// TCP maximum segment size (TCP_MAXSEG) in bytes, both ends.
+    #[arg(long)]
+    pub mss: Option<u32>,
+    /// Busy-poll the receive path (non-blocking sockets) instead of sleeping in the kernel.
+    #[arg(long)]
+    pub spin: bool,
+    /// Pin client data threads to these CPUs, round robin (e.g. 0 or 0,2).
+    #[arg(long, value_delimiter = ',')]
+    pub cpu: Vec<usize>,
+    /// Pin server data threads to these CPUs, round robin.
+    #[arg(long, value_delimiter = ',')]
+    pub server_cpu: Vec<usize>,
+
+    // ---- statistics ----
+    /// Confidence level of intervals, percent: 90, 95 or 99.
+    #[arg(long, default_value_t = 95)]
+    pub confidence: u32,
+    /// Run every point this many times.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Repeat each point (at least 3 times) until the confidence interval's half-width of its
+    /// headline figure is below this share of the mean, e.g. 2%.
+    #[arg(long)]
+    pub until_ci: Option<String>,
+    /// Cap on runs per point for --until-ci.
+    #[arg(long, default_value_t = 10)]
+    pub max_repeat: u32,
+
+    // ---- timeouts ----
+    /// Timeout of every data send/receive and of connection setup.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub io_timeout: std::time::Duration,
+    /// Unreliable transports: a response not back within this time counts as lost.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub loss_timeout: std::time::Duration,
+
+    // ---- output ----
+    /// One JSON document on stdout (schema "wirebench.run", version 1), nothing else there.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// CSV: a header and one row per point on stdout.
+    #[arg(long)]
+    pub csv: bool,
+    /// Also write the JSON document to this file.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    crate::units::parse_duration(s)
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    crate::units::parse_bytes(s)
+}

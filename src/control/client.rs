@@ -1,0 +1,338 @@
+//! The client side of the control protocol: one session per test, one call per point.
+
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use super::framing::{read_frame, write_frame};
+use super::limits::Limits;
+use super::protocol::{
+    ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
+};
+use super::worker::{
+    join_senders, join_workers, run_worker, senders_done, stop_at, Handle, Joined, WorkerPlan,
+    WorkerResult,
+};
+use crate::env::Environment;
+use crate::pattern::crr::{self, CrrPlan, CrrStats, CrrTarget};
+use crate::pattern::exchange::ExchangeStats;
+use crate::pattern::stream::{EndSignal, IntervalEvent, StreamStats};
+use crate::pattern::{self, CpuTime, DataChannel, PatternKind, Role, Side};
+use crate::transport::{self, Cookie, EffectiveOptions, SocketOptions, Transport};
+
+/// Client-side settings that the server does not need to know.
+#[derive(Debug, Clone)]
+pub struct ClientSide {
+    pub socket: SocketOptions,
+    pub cpus: Vec<usize>,
+    pub io_timeout: Duration,
+    pub loss_timeout: Duration,
+}
+
+/// Everything both sides measured for one point, before it is summarised.
+pub struct PointOutcome {
+    /// Client's stream statistics, per data connection in connection order.
+    pub client_streams: Vec<(u32, StreamStats)>,
+    pub exchanges: Vec<ExchangeStats>,
+    pub crr: Option<CrrStats>,
+    pub server: ServerReport,
+    pub client_socket: Vec<EffectiveOptions>,
+    pub server_socket: Vec<EffectiveOptions>,
+    pub client_cpu: CpuTime,
+}
+
+pub struct Session {
+    ctrl: TcpStream,
+    server_ip: IpAddr,
+    pub server_addr: SocketAddr,
+    pub server_env: Environment,
+    pub limits: Limits,
+    transport: Box<dyn Transport>,
+    endpoint: String,
+    cookie: Cookie,
+    spec: TestSpec,
+}
+
+/// Resolves HOST[:PORT] (IPv6 as [addr]:port) with `default_port`.
+pub fn resolve(target: &str, default_port: u16) -> Result<SocketAddr> {
+    let with_port = if target.parse::<std::net::Ipv6Addr>().is_ok() {
+        format!("[{target}]:{default_port}")
+    } else if target.rsplit_once(':').is_some_and(|(h, p)| {
+        !h.is_empty() && !h.ends_with(':') && p.chars().all(|c| c.is_ascii_digit())
+    }) {
+        target.to_owned()
+    } else {
+        format!("{target}:{default_port}")
+    };
+    let mut addrs = with_port
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve server address '{target}'"))?;
+    addrs
+        .next()
+        .with_context(|| format!("server address '{target}' resolves to nothing"))
+}
+
+fn server_reply(ctrl: &mut TcpStream) -> Result<ServerMessage> {
+    match read_frame::<ServerMessage>(ctrl)? {
+        ServerMessage::Error { message } => bail!("server: {message}"),
+        m => Ok(m),
+    }
+}
+
+impl Session {
+    /// Connects, checks the server speaks our protocol, and opens the test.
+    pub fn open(addr: SocketAddr, spec: TestSpec, timeout: Duration) -> Result<Session> {
+        let transport = transport::by_name(&spec.transport)?;
+        let mut ctrl = TcpStream::connect_timeout(&addr, timeout)
+            .with_context(|| format!("cannot reach a wirebench server at {addr}"))?;
+        ctrl.set_nodelay(true)?;
+        ctrl.set_read_timeout(Some(timeout))?;
+        ctrl.set_write_timeout(Some(timeout))?;
+        write_frame(
+            &mut ctrl,
+            &ClientMessage::Hello {
+                magic: MAGIC.into(),
+                protocol: PROTOCOL_VERSION,
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+        )?;
+        let (server_env, limits) = match server_reply(&mut ctrl)
+            .with_context(|| format!("{addr} did not answer as a wirebench server"))?
+        {
+            ServerMessage::Welcome {
+                protocol,
+                environment,
+                limits,
+                ..
+            } if protocol == PROTOCOL_VERSION => (environment, limits),
+            _ => bail!("{addr} did not answer as a wirebench server of this version"),
+        };
+        write_frame(&mut ctrl, &ClientMessage::Open { spec: spec.clone() })?;
+        let (endpoint, cookie) = match server_reply(&mut ctrl)? {
+            ServerMessage::Opened { endpoint, cookie } => (
+                endpoint,
+                Cookie::from_hex(&cookie).context("server sent a malformed test cookie")?,
+            ),
+            _ => bail!("unexpected answer to the test request"),
+        };
+        Ok(Session {
+            server_ip: addr.ip(),
+            server_addr: addr,
+            ctrl,
+            server_env,
+            limits,
+            transport,
+            endpoint,
+            cookie,
+            spec,
+        })
+    }
+
+    /// Runs one point. `live` receives the client's interval reports as they happen.
+    pub fn run_point(
+        &mut self,
+        point: &PointSpec,
+        client: &ClientSide,
+        live: Option<mpsc::Sender<IntervalEvent>>,
+    ) -> Result<PointOutcome> {
+        let spec = &self.spec;
+        let caps = self.transport.capabilities();
+        self.ctrl.set_read_timeout(Some(client.io_timeout))?;
+        write_frame(
+            &mut self.ctrl,
+            &ClientMessage::Point {
+                spec: point.clone(),
+            },
+        )?;
+        match server_reply(&mut self.ctrl)? {
+            ServerMessage::PointAccepted => {}
+            _ => bail!("unexpected answer to a point request"),
+        }
+        let n = pattern::connection_count(spec.pattern, spec.direction, spec.streams);
+        let mut channels = Vec::with_capacity(n as usize);
+        let mut client_socket = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let conn = self.transport.connect(
+                self.server_ip,
+                &self.endpoint,
+                &client.socket,
+                &self.cookie,
+                client.io_timeout,
+            )?;
+            client_socket.push(conn.effective_options(&client.socket));
+            channels.push(DataChannel::new(conn, caps, spec.spin, client.io_timeout)?);
+        }
+        write_frame(&mut self.ctrl, &ClientMessage::Connected)?;
+        let server_socket = match server_reply(&mut self.ctrl)? {
+            ServerMessage::Go { socket } => socket,
+            _ => bail!("unexpected answer after connecting"),
+        };
+        // The point runs now; the server may take its whole duration to answer.
+        let wait = Duration::from_millis(point.duration_ms.unwrap_or(self.limits.max_duration_ms))
+            + 3 * client.io_timeout;
+        self.ctrl.set_read_timeout(Some(wait))?;
+
+        let roles: Vec<Role> = (0..n)
+            .map(|i| pattern::role(Side::Client, spec.pattern, spec.direction, spec.streams, i))
+            .collect();
+        let ends: Vec<EndSignal> = (0..n).map(|_| EndSignal::default()).collect();
+        let stop = AtomicBool::new(false);
+        let cpu_for =
+            |i: usize| (!client.cpus.is_empty()).then(|| client.cpus[i % client.cpus.len()]);
+        let ctrl = &mut self.ctrl;
+        let transport = self.transport.as_ref();
+        let (server_ip, endpoint, cookie) = (self.server_ip, self.endpoint.as_str(), &self.cookie);
+
+        let (results, crr_result, control) = thread::scope(|scope| {
+            let mut handles: Vec<_> = channels
+                .into_iter()
+                .enumerate()
+                .map(|(i, ch)| {
+                    let plan = WorkerPlan {
+                        role: roles[i],
+                        index: i as u32,
+                        test: spec,
+                        point,
+                        io_timeout: client.io_timeout,
+                        loss_timeout: client.loss_timeout,
+                        cpu: cpu_for(i),
+                        end: &ends[i],
+                        stop: &stop,
+                        live: live.clone(),
+                    };
+                    Some(scope.spawn(move || run_worker(ch, plan)))
+                })
+                .collect();
+            let crr_handle = (spec.pattern == PatternKind::Crr).then(|| {
+                let cpu = cpu_for(0);
+                scope.spawn(move || -> Result<CrrStats> {
+                    if let Some(c) = cpu {
+                        crate::sys::pin_current_thread(c)?;
+                    }
+                    let target = CrrTarget {
+                        transport,
+                        server: server_ip,
+                        endpoint,
+                        opts: &client.socket,
+                        cookie,
+                    };
+                    let plan = CrrPlan {
+                        request_size: point.request_size as usize,
+                        response_size: point.response_size as usize,
+                        stop: stop_at(point),
+                        warmup: point.warmup,
+                        spin: spec.spin,
+                        io_timeout: client.io_timeout,
+                    };
+                    crr::run_client(&target, &plan)
+                })
+            });
+            // crr has no standing connections: the point ends when its client loop does.
+            let crr_result = crr_handle.map(|h| h.join());
+            let mut results: Vec<Option<Joined>> = (0..n).map(|_| None).collect();
+            let control = drive_point(ctrl, &roles, &mut handles, &mut results, &ends);
+            if control.is_err() {
+                for e in &ends {
+                    e.abort.store(true, Ordering::SeqCst);
+                }
+            }
+            stop.store(true, Ordering::SeqCst);
+            for (h, r) in handles.iter_mut().zip(results.iter_mut()) {
+                if let Some(h) = h.take() {
+                    *r = Some(h.join());
+                }
+            }
+            (results, crr_result, control)
+        });
+
+        let mut out = PointOutcome {
+            client_streams: Vec::new(),
+            exchanges: Vec::new(),
+            crr: None,
+            server: ServerReport::default(),
+            client_socket,
+            server_socket,
+            client_cpu: CpuTime::default(),
+        };
+        let mut first_error: Option<anyhow::Error> = None;
+        for (i, r) in results.into_iter().enumerate() {
+            match r {
+                Some(Ok(Ok(WorkerResult::Stream(s)))) => {
+                    out.client_cpu.add(s.cpu);
+                    out.client_streams.push((i as u32, s));
+                }
+                Some(Ok(Ok(WorkerResult::Exchange(x)))) => {
+                    out.client_cpu.add(x.cpu);
+                    out.exchanges.push(x);
+                }
+                Some(Ok(Ok(WorkerResult::Responder(_)))) | None => {}
+                Some(Ok(Err(e))) => {
+                    first_error.get_or_insert(
+                        anyhow::Error::new(e).context(format!("data connection {}", i + 1)),
+                    );
+                }
+                Some(Err(_)) => {
+                    first_error.get_or_insert(anyhow::anyhow!("a data thread panicked"));
+                }
+            }
+        }
+        match crr_result {
+            Some(Ok(Ok(c))) => {
+                out.client_cpu.add(c.cpu);
+                out.crr = Some(c);
+            }
+            Some(Ok(Err(e))) => {
+                first_error.get_or_insert(e);
+            }
+            Some(Err(_)) => {
+                first_error.get_or_insert(anyhow::anyhow!("a data thread panicked"));
+            }
+            None => {}
+        }
+        // A data-path failure explains a control failure better than the other way round.
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        control?;
+        out.server = match server_reply(&mut self.ctrl)? {
+            ServerMessage::PointResult { report } => report,
+            _ => bail!("unexpected answer at the end of a point"),
+        };
+        Ok(out)
+    }
+
+    /// Ends the test politely.
+    pub fn close(mut self) {
+        let _ = write_frame(&mut self.ctrl, &ClientMessage::Bye);
+    }
+}
+
+/// The client's control side of a running point (mirror of the server's): report when its
+/// senders are done, learn when the server's are, let every worker finish, end the point.
+fn drive_point(
+    ctrl: &mut TcpStream,
+    roles: &[Role],
+    handles: &mut [Option<Handle<'_>>],
+    results: &mut [Option<Joined>],
+    ends: &[EndSignal],
+) -> Result<()> {
+    if roles.contains(&Role::Sender) {
+        let sent = join_senders(roles, handles, results);
+        write_frame(ctrl, &ClientMessage::SendDone { sent })?;
+    }
+    if roles.contains(&Role::Receiver) {
+        let sent = match server_reply(ctrl)? {
+            ServerMessage::SendDone { sent } => sent,
+            _ => bail!("unexpected control message while receiving"),
+        };
+        senders_done(roles, ends, &sent)?;
+    }
+    // Receivers and requesters finish on their own now; the point ends when they have.
+    join_workers(roles, None, handles, results);
+    write_frame(ctrl, &ClientMessage::EndPoint)?;
+    Ok(())
+}

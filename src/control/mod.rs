@@ -1,0 +1,11 @@
+//! The control plane: negotiating a test over its own TCP connection, apart from the data
+//! plane that moves and times bytes.
+
+pub mod client;
+pub mod framing;
+pub mod limits;
+pub mod protocol;
+pub mod server;
+mod worker;
+
+pub use worker::stop_at;

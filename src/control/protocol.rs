@@ -1,0 +1,136 @@
+//! The control protocol: versioned messages that negotiate a test, separate from the data
+//! plane. Client and server exchange these over one TCP connection:
+//!
+//! ```text
+//! client                         server
+//! Hello            ->
+//!                  <-  Welcome (version, environment, limits)
+//! Open(TestSpec)   ->
+//!                  <-  Opened (data endpoint, cookie)      or Error
+//! for each point:
+//!   Point(PointSpec) ->
+//!                    <-  PointAccepted                     or Error
+//!   (client opens the data connections)
+//!   Connected        ->
+//!                    <-  Go (server socket options)        or Error
+//!   (data moves; each sending side reports when it is done)
+//!   [SendDone]       ->            <- [SendDone]
+//!   EndPoint         ->
+//!                    <-  PointResult
+//! Bye              ->
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use crate::env::Environment;
+use crate::pattern::exchange::ResponderStats;
+use crate::pattern::stream::{Pace, StreamStats};
+use crate::pattern::{CpuTime, Direction, PatternKind};
+use crate::transport::{EffectiveOptions, SocketOptions};
+
+use super::limits::Limits;
+
+/// Identifies a wirebench control connection.
+pub const MAGIC: &str = "wirebench";
+/// Bumped on any incompatible change of these messages.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// What a test is: fixed for all its points.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestSpec {
+    pub pattern: PatternKind,
+    pub transport: String,
+    /// Parallel streams (stream), or parallel request/response connections (pingpong, rr).
+    pub streams: u32,
+    pub direction: Direction,
+    /// Busy-poll receives on the server's data sockets.
+    pub spin: bool,
+    /// CPUs to pin the server's data threads to, round robin.
+    pub server_cpus: Vec<usize>,
+    /// Interval reports on the server side, milliseconds.
+    pub interval_ms: Option<u64>,
+    /// Transactions in flight (rr).
+    pub burst: u32,
+}
+
+/// One point of a sweep: sizes, stop condition and the server's socket options.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointSpec {
+    /// Ping-pong message size, rr/crr request size, stream write size: bytes.
+    pub request_size: u64,
+    /// Ping-pong: equal to request_size; rr/crr response size: bytes.
+    pub response_size: u64,
+    /// Stream receive size per read call: bytes.
+    pub read_size: u64,
+    pub duration_ms: Option<u64>,
+    /// Stream: bytes per sending stream.
+    pub bytes: Option<u64>,
+    /// Stream: writes per sending stream; exchanges: transactions per connection.
+    pub iterations: Option<u64>,
+    pub warmup: u64,
+    /// Pacing of each sending stream.
+    pub pace: Option<Pace>,
+    pub server_socket: SocketOptions,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClientMessage {
+    Hello {
+        magic: String,
+        protocol: u32,
+        version: String,
+    },
+    Open {
+        spec: TestSpec,
+    },
+    Point {
+        spec: PointSpec,
+    },
+    Connected,
+    /// The client's sending streams are done; datagrams sent per sending stream.
+    SendDone {
+        sent: Vec<u64>,
+    },
+    EndPoint,
+    Bye,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMessage {
+    Welcome {
+        protocol: u32,
+        version: String,
+        environment: Environment,
+        limits: Limits,
+    },
+    Opened {
+        endpoint: String,
+        cookie: String,
+    },
+    PointAccepted,
+    Go {
+        socket: Vec<EffectiveOptions>,
+    },
+    SendDone {
+        sent: Vec<u64>,
+    },
+    PointResult {
+        report: ServerReport,
+    },
+    Error {
+        message: String,
+    },
+}
+
+/// The server's side of one point.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerReport {
+    /// Per data connection, in connection order (stream pattern).
+    pub streams: Vec<StreamStats>,
+    /// Per data connection (exchanges) or one (crr).
+    pub responders: Vec<ResponderStats>,
+    /// CPU time of the server's data threads.
+    pub cpu: CpuTime,
+}

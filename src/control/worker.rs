@@ -1,0 +1,159 @@
+//! Runs one side's role on one data connection: the same code for client and server, so
+//! both ends of a test measure the same way.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::protocol::{PointSpec, TestSpec};
+use crate::pattern::exchange::{self, ExchangePlan, ExchangeStats, ResponderStats};
+use crate::pattern::stream::{self, EndSignal, IntervalEvent, RecvPlan, SendPlan, StreamStats};
+use crate::pattern::{DataChannel, Role, StopAt};
+
+/// How often a datagram responder looks at its stop flag.
+pub const RESPONDER_POLL: Duration = Duration::from_millis(100);
+
+pub enum WorkerResult {
+    Stream(StreamStats),
+    Exchange(ExchangeStats),
+    Responder(ResponderStats),
+}
+
+/// Everything a worker needs besides its connection.
+pub struct WorkerPlan<'a> {
+    pub role: Role,
+    pub index: u32,
+    pub test: &'a TestSpec,
+    pub point: &'a PointSpec,
+    pub io_timeout: Duration,
+    pub loss_timeout: Duration,
+    pub cpu: Option<usize>,
+    pub end: &'a EndSignal,
+    pub stop: &'a AtomicBool,
+    pub live: Option<mpsc::Sender<IntervalEvent>>,
+}
+
+pub fn stop_at(p: &PointSpec) -> StopAt {
+    StopAt {
+        duration: p.duration_ms.map(Duration::from_millis),
+        bytes: p.bytes,
+        iterations: p.iterations,
+    }
+}
+
+pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<WorkerResult> {
+    if let Some(cpu) = plan.cpu {
+        crate::sys::pin_current_thread(cpu)?;
+    }
+    let p = plan.point;
+    let interval = plan.test.interval_ms.map(Duration::from_millis);
+    match plan.role {
+        Role::Sender => {
+            let send = SendPlan {
+                write_size: p.request_size as usize,
+                stop: stop_at(p),
+                warmup: p.warmup,
+                pace: p.pace,
+                interval,
+            };
+            stream::run_sender(&mut ch, &send, plan.index, plan.live.as_ref())
+                .map(WorkerResult::Stream)
+        }
+        Role::Receiver => {
+            let recv = RecvPlan {
+                read_size: p.read_size as usize,
+                warmup_bytes: p.warmup * p.request_size,
+                warmup_datagrams: p.warmup,
+                interval,
+            };
+            stream::run_receiver(
+                &mut ch,
+                &recv,
+                plan.end,
+                plan.io_timeout,
+                plan.index,
+                plan.live.as_ref(),
+            )
+            .map(WorkerResult::Stream)
+        }
+        Role::Requester => {
+            let ex = ExchangePlan {
+                request_size: p.request_size as usize,
+                response_size: p.response_size as usize,
+                burst: plan.test.burst,
+                stop: stop_at(p),
+                warmup: p.warmup,
+                loss_timeout: plan.loss_timeout,
+            };
+            exchange::run_requester(&mut ch, &ex).map(WorkerResult::Exchange)
+        }
+        Role::Responder => exchange::run_responder(
+            &mut ch,
+            p.request_size as usize,
+            p.response_size as usize,
+            plan.stop,
+            plan.io_timeout,
+            RESPONDER_POLL,
+        )
+        .map(WorkerResult::Responder),
+    }
+}
+
+pub type Joined = std::thread::Result<io::Result<WorkerResult>>;
+pub type Handle<'s> = std::thread::ScopedJoinHandle<'s, io::Result<WorkerResult>>;
+
+/// Joins the workers that have `role` (or all, with `None`), keeping their results by index.
+pub fn join_workers(
+    roles: &[Role],
+    only: Option<Role>,
+    handles: &mut [Option<Handle<'_>>],
+    results: &mut [Option<Joined>],
+) {
+    for (i, role) in roles.iter().enumerate() {
+        if only.is_some_and(|r| r != *role) {
+            continue;
+        }
+        if let Some(h) = handles[i].take() {
+            results[i] = Some(h.join());
+        }
+    }
+}
+
+/// Joins this side's senders and returns what each sent in its timed phase (messages, which
+/// for a datagram transport are the datagrams the peer's loss accounting needs).
+pub fn join_senders(
+    roles: &[Role],
+    handles: &mut [Option<Handle<'_>>],
+    results: &mut [Option<Joined>],
+) -> Vec<u64> {
+    join_workers(roles, Some(Role::Sender), handles, results);
+    roles
+        .iter()
+        .zip(results.iter())
+        .filter(|(role, _)| **role == Role::Sender)
+        .map(|(_, r)| match r {
+            Some(Ok(Ok(WorkerResult::Stream(s)))) => s.messages_timed,
+            _ => 0,
+        })
+        .collect()
+}
+
+/// Tells this side's receivers that the peer's senders are done and how much they sent.
+pub fn senders_done(roles: &[Role], ends: &[EndSignal], sent: &[u64]) -> anyhow::Result<()> {
+    let receivers: Vec<usize> = (0..roles.len())
+        .filter(|&i| roles[i] == Role::Receiver)
+        .collect();
+    if sent.len() != receivers.len() {
+        anyhow::bail!(
+            "peer reported {} sending streams, expected {}",
+            sent.len(),
+            receivers.len()
+        );
+    }
+    for (k, &i) in receivers.iter().enumerate() {
+        ends[i].sent_datagrams.store(sent[k], Ordering::Release);
+        ends[i].done.store(true, Ordering::Release);
+    }
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! The environment a result was measured in, recorded with every result.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub hostname: String,
+    /// Kernel name and release, e.g. "Linux 6.1.0".
+    pub kernel: String,
+    pub cpu_model: String,
+    /// CPUs this process may run on.
+    pub cpus: usize,
+    pub wirebench_version: String,
+    /// Congestion control the kernel uses by default.
+    pub default_cc: Option<String>,
+}
+
+pub fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn kernel() -> String {
+    match nix::sys::utsname::uname() {
+        Ok(u) => format!(
+            "{} {}",
+            u.sysname().to_string_lossy(),
+            u.release().to_string_lossy()
+        ),
+        Err(_) => "unknown".into(),
+    }
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_owned())
+}
+
+impl Environment {
+    pub fn capture() -> Environment {
+        Environment {
+            hostname: hostname(),
+            kernel: kernel(),
+            cpu_model: cpu_model(),
+            cpus: crate::sys::cpu_count(),
+            wirebench_version: env!("CARGO_PKG_VERSION").to_owned(),
+            default_cc: std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+                .ok()
+                .map(|s| s.trim().to_owned()),
+        }
+    }
+}
+
+/// The current wall-clock time as RFC 3339 (UTC), for "when was this measured".
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}

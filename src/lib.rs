@@ -1,0 +1,18 @@
+//! wirebench: a protocol-independent benchmark for networks and communication stacks.
+//!
+//! Layers, top to bottom: [`cli`] (what the user asks) → [`plan`] (points and sweeps) →
+//! [`pattern`] (ping-pong, stream, request/response) → [`transport`] (TCP, UDP, Unix) →
+//! [`sys`] (the OS calls std does not cover). [`control`] negotiates tests between client and
+//! server apart from the data plane; [`stats`] and [`report`] turn samples into results.
+
+pub mod app;
+pub mod cli;
+pub mod control;
+pub mod env;
+pub mod pattern;
+pub mod plan;
+pub mod report;
+pub mod stats;
+pub mod sys;
+pub mod transport;
+pub mod units;

@@ -1,0 +1,158 @@
+//! A data connection as patterns use it: whole messages, timeouts, and optional busy polling,
+//! the same for every transport.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::transport::{Capabilities, Connection};
+
+/// How many empty polls a spinning receive makes between clock reads.
+const SPINS_PER_CLOCK_READ: u32 = 1024;
+
+pub struct DataChannel {
+    conn: Box<dyn Connection>,
+    caps: Capabilities,
+    spin: bool,
+    read_timeout: Duration,
+}
+
+fn timed_out() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "no data within the timeout")
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+impl DataChannel {
+    /// Wraps a connection. With `spin`, receives busy-poll a non-blocking socket instead of
+    /// sleeping in the kernel; `io_timeout` bounds every send and receive either way.
+    pub fn new(
+        mut conn: Box<dyn Connection>,
+        caps: Capabilities,
+        spin: bool,
+        io_timeout: Duration,
+    ) -> io::Result<DataChannel> {
+        conn.set_write_timeout(Some(io_timeout))?;
+        conn.set_read_timeout(Some(io_timeout))?;
+        if spin {
+            conn.set_nonblocking(true)?;
+        }
+        Ok(DataChannel {
+            conn,
+            caps,
+            spin,
+            read_timeout: io_timeout,
+        })
+    }
+
+    pub fn capabilities(&self) -> Capabilities {
+        self.caps
+    }
+
+    pub fn connection(&self) -> &dyn Connection {
+        self.conn.as_ref()
+    }
+
+    /// Changes how long a receive may wait before it reports `TimedOut`.
+    pub fn set_read_timeout(&mut self, t: Duration) -> io::Result<()> {
+        self.read_timeout = t;
+        if !self.spin {
+            self.conn.set_read_timeout(Some(t))?;
+        }
+        Ok(())
+    }
+
+    /// One receive call. Ok(0) is end of stream. Errors of kind `TimedOut` mean no data came
+    /// within the read timeout.
+    #[inline]
+    pub fn recv_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if !self.spin {
+            return match self.conn.recv(buf) {
+                Err(e) if is_timeout(&e) => Err(timed_out()),
+                r => r,
+            };
+        }
+        let mut spins = 0u32;
+        let mut started: Option<Instant> = None;
+        loop {
+            match self.conn.recv(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    spins += 1;
+                    if spins % SPINS_PER_CLOCK_READ == 0 {
+                        let t0 = *started.get_or_insert_with(Instant::now);
+                        if t0.elapsed() >= self.read_timeout {
+                            return Err(timed_out());
+                        }
+                    }
+                    std::hint::spin_loop();
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                r => return r,
+            }
+        }
+    }
+
+    /// One send call; a non-blocking (spinning) socket retries until the kernel takes bytes.
+    #[inline]
+    pub fn send_some(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match self.conn.send(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && self.spin => {
+                    std::hint::spin_loop()
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if is_timeout(&e) => return Err(timed_out()),
+                r => return r,
+            }
+        }
+    }
+
+    /// Sends one whole message.
+    #[inline]
+    pub fn send_message(&mut self, buf: &[u8]) -> io::Result<()> {
+        if self.caps.message_boundaries {
+            self.send_some(buf).map(|_| ())
+        } else {
+            let mut off = 0;
+            while off < buf.len() {
+                let n = self.send_some(&buf[off..])?;
+                if n == 0 {
+                    return Err(io::ErrorKind::WriteZero.into());
+                }
+                off += n;
+            }
+            Ok(())
+        }
+    }
+
+    /// Receives one whole message into `buf`: exactly `buf.len()` bytes on a byte stream, one
+    /// datagram on a message transport. Ok(None) is a clean end of stream before the message.
+    #[inline]
+    pub fn recv_message(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        if self.caps.message_boundaries {
+            return self.recv_some(buf).map(Some);
+        }
+        let mut off = 0;
+        while off < buf.len() {
+            match self.recv_some(&mut buf[off..])? {
+                0 if off == 0 => return Ok(None),
+                0 => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "peer closed the connection in the middle of a message",
+                    ))
+                }
+                n => off += n,
+            }
+        }
+        Ok(Some(off))
+    }
+
+    pub fn shutdown_write(&mut self) -> io::Result<()> {
+        self.conn.shutdown_write()
+    }
+}

@@ -1,0 +1,165 @@
+//! Connect/request/response (netperf TCP_CRR): every transaction opens a new connection,
+//! sends a request, reads the response and closes. Connection setup is timed apart.
+
+use std::io;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::exchange::ResponderStats;
+use super::{nanos, payload, CpuMeter, CpuTime, DataChannel, StopAt};
+use crate::stats::LatencyRecorder;
+use crate::transport::{Cookie, Listener, SocketOptions, Transport};
+
+pub struct CrrPlan {
+    pub request_size: usize,
+    pub response_size: usize,
+    pub stop: StopAt,
+    pub warmup: u64,
+    pub spin: bool,
+    pub io_timeout: Duration,
+}
+
+pub struct CrrStats {
+    /// Whole transaction: connect, request, response.
+    pub transaction: LatencyRecorder,
+    /// Connection setup alone: connect, test cookie, socket options.
+    pub setup: LatencyRecorder,
+    pub transactions: u64,
+    pub first_ns: Option<u64>,
+    pub elapsed_s: f64,
+    pub cpu: CpuTime,
+}
+
+/// Where and how to connect for each transaction.
+pub struct CrrTarget<'a> {
+    pub transport: &'a dyn Transport,
+    pub server: IpAddr,
+    pub endpoint: &'a str,
+    pub opts: &'a SocketOptions,
+    pub cookie: &'a Cookie,
+}
+
+pub fn run_client(target: &CrrTarget<'_>, plan: &CrrPlan) -> Result<CrrStats> {
+    let cpu = CpuMeter::start();
+    let caps = target.transport.capabilities();
+    let req = payload(plan.request_size.max(1));
+    let mut resp = vec![
+        0u8;
+        if caps.message_boundaries {
+            65_536.max(plan.response_size)
+        } else {
+            plan.response_size.max(1)
+        }
+    ];
+    let resp_len = plan.response_size.max(1);
+    let mut out = CrrStats {
+        transaction: LatencyRecorder::new(),
+        setup: LatencyRecorder::new(),
+        transactions: 0,
+        first_ns: None,
+        elapsed_s: 0.0,
+        cpu: CpuTime::default(),
+    };
+    let mut one = |out: &mut CrrStats, timed: bool| -> Result<()> {
+        let t0 = Instant::now();
+        let conn = target.transport.connect(
+            target.server,
+            target.endpoint,
+            target.opts,
+            target.cookie,
+            plan.io_timeout,
+        )?;
+        let mut ch = DataChannel::new(conn, caps, plan.spin, plan.io_timeout)?;
+        let t1 = Instant::now();
+        ch.send_message(&req[..]).context("sending a crr request")?;
+        let buf = if caps.message_boundaries {
+            &mut resp[..]
+        } else {
+            &mut resp[..resp_len]
+        };
+        match ch.recv_message(buf).context("receiving a crr response")? {
+            Some(_) => {}
+            None => anyhow::bail!("the server closed a crr connection before responding"),
+        }
+        let t2 = Instant::now();
+        drop(ch);
+        if timed {
+            out.setup.record(nanos(t0, t1));
+            out.transaction.record(nanos(t0, t2));
+            out.transactions += 1;
+        } else if out.first_ns.is_none() {
+            out.first_ns = Some(nanos(t0, t2));
+        }
+        Ok(())
+    };
+    for _ in 0..plan.warmup {
+        one(&mut out, false)?;
+    }
+    let start = Instant::now();
+    let deadline = plan.stop.deadline(start);
+    let per_txn = (plan.request_size + plan.response_size) as u64;
+    let limit = plan.stop.iterations.unwrap_or(u64::MAX).min(
+        plan.stop
+            .bytes
+            .map(|b| b.div_ceil(per_txn.max(1)))
+            .unwrap_or(u64::MAX),
+    );
+    let mut now = start;
+    let mut n = 0;
+    while n < limit && deadline.is_none_or(|d| now < d) {
+        one(&mut out, true)?;
+        n += 1;
+        now = Instant::now();
+    }
+    out.elapsed_s = now.saturating_duration_since(start).as_secs_f64();
+    out.cpu = cpu.stop();
+    Ok(out)
+}
+
+/// Accepts, answers and closes one connection after another until `stop` is raised.
+#[allow(clippy::too_many_arguments)]
+pub fn run_server(
+    listener: &mut dyn Listener,
+    caps: crate::transport::Capabilities,
+    cookie: &Cookie,
+    request_size: usize,
+    response_size: usize,
+    stop: &AtomicBool,
+    spin: bool,
+    io_timeout: Duration,
+) -> Result<ResponderStats> {
+    let cpu = CpuMeter::start();
+    let mut out = ResponderStats::default();
+    let mut req = vec![
+        0u8;
+        if caps.message_boundaries {
+            65_536.max(request_size)
+        } else {
+            request_size.max(1)
+        }
+    ];
+    let resp = payload(response_size.max(1));
+    while !stop.load(Ordering::Relaxed) {
+        let Some(conn) = listener.accept(cookie, Duration::from_millis(100))? else {
+            continue;
+        };
+        let mut ch = DataChannel::new(conn, caps, spin, io_timeout)?;
+        match ch.recv_message(&mut req) {
+            Ok(Some(n)) => {
+                ch.send_message(&resp)?;
+                out.requests += 1;
+                out.bytes_received += n as u64;
+                out.bytes_sent += resp.len() as u64;
+            }
+            // A client that gave up on a connection is not the server's failure.
+            Ok(None) => {}
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    out.cpu = cpu.stop();
+    Ok(out)
+}

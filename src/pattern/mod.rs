@@ -1,0 +1,184 @@
+//! Patterns: what traffic a test makes and how it is timed. Each pattern is written once
+//! against [`DataChannel`] and the transport traits; none names a concrete transport.
+//!
+//! - `pingpong` and `rr` share the request/response engine in [`exchange`];
+//! - `stream` is one-way bulk transfer in [`stream`];
+//! - `crr` opens a connection per transaction, in [`crr`].
+
+pub mod channel;
+pub mod crr;
+pub mod exchange;
+pub mod stream;
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+pub use channel::DataChannel;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PatternKind {
+    /// Echo: n bytes there, n bytes back; one-way latency = RTT/2.
+    Pingpong,
+    /// One-way bulk transfer; sender and receiver rates.
+    Stream,
+    /// Request/response transactions with separate sizes.
+    Rr,
+    /// A new connection for every request/response transaction.
+    Crr,
+}
+
+impl PatternKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            PatternKind::Pingpong => "pingpong",
+            PatternKind::Stream => "stream",
+            PatternKind::Rr => "rr",
+            PatternKind::Crr => "crr",
+        }
+    }
+}
+
+/// Which way a stream test's data flows, seen from the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Client sends, server receives.
+    Forward,
+    /// Server sends over connections the client opened.
+    Reverse,
+    /// Both at once, on separate connections.
+    Bidir,
+}
+
+/// What one side does on one data connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Sender,
+    Receiver,
+    Requester,
+    Responder,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+/// Number of data connections a point opens before it starts (crr opens its own).
+pub fn connection_count(pattern: PatternKind, direction: Direction, streams: u32) -> u32 {
+    match (pattern, direction) {
+        (PatternKind::Crr, _) => 0,
+        (PatternKind::Stream, Direction::Bidir) => 2 * streams,
+        _ => streams,
+    }
+}
+
+/// The role of `side` on data connection `index`. In a bidirectional stream the first
+/// `streams` connections carry client-to-server data and the rest server-to-client.
+pub fn role(
+    side: Side,
+    pattern: PatternKind,
+    direction: Direction,
+    streams: u32,
+    index: u32,
+) -> Role {
+    let client_sends = match (pattern, direction) {
+        (PatternKind::Stream, Direction::Forward) => true,
+        (PatternKind::Stream, Direction::Reverse) => false,
+        (PatternKind::Stream, Direction::Bidir) => index < streams,
+        _ => {
+            return match side {
+                Side::Client => Role::Requester,
+                Side::Server => Role::Responder,
+            }
+        }
+    };
+    match (side, client_sends) {
+        (Side::Client, true) | (Side::Server, false) => Role::Sender,
+        _ => Role::Receiver,
+    }
+}
+
+/// When a timed phase ends: whichever limit is reached first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopAt {
+    pub duration: Option<Duration>,
+    pub bytes: Option<u64>,
+    pub iterations: Option<u64>,
+}
+
+impl StopAt {
+    pub fn deadline(&self, start: Instant) -> Option<Instant> {
+        self.duration.map(|d| start + d)
+    }
+}
+
+/// CPU time of the threads that moved the data (user and system), seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuTime {
+    pub user_s: f64,
+    pub system_s: f64,
+}
+
+impl CpuTime {
+    pub fn total_s(&self) -> f64 {
+        self.user_s + self.system_s
+    }
+    pub fn add(&mut self, other: CpuTime) {
+        self.user_s += other.user_s;
+        self.system_s += other.system_s;
+    }
+}
+
+/// Measures the calling thread's CPU time between `start` and `stop`.
+pub struct CpuMeter {
+    user: Duration,
+    system: Duration,
+}
+
+impl CpuMeter {
+    pub fn start() -> CpuMeter {
+        let (user, system) = crate::sys::thread_cpu_time();
+        CpuMeter { user, system }
+    }
+    pub fn stop(&self) -> CpuTime {
+        let (u, s) = crate::sys::thread_cpu_time();
+        CpuTime {
+            user_s: u.saturating_sub(self.user).as_secs_f64(),
+            system_s: s.saturating_sub(self.system).as_secs_f64(),
+        }
+    }
+}
+
+/// Sequence number tag carried in the first 8 bytes of messages on unreliable transports.
+pub const TAG_LEN: usize = 8;
+
+#[inline]
+pub fn write_tag(buf: &mut [u8], seq: u64) {
+    if buf.len() >= TAG_LEN {
+        buf[..TAG_LEN].copy_from_slice(&seq.to_le_bytes());
+    }
+}
+
+#[inline]
+pub fn read_tag(buf: &[u8]) -> Option<u64> {
+    buf.get(..TAG_LEN)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+}
+
+/// Nanoseconds between two instants, saturating, as recorded in histograms.
+#[inline]
+pub fn nanos(from: Instant, to: Instant) -> u64 {
+    to.saturating_duration_since(from)
+        .as_nanos()
+        .min(u64::MAX as u128) as u64
+}
+
+/// Fills a payload with a fixed non-zero pattern, so that nothing compresses it to nothing.
+pub fn payload(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8 ^ 0x5a).collect()
+}

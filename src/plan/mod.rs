@@ -1,0 +1,359 @@
+//! The plan: turns a command line into the list of points to measure (a sweep is the
+//! cartesian product of the swept parameters) and checks it before anything runs.
+
+pub mod runner;
+
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::RunArgs;
+use crate::control::client::ClientSide;
+use crate::control::protocol::{PointSpec, TestSpec};
+use crate::pattern::stream::{Pace, DATAGRAM_HEADER};
+use crate::pattern::{Direction, PatternKind};
+use crate::transport::{self, SocketOptions};
+use crate::units::{self, Rate};
+
+/// The parameters that identify a point in a sweep (requested values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PointKey {
+    /// Message / request / write size, bytes.
+    pub size: u64,
+    pub sndbuf: u64,
+    pub rcvbuf: u64,
+    pub server_sndbuf: u64,
+    pub server_rcvbuf: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct PlannedPoint {
+    pub key: PointKey,
+    pub spec: PointSpec,
+    pub client_socket: SocketOptions,
+}
+
+/// Which parameters vary across the sweep (for table columns and grouping).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Swept {
+    pub size: bool,
+    pub sndbuf: bool,
+    pub rcvbuf: bool,
+    pub server_sndbuf: bool,
+    pub server_rcvbuf: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    pub test: TestSpec,
+    pub points: Vec<PlannedPoint>,
+    pub swept: Swept,
+    pub client: ClientSide,
+    pub confidence: f64,
+    pub repeat: u32,
+    pub until_ci: Option<f64>,
+    pub max_repeat: u32,
+    pub rate: Option<Rate>,
+}
+
+/// Default message sizes when --size is not given.
+fn default_size(pattern: PatternKind, reliable: bool) -> u64 {
+    match pattern {
+        PatternKind::Stream if reliable => 128 * 1024,
+        PatternKind::Stream => 1400,
+        _ => 1,
+    }
+}
+
+fn sweep(spec: Option<&str>, what: &str) -> Result<Vec<u64>> {
+    match spec {
+        None => Ok(vec![0]),
+        Some(s) => units::parse_size_spec(s).map_err(|e| anyhow::anyhow!("--{what}: {e}")),
+    }
+}
+
+pub fn build(a: &RunArgs) -> Result<RunPlan> {
+    let t = transport::by_name(&a.transport)?;
+    let caps = t.capabilities();
+    let pattern = a.pattern;
+
+    if !caps.tcp_options {
+        for (set, name) in [
+            (a.nodelay, "--nodelay"),
+            (a.cc.is_some(), "--cc"),
+            (a.mss.is_some(), "--mss"),
+        ] {
+            if set {
+                bail!(
+                    "{name} applies to TCP only, not to the {} transport",
+                    a.transport
+                );
+            }
+        }
+    }
+    if let Some(cc) = &a.cc {
+        transport::sockopt::validate_cc(cc)?;
+    }
+    if pattern != PatternKind::Stream {
+        for (set, name) in [
+            (a.reverse, "--reverse"),
+            (a.bidir, "--bidir"),
+            (a.rate.is_some(), "--rate"),
+            (a.interval.is_some(), "--interval"),
+            (a.write_size.is_some(), "--write-size"),
+            (a.read_size.is_some(), "--read-size"),
+        ] {
+            if set {
+                bail!("{name} applies to the stream pattern only");
+            }
+        }
+    }
+    if pattern != PatternKind::Rr && a.burst != 1 {
+        bail!("--burst applies to the rr pattern only");
+    }
+    if pattern == PatternKind::Crr && a.parallel != 1 {
+        bail!("crr runs one connection at a time; drop --parallel");
+    }
+    if a.parallel == 0 {
+        bail!("--parallel must be at least 1");
+    }
+    if a.burst == 0 {
+        bail!("--burst must be at least 1");
+    }
+    let confidence = crate::stats::parse_confidence(a.confidence)
+        .map_err(|e| anyhow::anyhow!("--confidence: {e}"))?;
+    if a.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    let until_ci = match &a.until_ci {
+        Some(s) => Some(units::parse_percent(s).map_err(|e| anyhow::anyhow!("--until-ci: {e}"))?),
+        None => None,
+    };
+    if until_ci.is_some() && a.max_repeat < 3 {
+        bail!("--max-repeat must be at least 3 with --until-ci");
+    }
+    let cpus = crate::sys::cpu_count();
+    if let Some(c) = a.cpu.iter().find(|&&c| c >= cpus) {
+        bail!("--cpu {c}: this machine has CPUs 0 to {}", cpus - 1);
+    }
+    if a.interval.is_some_and(|d| d.is_zero()) {
+        bail!("--interval must be longer than 0");
+    }
+    if a.duration.is_some_and(|d| d.is_zero()) {
+        bail!("--duration must be longer than 0");
+    }
+    if a.iterations == Some(0) || a.bytes == Some(0) {
+        bail!("--iterations and --bytes must be at least 1");
+    }
+
+    // Sizes.
+    let mut sizes = match (&a.size, pattern, a.write_size, a.request_size) {
+        (_, PatternKind::Stream, Some(w), _) => vec![w],
+        (_, PatternKind::Rr | PatternKind::Crr, _, Some(r)) => vec![r],
+        (Some(s), ..) => units::parse_size_spec(s).map_err(|e| anyhow::anyhow!("--size: {e}"))?,
+        (None, ..) => vec![default_size(pattern, caps.reliable)],
+    };
+    sizes = units::perturb(&sizes, a.perturb);
+    if let Some(&bad) = sizes.iter().find(|&&s| s == 0) {
+        bail!("message size {bad}: sizes must be at least 1 byte");
+    }
+    let floor = if pattern == PatternKind::Stream && !caps.reliable {
+        DATAGRAM_HEADER as u64
+    } else {
+        1
+    };
+    if let Some(&small) = sizes.iter().find(|&&s| s < floor) {
+        bail!(
+            "datagram size {small} is too small: a {} stream datagram carries a {floor}-byte sequence header",
+            a.transport
+        );
+    }
+    let response = a.response_size;
+    let largest = sizes
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(1)
+        .max(response.unwrap_or(1));
+    if largest > caps.max_message {
+        bail!(
+            "message size {largest} bytes exceeds what one {} message can carry ({} bytes)",
+            a.transport,
+            caps.max_message
+        );
+    }
+    if response == Some(0) {
+        bail!("--response-size must be at least 1 byte");
+    }
+
+    // Socket buffer sweeps (0 = autotuning).
+    let sndbufs = sweep(a.sndbuf.as_deref(), "sndbuf")?;
+    let rcvbufs = sweep(a.rcvbuf.as_deref(), "rcvbuf")?;
+    let server_sndbufs = match &a.server_sndbuf {
+        Some(s) => sweep(Some(s), "server-sndbuf")?,
+        None => vec![u64::MAX], // follow --sndbuf
+    };
+    let server_rcvbufs = match &a.server_rcvbuf {
+        Some(s) => sweep(Some(s), "server-rcvbuf")?,
+        None => vec![u64::MAX],
+    };
+    let swept = Swept {
+        size: sizes.len() > 1,
+        sndbuf: sndbufs.len() > 1,
+        rcvbuf: rcvbufs.len() > 1,
+        server_sndbuf: server_sndbufs.len() > 1,
+        server_rcvbuf: server_rcvbufs.len() > 1,
+    };
+
+    let duration = a
+        .duration
+        .or(if a.bytes.is_none() && a.iterations.is_none() {
+            Some(match pattern {
+                PatternKind::Stream => Duration::from_secs(10),
+                _ => Duration::from_secs(1),
+            })
+        } else {
+            None
+        });
+    let direction = if a.bidir {
+        Direction::Bidir
+    } else if a.reverse {
+        Direction::Reverse
+    } else {
+        Direction::Forward
+    };
+    let rate = match &a.rate {
+        Some(r) => Some(units::parse_rate(r).map_err(|e| anyhow::anyhow!("--rate: {e}"))?),
+        None => None,
+    };
+
+    let base_socket = SocketOptions {
+        sndbuf: 0,
+        rcvbuf: 0,
+        nodelay: a.nodelay,
+        cc: a.cc.clone(),
+        mss: a.mss,
+    };
+    let mut points = Vec::new();
+    for &size in &sizes {
+        for &snd in &sndbufs {
+            for &rcv in &rcvbufs {
+                for &ssnd in &server_sndbufs {
+                    for &srcv in &server_rcvbufs {
+                        let server_sndbuf = if ssnd == u64::MAX { snd } else { ssnd };
+                        let server_rcvbuf = if srcv == u64::MAX { rcv } else { srcv };
+                        let key = PointKey {
+                            size,
+                            sndbuf: snd,
+                            rcvbuf: rcv,
+                            server_sndbuf,
+                            server_rcvbuf,
+                        };
+                        points.push(point(
+                            a,
+                            pattern,
+                            caps.reliable,
+                            key,
+                            response,
+                            duration,
+                            rate,
+                            &base_socket,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if points.len() > 100_000 {
+        bail!(
+            "the sweep has {} points; at most 100000 are allowed",
+            points.len()
+        );
+    }
+
+    Ok(RunPlan {
+        test: TestSpec {
+            pattern,
+            transport: a.transport.clone(),
+            streams: a.parallel,
+            direction,
+            spin: a.spin,
+            server_cpus: a.server_cpu.clone(),
+            interval_ms: a.interval.map(|d| d.as_millis().max(1) as u64),
+            burst: a.burst,
+        },
+        points,
+        swept,
+        client: ClientSide {
+            socket: base_socket,
+            cpus: a.cpu.clone(),
+            io_timeout: a.io_timeout,
+            loss_timeout: a.loss_timeout,
+        },
+        confidence,
+        repeat: a.repeat,
+        until_ci,
+        max_repeat: a.max_repeat,
+        rate,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn point(
+    a: &RunArgs,
+    pattern: PatternKind,
+    reliable: bool,
+    key: PointKey,
+    response: Option<u64>,
+    duration: Option<Duration>,
+    rate: Option<Rate>,
+    base: &SocketOptions,
+) -> PlannedPoint {
+    let response_size = match pattern {
+        PatternKind::Pingpong => key.size,
+        _ => response.unwrap_or(1),
+    };
+    // Only streams read in chunks of their own size; exchanges read whole messages.
+    let read_size = match pattern {
+        PatternKind::Stream => a
+            .read_size
+            .unwrap_or(if reliable { 128 * 1024 } else { 65_536 }),
+        _ => key.size,
+    };
+    let streams = u64::from(a.parallel);
+    // Totals per direction are split evenly over the streams.
+    let pace = rate.map(|r| Pace {
+        interval_ns: match r {
+            Rate::BitsPerSecond(bps) => key.size as f64 * 8.0 * 1e9 / (bps / streams as f64),
+            Rate::PacketsPerSecond(pps) => 1e9 / (pps / streams as f64),
+        },
+    });
+    let bytes = match pattern {
+        PatternKind::Stream => a.bytes.map(|b| b.div_ceil(streams)),
+        _ => a.bytes,
+    };
+    PlannedPoint {
+        key,
+        spec: PointSpec {
+            request_size: key.size,
+            response_size,
+            read_size,
+            duration_ms: duration.map(|d| d.as_millis().max(1) as u64),
+            bytes,
+            iterations: a.iterations,
+            warmup: a.warmup,
+            pace,
+            server_socket: SocketOptions {
+                sndbuf: key.server_sndbuf,
+                rcvbuf: key.server_rcvbuf,
+                ..base.clone()
+            },
+        },
+        client_socket: SocketOptions {
+            sndbuf: key.sndbuf,
+            rcvbuf: key.rcvbuf,
+            ..base.clone()
+        },
+    }
+}

@@ -1,0 +1,234 @@
+//! Runs a plan: starts a local server when none is given, opens the session, measures every
+//! point (with repeats), and hands each result to the output as soon as it exists, so that a
+//! failure half-way keeps everything measured before it.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::RunPlan;
+use crate::cli::RunArgs;
+use crate::control::client::{resolve, ClientSide, PointOutcome, Session};
+use crate::control::server::{Server, ServerConfig, DEFAULT_PORT};
+use crate::pattern::stream::IntervalEvent;
+use crate::pattern::{Direction, PatternKind};
+use crate::report::model::{RunReport, ServerInfo, Settings, SweepGroup, SCHEMA, SCHEMA_VERSION};
+use crate::report::summarize::{headline_value, summarize};
+use crate::report::Sink;
+use crate::stats::sweep::{derive, SweepPoint};
+
+/// Minimum runs before --until-ci may stop (netperf's -i default minimum is 3 too).
+const UNTIL_CI_MIN_RUNS: u32 = 3;
+
+pub fn new_report(plan: &RunPlan, args: &RunArgs) -> RunReport {
+    let t = &plan.test;
+    RunReport {
+        schema: SCHEMA.into(),
+        schema_version: SCHEMA_VERSION,
+        wirebench_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: crate::env::now_rfc3339(),
+        finished_at: None,
+        command: std::env::args().collect(),
+        pattern: t.pattern.name().into(),
+        transport: t.transport.clone(),
+        server: ServerInfo {
+            address: args.to.clone(),
+            self_hosted: args.to.is_none(),
+        },
+        client_environment: crate::env::Environment::capture(),
+        server_environment: None,
+        settings: Settings {
+            streams: t.streams,
+            direction: match t.direction {
+                Direction::Forward => "forward",
+                Direction::Reverse => "reverse",
+                Direction::Bidir => "bidir",
+            }
+            .into(),
+            burst: t.burst,
+            warmup: args.warmup,
+            duration_s: plan
+                .points
+                .first()
+                .and_then(|p| p.spec.duration_ms)
+                .map(|ms| ms as f64 / 1000.0),
+            bytes: args.bytes,
+            iterations: args.iterations,
+            rate: args.rate.clone(),
+            interval_s: args.interval.map(|d| d.as_secs_f64()),
+            nodelay: args.nodelay,
+            cc: args.cc.clone(),
+            mss: args.mss,
+            spin: args.spin,
+            client_cpus: args.cpu.clone(),
+            server_cpus: args.server_cpu.clone(),
+            confidence: plan.confidence,
+            repeat: plan.repeat,
+            until_ci: plan.until_ci,
+            max_repeat: plan.max_repeat,
+            io_timeout_s: args.io_timeout.as_secs_f64(),
+            loss_timeout_s: args.loss_timeout.as_secs_f64(),
+        },
+        swept: plan.swept,
+        points: Vec::new(),
+        sweep_metrics: Vec::new(),
+        complete: false,
+        error: None,
+    }
+}
+
+/// Runs the plan, filling `report` and feeding `sink`. An error leaves `report` with every
+/// point measured before it.
+pub fn run(
+    plan: &RunPlan,
+    args: &RunArgs,
+    report: &mut RunReport,
+    sink: &mut dyn Sink,
+) -> Result<()> {
+    let addr = match &args.to {
+        Some(target) => resolve(target, DEFAULT_PORT)?,
+        None => {
+            let config = ServerConfig {
+                io_timeout: args.io_timeout,
+                ..ServerConfig::default()
+            };
+            let server = Server::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), config)
+                .context("starting the local server")?;
+            server.spawn()?
+        }
+    };
+    report.server.address = Some(addr.to_string());
+    let mut session = Session::open(addr, plan.test.clone(), args.io_timeout)?;
+    report.server_environment = Some(session.server_env.clone());
+    sink.begin(report, plan);
+
+    let progress = sink.progress(plan.points.len() as u64);
+    for (index, planned) in plan.points.iter().enumerate() {
+        let client = ClientSide {
+            socket: planned.client_socket.clone(),
+            ..plan.client.clone()
+        };
+        let max_runs = if plan.until_ci.is_some() {
+            plan.max_repeat
+        } else {
+            plan.repeat
+        };
+        let mut runs: Vec<PointOutcome> = Vec::new();
+        let mut values = Vec::new();
+        for run_no in 0..max_runs {
+            let outcome =
+                run_one(&mut session, planned, &client, plan, sink).with_context(|| {
+                    format!("point {} (size {} bytes)", index + 1, planned.key.size)
+                })?;
+            if let Some(v) = headline_value(&plan.test, &outcome) {
+                values.push(v);
+            }
+            runs.push(outcome);
+            if let Some(target) = plan.until_ci {
+                let n = run_no + 1;
+                let met = crate::stats::MeanCi::from_samples(&values, plan.confidence)
+                    .and_then(|m| m.relative_half_width())
+                    .is_some_and(|w| w <= target);
+                if n >= UNTIL_CI_MIN_RUNS && met {
+                    break;
+                }
+            }
+        }
+        if let Some(result) = summarize(
+            index,
+            &plan.test,
+            planned,
+            &runs,
+            values,
+            plan.confidence,
+            plan.until_ci,
+        ) {
+            progress.suspend(|| sink.point(report, &result));
+            report.points.push(result);
+        }
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    session.close();
+    report.sweep_metrics = sweep_metrics(plan, report);
+    Ok(())
+}
+
+/// One run of one point, with live interval reports printed as they arrive.
+fn run_one(
+    session: &mut Session,
+    planned: &super::PlannedPoint,
+    client: &ClientSide,
+    plan: &RunPlan,
+    sink: &mut dyn Sink,
+) -> Result<PointOutcome> {
+    if plan.test.interval_ms.is_none() || !sink.wants_intervals() {
+        return session.run_point(&planned.spec, client, None);
+    }
+    let (tx, rx) = mpsc::channel::<IntervalEvent>();
+    let printer = sink.interval_printer();
+    std::thread::scope(|scope| {
+        let handle = scope.spawn(move || {
+            while let Ok(ev) = rx.recv_timeout(Duration::from_secs(3600)) {
+                printer(&ev);
+            }
+        });
+        let result = session.run_point(&planned.spec, client, Some(tx));
+        let _ = handle.join();
+        result
+    })
+}
+
+/// t0, r_max, n_1/2 and the Hockney fit for each group of points that differ only in size.
+fn sweep_metrics(plan: &RunPlan, report: &RunReport) -> Vec<SweepGroup> {
+    if plan.test.pattern != PatternKind::Pingpong || !plan.swept.size {
+        return Vec::new();
+    }
+    let mut groups: Vec<SweepGroup> = Vec::new();
+    let mut keys: Vec<(u64, u64, u64, u64)> = Vec::new();
+    for p in &report.points {
+        let k = (
+            p.key.sndbuf,
+            p.key.rcvbuf,
+            p.key.server_sndbuf,
+            p.key.server_rcvbuf,
+        );
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for k in keys {
+        let pts: Vec<SweepPoint> = report
+            .points
+            .iter()
+            .filter(|p| {
+                (
+                    p.key.sndbuf,
+                    p.key.rcvbuf,
+                    p.key.server_sndbuf,
+                    p.key.server_rcvbuf,
+                ) == k
+            })
+            .filter_map(|p| {
+                let l = p.latency.as_ref()?;
+                Some(SweepPoint {
+                    size: p.key.size,
+                    one_way_s: l.one_way_mean_ns? / 1e9,
+                    one_way_ci_s: l.one_way_ci_ns.map(|c| c / 1e9),
+                })
+            })
+            .collect();
+        if let Some(metrics) = derive(&pts) {
+            groups.push(SweepGroup {
+                sndbuf: k.0,
+                rcvbuf: k.1,
+                server_sndbuf: k.2,
+                server_rcvbuf: k.3,
+                metrics,
+            });
+        }
+    }
+    groups
+}

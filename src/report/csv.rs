@@ -1,0 +1,135 @@
+//! `--csv`: a header and one row per point, printed as each point completes.
+
+use super::model::{PointResult, RunReport};
+use super::Sink;
+use crate::plan::RunPlan;
+
+pub struct CsvSink;
+
+pub const COLUMNS: &[&str] = &[
+    "index",
+    "pattern",
+    "transport",
+    "size_bytes",
+    "request_size_bytes",
+    "response_size_bytes",
+    "sndbuf_bytes",
+    "rcvbuf_bytes",
+    "server_sndbuf_bytes",
+    "server_rcvbuf_bytes",
+    "runs",
+    "headline_mean",
+    "headline_ci_half_width",
+    "headline_unit",
+    "rtt_samples",
+    "rtt_mean_ns",
+    "rtt_stddev_ns",
+    "rtt_ci_half_width_ns",
+    "rtt_min_ns",
+    "rtt_p50_ns",
+    "rtt_p90_ns",
+    "rtt_p99_ns",
+    "rtt_p999_ns",
+    "rtt_p9999_ns",
+    "rtt_max_ns",
+    "one_way_mean_ns",
+    "throughput_bits_per_s",
+    "transactions_per_s",
+    "lost_transactions",
+    "setup_mean_ns",
+    "sender_bits_per_s",
+    "receiver_bits_per_s",
+    "bytes_sent",
+    "bytes_received",
+    "datagrams_sent",
+    "datagrams_lost",
+    "loss_ratio",
+    "jitter_s",
+    "send_failures",
+    "retransmits",
+    "client_cpu_s",
+    "server_cpu_s",
+    "client_us_per_kib",
+    "server_us_per_kib",
+];
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+pub fn row(report: &RunReport, p: &PointResult) -> Vec<String> {
+    let l = p.latency.as_ref();
+    let r = l.map(|l| &l.rtt);
+    let totals = p.stream.as_ref().map(|s| &s.totals);
+    let sum = |f: &dyn Fn(&super::model::DirectionTotal) -> f64| {
+        totals.map(|t| t.iter().map(f).sum::<f64>())
+    };
+    let loss = totals.and_then(|t| {
+        t.iter().try_fold((0u64, 0u64, 0.0f64), |acc, d| {
+            d.loss
+                .map(|l| (acc.0 + l.sent, acc.1 + l.lost, acc.2.max(l.jitter_s)))
+        })
+    });
+    vec![
+        p.index.to_string(),
+        report.pattern.clone(),
+        report.transport.clone(),
+        p.key.size.to_string(),
+        p.request_size.to_string(),
+        p.response_size.to_string(),
+        p.key.sndbuf.to_string(),
+        p.key.rcvbuf.to_string(),
+        p.key.server_sndbuf.to_string(),
+        p.key.server_rcvbuf.to_string(),
+        p.runs.to_string(),
+        opt(p.headline.over_runs.as_ref().map(|m| m.mean)),
+        opt(p.headline.over_runs.as_ref().and_then(|m| m.half_width)),
+        p.headline.unit.clone(),
+        opt(r.map(|r| r.samples)),
+        opt(r.map(|r| r.mean_ns)),
+        opt(r.map(|r| r.stddev_ns)),
+        opt(r.and_then(|r| r.ci_half_width_ns)),
+        opt(r.map(|r| r.min_ns)),
+        opt(r.map(|r| r.median_ns)),
+        opt(r.map(|r| r.p90_ns)),
+        opt(r.map(|r| r.p99_ns)),
+        opt(r.map(|r| r.p999_ns)),
+        opt(r.map(|r| r.p9999_ns)),
+        opt(r.map(|r| r.max_ns)),
+        opt(l.and_then(|l| l.one_way_mean_ns)),
+        opt(l.map(|l| l.throughput_bits_per_s)),
+        opt(l.map(|l| l.transactions_per_s)),
+        opt(l.map(|l| l.lost)),
+        opt(l.and_then(|l| l.setup.as_ref()).map(|s| s.mean_ns)),
+        opt(sum(&|d| d.sender_bits_per_s)),
+        opt(sum(&|d| d.receiver_bits_per_s)),
+        opt(sum(&|d| d.bytes_sent as f64).map(|v| v as u64)),
+        opt(sum(&|d| d.bytes_received as f64).map(|v| v as u64)),
+        opt(loss.map(|l| l.0)),
+        opt(loss.map(|l| l.1)),
+        opt(loss.map(|l| {
+            if l.0 > 0 {
+                l.1 as f64 / l.0 as f64
+            } else {
+                0.0
+            }
+        })),
+        opt(loss.map(|l| l.2)),
+        opt(sum(&|d| d.send_failures as f64).map(|v| v as u64)),
+        opt(totals.and_then(|t| t.iter().map(|d| d.retransmits).sum::<Option<u64>>())),
+        p.cpu.client.total_s().to_string(),
+        p.cpu.server.total_s().to_string(),
+        opt(p.cpu.client_us_per_kib),
+        opt(p.cpu.server_us_per_kib),
+    ]
+}
+
+impl Sink for CsvSink {
+    fn begin(&mut self, _: &RunReport, _: &RunPlan) {
+        println!("{}", COLUMNS.join(","));
+    }
+    fn point(&mut self, report: &RunReport, p: &PointResult) {
+        println!("{}", row(report, p).join(","));
+    }
+    fn finish(&mut self, _: &RunReport) {}
+}

@@ -1,0 +1,55 @@
+//! Output: the result model and its renderings (table, CSV, JSON).
+
+pub mod csv;
+pub mod json;
+pub mod model;
+pub mod summarize;
+pub mod table;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::pattern::stream::IntervalEvent;
+use crate::plan::RunPlan;
+use model::{PointResult, RunReport};
+
+/// Prints interval reports from the thread that receives them.
+pub type IntervalPrinter = Box<dyn Fn(&IntervalEvent) + Send>;
+
+/// Where results go as they are produced.
+pub trait Sink {
+    /// Once the session is open and the server's environment is known.
+    fn begin(&mut self, report: &RunReport, plan: &RunPlan);
+    /// After each point.
+    fn point(&mut self, report: &RunReport, point: &PointResult);
+    /// At the end, complete or not.
+    fn finish(&mut self, report: &RunReport);
+    fn wants_intervals(&self) -> bool {
+        false
+    }
+    fn interval_printer(&self) -> IntervalPrinter {
+        Box::new(|_| {})
+    }
+    /// A progress bar on stderr for sweeps; hidden when stderr is not a terminal.
+    fn progress(&self, points: u64) -> ProgressBar {
+        if points < 2 {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::with_draw_target(Some(points), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} points  {elapsed} elapsed, ~{eta} left",
+        ) {
+            bar.set_style(style);
+        }
+        bar
+    }
+}
+
+/// Formats bits/s as Mbit/s (decimal) for tables.
+pub fn mbit(bits_per_s: f64) -> String {
+    format!("{:.2}", bits_per_s / 1e6)
+}
+
+/// Formats nanoseconds as microseconds for tables.
+pub fn us(ns: f64) -> String {
+    format!("{:.2}", ns / 1e3)
+}

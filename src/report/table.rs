@@ -1,0 +1,445 @@
+//! The default output: a readable table with units in every header, one line per point as
+//! it completes, and the sweep's derived metrics at the end.
+
+use std::io::Write;
+
+use super::model::{PointResult, RunReport};
+use super::{mbit, us, IntervalPrinter, Sink};
+use crate::pattern::stream::IntervalEvent;
+use crate::pattern::{PatternKind, Role};
+use crate::plan::{RunPlan, Swept};
+use crate::units::format_bytes;
+
+pub struct TableSink {
+    pattern: Option<PatternKind>,
+    swept: Swept,
+    unreliable: bool,
+    intervals: bool,
+}
+
+impl TableSink {
+    pub fn new() -> TableSink {
+        TableSink {
+            pattern: None,
+            swept: Swept::default(),
+            unreliable: false,
+            intervals: false,
+        }
+    }
+}
+
+impl Default for TableSink {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn out(line: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{line}");
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.3}", x * 100.0)
+}
+
+impl TableSink {
+    fn buffer_columns(&self, p: &PointResult) -> String {
+        let mut s = String::new();
+        let k = &p.key;
+        for (on, v) in [
+            (self.swept.sndbuf, k.sndbuf),
+            (self.swept.rcvbuf, k.rcvbuf),
+            (self.swept.server_sndbuf, k.server_sndbuf),
+            (self.swept.server_rcvbuf, k.server_rcvbuf),
+        ] {
+            if on {
+                s.push_str(&format!(" {:>9}", format_bytes(v)));
+            }
+        }
+        s
+    }
+
+    fn buffer_headers(&self) -> String {
+        let mut s = String::new();
+        for (on, h) in [
+            (self.swept.sndbuf, "sndbuf(B)"),
+            (self.swept.rcvbuf, "rcvbuf(B)"),
+            (self.swept.server_sndbuf, "s_sndbuf(B)"),
+            (self.swept.server_rcvbuf, "s_rcvbuf(B)"),
+        ] {
+            if on {
+                s.push_str(&format!(" {h:>9}"));
+            }
+        }
+        s
+    }
+}
+
+impl Sink for TableSink {
+    fn begin(&mut self, r: &RunReport, plan: &RunPlan) {
+        self.pattern = Some(plan.test.pattern);
+        self.swept = plan.swept;
+        self.unreliable = r.transport == "udp";
+        self.intervals = plan.test.interval_ms.is_some();
+        let server = r.server.address.clone().unwrap_or_default();
+        out(&format!(
+            "# wirebench {} {} over {}, server {}{}",
+            r.wirebench_version,
+            r.pattern,
+            r.transport,
+            server,
+            if r.server.self_hosted {
+                " (self-hosted on loopback)"
+            } else {
+                ""
+            }
+        ));
+        let c = &r.client_environment;
+        out(&format!(
+            "# client: {} ({}, {} CPUs, {})",
+            c.hostname, c.kernel, c.cpus, c.cpu_model
+        ));
+        if let Some(s) = &r.server_environment {
+            out(&format!(
+                "# server: {} ({}, {} CPUs, {})",
+                s.hostname, s.kernel, s.cpus, s.cpu_model
+            ));
+        }
+        let st = &r.settings;
+        out(&format!(
+            "# {} stream(s), warm-up {} iterations, stop after {}, {}% confidence, {} run(s) per point{}",
+            st.streams,
+            st.warmup,
+            [
+                st.duration_s.map(|d| format!("{d} s")),
+                st.bytes.map(|b| format!("{b} bytes")),
+                st.iterations.map(|n| format!("{n} iterations")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" or "),
+            st.confidence * 100.0,
+            st.repeat,
+            st.until_ci
+                .map(|t| format!(", until CI < {}% of mean (max {})", t * 100.0, st.max_repeat))
+                .unwrap_or_default()
+        ));
+        let bufs = self.buffer_headers();
+        match plan.test.pattern {
+            PatternKind::Pingpong => {
+                out("# latency = RTT/2 (one-way), microseconds; throughput = 2n/RTT in Mbit/s (10^6 bit/s); CI = confidence interval half-width of the mean");
+                out(&format!(
+                    "{:>9}{bufs} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}{}",
+                    "size(B)",
+                    "samples",
+                    "mean(us)",
+                    "±CI(us)",
+                    "min(us)",
+                    "p50(us)",
+                    "p99(us)",
+                    "max(us)",
+                    "Mbit/s",
+                    if self.unreliable {
+                        format!(" {:>7}", "lost")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            PatternKind::Rr | PatternKind::Crr => {
+                out("# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)");
+                out(&format!(
+                    "{:>9} {:>9}{bufs} {:>9} {:>11} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}{}",
+                    "req(B)",
+                    "resp(B)",
+                    "txns",
+                    "txn/s",
+                    "mean(us)",
+                    "±CI(us)",
+                    "p50(us)",
+                    "p99(us)",
+                    "max(us)",
+                    "Mbit/s",
+                    if plan.test.pattern == PatternKind::Crr {
+                        format!(" {:>11}", "setup(us)")
+                    } else if self.unreliable {
+                        format!(" {:>7}", "lost")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            PatternKind::Stream => {
+                out("# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved");
+                out(&format!(
+                    "{:>9}{bufs} {:>7} {:>17} {:>12} {:>12} {:>14} {:>14}{} {:>9} {:>9}",
+                    "size(B)",
+                    "stream",
+                    "direction",
+                    "sender",
+                    "receiver",
+                    "sent(B)",
+                    "received(B)",
+                    if self.unreliable {
+                        format!(" {:>10} {:>8} {:>10}", "lost(dgr)", "loss(%)", "jitter(ms)")
+                    } else {
+                        format!(" {:>7}", "retr")
+                    },
+                    "cpu_cli",
+                    "cpu_srv"
+                ));
+            }
+        }
+    }
+
+    fn point(&mut self, _r: &RunReport, p: &PointResult) {
+        let bufs = self.buffer_columns(p);
+        match self.pattern {
+            Some(PatternKind::Pingpong) => {
+                let Some(l) = &p.latency else {
+                    out(&format!("{:>9}{bufs} no completed exchanges", p.key.size));
+                    return;
+                };
+                let r = &l.rtt;
+                out(&format!(
+                    "{:>9}{bufs} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}{}",
+                    p.key.size,
+                    r.samples,
+                    us(r.mean_ns / 2.0),
+                    r.ci_half_width_ns
+                        .map(|h| us(h / 2.0))
+                        .unwrap_or_else(|| "-".into()),
+                    us(r.min_ns as f64 / 2.0),
+                    us(r.median_ns as f64 / 2.0),
+                    us(r.p99_ns as f64 / 2.0),
+                    us(r.max_ns as f64 / 2.0),
+                    mbit(l.throughput_bits_per_s),
+                    if self.unreliable {
+                        format!(" {:>7}", l.lost)
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            Some(PatternKind::Rr | PatternKind::Crr) => {
+                let Some(l) = &p.latency else {
+                    out(&format!(
+                        "{:>9}{bufs} no completed transactions",
+                        p.request_size
+                    ));
+                    return;
+                };
+                let r = &l.rtt;
+                out(&format!(
+                    "{:>9} {:>9}{bufs} {:>9} {:>11.1} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}{}",
+                    p.request_size,
+                    p.response_size,
+                    l.transactions,
+                    l.transactions_per_s,
+                    us(r.mean_ns),
+                    r.ci_half_width_ns.map(us).unwrap_or_else(|| "-".into()),
+                    us(r.median_ns as f64),
+                    us(r.p99_ns as f64),
+                    us(r.max_ns as f64),
+                    mbit(l.throughput_bits_per_s),
+                    match (&l.setup, self.unreliable) {
+                        (Some(s), _) => format!(" {:>11}", us(s.mean_ns)),
+                        (None, true) => format!(" {:>7}", l.lost),
+                        _ => String::new(),
+                    }
+                ));
+            }
+            Some(PatternKind::Stream) => {
+                let Some(s) = &p.stream else { return };
+                let cpu =
+                    |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
+                let extra =
+                    |loss: Option<crate::pattern::stream::LossStats>, retr: Option<u64>| match loss
+                    {
+                        Some(l) if self.unreliable => format!(
+                            " {:>10} {:>8} {:>10.4}",
+                            l.lost,
+                            pct(l.loss_ratio),
+                            l.jitter_s * 1e3
+                        ),
+                        _ => format!(
+                            " {:>7}",
+                            retr.map(|r| r.to_string()).unwrap_or_else(|| "-".into())
+                        ),
+                    };
+                if s.streams.len() > s.totals.len() {
+                    for st in &s.streams {
+                        out(&format!(
+                            "{:>9}{bufs} {:>7} {:>17} {:>12} {:>12} {:>14} {:>14}{}",
+                            p.key.size,
+                            st.index,
+                            st.direction,
+                            mbit(st.sender.bits_per_s),
+                            mbit(st.receiver.bits_per_s),
+                            st.sender.bytes_total,
+                            st.receiver.bytes_total,
+                            extra(
+                                st.receiver.loss,
+                                st.sender.tcp_info.map(|t| u64::from(t.total_retrans))
+                            )
+                        ));
+                    }
+                }
+                for t in &s.totals {
+                    out(&format!(
+                        "{:>9}{bufs} {:>7} {:>17} {:>12} {:>12} {:>14} {:>14}{} {:>9} {:>9}",
+                        p.key.size,
+                        if s.streams.len() > s.totals.len() {
+                            "sum"
+                        } else {
+                            "0"
+                        },
+                        t.direction,
+                        mbit(t.sender_bits_per_s),
+                        mbit(t.receiver_bits_per_s),
+                        t.bytes_sent,
+                        t.bytes_received,
+                        extra(t.loss, t.retransmits),
+                        cpu(p.cpu.client_us_per_kib),
+                        cpu(p.cpu.server_us_per_kib),
+                    ));
+                }
+            }
+            None => {}
+        }
+        if p.runs > 1 {
+            if let Some(m) = &p.headline.over_runs {
+                out(&format!(
+                    "{:>9}   over {} runs: {} mean {:.4e} {} ±{} ({}){}",
+                    "",
+                    m.n,
+                    p.headline.name,
+                    m.mean,
+                    p.headline.unit,
+                    m.half_width
+                        .map(|h| format!("{h:.3e}"))
+                        .unwrap_or_else(|| "-".into()),
+                    m.relative_half_width()
+                        .map(|w| format!("{:.2}% of mean", w * 100.0))
+                        .unwrap_or_default(),
+                    match p.headline.target_met {
+                        Some(false) => ", target NOT met",
+                        Some(true) => ", target met",
+                        None => "",
+                    }
+                ));
+            }
+        }
+    }
+
+    fn finish(&mut self, r: &RunReport) {
+        for g in &r.sweep_metrics {
+            let m = &g.metrics;
+            if self.swept.sndbuf
+                || self.swept.rcvbuf
+                || self.swept.server_sndbuf
+                || self.swept.server_rcvbuf
+            {
+                out(&format!(
+                    "# sweep group: sndbuf {} rcvbuf {} server sndbuf {} server rcvbuf {} (0 = autotuning)",
+                    g.sndbuf, g.rcvbuf, g.server_sndbuf, g.server_rcvbuf
+                ));
+            }
+            out(&format!(
+                "# t0 = RTT/2 of the smallest message ({} B) = {} us{}",
+                m.t0_size,
+                us(m.t0_s * 1e9),
+                m.t0_ci_s
+                    .map(|c| format!(" ±{}", us(c * 1e9)))
+                    .unwrap_or_default()
+            ));
+            out(&format!(
+                "# r_max = {} Mbit/s ({:.3} MB/s, MB = 10^6 B) at {} B{}",
+                mbit(m.r_max_bytes_per_s * 8.0),
+                m.r_max_bytes_per_s / 1e6,
+                m.r_max_size,
+                m.r_max_ci_bytes_per_s
+                    .map(|(lo, hi)| format!(" [{} .. {}]", mbit(lo * 8.0), mbit(hi * 8.0)))
+                    .unwrap_or_default()
+            ));
+            match m.n_half_bytes {
+                Some(n) => out(&format!(
+                    "# n_1/2 = {n:.0} B (size reaching r_max/2, linear interpolation){}",
+                    if m.n_half_at_smallest {
+                        "; already reached at the smallest size"
+                    } else {
+                        ""
+                    }
+                )),
+                None => out("# n_1/2: not reached in the measured sizes"),
+            }
+            if let Some(f) = &m.fit {
+                out(&format!(
+                    "# fit t(n) = t0 + n/r_inf over {} sizes: t0 = {} us, r_inf = {} Mbit/s, n_1/2 = r_inf*t0 = {:.0} B, R^2 = {:.5}",
+                    f.points,
+                    us(f.t0_s * 1e9),
+                    mbit(f.r_inf_bytes_per_s * 8.0),
+                    f.n_half_bytes,
+                    f.r_squared
+                ));
+            }
+        }
+        if let Some(p) = r.points.last() {
+            if let Some(first) = p.latency.as_ref().and_then(|l| l.first_ns) {
+                out(&format!(
+                    "# first (warm-up) transaction of the last point: {} us round trip, not in the statistics",
+                    us(first as f64)
+                ));
+            }
+        }
+        if !r.complete {
+            out(&format!(
+                "# incomplete: {} of the planned points measured",
+                r.points.len()
+            ));
+        }
+    }
+
+    fn wants_intervals(&self) -> bool {
+        self.intervals
+    }
+
+    fn interval_printer(&self) -> IntervalPrinter {
+        Box::new(|ev: &IntervalEvent| {
+            let iv = &ev.interval;
+            let tcp = iv
+                .tcp_info
+                .map(|t| {
+                    format!(
+                        "  rtt {:.3} ms rttvar {:.3} ms cwnd {} seg retr {} unacked {} B delivery {} Mbit/s",
+                        f64::from(t.rtt_us) / 1e3,
+                        f64::from(t.rttvar_us) / 1e3,
+                        t.snd_cwnd,
+                        iv.retransmits.unwrap_or(0),
+                        t.unacked_bytes,
+                        mbit(t.delivery_rate_bits_per_s as f64)
+                    )
+                })
+                .unwrap_or_default();
+            out(&format!(
+                "  [{:>3}] {:>8} {:7.2}-{:<7.2} s {:>14} B {:>10} Mbit/s{}",
+                ev.stream,
+                match ev.role {
+                    Role::Sender => "sent",
+                    _ => "received",
+                },
+                iv.start_s,
+                iv.end_s,
+                iv.bytes,
+                mbit(iv.bits_per_s),
+                if matches!(ev.role, Role::Sender) {
+                    tcp
+                } else {
+                    String::new()
+                }
+            ));
+        })
+    }
+}

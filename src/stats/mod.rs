@@ -1,0 +1,13 @@
+//! Statistics for a measuring instrument: exact streaming moments, latency
+//! percentiles, Student-t confidence intervals and ping-pong sweep metrics.
+//!
+//! Everything here returns `Option`/`Result` instead of panicking, because a
+//! benchmark must never die while it is reporting what it measured.
+
+pub mod ci;
+pub mod latency;
+pub mod sweep;
+
+pub use ci::{parse_confidence, student_t_half_width, MeanCi};
+pub use latency::{LatencyRecorder, LatencySummary};
+pub use sweep::{HockneyFit, SweepMetrics, SweepPoint};

@@ -1,0 +1,479 @@
+//! Derived metrics of a ping-pong message-size sweep: latency t0, peak
+//! throughput r_max, half-performance length n_1/2, and Hockney's linear
+//! model one_way(n) = t0 + n / r_inf.
+
+use serde::{Deserialize, Serialize};
+
+/// One measured message size of a ping-pong sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// Message size in bytes.
+    pub size: u64,
+    /// Mean one-way time (RTT / 2) in seconds.
+    pub one_way_s: f64,
+    /// Confidence-interval half-width of `one_way_s`, in seconds.
+    pub one_way_ci_s: Option<f64>,
+}
+
+/// Least-squares fit of one_way(n) = t0 + n / r_inf.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HockneyFit {
+    /// Intercept in seconds. Can come out negative when the data are far
+    /// from linear; it is reported as fitted rather than hidden.
+    pub t0_s: f64,
+    /// Asymptotic throughput, 1 / slope.
+    pub r_inf_bytes_per_s: f64,
+    /// Hockney's half-performance length r_inf * t0.
+    pub n_half_bytes: f64,
+    /// Coefficient of determination of the fit (1 = exactly linear).
+    pub r_squared: f64,
+    /// Number of distinct sizes the fit used.
+    pub points: usize,
+}
+
+/// Metrics derived from a sweep. Throughput is n / one_way(n) = 2n / RTT(n).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepMetrics {
+    /// Number of distinct message sizes with a usable time.
+    pub points: usize,
+    /// One-way time of the smallest message, in seconds.
+    pub t0_s: f64,
+    pub t0_ci_s: Option<f64>,
+    pub t0_size: u64,
+    /// Highest observed throughput.
+    pub r_max_bytes_per_s: f64,
+    /// (low, high) throughput at `r_max_size` from the one-way CI bounds;
+    /// `None` without a CI or when the CI reaches down to zero time (the
+    /// upper bound would be infinite).
+    pub r_max_ci_bytes_per_s: Option<(f64, f64)>,
+    pub r_max_size: u64,
+    /// Size at which throughput first reaches r_max / 2, linearly
+    /// interpolated in throughput between the two bracketing sizes; `None`
+    /// when r_max is 0 (only empty messages).
+    pub n_half_bytes: Option<f64>,
+    /// The smallest size already reaches r_max / 2, so `n_half_bytes` is
+    /// that size and the true n_1/2 is at most that.
+    pub n_half_at_smallest: bool,
+    /// `None` with fewer than 3 distinct sizes or a non-increasing fit.
+    pub fit: Option<HockneyFit>,
+}
+
+/// One distinct size after merging repeated measurements.
+#[derive(Debug, Clone, Copy)]
+struct Merged {
+    size: u64,
+    one_way_s: f64,
+    ci_s: Option<f64>,
+}
+
+impl Merged {
+    fn throughput(&self) -> f64 {
+        self.size as f64 / self.one_way_s
+    }
+}
+
+/// Computes the sweep metrics; `None` when no point has a finite, positive
+/// one-way time.
+///
+/// Points may come in any order. Repeated sizes are averaged, and their CI
+/// half-widths combined as sqrt(sum h_i^2) / k, i.e. treated as independent
+/// estimates of the same mean; the merged CI is `None` if any repeat has none
+/// (a NaN, infinite or negative CI counts as none).
+pub fn derive(points: &[SweepPoint]) -> Option<SweepMetrics> {
+    let merged = merge_sorted(points);
+    let first = *merged.first()?;
+
+    let mut peak = first;
+    for p in &merged[1..] {
+        // Strictly greater: on a tie the smaller size is the peak.
+        if p.throughput() > peak.throughput() {
+            peak = *p;
+        }
+    }
+    let r_max = peak.throughput();
+    let r_max_ci = peak.ci_s.and_then(|h| {
+        let (slow, fast) = (peak.one_way_s + h, peak.one_way_s - h);
+        (h.is_finite() && h >= 0.0 && fast > 0.0)
+            .then(|| (peak.size as f64 / slow, peak.size as f64 / fast))
+    });
+
+    let (n_half, at_smallest) = n_half(&merged, r_max);
+
+    Some(SweepMetrics {
+        points: merged.len(),
+        t0_s: first.one_way_s,
+        t0_ci_s: first.ci_s,
+        t0_size: first.size,
+        r_max_bytes_per_s: r_max,
+        r_max_ci_bytes_per_s: r_max_ci,
+        r_max_size: peak.size,
+        n_half_bytes: n_half,
+        n_half_at_smallest: at_smallest,
+        fit: hockney_fit(&merged),
+    })
+}
+
+/// Drops unusable times, sorts by size and averages repeated sizes.
+fn merge_sorted(points: &[SweepPoint]) -> Vec<Merged> {
+    let mut valid: Vec<SweepPoint> = points
+        .iter()
+        .filter(|p| p.one_way_s.is_finite() && p.one_way_s > 0.0)
+        .copied()
+        .collect();
+    valid.sort_by_key(|p| p.size);
+
+    let mut merged = Vec::with_capacity(valid.len());
+    for group in valid.chunk_by(|a, b| a.size == b.size) {
+        let k = group.len() as f64;
+        let mean = group.iter().map(|p| p.one_way_s).sum::<f64>() / k;
+        let ci = group
+            .iter()
+            .map(|p| {
+                p.one_way_ci_s
+                    .filter(|h| h.is_finite() && *h >= 0.0)
+                    .map(|h| h * h)
+            })
+            .sum::<Option<f64>>()
+            .map(|sq| sq.sqrt() / k);
+        merged.push(Merged {
+            size: group[0].size,
+            one_way_s: mean,
+            ci_s: ci,
+        });
+    }
+    merged
+}
+
+/// Returns (n_1/2, reached at the smallest size).
+fn n_half(merged: &[Merged], r_max: f64) -> (Option<f64>, bool) {
+    // Also catches NaN, which cannot occur for validated times.
+    if r_max.is_nan() || r_max <= 0.0 {
+        return (None, false);
+    }
+    let target = r_max / 2.0;
+    let Some(i) = merged.iter().position(|p| p.throughput() >= target) else {
+        // Unreachable: the peak itself reaches half of itself.
+        return (None, false);
+    };
+    if i == 0 {
+        return (Some(merged[0].size as f64), true);
+    }
+    let (lo, hi) = (merged[i - 1], merged[i]);
+    let (r_lo, r_hi) = (lo.throughput(), hi.throughput());
+    // r_lo < target <= r_hi, so the denominator is positive.
+    let frac = (target - r_lo) / (r_hi - r_lo);
+    let n = lo.size as f64 + frac * (hi.size - lo.size) as f64;
+    (Some(n), false)
+}
+
+/// Ordinary least squares of one-way time against size.
+fn hockney_fit(merged: &[Merged]) -> Option<HockneyFit> {
+    if merged.len() < 3 {
+        return None;
+    }
+    let k = merged.len() as f64;
+    let x_mean = merged.iter().map(|p| p.size as f64).sum::<f64>() / k;
+    let y_mean = merged.iter().map(|p| p.one_way_s).sum::<f64>() / k;
+    // Centred sums: raw sums of n^2 reach 1e13 and more for megabyte sizes
+    // and would cancel catastrophically against the mean.
+    let (mut sxx, mut sxy, mut syy) = (0.0, 0.0, 0.0);
+    for p in merged {
+        let dx = p.size as f64 - x_mean;
+        let dy = p.one_way_s - y_mean;
+        sxx += dx * dx;
+        sxy += dx * dy;
+        syy += dy * dy;
+    }
+    let slope = sxy / sxx;
+    if slope.is_nan() || slope <= 0.0 || slope.is_infinite() {
+        return None;
+    }
+    let t0 = y_mean - slope * x_mean;
+    let ss_res: f64 = merged
+        .iter()
+        .map(|p| {
+            let r = p.one_way_s - (t0 + slope * p.size as f64);
+            r * r
+        })
+        .sum();
+    // A positive slope implies syy > 0.
+    let r_squared = 1.0 - ss_res / syy;
+    let r_inf = 1.0 / slope;
+    let fit = HockneyFit {
+        t0_s: t0,
+        r_inf_bytes_per_s: r_inf,
+        n_half_bytes: r_inf * t0,
+        r_squared,
+        points: merged.len(),
+    };
+    let finite = [
+        fit.t0_s,
+        fit.r_inf_bytes_per_s,
+        fit.n_half_bytes,
+        fit.r_squared,
+    ]
+    .iter()
+    .all(|v| v.is_finite());
+    finite.then_some(fit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_rel(actual: f64, expected: f64, tol: f64) {
+        let rel = ((actual - expected) / expected).abs();
+        assert!(
+            rel <= tol,
+            "actual {actual}, expected {expected}, relative error {rel:e} > {tol:e}"
+        );
+    }
+
+    fn pt(size: u64, one_way_s: f64) -> SweepPoint {
+        SweepPoint {
+            size,
+            one_way_s,
+            one_way_ci_s: None,
+        }
+    }
+
+    /// one_way(n) = 50 us + n / (100 MB/s) at n = 1, 2, 4, ..., 4 MiB.
+    fn hockney_points() -> Vec<SweepPoint> {
+        (0..23)
+            .map(|k| {
+                let n = 1u64 << k;
+                pt(n, 50e-6 + n as f64 / 1e8)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn exact_hockney_curve() {
+        let m = derive(&hockney_points()).unwrap();
+        assert_eq!(m.points, 23);
+        assert_eq!(m.t0_size, 1);
+        assert_rel(m.t0_s, 50e-6 + 1e-8, 1e-15);
+
+        let fit = m.fit.unwrap();
+        assert_eq!(fit.points, 23);
+        assert_rel(fit.t0_s, 50e-6, 1e-9);
+        assert_rel(fit.r_inf_bytes_per_s, 1e8, 1e-9);
+        assert_rel(fit.n_half_bytes, 5000.0, 1e-9);
+        assert_rel(fit.r_squared, 1.0, 1e-9);
+
+        // throughput(n) = 1e8 * n / (5000 + n) grows with n, so the peak is
+        // at 4 MiB: 1e8 * 4194304 / 4199304 = 99_880_932.6497915.
+        assert_eq!(m.r_max_size, 4_194_304);
+        assert_rel(m.r_max_bytes_per_s, 99_880_932.649_791_5, 1e-12);
+        assert!(m.r_max_bytes_per_s < 1e8);
+
+        // Half of r_max is 49_940_466.32; throughput at 4096 is
+        // 1e8 * 4096 / 9096 = 45_030_782.76 and at 8192 is
+        // 1e8 * 8192 / 13192 = 62_098_241.36, so
+        // n_1/2 = 4096 + 4096 * (49_940_466.32 - 45_030_782.76)
+        //                     / (62_098_241.36 - 45_030_782.76)
+        //       = 576777617408 / 109356875 (exact rational arithmetic)
+        //       = 5274.269380941984.
+        // It overshoots the true 4988 because throughput is concave in n.
+        assert!(!m.n_half_at_smallest);
+        assert_rel(
+            m.n_half_bytes.unwrap(),
+            576_777_617_408.0 / 109_356_875.0,
+            1e-12,
+        );
+        assert_eq!(m.t0_ci_s, None);
+        assert_eq!(m.r_max_ci_bytes_per_s, None);
+    }
+
+    #[test]
+    fn unsorted_input_gives_the_same_metrics() {
+        let sorted = hockney_points();
+        let mut shuffled = sorted.clone();
+        shuffled.reverse();
+        shuffled.swap(3, 17);
+        shuffled.swap(0, 11);
+        assert_eq!(derive(&shuffled), derive(&sorted));
+        let m = derive(&shuffled).unwrap();
+        assert_eq!(m.t0_size, 1);
+        assert_eq!(m.r_max_size, 4_194_304);
+    }
+
+    #[test]
+    fn single_point() {
+        let m = derive(&[SweepPoint {
+            size: 1000,
+            one_way_s: 1e-5,
+            one_way_ci_s: Some(2e-6),
+        }])
+        .unwrap();
+        assert_eq!(m.points, 1);
+        assert_eq!((m.t0_size, m.t0_s, m.t0_ci_s), (1000, 1e-5, Some(2e-6)));
+        assert_eq!(m.r_max_size, 1000);
+        assert_rel(m.r_max_bytes_per_s, 1e8, 1e-15);
+        // 1000 / 12 us and 1000 / 8 us.
+        let (lo, hi) = m.r_max_ci_bytes_per_s.unwrap();
+        assert_rel(lo, 1000.0 / 12e-6, 1e-12);
+        assert_rel(hi, 1000.0 / 8e-6, 1e-12);
+        assert_eq!(m.n_half_bytes, Some(1000.0));
+        assert!(m.n_half_at_smallest);
+        assert_eq!(m.fit, None);
+    }
+
+    #[test]
+    fn two_points_have_no_fit() {
+        let m = derive(&[pt(1, 1e-5), pt(1000, 2e-5)]).unwrap();
+        assert_eq!(m.points, 2);
+        assert_eq!(m.fit, None);
+    }
+
+    #[test]
+    fn flat_curve() {
+        // Constant time: throughput grows linearly, so interpolation is
+        // exact and n_1/2 is half the largest size; the slope is 0: no fit.
+        let pts: Vec<SweepPoint> = [64u64, 128, 256, 512, 1024]
+            .iter()
+            .map(|&n| pt(n, 2e-6))
+            .collect();
+        let m = derive(&pts).unwrap();
+        assert_eq!(m.r_max_size, 1024);
+        assert_rel(m.r_max_bytes_per_s, 1024.0 / 2e-6, 1e-15);
+        assert_rel(m.n_half_bytes.unwrap(), 512.0, 1e-12);
+        assert!(!m.n_half_at_smallest);
+        assert_eq!(m.fit, None);
+    }
+
+    #[test]
+    fn decreasing_times_have_no_fit() {
+        let m = derive(&[pt(1, 3e-5), pt(2, 2e-5), pt(3, 1e-5)]).unwrap();
+        assert_eq!(m.fit, None);
+        // Throughput 1/3e-5, 2/2e-5, 3/1e-5: peak at 3 is 3e5, half 1.5e5;
+        // 33_333 at 1 and 100_000 at 2 are below, so n_1/2 lies between
+        // 2 and 3: 2 + (150_000 - 100_000) / (300_000 - 100_000) = 2.25.
+        assert_eq!(m.r_max_size, 3);
+        assert_rel(m.n_half_bytes.unwrap(), 2.25, 1e-12);
+    }
+
+    #[test]
+    fn first_crossing_counts_not_a_later_one() {
+        // Throughput 1e5, 6e5, 1e5, 1e6 at sizes 1, 2, 3, 10: half the peak
+        // (5e5) is first crossed between 1 and 2, again between 3 and 10;
+        // the first: 1 + (5e5 - 1e5) / (6e5 - 1e5) = 1.8.
+        let m = derive(&[pt(1, 1e-5), pt(2, 2.0 / 6e5), pt(3, 3e-5), pt(10, 1e-5)]).unwrap();
+        assert_eq!(m.r_max_size, 10);
+        assert_rel(m.n_half_bytes.unwrap(), 1.8, 1e-12);
+    }
+
+    #[test]
+    fn peak_tie_picks_the_smaller_size() {
+        let m = derive(&[pt(100, 1e-6), pt(200, 2e-6), pt(50, 1e-6)]).unwrap();
+        assert_eq!(m.r_max_size, 100);
+        // 50 B gives 5e7 = r_max / 2 exactly: reached at the smallest size.
+        assert_eq!(m.n_half_bytes, Some(50.0));
+        assert!(m.n_half_at_smallest);
+    }
+
+    #[test]
+    fn invalid_times_are_ignored() {
+        let m = derive(&[
+            pt(1, f64::NAN),
+            pt(2, 0.0),
+            pt(3, -1e-6),
+            pt(4, f64::INFINITY),
+            pt(8, 1e-6),
+        ])
+        .unwrap();
+        assert_eq!(m.points, 1);
+        assert_eq!(m.t0_size, 8);
+        assert_eq!(derive(&[pt(1, f64::NAN)]), None);
+        assert_eq!(derive(&[]), None);
+    }
+
+    #[test]
+    fn repeated_sizes_are_averaged() {
+        let m = derive(&[
+            SweepPoint {
+                size: 8,
+                one_way_s: 1e-6,
+                one_way_ci_s: Some(3e-8),
+            },
+            pt(16, 4e-6),
+            SweepPoint {
+                size: 8,
+                one_way_s: 3e-6,
+                one_way_ci_s: Some(4e-8),
+            },
+        ])
+        .unwrap();
+        assert_eq!(m.points, 2);
+        assert_eq!(m.t0_size, 8);
+        assert_rel(m.t0_s, 2e-6, 1e-15);
+        // sqrt(3^2 + 4^2) / 2 = 2.5 (times 1e-8).
+        assert_rel(m.t0_ci_s.unwrap(), 2.5e-8, 1e-12);
+        // 8 / 2 us = 16 / 4 us = 4e6: a tie, so the smaller size is the peak.
+        assert_eq!(m.r_max_size, 8);
+
+        let no_ci = derive(&[
+            SweepPoint {
+                size: 8,
+                one_way_s: 1e-6,
+                one_way_ci_s: Some(3e-8),
+            },
+            pt(8, 3e-6),
+        ])
+        .unwrap();
+        assert_eq!(no_ci.t0_ci_s, None);
+
+        let bad_ci = derive(&[SweepPoint {
+            size: 8,
+            one_way_s: 1e-6,
+            one_way_ci_s: Some(f64::NAN),
+        }])
+        .unwrap();
+        assert_eq!(bad_ci.t0_ci_s, None);
+        assert_eq!(bad_ci.r_max_ci_bytes_per_s, None);
+    }
+
+    #[test]
+    fn wide_ci_has_no_throughput_interval() {
+        let m = derive(&[SweepPoint {
+            size: 100,
+            one_way_s: 1e-6,
+            one_way_ci_s: Some(1e-6),
+        }])
+        .unwrap();
+        assert_eq!(m.r_max_ci_bytes_per_s, None);
+    }
+
+    #[test]
+    fn zero_byte_messages() {
+        // Only empty messages: latency is meaningful, throughput is not.
+        let only_zero = derive(&[pt(0, 1e-6)]).unwrap();
+        assert_eq!(only_zero.t0_size, 0);
+        assert_eq!(only_zero.r_max_bytes_per_s, 0.0);
+        assert_eq!(only_zero.n_half_bytes, None);
+        assert!(!only_zero.n_half_at_smallest);
+
+        // A 0-byte point sets t0 and anchors the interpolation at 0.
+        let m = derive(&[pt(0, 1e-6), pt(100, 1e-6)]).unwrap();
+        assert_eq!((m.t0_size, m.t0_s), (0, 1e-6));
+        assert_rel(m.n_half_bytes.unwrap(), 50.0, 1e-12);
+    }
+
+    #[test]
+    fn noisy_fit_by_hand() {
+        // x = 0, 1, 2, 3 with y = 1, 3, 2, 4 (microseconds):
+        // x mean 1.5, y mean 2.5; Sxx = 5, Sxy = 4, Syy = 5;
+        // slope 0.8, intercept 2.5 - 1.2 = 1.3;
+        // residuals -0.3, 0.9, -0.9, 0.3: SSres = 1.8; R^2 = 1 - 1.8/5 = 0.64.
+        let pts: Vec<SweepPoint> = [(0, 1.0), (1, 3.0), (2, 2.0), (3, 4.0)]
+            .iter()
+            .map(|&(n, us)| pt(n, us * 1e-6))
+            .collect();
+        let fit = derive(&pts).unwrap().fit.unwrap();
+        assert_rel(fit.t0_s, 1.3e-6, 1e-12);
+        assert_rel(fit.r_inf_bytes_per_s, 1.0 / 0.8e-6, 1e-12);
+        assert_rel(fit.n_half_bytes, 1.3 / 0.8, 1e-12);
+        assert_rel(fit.r_squared, 0.64, 1e-12);
+        assert_eq!(fit.points, 4);
+    }
+}

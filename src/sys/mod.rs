@@ -1,0 +1,173 @@
+//! The one place where wirebench talks to the OS below what std, socket2 and nix offer.
+//!
+//! Everything `unsafe` lives here, each with a safety note. Callers get safe functions.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::time::Duration;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use serde::{Deserialize, Serialize};
+
+/// The part of the kernel's `struct tcp_info` that a benchmark user asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpInfo {
+    /// Smoothed round-trip time, microseconds (kernel's estimate).
+    pub rtt_us: u32,
+    /// Round-trip time variance, microseconds.
+    pub rttvar_us: u32,
+    /// Congestion window, in segments.
+    pub snd_cwnd: u32,
+    /// Sender maximum segment size, bytes.
+    pub snd_mss: u32,
+    /// Retransmitted segments over the connection's lifetime.
+    pub total_retrans: u32,
+    /// Segments sent but not yet acknowledged.
+    pub unacked: u32,
+    /// Unacknowledged segments times the MSS: an upper bound on bytes in flight.
+    pub unacked_bytes: u64,
+    /// The kernel's delivery-rate estimate, bits per second (decimal).
+    pub delivery_rate_bits_per_s: u64,
+    /// Path MTU as the kernel sees it, bytes.
+    pub pmtu: u32,
+    /// Bytes written by the application but not yet sent.
+    pub notsent_bytes: u32,
+    /// Bytes acknowledged by the peer over the connection's lifetime.
+    pub bytes_acked: u64,
+    /// Bytes received over the connection's lifetime.
+    pub bytes_received: u64,
+}
+
+/// Linux's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_snd_wnd`. libc's copy stops
+/// at `tcpi_total_retrans`, so the extended fields (delivery rate, bytes sent) are declared here.
+#[repr(C)]
+#[derive(Default)]
+struct RawTcpInfo {
+    state: [u8; 8],
+    rto: u32,
+    ato: u32,
+    snd_mss: u32,
+    rcv_mss: u32,
+    unacked: u32,
+    sacked: u32,
+    lost: u32,
+    retrans: u32,
+    fackets: u32,
+    last_data_sent: u32,
+    last_ack_sent: u32,
+    last_data_recv: u32,
+    last_ack_recv: u32,
+    pmtu: u32,
+    rcv_ssthresh: u32,
+    rtt: u32,
+    rttvar: u32,
+    snd_ssthresh: u32,
+    snd_cwnd: u32,
+    advmss: u32,
+    reordering: u32,
+    rcv_rtt: u32,
+    rcv_space: u32,
+    total_retrans: u32,
+    pacing_rate: u64,
+    max_pacing_rate: u64,
+    bytes_acked: u64,
+    bytes_received: u64,
+    segs_out: u32,
+    segs_in: u32,
+    notsent_bytes: u32,
+    min_rtt: u32,
+    data_segs_in: u32,
+    data_segs_out: u32,
+    delivery_rate: u64,
+    busy_time: u64,
+    rwnd_limited: u64,
+    sndbuf_limited: u64,
+    delivered: u32,
+    delivered_ce: u32,
+    bytes_sent: u64,
+    bytes_retrans: u64,
+    dsack_dups: u32,
+    reord_seen: u32,
+    rcv_ooopack: u32,
+    snd_wnd: u32,
+}
+
+/// Reads TCP_INFO from a TCP socket. `None` if the socket is not TCP or the call fails.
+pub fn tcp_info(fd: BorrowedFd<'_>) -> Option<TcpInfo> {
+    let mut raw = RawTcpInfo::default();
+    let mut len = std::mem::size_of::<RawTcpInfo>() as libc::socklen_t;
+    // SAFETY: `fd` is a live descriptor borrowed for the call; `raw` is a writable, initialised
+    // #[repr(C)] buffer of exactly `len` bytes; the kernel writes at most `len` bytes and sets
+    // `len` to what it wrote. Older kernels write less; the rest stays zero.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut raw as *mut RawTcpInfo).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 || len == 0 {
+        return None;
+    }
+    Some(TcpInfo {
+        rtt_us: raw.rtt,
+        rttvar_us: raw.rttvar,
+        snd_cwnd: raw.snd_cwnd,
+        snd_mss: raw.snd_mss,
+        total_retrans: raw.total_retrans,
+        unacked: raw.unacked,
+        unacked_bytes: u64::from(raw.unacked) * u64::from(raw.snd_mss),
+        delivery_rate_bits_per_s: raw.delivery_rate.saturating_mul(8),
+        pmtu: raw.pmtu,
+        notsent_bytes: raw.notsent_bytes,
+        bytes_acked: raw.bytes_acked,
+        bytes_received: raw.bytes_received,
+    })
+}
+
+/// CPU time used by the calling thread so far: (user, system).
+pub fn thread_cpu_time() -> (Duration, Duration) {
+    use nix::sys::resource::{getrusage, UsageWho};
+    match getrusage(UsageWho::RUSAGE_THREAD) {
+        Ok(u) => (tv(u.user_time()), tv(u.system_time())),
+        Err(_) => (Duration::ZERO, Duration::ZERO),
+    }
+}
+
+fn tv(t: nix::sys::time::TimeVal) -> Duration {
+    Duration::new(t.tv_sec().max(0) as u64, (t.tv_usec().max(0) as u32) * 1000)
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    use nix::sched::{sched_setaffinity, CpuSet};
+    use nix::unistd::Pid;
+    let mut set = CpuSet::new();
+    set.set(cpu).map_err(io::Error::from)?;
+    sched_setaffinity(Pid::from_raw(0), &set).map_err(io::Error::from)
+}
+
+/// Number of CPUs the process may run on (for validating `--cpu`).
+pub fn cpu_count() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Waits until `fd` is readable or `timeout` passes. Returns false on timeout.
+pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    loop {
+        match poll(
+            &mut fds,
+            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+        ) {
+            Ok(n) => return Ok(n > 0),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

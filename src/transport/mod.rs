@@ -1,0 +1,134 @@
+//! Transports: how bytes move between two endpoints of the data plane.
+//!
+//! Patterns see only the [`Transport`], [`Listener`] and [`Connection`] traits. A new transport
+//! is one new file implementing them, plus one line in [`by_name`].
+
+pub mod sockopt;
+mod tcp;
+mod udp;
+mod unix;
+
+use std::io;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+pub use sockopt::{EffectiveOptions, SocketOptions};
+
+use crate::sys::TcpInfo;
+
+/// What a transport guarantees, so that patterns can adapt without naming a transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Bytes arrive complete and in order (no loss accounting needed).
+    pub reliable: bool,
+    /// One send is delivered as one message (datagram semantics).
+    pub message_boundaries: bool,
+    /// The largest message one send can carry, bytes.
+    pub max_message: u64,
+    /// TCP-level options (Nagle, congestion control, MSS, TCP_INFO) apply.
+    pub tcp_options: bool,
+    /// The data endpoint is reachable only on the server's own host (a filesystem path).
+    pub host_local: bool,
+}
+
+/// A random token that ties data connections to the test that announced them, so that a stray
+/// connection to a data port can never be mistaken for the test's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cookie(pub [u8; 16]);
+
+impl Cookie {
+    pub fn random() -> Result<Cookie> {
+        let mut b = [0u8; 16];
+        getrandom::fill(&mut b)
+            .map_err(|e| anyhow::anyhow!("no randomness for a test cookie: {e}"))?;
+        Ok(Cookie(b))
+    }
+    pub fn to_hex(self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+    pub fn from_hex(s: &str) -> Option<Cookie> {
+        if s.len() != 32 || !s.is_ascii() {
+            return None;
+        }
+        let mut b = [0u8; 16];
+        for (i, byte) in b.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+        }
+        Some(Cookie(b))
+    }
+}
+
+/// A way of moving bytes: creates listeners (server side) and connections (client side).
+pub trait Transport: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn capabilities(&self) -> Capabilities;
+    /// Opens a data listener on `local` (the address the control connection arrived on).
+    fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>>;
+    /// Connects to the data endpoint a server announced (`endpoint` is what its
+    /// [`Listener::endpoint`] returned), presenting `cookie`, with `opts` applied beforehand.
+    fn connect(
+        &self,
+        server: IpAddr,
+        endpoint: &str,
+        opts: &SocketOptions,
+        cookie: &Cookie,
+        timeout: Duration,
+    ) -> Result<Box<dyn Connection>>;
+}
+
+/// The server side of a transport: hands out connections that present the test's cookie.
+pub trait Listener: Send {
+    /// What the client needs to reach this listener (a port, a path), sent over control.
+    fn endpoint(&self) -> String;
+    /// Applies options that accepted connections inherit (buffer sizes before the handshake
+    /// decide the window scale) and that [`Listener::accept`] re-applies to each connection.
+    fn configure(&mut self, opts: &SocketOptions) -> Result<()>;
+    /// Waits up to `timeout` for a connection presenting `cookie`; others are dropped.
+    /// Ok(None) when the time passed without one.
+    fn accept(&mut self, cookie: &Cookie, timeout: Duration)
+        -> Result<Option<Box<dyn Connection>>>;
+}
+
+/// One established data path. `send`/`recv` map to one system call each.
+pub trait Connection: Send {
+    /// Sends bytes; a message transport sends `buf` as one message.
+    fn send(&mut self, buf: &[u8]) -> io::Result<usize>;
+    /// Receives bytes; a message transport returns one message. Ok(0) on a stream is EOF.
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+    fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()>;
+    fn set_write_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()>;
+    fn set_nonblocking(&mut self, on: bool) -> io::Result<()>;
+    /// Signals the end of this side's data (TCP FIN). A no-op where there is no such thing.
+    fn shutdown_write(&mut self) -> io::Result<()>;
+    /// The socket options as the kernel reports them now.
+    fn effective_options(&self, requested: &SocketOptions) -> EffectiveOptions;
+    /// The kernel's TCP state, for transports that have one.
+    fn tcp_info(&self) -> Option<TcpInfo> {
+        None
+    }
+}
+
+/// Names of all transports, for help texts and error messages.
+pub const NAMES: &[&str] = &["tcp", "udp", "unix"];
+
+/// Looks a transport up by its command-line name.
+pub fn by_name(name: &str) -> Result<Box<dyn Transport>> {
+    match name {
+        "tcp" => Ok(Box::new(tcp::Tcp)),
+        "udp" => Ok(Box::new(udp::Udp)),
+        "unix" => Ok(Box::new(unix::Unix)),
+        other => bail!(
+            "unknown transport '{other}' (available: {})",
+            NAMES.join(", ")
+        ),
+    }
+}
+
+/// Time left until `deadline`, None once it has passed.
+pub(crate) fn remaining(deadline: std::time::Instant) -> Option<Duration> {
+    deadline
+        .checked_duration_since(std::time::Instant::now())
+        .filter(|d| !d.is_zero())
+}

@@ -1,0 +1,106 @@
+//! Socket options that a test asks for, applying them, and reading back what the kernel did.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use socket2::SockRef;
+
+/// Options requested for one side's data sockets. Buffer sizes of 0 leave the kernel's
+/// autotuning on; any other value fixes the buffer (and turns autotuning off for it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SocketOptions {
+    /// SO_SNDBUF request, bytes; 0 = autotuning.
+    pub sndbuf: u64,
+    /// SO_RCVBUF request, bytes; 0 = autotuning.
+    pub rcvbuf: u64,
+    /// TCP_NODELAY (Nagle's algorithm off).
+    pub nodelay: bool,
+    /// TCP congestion control algorithm, e.g. "cubic".
+    pub cc: Option<String>,
+    /// TCP_MAXSEG request, bytes.
+    pub mss: Option<u32>,
+}
+
+/// What the kernel reports after the options were applied, next to what was requested.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EffectiveOptions {
+    /// Requested SO_SNDBUF in bytes (0 = autotuning).
+    pub sndbuf_requested: u64,
+    /// SO_SNDBUF as getsockopt reports it, bytes (Linux doubles a request for its bookkeeping).
+    pub sndbuf_bytes: Option<u64>,
+    pub rcvbuf_requested: u64,
+    pub rcvbuf_bytes: Option<u64>,
+    pub nodelay: Option<bool>,
+    pub cc: Option<String>,
+    pub mss_bytes: Option<u32>,
+}
+
+/// Congestion control algorithms this kernel offers.
+pub fn available_congestion_controls() -> Vec<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .map(|s| s.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// Checks a congestion-control name before any socket is made, so a typo is one clear error.
+pub fn validate_cc(name: &str) -> Result<()> {
+    let available = available_congestion_controls();
+    if !available.is_empty() && !available.iter().any(|a| a == name) {
+        bail!(
+            "congestion control '{name}' is not available on {} (available: {})",
+            crate::env::hostname(),
+            available.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Applies buffer sizes (any socket) and, when `tcp`, the TCP options.
+pub fn apply(sock: &SockRef<'_>, opts: &SocketOptions, tcp: bool) -> Result<()> {
+    if opts.sndbuf > 0 {
+        let v = usize::try_from(opts.sndbuf).unwrap_or(usize::MAX);
+        sock.set_send_buffer_size(v)
+            .with_context(|| format!("setting SO_SNDBUF to {} bytes", opts.sndbuf))?;
+    }
+    if opts.rcvbuf > 0 {
+        let v = usize::try_from(opts.rcvbuf).unwrap_or(usize::MAX);
+        sock.set_recv_buffer_size(v)
+            .with_context(|| format!("setting SO_RCVBUF to {} bytes", opts.rcvbuf))?;
+    }
+    if !tcp {
+        return Ok(());
+    }
+    if opts.nodelay {
+        sock.set_tcp_nodelay(true).context("setting TCP_NODELAY")?;
+    }
+    if let Some(cc) = &opts.cc {
+        validate_cc(cc)?;
+        sock.set_tcp_congestion(cc.as_bytes())
+            .with_context(|| format!("setting congestion control '{cc}'"))?;
+    }
+    if let Some(mss) = opts.mss {
+        sock.set_tcp_mss(mss)
+            .with_context(|| format!("setting TCP_MAXSEG to {mss} bytes"))?;
+    }
+    Ok(())
+}
+
+/// Reads the options back from the kernel.
+pub fn read_back(sock: &SockRef<'_>, requested: &SocketOptions, tcp: bool) -> EffectiveOptions {
+    let mut e = EffectiveOptions {
+        sndbuf_requested: requested.sndbuf,
+        sndbuf_bytes: sock.send_buffer_size().ok().map(|v| v as u64),
+        rcvbuf_requested: requested.rcvbuf,
+        rcvbuf_bytes: sock.recv_buffer_size().ok().map(|v| v as u64),
+        ..EffectiveOptions::default()
+    };
+    if tcp {
+        e.nodelay = sock.tcp_nodelay().ok();
+        e.cc = sock.tcp_congestion().ok().map(|b| {
+            String::from_utf8_lossy(&b)
+                .trim_end_matches('\0')
+                .to_owned()
+        });
+        e.mss_bytes = sock.tcp_mss().ok();
+    }
+    e
+}

@@ -1,0 +1,879 @@
+//! Command-line parsers for sizes, durations, rates and percentages.
+//!
+//! Every error is a single line that quotes the offending input (with Rust
+//! string escapes, so even control characters cannot break the line) and says
+//! what would have been accepted.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// Most values a size specification may expand to; a sweep longer than this
+/// is almost certainly a typo, and it bounds the memory a spec can demand.
+pub const MAX_SIZE_SPEC_VALUES: usize = 10_000;
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+const BYTES_ACCEPTED: &str =
+    "expected a whole number of bytes with optional binary suffix K, M or G (also k, KiB, MiB, GiB; 64K = 65536)";
+
+/// A decimal number split into its digits: `int` is non-empty, `frac` may be
+/// empty, and `rest` is whatever follows.
+struct Decimal<'a> {
+    int: &'a str,
+    frac: &'a str,
+    rest: &'a str,
+}
+
+/// Splits a leading unsigned decimal (`12`, `1.5`) off `s`.
+///
+/// Hand-rolled rather than `f64::from_str`, which would also accept `inf`,
+/// `NaN`, exponents and signs, none of which belong on these command lines.
+fn split_decimal(s: &str) -> Option<Decimal<'_>> {
+    let int_len = s.bytes().take_while(u8::is_ascii_digit).count();
+    if int_len == 0 {
+        return None;
+    }
+    let (int, after) = s.split_at(int_len);
+    let Some(frac_and_rest) = after.strip_prefix('.') else {
+        return Some(Decimal {
+            int,
+            frac: "",
+            rest: after,
+        });
+    };
+    let frac_len = frac_and_rest.bytes().take_while(u8::is_ascii_digit).count();
+    if frac_len == 0 {
+        return None;
+    }
+    let (frac, rest) = frac_and_rest.split_at(frac_len);
+    Some(Decimal { int, frac, rest })
+}
+
+impl Decimal<'_> {
+    /// Exact value times `unit`, if that is a whole number fitting `u128`.
+    fn times_exact(&self, unit: u128) -> Result<u128, NotExact> {
+        let int = parse_digits_u128(self.int).ok_or(NotExact::Overflow)?;
+        let whole = int.checked_mul(unit).ok_or(NotExact::Overflow)?;
+        let frac = self.frac.trim_end_matches('0');
+        if frac.is_empty() {
+            return Ok(whole);
+        }
+        // Past 38 digits 10^d overflows u128. Such a fraction cannot give a
+        // whole number anyway for the units used here (at most 2^30): after
+        // trimming zeros, d digits times 2^k is whole only if d <= k.
+        if frac.len() > 38 {
+            return Err(NotExact::Fraction);
+        }
+        let f = parse_digits_u128(frac).ok_or(NotExact::Fraction)?;
+        let scale = 10u128.pow(frac.len() as u32);
+        // Cancelling the common factor first keeps f * unit from
+        // overflowing: the result f * unit / scale is below `unit`.
+        let g = gcd(unit, scale);
+        let (unit_r, scale_r) = (unit / g, scale / g);
+        if f % scale_r != 0 {
+            return Err(NotExact::Fraction);
+        }
+        let part = (f / scale_r)
+            .checked_mul(unit_r)
+            .ok_or(NotExact::Overflow)?;
+        whole.checked_add(part).ok_or(NotExact::Overflow)
+    }
+
+    /// The value as `f64`; infinite when the digits exceed `f64`'s range.
+    fn to_f64(&self) -> f64 {
+        self.to_f64_times_pow10(0)
+    }
+
+    /// The value times 10^exp, rounded once: "99.9" with exp -2 gives the
+    /// double nearest 0.999, where 99.9 / 100.0 would round twice and miss.
+    fn to_f64_times_pow10(&self, exp: i32) -> f64 {
+        let frac = if self.frac.is_empty() { "0" } else { self.frac };
+        // Only ASCII digits, one dot and an exponent reach the parser, which
+        // always accepts them.
+        format!("{}.{}e{}", self.int, frac, exp)
+            .parse::<f64>()
+            .unwrap_or(f64::NAN)
+    }
+}
+
+enum NotExact {
+    Overflow,
+    Fraction,
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+fn parse_digits_u128(digits: &str) -> Option<u128> {
+    digits.parse::<u128>().ok()
+}
+
+/// Parses a byte count such as `0`, `1500`, `64K` (65536) or `1.5K` (1536).
+///
+/// Suffixes are binary and case-insensitive: `K`/`KiB`, `M`/`MiB`,
+/// `G`/`GiB`. A fraction is accepted only when it yields a whole number of
+/// bytes (`1.5K` = 1536, `0.5` is rejected).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    bytes_value(s).map_err(|why| format!("invalid byte count {s:?}: {why}; {BYTES_ACCEPTED}"))
+}
+
+/// `parse_bytes` without the error context, so that size-list errors can
+/// give their own.
+fn bytes_value(s: &str) -> Result<u64, &'static str> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err("empty");
+    }
+    if t.starts_with('-') {
+        return Err("negative");
+    }
+    let d = split_decimal(t).ok_or("not a number")?;
+    let unit = match d.rest.trim_start().to_ascii_lowercase().as_str() {
+        "" => 1,
+        "k" | "kib" => KIB,
+        "m" | "mib" => MIB,
+        "g" | "gib" => GIB,
+        _ => return Err("unknown suffix"),
+    };
+    match d.times_exact(u128::from(unit)) {
+        Ok(v) => u64::try_from(v).map_err(|_| "too large for 64 bits"),
+        Err(NotExact::Overflow) => Err("too large for 64 bits"),
+        Err(NotExact::Fraction) => Err("not a whole number of bytes"),
+    }
+}
+
+const SPEC_ACCEPTED: &str = "expected comma-separated sizes (64K), linear ranges A..B:+STEP or geometric ranges A..B:*FACTOR (1..4M:*2)";
+
+/// Expands a message-size specification such as `1..4M:*2,64K,100..1000:+100`.
+///
+/// Items keep the user's order; a value already produced by an earlier item
+/// is dropped. A linear range `A..B:+S` gives A, A+S, ... up to B (B only if
+/// hit). A geometric range `A..B:*F` (F > 1, may be fractional) gives
+/// round(A * F^k) without repeats, up to B, and always ends with B. At most
+/// [`MAX_SIZE_SPEC_VALUES`] values in total.
+pub fn parse_size_spec(s: &str) -> Result<Vec<u64>, String> {
+    if s.trim().is_empty() {
+        return Err(format!("invalid size list {s:?}: empty; {SPEC_ACCEPTED}"));
+    }
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for item in s.split(',') {
+        let item = item.trim();
+        let err =
+            |why: &str| format!("invalid size list {s:?} at {item:?}: {why}; {SPEC_ACCEPTED}");
+        if item.is_empty() {
+            return Err(err("empty item"));
+        }
+        let values = expand_item(item).map_err(|why| err(&why))?;
+        for v in values {
+            if seen.insert(v) {
+                out.push(v);
+            }
+        }
+        if out.len() > MAX_SIZE_SPEC_VALUES {
+            return Err(err(&format!(
+                "expands to more than {MAX_SIZE_SPEC_VALUES} sizes"
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// Expands one item; the error is the reason only, the caller adds context.
+fn expand_item(item: &str) -> Result<Vec<u64>, String> {
+    let bytes = |what: &str, text: &str| {
+        bytes_value(text).map_err(|why| format!("{what}{text:?} is {why}"))
+    };
+    let Some((a, rest)) = item.split_once("..") else {
+        return bytes("size ", item).map(|v| vec![v]);
+    };
+    let Some((b, step)) = rest.split_once(':') else {
+        return Err("a range needs a step, :+STEP or :*FACTOR".to_string());
+    };
+    let a = bytes("range start ", a)?;
+    let b = bytes("range end ", b)?;
+    if a > b {
+        return Err(format!("range start {a} is above range end {b}"));
+    }
+    let step = step.trim();
+    if let Some(inc) = step.strip_prefix('+') {
+        linear(a, b, bytes("range step ", inc)?)
+    } else if let Some(factor) = step.strip_prefix('*') {
+        let f = split_decimal(factor.trim())
+            .filter(|d| d.rest.is_empty())
+            .map(|d| d.to_f64())
+            .filter(|f| f.is_finite())
+            .ok_or_else(|| format!("range factor {factor:?} is not a number"))?;
+        geometric(a, b, f)
+    } else {
+        Err(format!("range step {step:?} must start with + or *"))
+    }
+}
+
+fn linear(a: u64, b: u64, inc: u64) -> Result<Vec<u64>, String> {
+    if inc == 0 {
+        return Err("linear step must not be 0".to_string());
+    }
+    // Counted before generating so that `0..1G:+1` fails at once instead of
+    // allocating a billion values.
+    let count = ((b - a) / inc).saturating_add(1);
+    if count > MAX_SIZE_SPEC_VALUES as u64 {
+        return Err(format!(
+            "range has {count} sizes, more than {MAX_SIZE_SPEC_VALUES}"
+        ));
+    }
+    let mut out = Vec::with_capacity(count as usize);
+    let mut v = a;
+    loop {
+        out.push(v);
+        match v.checked_add(inc) {
+            Some(next) if next <= b => v = next,
+            _ => break,
+        }
+    }
+    Ok(out)
+}
+
+fn geometric(a: u64, b: u64, factor: f64) -> Result<Vec<u64>, String> {
+    if factor.is_nan() || factor <= 1.0 {
+        return Err(format!("geometric factor {factor} must be greater than 1"));
+    }
+    if a == 0 {
+        return Err("a geometric range must start at 1 or more".to_string());
+    }
+    let too_many = || format!("range has more than {MAX_SIZE_SPEC_VALUES} sizes");
+    let af = a as f64;
+    let ln_f = factor.ln();
+    let mut out: Vec<u64> = Vec::new();
+    let mut k: u64 = 0;
+    let mut finished = false;
+    // Every pass either emits a new value or jumps k past the run of
+    // exponents that round to the last one, so passes stay proportional to
+    // the output; the cap is a backstop against float surprises.
+    for _ in 0..4 * MAX_SIZE_SPEC_VALUES + 16 {
+        let x = (af * factor.powf(k as f64)).round();
+        // `as` saturates, so 2^64 and beyond compare as u64::MAX.
+        if x.is_nan() || x > b as f64 || x as u64 > b {
+            finished = true;
+            break;
+        }
+        let v = x as u64;
+        if out.last() != Some(&v) {
+            out.push(v);
+            if out.len() > MAX_SIZE_SPEC_VALUES {
+                return Err(too_many());
+            }
+        }
+        // With a factor barely above 1, consecutive exponents round to the
+        // same integer for a long stretch: skip to the first exponent whose
+        // value can round above v. Flooring keeps float error from skipping
+        // a value; the worst case is one extra pass that repeats v.
+        let next = ((v as f64 + 0.5) / af).ln() / ln_f;
+        let jump = if next.is_finite() && next < u64::MAX as f64 {
+            next.floor() as u64
+        } else {
+            u64::MAX
+        };
+        k = k.saturating_add(1).max(jump);
+        if k == u64::MAX {
+            finished = true;
+            break;
+        }
+    }
+    if !finished {
+        return Err(too_many());
+    }
+    if out.last() != Some(&b) {
+        out.push(b);
+        if out.len() > MAX_SIZE_SPEC_VALUES {
+            return Err(too_many());
+        }
+    }
+    Ok(out)
+}
+
+/// NetPIPE-style perturbation: each size n becomes n-p (when at least 1),
+/// n and n+p (when it fits), sorted ascending without duplicates. With p = 0
+/// the input is returned unchanged (order and duplicates included).
+pub fn perturb(sizes: &[u64], p: u64) -> Vec<u64> {
+    if p == 0 {
+        return sizes.to_vec();
+    }
+    let mut out = Vec::with_capacity(sizes.len() * 3);
+    for &n in sizes {
+        if n > p {
+            out.push(n - p);
+        }
+        out.push(n);
+        if let Some(up) = n.checked_add(p) {
+            out.push(up);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+const DURATION_ACCEPTED: &str =
+    "expected a non-negative number with optional unit ns, us, ms, s, m or h (bare numbers are seconds: 10, 1.5s, 500ms)";
+
+/// Parses a duration: a bare number is seconds (`10`), or use a unit: `ns`,
+/// `us` (or `µs`), `ms`, `s`, `m` (or `min`), `h`; case-insensitive.
+/// Fractions are exact down to the nanosecond, rounded to nearest below it.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let err = |why: &str| format!("invalid duration {s:?}: {why}; {DURATION_ACCEPTED}");
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(err("empty"));
+    }
+    if t.starts_with('-') {
+        return Err(err("negative"));
+    }
+    let d = split_decimal(t).ok_or_else(|| err("not a number"))?;
+    let unit_ns: u128 = match d.rest.trim_start().to_lowercase().as_str() {
+        "ns" => 1,
+        "us" | "µs" | "μs" => 1_000,
+        "ms" => 1_000_000,
+        "" | "s" | "sec" => 1_000_000_000,
+        "m" | "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        _ => return Err(err("unknown unit")),
+    };
+    let too_long = || err("too long");
+    let int = parse_digits_u128(d.int).ok_or_else(too_long)?;
+    let mut total_ns = int.checked_mul(unit_ns).ok_or_else(too_long)?;
+    // Digits beyond 24 decimals are worth under 1e-11 ns even in hours;
+    // dropping them keeps the arithmetic inside u128.
+    let frac = d.frac.get(..d.frac.len().min(24)).unwrap_or("");
+    let frac = frac.trim_end_matches('0');
+    if !frac.is_empty() {
+        let scale = 10u128.pow(frac.len() as u32);
+        let f = parse_digits_u128(frac).ok_or_else(too_long)?;
+        let scaled = f * unit_ns;
+        let frac_ns = (scaled + scale / 2) / scale;
+        total_ns = total_ns.checked_add(frac_ns).ok_or_else(too_long)?;
+    }
+    let secs = u64::try_from(total_ns / 1_000_000_000).map_err(|_| too_long())?;
+    // The remainder is below 1e9, so it fits u32.
+    let nanos = (total_ns % 1_000_000_000) as u32;
+    Ok(Duration::new(secs, nanos))
+}
+
+/// A target sending rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    /// Bits per second, always positive and finite.
+    BitsPerSecond(f64),
+    /// Packets per second, always positive and finite.
+    PacketsPerSecond(f64),
+}
+
+const RATE_ACCEPTED: &str = "expected a positive bit rate with optional decimal prefix k, M, G or T and optional unit bit or bps (100M, 1.5G, 100mbit, 100Mbps), or a packet rate ending in pps (10kpps)";
+
+/// Parses a rate. Prefixes are decimal as in network tools (`100M` =
+/// 100e6 bit/s) and case-insensitive. A bare or `bit`/`bps` rate is in bits
+/// per second; `pps` makes it packets per second. Byte rates (`MB/s`,
+/// `MBps`, `B`) are rejected rather than guessed at, since mistaking one for
+/// the other is an eightfold error.
+pub fn parse_rate(s: &str) -> Result<Rate, String> {
+    let err = |why: &str| format!("invalid rate {s:?}: {why}; {RATE_ACCEPTED}");
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(err("empty"));
+    }
+    if t.starts_with('-') {
+        return Err(err("negative"));
+    }
+    let d = split_decimal(t).ok_or_else(|| err("not a number"))?;
+    let value = d.to_f64();
+    let suffix = d.rest.trim_start();
+
+    let (multiplier, unit) = match suffix.chars().next() {
+        Some('k' | 'K') => (1e3, &suffix[1..]),
+        Some('m' | 'M') => (1e6, &suffix[1..]),
+        Some('g' | 'G') => (1e9, &suffix[1..]),
+        Some('t' | 'T') => (1e12, &suffix[1..]),
+        _ => (1.0, suffix),
+    };
+    let lower = unit.to_ascii_lowercase();
+    // "b" is a bit only in lower case: "MB", "MBps" and "MB/s" mean bytes.
+    let packets = match unit {
+        "" | "b" | "bps" | "b/s" => false,
+        _ if matches!(lower.as_str(), "bit" | "bits" | "bit/s" | "bits/s") => false,
+        _ if lower == "pps" => true,
+        _ if unit.starts_with('B') || lower.starts_with("byte") => {
+            return Err(err(
+                "byte rates are not accepted, give bits (8 bit = 1 byte)",
+            ));
+        }
+        _ => return Err(err("unknown unit")),
+    };
+    let rate = value * multiplier;
+    if rate == 0.0 {
+        return Err(err(
+            "a rate of zero is meaningless (leave the option out to send unpaced)",
+        ));
+    }
+    if !rate.is_finite() {
+        return Err(err("too large"));
+    }
+    Ok(if packets {
+        Rate::PacketsPerSecond(rate)
+    } else {
+        Rate::BitsPerSecond(rate)
+    })
+}
+
+/// Parses a percentage (`2%` or `2`) into a fraction (0.02). The value must
+/// lie strictly between 0 and 100.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let err = |why: &str| {
+        format!("invalid percentage {s:?}: {why}; expected a number strictly between 0 and 100, optionally followed by % (2% = 0.02)")
+    };
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(err("empty"));
+    }
+    if t.starts_with('-') {
+        return Err(err("negative"));
+    }
+    let d = split_decimal(t).ok_or_else(|| err("not a number"))?;
+    if !matches!(d.rest.trim_start(), "" | "%") {
+        return Err(err("unexpected text after the number"));
+    }
+    let v = d.to_f64_times_pow10(-2);
+    if !(v > 0.0 && v < 1.0) {
+        return Err(err("out of range"));
+    }
+    Ok(v)
+}
+
+/// Formats a byte count compactly with a binary suffix when it is exact:
+/// 1024 -> "1K", 4194304 -> "4M", 1536 -> "1536". The output parses back
+/// with [`parse_bytes`].
+pub fn format_bytes(n: u64) -> String {
+    if n == 0 {
+        return "0".to_string();
+    }
+    for (unit, suffix) in [(GIB, "G"), (MIB, "M"), (KIB, "K")] {
+        if n % unit == 0 {
+            return format!("{}{suffix}", n / unit);
+        }
+    }
+    n.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every error must be one line, quote the input and say what is
+    /// accepted (recognised by "expected").
+    fn assert_err<T: std::fmt::Debug>(r: Result<T, String>, input: &str, reason: &str) {
+        let e = r.expect_err(input);
+        assert!(!e.contains('\n'), "multi-line error: {e}");
+        assert!(e.contains(&format!("{input:?}")), "input not quoted: {e}");
+        assert!(e.contains("expected"), "accepted forms missing: {e}");
+        assert!(e.contains(reason), "reason {reason:?} missing: {e}");
+    }
+
+    #[test]
+    fn bytes_plain_and_binary_suffixes() {
+        let cases = [
+            ("0", 0),
+            ("1", 1),
+            ("1500", 1500),
+            ("64K", 65_536),
+            ("64k", 65_536),
+            ("64KiB", 65_536),
+            ("64kib", 65_536),
+            ("1M", 1_048_576),
+            ("1m", 1_048_576),
+            ("1MiB", 1_048_576),
+            ("2G", 2_147_483_648),
+            ("2GiB", 2_147_483_648),
+            ("2gib", 2_147_483_648),
+            (" 8K ", 8192),
+            ("8 K", 8192),
+            ("007", 7),
+            ("18446744073709551615", u64::MAX),
+            ("17179869183G", 17_179_869_183 * GIB),
+        ];
+        for (s, v) in cases {
+            assert_eq!(parse_bytes(s), Ok(v), "{s}");
+        }
+    }
+
+    #[test]
+    fn bytes_fractions_only_when_whole() {
+        assert_eq!(parse_bytes("1.5K"), Ok(1536));
+        assert_eq!(parse_bytes("0.5K"), Ok(512));
+        assert_eq!(parse_bytes("1.25M"), Ok(1_310_720));
+        assert_eq!(parse_bytes("1.0"), Ok(1));
+        assert_eq!(parse_bytes("2.000K"), Ok(2048));
+        assert_eq!(parse_bytes("0.0009765625K"), Ok(1)); // 2^-10 K
+                                                         // 2^-30 G: 30 fractional digits, one byte.
+        assert_eq!(parse_bytes("0.000000000931322574615478515625G"), Ok(1));
+        assert_err(parse_bytes("1.3K"), "1.3K", "not a whole number");
+        assert_err(parse_bytes("0.5"), "0.5", "not a whole number");
+        assert_err(
+            parse_bytes("0.0000000009313225746154785156251G"),
+            "0.0000000009313225746154785156251G",
+            "not a whole number",
+        );
+        let long = format!("1.{}1K", "0".repeat(60));
+        assert_err(parse_bytes(&long), &long, "not a whole number");
+    }
+
+    #[test]
+    fn bytes_errors() {
+        assert_err(parse_bytes(""), "", "empty");
+        assert_err(parse_bytes("   "), "   ", "empty");
+        assert_err(parse_bytes("-1"), "-1", "negative");
+        assert_err(parse_bytes("-64K"), "-64K", "negative");
+        assert_err(parse_bytes("K"), "K", "not a number");
+        assert_err(parse_bytes(".5K"), ".5K", "not a number");
+        assert_err(parse_bytes("1.K"), "1.K", "not a number");
+        assert_err(parse_bytes("+1"), "+1", "not a number");
+        assert_err(parse_bytes("abc"), "abc", "not a number");
+        assert_err(parse_bytes("64KB"), "64KB", "unknown suffix");
+        assert_err(parse_bytes("64T"), "64T", "unknown suffix");
+        assert_err(parse_bytes("1e3"), "1e3", "unknown suffix");
+        assert_err(parse_bytes("1_000"), "1_000", "unknown suffix");
+        assert_err(
+            parse_bytes("18446744073709551616"),
+            "18446744073709551616",
+            "too large",
+        );
+        assert_err(parse_bytes("17179869184G"), "17179869184G", "too large");
+        let huge = "9".repeat(50);
+        assert_err(parse_bytes(&huge), &huge, "too large");
+        assert_err(parse_bytes("1\n2"), "1\n2", "unknown suffix");
+    }
+
+    #[test]
+    fn size_spec_geometric_powers_of_two() {
+        let v = parse_size_spec("1..4M:*2").unwrap();
+        assert_eq!(v.len(), 23);
+        let expected: Vec<u64> = (0..23).map(|k| 1u64 << k).collect();
+        assert_eq!(v, expected);
+    }
+
+    #[test]
+    fn size_spec_geometric_rounding_and_end() {
+        // 1, 1.5, 2.25, 3.375, 5.0625, 7.59375, 11.39 -> 1 2 2 3 5 8 11,
+        // then 17.09 > 12 stops; 12 is appended as the last value.
+        assert_eq!(
+            parse_size_spec("1..12:*1.5"),
+            Ok(vec![1, 2, 3, 5, 8, 11, 12])
+        );
+        // B hit exactly is not repeated.
+        assert_eq!(parse_size_spec("3..24:*2"), Ok(vec![3, 6, 12, 24]));
+        assert_eq!(parse_size_spec("5..5:*2"), Ok(vec![5]));
+        assert_eq!(parse_size_spec("100..150:*2"), Ok(vec![100, 150]));
+        // A factor barely above 1 must neither stall nor repeat values.
+        assert_eq!(
+            parse_size_spec("1..10:*1.000000001"),
+            Ok((1..=10).collect::<Vec<u64>>())
+        );
+        let v = parse_size_spec("1..10M:*1.2").unwrap();
+        assert_eq!(v.first(), Some(&1));
+        assert_eq!(v.last(), Some(&10_485_760));
+        assert!(v.windows(2).all(|w| w[0] < w[1]));
+        // 1.2^k rounds to 1 1 2 3 4 5 6 7 9 11 13 15 18 ...; the last power
+        // below 10M is 1.2^88 = 9_288_586.98; 84 distinct values plus 10M.
+        assert_eq!(v[..12], [1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15, 18]);
+        assert_eq!(v.len(), 85);
+        assert_eq!(v[83], 9_288_587);
+        // Every value is the rounding of some power, except the appended end.
+        for &x in &v[..v.len() - 1] {
+            let k = (x as f64).ln() / 1.2f64.ln();
+            let near = [k.floor(), k.ceil()]
+                .iter()
+                .any(|&k| 1.2f64.powf(k).round() as u64 == x);
+            assert!(near, "{x} is not a rounded power of 1.2");
+        }
+        // The whole u64 range with a tiny factor stays bounded.
+        assert!(parse_size_spec("1..16777216G:*1.0001").is_err());
+        assert_eq!(
+            parse_size_spec("1..18446744073709551615:*4294967296"),
+            Ok(vec![1, 4_294_967_296, u64::MAX])
+        );
+    }
+
+    #[test]
+    fn size_spec_linear() {
+        assert_eq!(
+            parse_size_spec("100..400:+100"),
+            Ok(vec![100, 200, 300, 400])
+        );
+        // 350 is not hit, so it is not added.
+        assert_eq!(parse_size_spec("100..350:+100"), Ok(vec![100, 200, 300]));
+        assert_eq!(parse_size_spec("0..2K:+1K"), Ok(vec![0, 1024, 2048]));
+        assert_eq!(parse_size_spec("7..7:+1"), Ok(vec![7]));
+        assert_eq!(
+            parse_size_spec("18446744073709551614..18446744073709551615:+1"),
+            Ok(vec![u64::MAX - 1, u64::MAX])
+        );
+        assert_eq!(
+            parse_size_spec("18446744073709551614..18446744073709551615:+5"),
+            Ok(vec![u64::MAX - 1])
+        );
+    }
+
+    #[test]
+    fn size_spec_lists_keep_order_and_drop_duplicates() {
+        assert_eq!(
+            parse_size_spec("64K, 1..4:*2,2, 1K ,64K,3..5:+1"),
+            Ok(vec![65_536, 1, 2, 4, 1024, 3, 5])
+        );
+        assert_eq!(parse_size_spec("0"), Ok(vec![0]));
+    }
+
+    #[test]
+    fn size_spec_limit() {
+        assert_eq!(parse_size_spec("1..10000:+1").map(|v| v.len()), Ok(10_000));
+        assert_err(
+            parse_size_spec("1..10001:+1"),
+            "1..10001:+1",
+            "more than 10000",
+        );
+        assert_err(parse_size_spec("0..1G:+1"), "0..1G:+1", "more than 10000");
+        assert_err(
+            parse_size_spec("0..18446744073709551615:+1"),
+            "0..18446744073709551615:+1",
+            "more than 10000",
+        );
+        // Two items that fit alone but not together.
+        assert_err(
+            parse_size_spec("1..6000:+1,10001..16000:+1"),
+            "1..6000:+1,10001..16000:+1",
+            "more than 10000",
+        );
+        // Overlapping items count once.
+        assert_eq!(
+            parse_size_spec("1..6000:+1,1..6000:+1").map(|v| v.len()),
+            Ok(6000)
+        );
+    }
+
+    #[test]
+    fn size_spec_errors() {
+        let cases = [
+            ("", "empty"),
+            ("  ", "empty"),
+            ("64K,", "empty item"),
+            (",64K", "empty item"),
+            ("1,,2", "empty item"),
+            ("10..1:+1", "range start 10 is above range end 1"),
+            ("10..1:*2", "range start 10 is above range end 1"),
+            ("1..10:+0", "step must not be 0"),
+            ("1..10:*1", "must be greater than 1"),
+            ("1..10:*0.5", "must be greater than 1"),
+            ("1..10:*1.0", "must be greater than 1"),
+            ("0..10:*2", "start at 1"),
+            ("1..10:*x", "not a number"),
+            ("1..10:*-2", "not a number"),
+            ("1..10:*inf", "not a number"),
+            ("1..10:*NaN", "not a number"),
+            ("1..10:*2x", "not a number"),
+            ("1..10", "needs a step"),
+            ("1..10:2", "must start with + or *"),
+            ("1..10:", "must start with + or *"),
+            ("..10:+1", "range start \"\" is empty"),
+            ("1..:+1", "range end \"\" is empty"),
+            ("1..10:+", "range step \"\" is empty"),
+            ("x..10:+1", "not a number"),
+            ("1..10:+-1", "negative"),
+            ("garbage", "size \"garbage\" is not a number"),
+            ("-5", "negative"),
+            ("1.3K", "not a whole number"),
+        ];
+        for (s, reason) in cases {
+            assert_err(parse_size_spec(s), s, reason);
+        }
+    }
+
+    #[test]
+    fn perturbation() {
+        assert_eq!(perturb(&[1, 8, 16], 3), vec![1, 4, 5, 8, 11, 13, 16, 19]);
+        // n - p below 1 is dropped; overlaps merge.
+        assert_eq!(perturb(&[2, 4], 2), vec![2, 4, 6]);
+        assert_eq!(perturb(&[3], 3), vec![3, 6]);
+        assert_eq!(perturb(&[0], 1), vec![0, 1]);
+        assert_eq!(perturb(&[u64::MAX], 1), vec![u64::MAX - 1, u64::MAX]);
+        assert_eq!(perturb(&[16, 1, 16], 1), vec![1, 2, 15, 16, 17]);
+        assert_eq!(perturb(&[16, 1, 16], 0), vec![16, 1, 16]);
+        assert_eq!(perturb(&[], 5), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn durations() {
+        let cases = [
+            ("10", Duration::from_secs(10)),
+            ("0", Duration::ZERO),
+            ("1.5s", Duration::from_millis(1500)),
+            ("1.5", Duration::from_millis(1500)),
+            ("500ms", Duration::from_millis(500)),
+            ("200us", Duration::from_micros(200)),
+            ("200µs", Duration::from_micros(200)),
+            ("7ns", Duration::from_nanos(7)),
+            ("2m", Duration::from_secs(120)),
+            ("2min", Duration::from_secs(120)),
+            ("1h", Duration::from_secs(3600)),
+            ("0.1s", Duration::from_millis(100)),
+            ("0.1", Duration::from_millis(100)),
+            ("2.5m", Duration::from_secs(150)),
+            ("500 MS", Duration::from_millis(500)),
+            (" 3s ", Duration::from_secs(3)),
+            ("1.0000000004s", Duration::from_secs(1)),
+            ("1.0000000005s", Duration::new(1, 1)),
+            ("0.123456789123s", Duration::new(0, 123_456_789)),
+            ("1.5ns", Duration::from_nanos(2)),
+            ("18446744073709551615", Duration::from_secs(u64::MAX)),
+        ];
+        for (s, d) in cases {
+            assert_eq!(parse_duration(s), Ok(d), "{s}");
+        }
+    }
+
+    #[test]
+    fn duration_errors() {
+        let cases = [
+            ("", "empty"),
+            ("-1", "negative"),
+            ("-0.5s", "negative"),
+            ("s", "not a number"),
+            ("abc", "not a number"),
+            ("inf", "not a number"),
+            ("NaN", "not a number"),
+            (".5s", "not a number"),
+            ("1.s", "not a number"),
+            ("1e3", "unknown unit"),
+            ("10 days", "unknown unit"),
+            ("5x", "unknown unit"),
+            ("18446744073709551616", "too long"),
+            ("307445734561825861m", "too long"),
+        ];
+        for (s, reason) in cases {
+            assert_err(parse_duration(s), s, reason);
+        }
+        let huge = "9".repeat(60);
+        assert_err(parse_duration(&huge), &huge, "too long");
+    }
+
+    #[test]
+    fn rates() {
+        use Rate::{BitsPerSecond as Bits, PacketsPerSecond as Pps};
+        let cases = [
+            ("100M", Bits(100e6)),
+            ("100m", Bits(100e6)),
+            ("1.5G", Bits(1.5e9)),
+            ("64k", Bits(64e3)),
+            ("64K", Bits(64e3)),
+            ("100mbit", Bits(100e6)),
+            ("100Mbit", Bits(100e6)),
+            ("100Mbps", Bits(100e6)),
+            ("100Mb/s", Bits(100e6)),
+            ("100 Mbit/s", Bits(100e6)),
+            ("1gbit", Bits(1e9)),
+            ("2T", Bits(2e12)),
+            ("9600", Bits(9600.0)),
+            ("9600bps", Bits(9600.0)),
+            ("9600bit", Bits(9600.0)),
+            ("10000pps", Pps(10_000.0)),
+            ("10kpps", Pps(10_000.0)),
+            ("10KPPS", Pps(10_000.0)),
+            ("1.5Mpps", Pps(1.5e6)),
+            ("0.5pps", Pps(0.5)),
+        ];
+        for (s, r) in cases {
+            assert_eq!(parse_rate(s), Ok(r), "{s}");
+        }
+    }
+
+    #[test]
+    fn rate_errors() {
+        let cases = [
+            ("", "empty"),
+            ("0", "zero is meaningless"),
+            ("0M", "zero is meaningless"),
+            ("0.0pps", "zero is meaningless"),
+            ("-5M", "negative"),
+            ("M", "not a number"),
+            ("fast", "not a number"),
+            ("inf", "not a number"),
+            ("1e9", "unknown unit"),
+            ("100MB", "byte rates"),
+            ("100MBps", "byte rates"),
+            ("100MB/s", "byte rates"),
+            ("100Mbytes", "byte rates"),
+            ("100B", "byte rates"),
+            ("100Xbit", "unknown unit"),
+            ("100Mbitz", "unknown unit"),
+            ("100pp", "unknown unit"),
+        ];
+        for (s, reason) in cases {
+            assert_err(parse_rate(s), s, reason);
+        }
+        let huge = format!("{}T", "9".repeat(400));
+        assert_err(parse_rate(&huge), &huge, "too large");
+    }
+
+    #[test]
+    fn percents() {
+        assert_eq!(parse_percent("2%"), Ok(0.02));
+        assert_eq!(parse_percent("2"), Ok(0.02));
+        assert_eq!(parse_percent(" 2 % "), Ok(0.02));
+        assert_eq!(parse_percent("0.5%"), Ok(0.005));
+        assert_eq!(parse_percent("99.9"), Ok(0.999));
+        let cases = [
+            ("", "empty"),
+            ("0", "out of range"),
+            ("0%", "out of range"),
+            ("100", "out of range"),
+            ("100%", "out of range"),
+            ("150%", "out of range"),
+            // Below 100, but the fraction rounds to exactly 1.0.
+            ("99.99999999999999999999", "out of range"),
+            ("-2%", "negative"),
+            ("%", "not a number"),
+            ("two", "not a number"),
+            ("nan", "not a number"),
+            ("2%%", "unexpected text"),
+            ("2x", "unexpected text"),
+        ];
+        for (s, reason) in cases {
+            assert_err(parse_percent(s), s, reason);
+        }
+    }
+
+    #[test]
+    fn formatting() {
+        let cases = [
+            (0, "0"),
+            (1, "1"),
+            (1000, "1000"),
+            (1024, "1K"),
+            (1536, "1536"),
+            (65_536, "64K"),
+            (1_048_576, "1M"),
+            (1_049_600, "1025K"),
+            (4_194_304, "4M"),
+            (GIB, "1G"),
+            (3 * GIB + MIB, "3073M"),
+            (1 << 40, "1024G"),
+            (u64::MAX, "18446744073709551615"),
+        ];
+        for (n, s) in cases {
+            assert_eq!(format_bytes(n), s);
+            assert_eq!(parse_bytes(s), Ok(n), "round trip of {s}");
+        }
+    }
+}

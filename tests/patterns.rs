@@ -1,0 +1,351 @@
+//! Every pattern over every transport on loopback, with the consistency checks that hold
+//! whatever the machine's speed.
+
+mod common;
+
+use common::{f, run_json, u};
+use serde_json::Value;
+
+const TRANSPORTS: &[&str] = &["tcp", "udp", "unix"];
+
+fn only_point(v: &Value) -> &Value {
+    let points = v["points"].as_array().expect("points array");
+    assert_eq!(points.len(), 1, "one point expected");
+    &points[0]
+}
+
+#[test]
+fn pingpong_over_every_transport_is_consistent() {
+    for t in TRANSPORTS {
+        let v = run_json(&["pingpong", "-t", t, "--size", "64", "-d", "200ms"]);
+        let p = only_point(&v);
+        let l = &p["latency"];
+        let rtt = &l["rtt"];
+        let samples = u(&rtt["samples"]);
+        assert!(samples > 100, "{t}: only {samples} samples in 200 ms");
+        assert_eq!(u(&l["transactions"]), samples);
+        assert_eq!(u(&l["lost"]), 0, "{t}: loss on loopback");
+        // RTT/2 and 2n/RTT describe the same mean round trip.
+        let mean = f(&rtt["mean_ns"]);
+        assert!((f(&l["one_way_mean_ns"]) - mean / 2.0).abs() < 1e-6 * mean);
+        let bps = f(&l["throughput_bits_per_s"]);
+        let expect = 2.0 * 64.0 * 8.0 / (mean / 1e9);
+        assert!(
+            (bps - expect).abs() < 1e-6 * expect,
+            "{t}: {bps} vs {expect}"
+        );
+        // Order statistics are ordered.
+        let (min, p50, p99, max) = (
+            u(&rtt["min_ns"]),
+            u(&rtt["median_ns"]),
+            u(&rtt["p99_ns"]),
+            u(&rtt["max_ns"]),
+        );
+        assert!(
+            min <= p50 && p50 <= p99 && p99 <= max + max / 500,
+            "{t}: {rtt}"
+        );
+        assert!(min as f64 <= mean && mean <= max as f64);
+        assert!(rtt["ci_half_width_ns"].as_f64().is_some());
+        assert!(
+            l["first_ns"].as_u64().is_some(),
+            "{t}: warm-up cost reported apart"
+        );
+        assert_eq!(v["transport"], *t);
+        assert!(v["client_environment"]["kernel"].as_str().is_some());
+        assert!(v["server_environment"]["hostname"].as_str().is_some());
+    }
+}
+
+#[test]
+fn pingpong_iterations_are_exact() {
+    let v = run_json(&["pingpong", "-n", "500", "--warmup", "5"]);
+    let p = only_point(&v);
+    assert_eq!(u(&p["latency"]["rtt"]["samples"]), 500);
+}
+
+#[test]
+fn tcp_and_unix_streams_deliver_every_byte() {
+    for t in ["tcp", "unix"] {
+        for dir in [&[][..], &["--reverse"][..], &["--bidir"][..]] {
+            let mut args = vec!["stream", "-t", t, "-d", "300ms", "-P", "2"];
+            args.extend_from_slice(dir);
+            let v = run_json(&args);
+            let s = &only_point(&v)["stream"];
+            let streams = s["streams"].as_array().unwrap();
+            let want = if dir.is_empty() || dir[0] != "--bidir" {
+                2
+            } else {
+                4
+            };
+            assert_eq!(streams.len(), want, "{t} {dir:?}");
+            for st in streams {
+                let sent = u(&st["sender"]["bytes_total"]);
+                let recv = u(&st["receiver"]["bytes_total"]);
+                assert!(sent > 0, "{t} {dir:?}: nothing sent");
+                assert_eq!(sent, recv, "{t} {dir:?}: bytes sent != bytes received");
+                // Each side's rate comes from its own clock.
+                let sr = f(&st["sender"]["bits_per_s"]);
+                let rr = f(&st["receiver"]["bits_per_s"]);
+                assert!(sr > 0.0 && rr > 0.0);
+                let own = u(&st["receiver"]["bytes_timed"]) as f64 * 8.0
+                    / f(&st["receiver"]["elapsed_s"]);
+                assert!((own - rr).abs() < 1e-6 * rr);
+            }
+            let dirs: Vec<&str> = s["totals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["direction"].as_str().unwrap())
+                .collect();
+            match dir.first() {
+                None => assert_eq!(dirs, ["client_to_server"]),
+                Some(&"--reverse") => assert_eq!(dirs, ["server_to_client"]),
+                _ => assert_eq!(dirs, ["client_to_server", "server_to_client"]),
+            }
+        }
+    }
+}
+
+#[test]
+fn tcp_stream_bytes_limit_is_exact() {
+    let v = run_json(&["stream", "--bytes", "10M", "--warmup", "0", "-P", "2"]);
+    let t = &only_point(&v)["stream"]["totals"][0];
+    assert_eq!(u(&t["bytes_sent"]), 10 << 20);
+    assert_eq!(u(&t["bytes_received"]), 10 << 20);
+}
+
+#[test]
+fn tcp_stream_reports_tcp_info_intervals() {
+    let v = run_json(&["stream", "-d", "600ms", "-i", "200ms"]);
+    let st = &only_point(&v)["stream"]["streams"][0];
+    let iv = st["sender"]["intervals"].as_array().unwrap();
+    assert!(iv.len() >= 2, "intervals: {iv:?}");
+    let info = &iv[0]["tcp_info"];
+    assert!(u(&info["rtt_us"]) > 0);
+    assert!(u(&info["snd_cwnd"]) > 0);
+    let total: u64 = iv.iter().map(|i| u(&i["bytes"])).sum();
+    assert_eq!(total, u(&st["sender"]["bytes_timed"]));
+}
+
+#[test]
+fn udp_stream_at_a_modest_rate_loses_nothing_on_loopback() {
+    // 20 Mbit/s of 1000-byte datagrams is 2500 datagrams/s: far below what loopback carries.
+    let v = run_json(&[
+        "stream", "-t", "udp", "--size", "1000", "--rate", "20M", "-d", "1s",
+    ]);
+    let t = &only_point(&v)["stream"]["totals"][0];
+    let loss = &t["loss"];
+    let sent = u(&loss["sent"]);
+    assert!(
+        (2300..=2600).contains(&sent),
+        "sent {sent} datagrams at 2500/s for 1 s"
+    );
+    assert_eq!(u(&loss["lost"]), 0);
+    assert_eq!(u(&loss["received"]), sent);
+    assert_eq!(u(&loss["duplicated"]), 0);
+    assert_eq!(u(&t["send_failures"]), 0);
+    // The pacer holds the rate: sender within 2% of 20 Mbit/s.
+    let rate = f(&t["sender_bits_per_s"]);
+    assert!((rate - 20e6).abs() < 0.02 * 20e6, "sender rate {rate}");
+}
+
+#[test]
+fn udp_reverse_stream_counts_loss_on_the_client() {
+    let v = run_json(&[
+        "stream",
+        "-t",
+        "udp",
+        "--size",
+        "512",
+        "--rate",
+        "5000pps",
+        "-d",
+        "500ms",
+        "--reverse",
+    ]);
+    let t = &only_point(&v)["stream"]["totals"][0];
+    assert_eq!(t["direction"], "server_to_client");
+    let sent = u(&t["loss"]["sent"]);
+    assert!(
+        (2300..=2600).contains(&sent),
+        "5000 pps for 0.5 s sent {sent}"
+    );
+    assert_eq!(u(&t["loss"]["lost"]), 0);
+}
+
+#[test]
+fn rr_over_every_transport() {
+    for t in TRANSPORTS {
+        let v = run_json(&[
+            "rr",
+            "-t",
+            t,
+            "--request-size",
+            "32",
+            "--response-size",
+            "700",
+            "-d",
+            "200ms",
+        ]);
+        let l = &only_point(&v)["latency"];
+        assert!(u(&l["transactions"]) > 100, "{t}");
+        assert_eq!(u(&v["points"][0]["response_size"]), 700);
+        let tps = f(&l["transactions_per_s"]);
+        let bps = f(&l["throughput_bits_per_s"]);
+        assert!((bps - tps * 732.0 * 8.0).abs() < 1e-6 * bps);
+    }
+}
+
+#[test]
+fn rr_burst_keeps_several_in_flight() {
+    for t in ["tcp", "udp"] {
+        let v = run_json(
+            &["rr", "-t", t, "--burst", "8", "--nodelay", "-n", "2000"]
+                .iter()
+                .copied()
+                .filter(|a| *t == *"tcp" || *a != "--nodelay")
+                .collect::<Vec<_>>(),
+        );
+        let l = &only_point(&v)["latency"];
+        assert_eq!(u(&l["transactions"]) + u(&l["lost"]), 2000, "{t}");
+    }
+}
+
+#[test]
+fn crr_over_every_transport_times_setup_apart() {
+    for t in TRANSPORTS {
+        let v = run_json(&["crr", "-t", t, "-d", "200ms"]);
+        let l = &only_point(&v)["latency"];
+        let setup = f(&l["setup"]["mean_ns"]);
+        let txn = f(&l["rtt"]["mean_ns"]);
+        assert!(u(&l["transactions"]) > 20, "{t}");
+        assert!(
+            setup > 0.0 && setup < txn,
+            "{t}: setup {setup} vs transaction {txn}"
+        );
+    }
+}
+
+#[test]
+fn size_sweep_gives_derived_metrics() {
+    let v = run_json(&[
+        "pingpong",
+        "--size",
+        "1..64K:*4",
+        "-d",
+        "100ms",
+        "--nodelay",
+    ]);
+    let points = v["points"].as_array().unwrap();
+    let sizes: Vec<u64> = points.iter().map(|p| u(&p["key"]["size"])).collect();
+    assert_eq!(sizes, [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536]);
+    let m = &v["sweep_metrics"][0]["metrics"];
+    let t0 = f(&m["t0_s"]);
+    assert_eq!(u(&m["t0_size"]), 1);
+    let first_one_way = f(&points[0]["latency"]["one_way_mean_ns"]) / 1e9;
+    assert!((t0 - first_one_way).abs() < 1e-12);
+    assert!(f(&m["r_max_bytes_per_s"]) > 0.0);
+    assert!(m["fit"]["r_squared"].as_f64().is_some());
+}
+
+#[test]
+fn perturbation_adds_neighbours() {
+    let v = run_json(&["pingpong", "--size", "64,1K", "--perturb", "3", "-n", "50"]);
+    let sizes: Vec<u64> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| u(&p["key"]["size"]))
+        .collect();
+    assert_eq!(sizes, [61, 64, 67, 1021, 1024, 1027]);
+}
+
+#[test]
+fn socket_buffers_are_requested_and_read_back() {
+    let v = run_json(&[
+        "stream", "-d", "200ms", "--sndbuf", "64K,256K", "--rcvbuf", "128K",
+    ]);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for (p, want) in points.iter().zip([65536u64, 262144]) {
+        for side in ["client", "server"] {
+            let s = &p["socket"][side][0];
+            assert_eq!(u(&s["sndbuf_requested"]), want);
+            // Linux doubles the request for bookkeeping (capped by wmem_max).
+            let eff = u(&s["sndbuf_bytes"]);
+            assert!(
+                eff >= want.min(212_992),
+                "{side}: effective {eff} for {want}"
+            );
+            assert_eq!(u(&s["rcvbuf_requested"]), 131072);
+        }
+    }
+}
+
+#[test]
+fn nodelay_and_congestion_control_are_applied_on_both_ends() {
+    let v = run_json(&["pingpong", "-n", "50", "--nodelay", "--cc", "reno"]);
+    for side in ["client", "server"] {
+        let s = &v["points"][0]["socket"][side][0];
+        assert_eq!(s["nodelay"], true, "{side}");
+        assert_eq!(s["cc"], "reno", "{side}");
+    }
+}
+
+#[test]
+fn repeats_give_a_confidence_interval_over_runs() {
+    let v = run_json(&["pingpong", "-n", "200", "--repeat", "4"]);
+    let h = &v["points"][0]["headline"];
+    assert_eq!(h["values"].as_array().unwrap().len(), 4);
+    assert_eq!(u(&h["over_runs"]["n"]), 4);
+    assert!(h["over_runs"]["half_width"].as_f64().is_some());
+    assert_eq!(u(&v["points"][0]["runs"]), 4);
+}
+
+#[test]
+fn until_ci_stops_within_its_cap() {
+    let v = run_json(&[
+        "pingpong",
+        "-n",
+        "300",
+        "--until-ci",
+        "50%",
+        "--max-repeat",
+        "5",
+    ]);
+    let p = &v["points"][0];
+    let runs = u(&p["runs"]);
+    assert!((3..=5).contains(&runs));
+    assert!(p["headline"]["target_met"].as_bool().is_some());
+}
+
+#[test]
+fn cpu_time_and_service_demand_are_reported() {
+    let v = run_json(&["stream", "-d", "300ms"]);
+    let c = &v["points"][0]["cpu"];
+    assert!(f(&c["client"]["system_s"]) + f(&c["client"]["user_s"]) > 0.0);
+    assert!(f(&c["server"]["system_s"]) + f(&c["server"]["user_s"]) > 0.0);
+    assert!(f(&c["client_us_per_kib"]) > 0.0);
+    assert!(f(&c["server_us_per_kib"]) > 0.0);
+}
+
+#[test]
+fn csv_has_a_header_and_one_row_per_point() {
+    let out = common::run(&["run", "pingpong", "--size", "1,2,3", "-n", "20", "--csv"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    let cols = lines[0].split(',').count();
+    assert!(lines.iter().all(|l| l.split(',').count() == cols));
+    assert!(lines[0].starts_with("index,pattern,transport,size_bytes"));
+}
+
+#[test]
+fn table_output_names_its_units() {
+    let out = common::run(&["run", "pingpong", "-n", "20"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("mean(us)") && text.contains("Mbit/s") && text.contains("10^6 bit/s"));
+}

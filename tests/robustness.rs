@@ -1,0 +1,216 @@
+//! Bad input gets one clear line and a non-zero exit; the server survives anything a client
+//! sends and keeps serving the others.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::{run, run_json, u, Server};
+
+fn fails_with(args: &[&str], needle: &str) {
+    let out = run(args);
+    assert!(!out.status.success(), "{args:?} should fail");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line of error for {args:?}, got: {err}");
+    assert!(
+        lines[0].contains(needle),
+        "{args:?}: error '{}' should mention '{needle}'",
+        lines[0]
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn unknown_transport_is_one_clear_line() {
+    fails_with(
+        &["run", "pingpong", "-t", "carrier-pigeon"],
+        "unknown transport 'carrier-pigeon' (available: tcp, udp, unix)",
+    );
+}
+
+#[test]
+fn malformed_sizes_are_one_clear_line() {
+    fails_with(&["run", "pingpong", "--size", "12Q"], "--size");
+    fails_with(&["run", "pingpong", "--size", "64K..1K:*2"], "--size");
+    fails_with(&["run", "pingpong", "--size", "1..1M:*1"], "--size");
+    fails_with(&["run", "pingpong", "--size", "0"], "at least 1 byte");
+}
+
+#[test]
+fn other_bad_options_are_one_clear_line() {
+    fails_with(&["run", "pingpong", "--bogus"], "--bogus");
+    fails_with(&["run", "stream", "-t", "udp", "--size", "70000"], "65507");
+    fails_with(&["run", "stream", "-t", "udp", "--nodelay"], "TCP only");
+    fails_with(&["run", "pingpong", "--cc", "no-such-cc"], "available:");
+    fails_with(&["run", "pingpong", "--confidence", "42"], "--confidence");
+    fails_with(&["run", "pingpong", "--reverse"], "stream pattern only");
+    fails_with(&["run", "stream", "--rate", "fast"], "--rate");
+    fails_with(&["run", "pingpong", "-d", "soon"], "soon");
+}
+
+#[test]
+fn unreachable_server_is_one_clear_line() {
+    // A port on loopback that nobody listens on: connection refused at once.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let to = format!("127.0.0.1:{port}");
+    fails_with(
+        &["run", "pingpong", "--to", &to],
+        "cannot reach a wirebench server",
+    );
+}
+
+#[test]
+fn requests_over_the_server_limits_are_refused_with_the_reason() {
+    let server = Server::start(&[
+        "--max-message",
+        "1K",
+        "--max-duration",
+        "2s",
+        "--max-streams",
+        "2",
+    ]);
+    fails_with(
+        &["run", "pingpong", "--to", &server.addr, "--size", "4K"],
+        "this server allows 1 to 1024 bytes",
+    );
+    fails_with(
+        &["run", "pingpong", "--to", &server.addr, "-d", "5s"],
+        "at most 2 s",
+    );
+    fails_with(
+        &[
+            "run",
+            "stream",
+            "--to",
+            &server.addr,
+            "-P",
+            "3",
+            "--size",
+            "1K",
+        ],
+        "allows 1 to 2",
+    );
+    // The same server still measures a valid request.
+    let v = run_json(&["pingpong", "--to", &server.addr, "-n", "100"]);
+    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 100);
+}
+
+#[test]
+fn a_sweep_that_fails_half_way_keeps_what_it_measured() {
+    let server = Server::start(&["--max-message", "1K"]);
+    let out = run(&[
+        "run",
+        "pingpong",
+        "--to",
+        &server.addr,
+        "--size",
+        "64,512,4K",
+        "-n",
+        "50",
+        "--json",
+    ]);
+    assert!(!out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON even on failure");
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["points"].as_array().unwrap().len(), 2);
+    assert!(v["error"].as_str().unwrap().contains("1024"));
+}
+
+#[test]
+fn garbage_and_silent_clients_do_not_stop_the_server() {
+    let server = Server::start(&[]);
+    // Garbage: a huge length prefix, then random bytes.
+    let mut g = TcpStream::connect(&server.addr).unwrap();
+    g.write_all(&[0xff, 0xff, 0xff, 0xff, 1, 2, 3]).unwrap();
+    g.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut reply = Vec::new();
+    let _ = g.read_to_end(&mut reply); // the server answers with an error frame and closes
+    assert!(String::from_utf8_lossy(&reply).contains("malformed control frame"));
+    // Valid framing, invalid JSON.
+    let mut g2 = TcpStream::connect(&server.addr).unwrap();
+    g2.write_all(&[0, 0, 0, 5, b'h', b'e', b'l', b'l', b'o'])
+        .unwrap();
+    // A client that connects and says nothing, held open during the next test.
+    let _silent = TcpStream::connect(&server.addr).unwrap();
+    // A client that says hello and then stalls.
+    let mut stall = TcpStream::connect(&server.addr).unwrap();
+    let hello = br#"{"type":"hello","magic":"wirebench","protocol":1,"version":"x"}"#;
+    stall
+        .write_all(&(hello.len() as u32).to_be_bytes())
+        .unwrap();
+    stall.write_all(hello).unwrap();
+
+    let t = Instant::now();
+    let v = run_json(&["pingpong", "--to", &server.addr, "-n", "200"]);
+    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 200);
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "served without waiting for the others"
+    );
+}
+
+#[test]
+fn a_client_that_vanishes_mid_test_does_not_hurt_others() {
+    let server = Server::start(&[]);
+    let mut victim = common::bin()
+        .args(["run", "stream", "--to", &server.addr, "-d", "30s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    let v = run_json(&["stream", "--to", &server.addr, "-d", "300ms"]);
+    let t = &v["points"][0]["stream"]["totals"][0];
+    assert_eq!(t["bytes_sent"], t["bytes_received"]);
+    // And once more, to see that the server did not leak into a broken state.
+    run_json(&["pingpong", "--to", &server.addr, "-n", "50"]);
+}
+
+#[test]
+fn several_clients_are_served_at_once() {
+    let server = Server::start(&[]);
+    let addr = server.addr.clone();
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let t = if i % 2 == 0 { "tcp" } else { "udp" };
+                run_json(&["pingpong", "--to", &addr, "-t", t, "-d", "500ms"])
+            })
+        })
+        .collect();
+    let t = Instant::now();
+    for h in handles {
+        let v = h.join().unwrap();
+        assert!(u(&v["points"][0]["latency"]["rtt"]["samples"]) > 50);
+    }
+    // Run at once, not one after another (4 x 0.5 s would be 2 s plus setup).
+    assert!(
+        t.elapsed() < Duration::from_millis(1900),
+        "took {:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn version_and_help_work() {
+    let out = run(&["--version"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")));
+    for cmd in [&["run", "--help"][..], &["serve", "--help"][..]] {
+        let out = run(cmd);
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("default"), "{cmd:?} help shows defaults");
+    }
+    let out = run(&["run", "--help"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("binary") && text.contains("DECIMAL"));
+}
