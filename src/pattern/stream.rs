@@ -213,6 +213,28 @@ impl<'a> IntervalClock<'a> {
         }
     }
 
+    /// Closes the last, partial interval. A stub shorter than half an interval is folded into
+    /// the previous one rather than printed as a rate over a few microseconds.
+    fn finish(&mut self, now: Instant, bytes: u64, messages: u64, ch: &DataChannel) {
+        let Some(every) = self.every else { return };
+        if now <= self.last_at {
+            return;
+        }
+        let stub = now.saturating_duration_since(self.last_at) < every / 2;
+        match self.out.last_mut() {
+            Some(prev) if stub => {
+                prev.bytes += bytes - self.last_bytes;
+                prev.messages += messages - self.last_messages;
+                prev.end_s = now.saturating_duration_since(self.start).as_secs_f64();
+                prev.bits_per_s = rate(prev.bytes, prev.end_s - prev.start_s);
+                self.last_at = now;
+                self.last_bytes = bytes;
+                self.last_messages = messages;
+            }
+            _ => self.record(now, bytes, messages, ch),
+        }
+    }
+
     fn start_at(&mut self, start: Instant) {
         self.start = start;
         self.last_at = start;
@@ -318,10 +340,13 @@ pub fn run_sender(
             intervals.record(now, bytes, messages, ch);
         }
     }
-    let end = now;
-    if plan.interval.is_some() && end > intervals.last_at {
-        intervals.record(end, bytes, messages, ch);
-    }
+    // A paced sender owns one pacing slot per write: its phase ends where the last slot does,
+    // so that a sender on schedule reports exactly the configured rate.
+    let end = match plan.pace {
+        Some(p) => now.max(start + Duration::from_nanos((attempts as f64 * p.interval_ns) as u64)),
+        None => now,
+    };
+    intervals.finish(end, bytes, messages, ch);
     stats.tcp_info = ch.connection().tcp_info();
     if caps.reliable {
         ch.shutdown_write()?;
@@ -343,9 +368,11 @@ fn wait_until(due: Instant, now: Instant) {
     if due <= now {
         return;
     }
+    // Sleep until shortly before the slot (the kernel's default timer slack is 50 us), then
+    // spin the rest: exact pacing without burning a core at low rates.
     let left = due - now;
-    if left > Duration::from_micros(200) {
-        std::thread::sleep(left - Duration::from_micros(100));
+    if left > Duration::from_micros(100) {
+        std::thread::sleep(left - Duration::from_micros(60));
     }
     while Instant::now() < due {
         std::hint::spin_loop();
@@ -438,9 +465,7 @@ fn receive_bytes(
             intervals.record(last, bytes, reads, ch);
         }
     }
-    if plan.interval.is_some() && last > intervals.last_at {
-        intervals.record(last, bytes, reads, ch);
-    }
+    intervals.finish(last, bytes, reads, ch);
     stats.bytes_total = total + bytes;
     stats.bytes_timed = bytes;
     stats.messages_timed = reads;
@@ -527,9 +552,7 @@ fn receive_datagrams(
         }
     }
     let start = start.unwrap_or(last);
-    if plan.interval.is_some() && last > intervals.last_at {
-        intervals.record(last, bytes, datagrams, ch);
-    }
+    intervals.finish(last, bytes, datagrams, ch);
     let sent = end.sent_datagrams.load(Ordering::Acquire);
     let lost = sent.saturating_sub(seqs.unique);
     stats.loss = Some(LossStats {

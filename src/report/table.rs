@@ -253,6 +253,24 @@ impl Sink for TableSink {
             }
             Some(PatternKind::Stream) => {
                 let Some(s) = &p.stream else { return };
+                if self.intervals {
+                    // The client's own intervals were printed live; the server's arrive now.
+                    out("  server side:");
+                    for st in &s.streams {
+                        let (stats, role) = if st.direction == "server_to_client" {
+                            (&st.sender, Role::Sender)
+                        } else {
+                            (&st.receiver, Role::Receiver)
+                        };
+                        for iv in &stats.intervals {
+                            print_interval(&IntervalEvent {
+                                stream: st.index,
+                                role,
+                                interval: *iv,
+                            });
+                        }
+                    }
+                }
                 let cpu =
                     |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
                 let extra =
@@ -407,7 +425,14 @@ impl Sink for TableSink {
     }
 
     fn interval_printer(&self) -> IntervalPrinter {
-        Box::new(|ev: &IntervalEvent| {
+        Box::new(print_interval)
+    }
+}
+
+/// One interval line; senders on TCP add the kernel's view of the connection.
+fn print_interval(ev: &IntervalEvent) {
+    {
+        {
             let iv = &ev.interval;
             let tcp = iv
                 .tcp_info
@@ -440,6 +465,6 @@ impl Sink for TableSink {
                     String::new()
                 }
             ));
-        })
+        }
     }
 }
