@@ -349,3 +349,34 @@ fn table_output_names_its_units() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("mean(us)") && text.contains("Mbit/s") && text.contains("10^6 bit/s"));
 }
+
+#[test]
+fn spin_and_cpu_pinning_run_and_are_recorded() {
+    let v = run_json(&[
+        "pingpong",
+        "-n",
+        "300",
+        "--spin",
+        "--cpu",
+        "0",
+        "--server-cpu",
+        "0",
+    ]);
+    assert_eq!(v["settings"]["spin"], true);
+    assert_eq!(v["settings"]["client_cpus"][0], 0);
+    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 300);
+    let v = run_json(&[
+        "stream", "-t", "udp", "--spin", "--rate", "10M", "-d", "300ms",
+    ]);
+    assert_eq!(u(&v["points"][0]["stream"]["totals"][0]["loss"]["lost"]), 0);
+}
+
+#[test]
+fn mss_is_applied_and_read_back() {
+    let v = run_json(&["stream", "-d", "200ms", "--mss", "1000"]);
+    for side in ["client", "server"] {
+        let mss = u(&v["points"][0]["socket"][side][0]["mss_bytes"]);
+        // The kernel subtracts TCP option space (timestamps: 12 bytes) from the request.
+        assert!((900..=1000).contains(&mss), "{side}: mss {mss}");
+    }
+}

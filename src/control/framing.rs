@@ -47,3 +47,36 @@ fn describe(e: io::Error) -> anyhow::Error {
         _ => anyhow::Error::new(e).context("control connection failed"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::protocol::ClientMessage;
+
+    #[test]
+    fn round_trip() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &ClientMessage::EndPoint).unwrap();
+        let back: ClientMessage = read_frame(&mut buf.as_slice()).unwrap();
+        assert_eq!(back, ClientMessage::EndPoint);
+    }
+
+    #[test]
+    fn oversized_and_empty_frames_are_refused_before_allocating() {
+        for len in [0u32, MAX_FRAME + 1, u32::MAX] {
+            let bytes = len.to_be_bytes();
+            let e = read_frame::<ClientMessage>(&mut bytes.as_slice()).unwrap_err();
+            assert!(e.to_string().contains("malformed control frame"), "{e}");
+        }
+    }
+
+    #[test]
+    fn truncated_and_invalid_frames_are_errors() {
+        let e = read_frame::<ClientMessage>(&mut [0u8, 0, 0, 9, b'{'].as_slice()).unwrap_err();
+        assert!(e.to_string().contains("closed"), "{e}");
+        let mut buf = 4u32.to_be_bytes().to_vec();
+        buf.extend_from_slice(b"nope");
+        let e = read_frame::<ClientMessage>(&mut buf.as_slice()).unwrap_err();
+        assert!(e.to_string().contains("malformed control message"), "{e}");
+    }
+}
