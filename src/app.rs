@@ -20,11 +20,12 @@ pub fn one_line(e: &anyhow::Error) -> String {
 
 pub fn main_with(cli: Cli) -> i32 {
     let result = match cli.command {
-        Command::Serve(a) => serve(a),
-        Command::Run(a) => return run(*a),
+        Command::Serve(a) => serve(a).map(|()| 0),
+        Command::Run(a) => return run_measurement(*a, None),
+        Command::Lab(a) => crate::lab::cli::run(a),
     };
     match result {
-        Ok(()) => 0,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("wirebench: error: {}", one_line(&e));
             EXIT_FAILURE
@@ -53,7 +54,8 @@ fn serve(a: ServeArgs) -> Result<()> {
     server.serve()
 }
 
-fn run(a: RunArgs) -> i32 {
+/// Runs a measurement and prints it; `lab` describes the emulated link it runs over, if any.
+pub fn run_measurement(a: RunArgs, lab: Option<crate::lab::LabState>) -> i32 {
     let plan = match plan::build(&a) {
         Ok(p) => p,
         Err(e) => {
@@ -69,6 +71,7 @@ fn run(a: RunArgs) -> i32 {
         Box::new(TableSink::new())
     };
     let mut report = runner::new_report(&plan, &a);
+    report.lab = lab;
     let result = runner::run(&plan, &a, &mut report, sink.as_mut());
     report.finished_at = Some(crate::env::now_rfc3339());
     report.complete = result.is_ok();

@@ -25,6 +25,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run a test as client (with no --to, against a server started on loopback).
     Run(Box<RunArgs>),
+    /// Emulated networks in namespaces: two hosts joined by a shaped link (needs root).
+    Lab(crate::lab::cli::LabArgs),
 }
 
 #[derive(Debug, Args)]

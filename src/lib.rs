@@ -9,6 +9,7 @@ pub mod app;
 pub mod cli;
 pub mod control;
 pub mod env;
+pub mod lab;
 pub mod pattern;
 pub mod plan;
 pub mod report;

@@ -74,6 +74,7 @@ pub fn new_report(plan: &RunPlan, args: &RunArgs) -> RunReport {
         swept: plan.swept,
         points: Vec::new(),
         sweep_metrics: Vec::new(),
+        lab: None,
         complete: false,
         error: None,
     }
@@ -145,6 +146,10 @@ pub fn run(
             plan.confidence,
             plan.until_ci,
         ) {
+            let mut result = result;
+            if let Some(lab) = &report.lab {
+                add_theoretical_goodput(lab, &plan.test.transport, &mut result);
+            }
             progress.suspend(|| sink.point(report, &result));
             report.points.push(result);
         }
@@ -154,6 +159,33 @@ pub fn run(
     session.close();
     report.sweep_metrics = sweep_metrics(plan, report);
     Ok(())
+}
+
+/// Over a lab link, the goodput its rate allows next to each measured direction. The client
+/// runs on host a, so client-to-server traffic crosses the link's a->b direction.
+fn add_theoretical_goodput(
+    lab: &crate::lab::LabState,
+    transport: &str,
+    result: &mut crate::report::model::PointResult,
+) {
+    use crate::lab::goodput;
+    let size = result.key.size;
+    let mtu = lab.config.mtu;
+    let Some(stream) = result.stream.as_mut() else {
+        return;
+    };
+    for t in &mut stream.totals {
+        let dir = if t.direction == "client_to_server" {
+            &lab.config.forward
+        } else {
+            &lab.config.back
+        };
+        t.theoretical_goodput_bits_per_s = dir.rate_bits_per_s.and_then(|r| match transport {
+            "tcp" => Some(goodput::tcp(r, mtu).tcp_bits_per_s),
+            "udp" => Some(goodput::udp(r, mtu, size)),
+            _ => None,
+        });
+    }
 }
 
 /// One run of one point, with live interval reports printed as they arrive.

@@ -33,6 +33,8 @@ pub struct RunReport {
     /// Derived metrics of the message-size sweep (pingpong), one group per combination of the
     /// other swept parameters.
     pub sweep_metrics: Vec<SweepGroup>,
+    /// The emulated link the run crossed (`wirebench lab run`), with its theoretical goodput.
+    pub lab: Option<crate::lab::LabState>,
     /// False when the run stopped early; `points` holds what was measured before that.
     pub complete: bool,
     pub error: Option<String>,
@@ -151,6 +153,8 @@ pub struct DirectionTotal {
     pub loss: Option<LossStats>,
     /// TCP retransmissions seen by the senders' kernels.
     pub retransmits: Option<u64>,
+    /// Over a lab link: the goodput its rate allows for this transport and message size.
+    pub theoretical_goodput_bits_per_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -118,6 +118,7 @@ fn totals(pairs: &[StreamPair]) -> Vec<DirectionTotal> {
             send_failures: ps.iter().map(|p| p.sender.send_failures).sum(),
             loss,
             retransmits,
+            theoretical_goodput_bits_per_s: None,
         });
     }
     out

@@ -106,6 +106,23 @@ impl Sink for TableSink {
                 s.hostname, s.kernel, s.cpus, s.cpu_model
             ));
         }
+        if let Some(lab) = &r.lab {
+            out(&format!(
+                "# lab {}: client on host a ({}), server on host b ({}), mechanism {}, MTU {} bytes",
+                lab.name, lab.host_a.address, lab.host_b.address, lab.mechanism, lab.config.mtu
+            ));
+            for (dir, d) in [("a->b", &lab.config.forward), ("b->a", &lab.config.back)] {
+                out(&format!(
+                    "#   {dir}: rate {}, one-way delay {:.3} ms, jitter {:.3} ms, loss {:.4}%",
+                    d.rate_bits_per_s
+                        .map(|r| format!("{} Mbit/s", r / 1e6))
+                        .unwrap_or_else(|| "unlimited".into()),
+                    d.delay.as_secs_f64() * 1e3,
+                    d.jitter.as_secs_f64() * 1e3,
+                    d.loss * 100.0
+                ));
+            }
+        }
         let st = &r.settings;
         out(&format!(
             "# {} stream(s), warm-up {} iterations, stop after {}, {}% confidence, {} run(s) per point{}",
@@ -323,6 +340,14 @@ impl Sink for TableSink {
                         cpu(p.cpu.client_us_per_kib),
                         cpu(p.cpu.server_us_per_kib),
                     ));
+                    if let Some(g) = t.theoretical_goodput_bits_per_s {
+                        out(&format!(
+                            "{:>9}   link goodput allowed by the lab's rate: {} Mbit/s; receiver measured {:.2}% of it",
+                            "",
+                            mbit(g),
+                            t.receiver_bits_per_s / g * 100.0
+                        ));
+                    }
                 }
             }
             None => {}

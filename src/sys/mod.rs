@@ -2,6 +2,8 @@
 //!
 //! Everything `unsafe` lives here, each with a safety note. Callers get safe functions.
 
+pub mod packet;
+
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::time::Duration;
@@ -36,6 +38,10 @@ pub struct TcpInfo {
     pub bytes_acked: u64,
     /// Bytes received over the connection's lifetime.
     pub bytes_received: u64,
+    /// The receive window the peer last advertised, bytes (0 on kernels before 5.4).
+    pub snd_wnd: u32,
+    /// Smallest RTT the kernel has seen, microseconds.
+    pub min_rtt_us: u32,
 }
 
 /// Linux's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_snd_wnd`. libc's copy stops
@@ -124,6 +130,8 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> Option<TcpInfo> {
         notsent_bytes: raw.notsent_bytes,
         bytes_acked: raw.bytes_acked,
         bytes_received: raw.bytes_received,
+        snd_wnd: raw.snd_wnd,
+        min_rtt_us: raw.min_rtt,
     })
 }
 
@@ -170,4 +178,28 @@ pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> 
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// Makes timer sleeps of this thread precise to the nanosecond instead of the default 50 us
+/// slack, so that a delay line releases frames on time.
+pub fn precise_timers() -> io::Result<()> {
+    nix::sys::prctl::set_timerslack(1).map_err(io::Error::from)
+}
+
+/// Waits until `fd` is readable or `timeout` passes, with nanosecond timeout resolution.
+pub fn wait_readable_precise(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
+    use nix::sys::time::TimeSpec;
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    match nix::poll::ppoll(&mut fds, Some(TimeSpec::from_duration(timeout)), None) {
+        Ok(n) => Ok(n > 0),
+        Err(nix::errno::Errno::EINTR) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Moves the calling thread into the network namespace at `path` (e.g. /run/netns/NAME).
+/// Threads it creates afterwards start in that namespace too.
+pub fn enter_netns(path: &std::path::Path) -> io::Result<()> {
+    let file = std::fs::File::open(path)?;
+    nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).map_err(io::Error::from)
 }

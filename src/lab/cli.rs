@@ -1,0 +1,235 @@
+//! `wirebench lab ...`: bring emulated links up and down, run commands on their hosts, and
+//! run a whole test across one.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+
+use super::config::LinkArgs;
+use super::{ns, Lab, LabState, ADDR_B};
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Create two hosts (network namespaces a and b) joined by an emulated link.
+    Up {
+        /// Lab name (a-z, 0-9, '-'; at most 16).
+        #[arg(long, default_value = "lab")]
+        name: String,
+        #[command(flatten)]
+        link: LinkArgs,
+    },
+    /// Run a command on host a or b of a lab.
+    Exec {
+        #[arg(long, default_value = "lab")]
+        name: String,
+        /// a or b.
+        host: String,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Show running labs: link settings, mechanism, delay-line counters.
+    Status {
+        /// Only this lab.
+        #[arg(long)]
+        name: Option<String>,
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a lab (or all of them).
+    Down {
+        #[arg(long, default_value = "lab", conflicts_with = "all")]
+        name: String,
+        #[arg(long)]
+        all: bool,
+    },
+    /// Set up a link, run the server on host b and the client on host a, print the result,
+    /// and remove everything: `wirebench lab run --rate 100mbit -- stream -d 5s`.
+    Run {
+        /// Lab name (default: one made from the process id).
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        link: LinkArgs,
+        /// The test, as for `wirebench run`, after `--` (without --to).
+        #[arg(last = true, required = true)]
+        test: Vec<String>,
+    },
+    /// Internal: the delay line process of a lab.
+    #[command(hide = true)]
+    DelayLine {
+        #[arg(long)]
+        name: String,
+    },
+}
+
+pub fn run(args: LabArgs) -> Result<i32> {
+    match args.command {
+        LabCommand::Up { name, link } => {
+            let state = Lab::up(&name, link.to_config()?)?.keep();
+            print_state(&state);
+            println!(
+                "reach the hosts with: wirebench lab exec --name {name} a -- COMMAND (or b); remove with: wirebench lab down --name {name}"
+            );
+            Ok(0)
+        }
+        LabCommand::Exec {
+            name,
+            host,
+            command,
+        } => exec(&name, &host, &command),
+        LabCommand::Status { name, json } => status(name, json),
+        LabCommand::Down { name, all } => {
+            let names = if all { super::list() } else { vec![name] };
+            for n in names {
+                super::down(&n)?;
+                eprintln!("lab {n} removed");
+            }
+            Ok(0)
+        }
+        LabCommand::Run { name, link, test } => run_test(name, link, test),
+        LabCommand::DelayLine { name } => super::run_delay_line(&name).map(|_| 0),
+    }
+}
+
+fn describe_direction(d: &super::config::DirectionConfig) -> String {
+    format!(
+        "rate {}, delay {:.3} ms, jitter {:.3} ms, loss {}%",
+        d.rate_bits_per_s
+            .map(|r| format!("{} Mbit/s", r / 1e6))
+            .unwrap_or_else(|| "unlimited".into()),
+        d.delay.as_secs_f64() * 1e3,
+        d.jitter.as_secs_f64() * 1e3,
+        d.loss * 100.0
+    )
+}
+
+pub fn print_state(s: &LabState) {
+    println!(
+        "lab {}: mechanism {}, MTU {} bytes",
+        s.name, s.mechanism, s.config.mtu
+    );
+    println!("  host a: {} in netns {}", s.host_a.address, s.host_a.netns);
+    println!("  host b: {} in netns {}", s.host_b.address, s.host_b.netns);
+    println!("  a -> b: {}", describe_direction(&s.config.forward));
+    println!("  b -> a: {}", describe_direction(&s.config.back));
+    for (dir, g) in [
+        ("a -> b", &s.tcp_goodput_forward),
+        ("b -> a", &s.tcp_goodput_back),
+    ] {
+        if let Some(g) = g {
+            println!(
+                "  theoretical TCP goodput {dir}: {:.3} Mbit/s ({:.2}% of the rate: {}-byte segments in {}-byte frames)",
+                g.tcp_bits_per_s / 1e6,
+                g.tcp_efficiency * 100.0,
+                g.mtu - 52,
+                g.mtu + 14
+            );
+        }
+    }
+}
+
+fn exec(name: &str, host: &str, command: &[String]) -> Result<i32> {
+    if host != "a" && host != "b" {
+        bail!("host '{host}': a lab has hosts a and b");
+    }
+    super::load(name)?;
+    let namespace = ns(name, host);
+    let (program, rest) = command.split_first().context("no command given")?;
+    let program = program.clone();
+    let rest = rest.to_vec();
+    let code = super::in_netns(&namespace, move || {
+        let status = std::process::Command::new(&program)
+            .args(&rest)
+            .status()
+            .with_context(|| format!("cannot run '{program}'"))?;
+        Ok(status.code().unwrap_or(1))
+    })?;
+    Ok(code)
+}
+
+fn status(name: Option<String>, json: bool) -> Result<i32> {
+    let names = match name {
+        Some(n) => vec![n],
+        None => super::list(),
+    };
+    let mut all = Vec::new();
+    for n in &names {
+        let state = super::load(n)?;
+        let stats = super::delay_line_stats(n);
+        let running = state.delay_line_pid.map(super::alive);
+        if json {
+            all.push(serde_json::json!({"lab": state, "delay_line_running": running, "delay_line": stats}));
+            continue;
+        }
+        print_state(&state);
+        match (running, stats) {
+            (Some(true), Some(s)) => println!(
+                "  delay line running (pid {}): a->b {} frames forwarded, {} dropped; b->a {} forwarded, {} dropped",
+                state.delay_line_pid.unwrap_or_default(),
+                s.forward.frames_out,
+                s.forward.dropped_queue_full + s.forward.dropped_send,
+                s.back.frames_out,
+                s.back.dropped_queue_full + s.back.dropped_send
+            ),
+            (Some(true), None) => println!("  delay line running"),
+            (Some(false), _) => println!("  delay line NOT running: the link carries nothing; take the lab down"),
+            (None, _) => {}
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    } else if names.is_empty() {
+        println!("no labs");
+    }
+    Ok(0)
+}
+
+fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i32> {
+    let config = link.to_config()?;
+    let mut argv = vec!["wirebench".to_string(), "run".to_string()];
+    argv.extend(test);
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(&argv).map_err(|e| {
+        let text = e.render().to_string();
+        anyhow::anyhow!(
+            "the test after --: {}",
+            text.lines()
+                .next()
+                .unwrap_or("invalid")
+                .trim_start_matches("error: ")
+        )
+    })?;
+    let crate::cli::Command::Run(mut args) = cli.command else {
+        bail!("the test after -- must be a pattern with its options");
+    };
+    if args.to.is_some() {
+        bail!("lab run places the server on host b itself; drop --to");
+    }
+    let name = name.unwrap_or_else(|| format!("run{}", std::process::id()));
+    let lab = Lab::up(&name, config)?;
+    let io_timeout = args.io_timeout;
+    let server_addr = super::in_netns(&lab.state.host_b.netns, move || {
+        let config = crate::control::server::ServerConfig {
+            io_timeout,
+            ..Default::default()
+        };
+        let server = crate::control::server::Server::bind(
+            std::net::SocketAddr::new(ADDR_B.parse()?, 0),
+            config,
+        )?;
+        server.spawn()
+    })?;
+    args.to = Some(server_addr.to_string());
+    let state = lab.state.clone();
+    let code = super::in_netns(&lab.state.host_a.netns, move || {
+        Ok(crate::app::run_measurement(*args, Some(state)))
+    })?;
+    drop(lab);
+    Ok(code)
+}

@@ -1,0 +1,80 @@
+//! The goodput a link can deliver: its rate times the payload share of each frame, with
+//! headers counted as the kernel's shaper counts them (Ethernet header, no preamble, FCS or
+//! inter-frame gap, since tbf meters the frame as the kernel holds it). Seed 004 did the same
+//! for ATM cells.
+
+use serde::{Deserialize, Serialize};
+
+pub const ETHERNET_HEADER: u64 = 14;
+pub const IPV4_HEADER: u64 = 20;
+pub const TCP_HEADER: u64 = 20;
+/// TCP timestamps option with padding, on by default in Linux.
+pub const TCP_TIMESTAMPS: u64 = 12;
+pub const UDP_HEADER: u64 = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Goodput {
+    /// Payload bits per second a bulk TCP transfer can reach (full-size segments).
+    pub tcp_bits_per_s: f64,
+    /// Payload share of a full TCP segment's frame.
+    pub tcp_efficiency: f64,
+    pub mtu: u64,
+}
+
+/// TCP over IPv4 with timestamps: MSS = MTU - 52 payload bytes per MTU + 14 frame bytes.
+pub fn tcp(rate_bits_per_s: f64, mtu: u64) -> Goodput {
+    let payload = mtu.saturating_sub(IPV4_HEADER + TCP_HEADER + TCP_TIMESTAMPS);
+    let eff = payload as f64 / (mtu + ETHERNET_HEADER) as f64;
+    Goodput {
+        tcp_bits_per_s: rate_bits_per_s * eff,
+        tcp_efficiency: eff,
+        mtu,
+    }
+}
+
+/// Frame bytes on the link for one UDP datagram with `payload` bytes, including IPv4
+/// fragmentation when the datagram does not fit the MTU.
+pub fn udp_wire_bytes(payload: u64, mtu: u64) -> u64 {
+    let ip_payload = payload + UDP_HEADER;
+    let per_fragment = (mtu.saturating_sub(IPV4_HEADER) / 8) * 8;
+    let fragments = if ip_payload + IPV4_HEADER <= mtu || per_fragment == 0 {
+        1
+    } else {
+        ip_payload.div_ceil(per_fragment)
+    };
+    ip_payload + fragments * (IPV4_HEADER + ETHERNET_HEADER)
+}
+
+/// Payload bits per second of UDP datagrams of `payload` bytes at full link rate.
+pub fn udp(rate_bits_per_s: f64, mtu: u64, payload: u64) -> f64 {
+    rate_bits_per_s * payload as f64 / udp_wire_bytes(payload, mtu) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcp_on_standard_ethernet() {
+        let g = tcp(100e6, 1500);
+        // 1448 payload bytes in a 1514-byte frame.
+        assert!((g.tcp_efficiency - 1448.0 / 1514.0).abs() < 1e-12);
+        assert!((g.tcp_bits_per_s - 95.640_686e6).abs() < 1e3);
+    }
+
+    #[test]
+    fn tcp_on_jumbo_frames() {
+        let g = tcp(1e9, 9000);
+        assert!((g.tcp_efficiency - 8948.0 / 9014.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn udp_datagrams_with_and_without_fragmentation() {
+        assert_eq!(udp_wire_bytes(1400, 1500), 1400 + 8 + 20 + 14);
+        assert_eq!(udp_wire_bytes(1472, 1500), 1514);
+        // 1473 bytes need two fragments of at most 1480 IP payload bytes each.
+        assert_eq!(udp_wire_bytes(1473, 1500), 1473 + 8 + 2 * 34);
+        assert_eq!(udp_wire_bytes(8000, 1500), 8008 + 6 * 34);
+        assert!((udp(50e6, 1500, 1400) - 50e6 * 1400.0 / 1442.0).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,421 @@
+//! The lab: emulated networks on one machine. Two hosts (network namespaces `a` and `b`)
+//! joined by a link through a middle namespace `m` that shapes it: tbf for rate, nftables for
+//! random loss, netem or wirebench's own delay line for delay and jitter. Needs root.
+//!
+//! ```text
+//!  ns wb-NAME-a            ns wb-NAME-m                      ns wb-NAME-b
+//!  wb0 10.77.0.1 ==== wba [bridge or delay line] wbb ==== wb0 10.77.0.2
+//!                     tbf(b->a)                 tbf(a->b)
+//! ```
+
+pub mod cli;
+pub mod config;
+pub mod delayline;
+pub mod goodput;
+mod host;
+mod shaping;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use config::{LinkConfig, Mechanism};
+use delayline::{Counters, CountersSnapshot};
+
+pub use host::in_netns;
+
+/// Addresses of the two hosts: private addresses that exist only inside the lab's namespaces.
+pub const ADDR_A: &str = "10.77.0.1";
+pub const ADDR_B: &str = "10.77.0.2";
+const PREFIX: &str = "/24";
+
+/// Where running labs are recorded.
+fn state_dir() -> PathBuf {
+    PathBuf::from("/run/wirebench/lab")
+}
+
+fn state_path(name: &str) -> PathBuf {
+    state_dir().join(format!("{name}.json"))
+}
+
+fn stats_path(name: &str) -> PathBuf {
+    state_dir().join(format!("{name}.stats.json"))
+}
+
+pub fn ns(name: &str, host: &str) -> String {
+    format!("wb-{name}-{host}")
+}
+
+/// What a running lab is, as recorded on disk and reported with results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabState {
+    pub name: String,
+    pub config: LinkConfig,
+    /// "bridge" (no delay), "netem" or "delay-line".
+    pub mechanism: String,
+    pub delay_line_pid: Option<u32>,
+    pub created_at: String,
+    pub host_a: HostInfo,
+    pub host_b: HostInfo,
+    /// Theoretical TCP goodput a->b and b->a (rate times payload share), when rate-limited.
+    pub tcp_goodput_forward: Option<goodput::Goodput>,
+    pub tcp_goodput_back: Option<goodput::Goodput>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub netns: String,
+    pub address: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DelayLineStats {
+    pub forward: CountersSnapshot,
+    pub back: CountersSnapshot,
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty()
+        || name.len() > 16
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
+        bail!("lab name '{name}': use 1 to 16 characters a-z, 0-9 and '-'");
+    }
+    Ok(())
+}
+
+fn check_environment() -> Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!("wirebench lab needs root (CAP_NET_ADMIN) to create network namespaces");
+    }
+    if !std::path::Path::new("/proc/self/ns/net").exists() {
+        bail!("this kernel has no network namespaces (CONFIG_NET_NS)");
+    }
+    Ok(())
+}
+
+/// A running lab; taking it down on drop means a failure anywhere still cleans up.
+pub struct Lab {
+    pub state: LabState,
+    keep: bool,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = down(&self.state.name);
+        }
+    }
+}
+
+impl Lab {
+    /// Leaves the lab running after this value is gone (for `lab up`).
+    pub fn keep(mut self) -> LabState {
+        self.keep = true;
+        self.state.clone()
+    }
+
+    pub fn up(name: &str, config: LinkConfig) -> Result<Lab> {
+        check_name(name)?;
+        check_environment()?;
+        if state_path(name).exists() || host::netns_path(&ns(name, "a")).exists() {
+            bail!("lab '{name}' already exists (wirebench lab down --name {name})");
+        }
+        std::fs::create_dir_all(state_dir()).context("creating /run/wirebench/lab")?;
+        let state = LabState {
+            name: name.to_owned(),
+            config: config.clone(),
+            mechanism: "bridge".into(),
+            delay_line_pid: None,
+            created_at: crate::env::now_rfc3339(),
+            host_a: HostInfo {
+                netns: ns(name, "a"),
+                address: ADDR_A.into(),
+            },
+            host_b: HostInfo {
+                netns: ns(name, "b"),
+                address: ADDR_B.into(),
+            },
+            tcp_goodput_forward: config
+                .forward
+                .rate_bits_per_s
+                .map(|r| goodput::tcp(r, config.mtu)),
+            tcp_goodput_back: config
+                .back
+                .rate_bits_per_s
+                .map(|r| goodput::tcp(r, config.mtu)),
+        };
+        // Record first, so that `down` (run by the guard on failure) finds every part built.
+        save(&state)?;
+        let mut lab = Lab { state, keep: false };
+        build(&mut lab.state)?;
+        save(&lab.state)?;
+        Ok(lab)
+    }
+}
+
+fn save(state: &LabState) -> Result<()> {
+    let json = serde_json::to_string_pretty(state)?;
+    std::fs::write(state_path(&state.name), json).context("writing the lab state")
+}
+
+pub fn load(name: &str) -> Result<LabState> {
+    let text = std::fs::read_to_string(state_path(name))
+        .with_context(|| format!("no lab named '{name}' (wirebench lab status lists them)"))?;
+    serde_json::from_str(&text).with_context(|| format!("lab '{name}' has a damaged state file"))
+}
+
+/// Names of every recorded lab.
+pub fn list() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(state_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let f = e.file_name().to_string_lossy().into_owned();
+            f.strip_suffix(".json")
+                .filter(|n| !n.ends_with(".stats"))
+                .map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+fn build(state: &mut LabState) -> Result<()> {
+    let name = state.name.clone();
+    let cfg = state.config.clone();
+    let (a, b, m) = (ns(&name, "a"), ns(&name, "b"), ns(&name, "m"));
+    for n in [&a, &b, &m] {
+        host::sh("ip", &["netns", "add", n])?;
+        host::sh("ip", &["-n", n, "link", "set", "lo", "up"])?;
+    }
+    host::sh(
+        "ip",
+        &[
+            "link", "add", "wba", "netns", &m, "type", "veth", "peer", "name", "wb0", "netns", &a,
+        ],
+    )?;
+    host::sh(
+        "ip",
+        &[
+            "link", "add", "wbb", "netns", &m, "type", "veth", "peer", "name", "wb0", "netns", &b,
+        ],
+    )?;
+    let mtu = cfg.mtu.to_string();
+    for (n, dev) in [(&a, "wb0"), (&b, "wb0"), (&m, "wba"), (&m, "wbb")] {
+        host::sh("ip", &["-n", n, "link", "set", "dev", dev, "mtu", &mtu])?;
+    }
+    host::sh(
+        "ip",
+        &[
+            "-n",
+            &a,
+            "addr",
+            "add",
+            &format!("{ADDR_A}{PREFIX}"),
+            "dev",
+            "wb0",
+        ],
+    )?;
+    host::sh(
+        "ip",
+        &[
+            "-n",
+            &b,
+            "addr",
+            "add",
+            &format!("{ADDR_B}{PREFIX}"),
+            "dev",
+            "wb0",
+        ],
+    )?;
+
+    let netem = cfg.needs_delay()
+        && match cfg.mechanism {
+            Mechanism::DelayLine => false,
+            Mechanism::Netem => {
+                if !shaping::netem_available(&m, "wba") {
+                    bail!("--mechanism netem: this kernel has no netem qdisc (use --mechanism delay-line or auto)");
+                }
+                true
+            }
+            Mechanism::Auto => shaping::netem_available(&m, "wba"),
+        };
+    let delay_line = cfg.needs_delay() && !netem;
+    if !delay_line {
+        host::sh("ip", &["-n", &m, "link", "add", "wbbr", "type", "bridge"])?;
+        host::sh("ip", &["-n", &m, "link", "set", "dev", "wbbr", "mtu", &mtu])?;
+        for dev in ["wba", "wbb"] {
+            host::sh(
+                "ip",
+                &["-n", &m, "link", "set", "dev", dev, "master", "wbbr"],
+            )?;
+        }
+        host::sh("ip", &["-n", &m, "link", "set", "dev", "wbbr", "up"])?;
+    }
+    // a->b leaves the middle through wbb; b->a through wba.
+    shaping::shape(&m, "wbb", &cfg.forward, cfg.mtu, netem)?;
+    shaping::shape(&m, "wba", &cfg.back, cfg.mtu, netem)?;
+    if cfg.forward.loss > 0.0 {
+        shaping::segment_per_frame(&a, "wb0")?;
+        shaping::random_loss(&b, "wb0", cfg.forward.loss)?;
+    }
+    if cfg.back.loss > 0.0 {
+        shaping::segment_per_frame(&b, "wb0")?;
+        shaping::random_loss(&a, "wb0", cfg.back.loss)?;
+    }
+    for (n, dev) in [(&m, "wba"), (&m, "wbb"), (&a, "wb0"), (&b, "wb0")] {
+        host::sh("ip", &["-n", n, "link", "set", "dev", dev, "up"])?;
+    }
+    state.mechanism = if delay_line {
+        "delay-line"
+    } else if netem {
+        "netem"
+    } else {
+        "bridge"
+    }
+    .into();
+    if delay_line {
+        save(state)?;
+        state.delay_line_pid = Some(start_delay_line(&name)?);
+    }
+    Ok(())
+}
+
+/// Starts `wirebench lab delay-line` in its own process group (it outlives `lab up`) and
+/// waits until it says its sockets are open.
+fn start_delay_line(name: &str) -> Result<u32> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().context("finding the wirebench executable")?;
+    let mut child = Command::new(exe)
+        .args(["lab", "delay-line", "--name", name])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .context("starting the delay line")?;
+    let pid = child.id();
+    let stdout = child.stdout.take().context("delay line stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    match rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(l) if l.trim() == "ready" => Ok(pid),
+        Ok(l) => {
+            let _ = child.kill();
+            bail!("the delay line failed to start: {}", l.trim())
+        }
+        Err(_) => {
+            let _ = child.kill();
+            bail!("the delay line did not start within 10 s")
+        }
+    }
+}
+
+/// The delay line process: enters the middle namespace and forwards both directions.
+pub fn run_delay_line(name: &str) -> Result<()> {
+    let state = load(name)?;
+    let result = (|| -> Result<()> {
+        crate::sys::enter_netns(&host::netns_path(&ns(name, "m")))
+            .context("entering the middle namespace")?;
+        let wba =
+            Arc::new(crate::sys::packet::open("wba", 16 << 20).context("packet socket on wba")?);
+        let wbb =
+            Arc::new(crate::sys::packet::open("wbb", 16 << 20).context("packet socket on wbb")?);
+        let fwd = Arc::new(Counters::default());
+        let back = Arc::new(Counters::default());
+        for (rx, tx, cfg, c) in [
+            (wba.clone(), wbb.clone(), state.config.forward, fwd.clone()),
+            (wbb.clone(), wba.clone(), state.config.back, back.clone()),
+        ] {
+            std::thread::Builder::new()
+                .name("wb-delay".into())
+                .spawn(move || {
+                    if let Err(e) = delayline::forward(&rx, &tx, cfg, c) {
+                        eprintln!("wirebench delay line: {e}");
+                        std::process::exit(1);
+                    }
+                })?;
+        }
+        println!("ready");
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let stats = DelayLineStats {
+                forward: fwd.snapshot(),
+                back: back.snapshot(),
+            };
+            if let Ok(s) = serde_json::to_string(&stats) {
+                let _ = std::fs::write(stats_path(name), s);
+            }
+        }
+    })();
+    if let Err(e) = &result {
+        println!("{}", crate::app::one_line(e));
+    }
+    result
+}
+
+/// Takes a lab down: stops its delay line, deletes its namespaces (and with them its links)
+/// and its state. Safe to call on a half-built or already removed lab.
+pub fn down(name: &str) -> Result<()> {
+    check_name(name)?;
+    if let Ok(state) = load(name) {
+        if let Some(pid) = state.delay_line_pid {
+            stop_process(pid);
+        }
+    }
+    let mut errors = Vec::new();
+    for h in ["a", "b", "m"] {
+        let n = ns(name, h);
+        if host::netns_path(&n).exists() {
+            if let Err(e) = host::sh("ip", &["netns", "del", &n]) {
+                errors.push(crate::app::one_line(&e));
+            }
+        }
+    }
+    let _ = std::fs::remove_file(state_path(name));
+    let _ = std::fs::remove_file(stats_path(name));
+    if !errors.is_empty() {
+        bail!("{}", errors.join("; "));
+    }
+    Ok(())
+}
+
+fn stop_process(pid: u32) {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let pid = Pid::from_raw(pid as i32);
+    if kill(pid, Signal::SIGTERM).is_err() {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline && kill(pid, None).is_ok() {
+        // Reap it if it is our child; otherwise just wait for it to go.
+        let _ = nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = kill(pid, Signal::SIGKILL);
+}
+
+/// The delay line's counters, when it runs.
+pub fn delay_line_stats(name: &str) -> Option<DelayLineStats> {
+    let text = std::fs::read_to_string(stats_path(name)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Whether a process is alive.
+pub fn alive(pid: u32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
+}

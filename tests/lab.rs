@@ -1,0 +1,394 @@
+//! Ground truth: wirebench measured over emulated links whose rate, delay and loss are known.
+//! Needs root (CI runs as root): every test builds its own lab in its own network namespaces,
+//! sends traffic only between them, and removes them even when it fails.
+//! Set WIREBENCH_SKIP_LAB=1 to skip these tests on a machine without root.
+
+mod common;
+
+use std::sync::Mutex;
+
+use common::{f, u};
+use serde_json::Value;
+
+/// Lab tests measure rates and delays: they run one at a time so that they do not compete
+/// for the CPU with each other.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn skip() -> bool {
+    std::env::var_os("WIREBENCH_SKIP_LAB").is_some()
+}
+
+/// A unique lab name per test, removed on drop whatever happened.
+struct LabName(String);
+
+impl LabName {
+    fn new(tag: &str) -> LabName {
+        LabName(format!("t{}{tag}", std::process::id() % 100_000))
+    }
+}
+
+impl Drop for LabName {
+    fn drop(&mut self) {
+        let _ = common::run(&["lab", "down", "--name", &self.0]);
+    }
+}
+
+/// `wirebench lab run --name N LINK... -- TEST... --json`, parsed.
+fn lab_run(tag: &str, link: &[&str], test: &[&str]) -> Value {
+    let name = LabName::new(tag);
+    let mut args = vec!["lab", "run", "--name", &name.0];
+    args.extend_from_slice(link);
+    args.push("--");
+    args.extend_from_slice(test);
+    args.push("--json");
+    let out = common::run(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The lab removed itself.
+    assert!(!std::path::Path::new(&format!("/run/netns/wb-{}-a", name.0)).exists());
+    serde_json::from_str(&stdout).expect("one JSON document")
+}
+
+fn total(v: &Value) -> &Value {
+    &v["points"][0]["stream"]["totals"][0]
+}
+
+#[test]
+fn tcp_goodput_over_a_shaped_link_matches_the_theory() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let v = lab_run(
+        "tg",
+        &["--rate", "100mbit"],
+        &["stream", "-d", "3s", "--cc", "cubic"],
+    );
+    let t = total(&v);
+    let theory = f(&t["theoretical_goodput_bits_per_s"]);
+    // 100 Mbit/s x 1448 payload bytes / 1514 frame bytes.
+    assert!((theory - 95.6407e6).abs() < 1e3, "theory {theory}");
+    let got = f(&t["receiver_bits_per_s"]);
+    // Margin: tbf meters exactly; its 12.5 kB bucket adds 0.03% over 3 s; slow start at a
+    // 0.1 ms RTT lasts well under 1% of the run. Timer slack in the shaper's watchdog can
+    // only lose time, so the low side gets 3%, the high side 1%.
+    assert!(
+        got > 0.97 * theory && got < 1.01 * theory,
+        "receiver {got} vs {theory}"
+    );
+    assert_eq!(v["lab"]["mechanism"], "bridge");
+}
+
+#[test]
+fn udp_above_the_link_rate_is_cut_to_its_goodput_and_the_rest_is_lost() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let v = lab_run(
+        "uo",
+        &["--rate", "50mbit"],
+        &[
+            "stream", "-t", "udp", "--size", "1400", "--rate", "80M", "-d", "3s",
+        ],
+    );
+    let t = total(&v);
+    // 50 Mbit/s x 1400 / (1400 + 8 + 20 + 14) bytes per datagram.
+    let theory = 50e6 * 1400.0 / 1442.0;
+    assert!((f(&t["theoretical_goodput_bits_per_s"]) - theory).abs() < 1.0);
+    let got = f(&t["receiver_bits_per_s"]);
+    // Same shaper margins as the TCP test: up to 3% below, 1% above.
+    assert!(
+        got > 0.97 * theory && got < 1.01 * theory,
+        "receiver {got} vs {theory}"
+    );
+    // What the link cannot carry is lost: 1 - goodput / offered payload rate, within 3 points
+    // (the shaper's 50 ms queue and bucket let a little more through at the start).
+    let expected_loss = 1.0 - theory / 80e6;
+    let loss = f(&t["loss"]["loss_ratio"]);
+    assert!(
+        (loss - expected_loss).abs() < 0.03,
+        "loss {loss} vs {expected_loss}"
+    );
+    assert_eq!(
+        u(&t["send_failures"]),
+        0,
+        "the sender's kernel refused nothing"
+    );
+}
+
+#[test]
+fn random_loss_agrees_with_the_configured_probability() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = 0.02;
+    let v = lab_run(
+        "rl",
+        &["--loss", "2%"],
+        &[
+            "stream", "-t", "udp", "--size", "1000", "--rate", "20M", "-d", "3s",
+        ],
+    );
+    let loss = &total(&v)["loss"];
+    let n = u(&loss["sent"]) as f64;
+    assert!(n > 7000.0, "sent {n}");
+    let observed = u(&loss["lost"]) as f64 / n;
+    // Each datagram is dropped independently with probability p: the count is binomial.
+    // Four standard errors leave a false alarm once in 16 000 runs.
+    let sigma = (p * (1.0 - p) / n).sqrt();
+    assert!(
+        (observed - p).abs() < 4.0 * sigma,
+        "observed {observed}, p {p}, sigma {sigma}"
+    );
+}
+
+#[test]
+fn pingpong_over_a_delayed_link_reports_the_delay() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Baseline: the same delay line with (almost) no delay, to measure what it and the hosts
+    // add by themselves.
+    let base = lab_run(
+        "pb",
+        &["--delay", "1us", "--mechanism", "delay-line"],
+        &["pingpong", "-d", "1s"],
+    );
+    let base_one_way = u(&base["points"][0]["latency"]["rtt"]["median_ns"]) as f64 / 2.0;
+    let d = 10e6; // 10 ms in ns
+    let v = lab_run("pd", &["--delay", "10ms"], &["pingpong", "-d", "2s"]);
+    let one_way = u(&v["points"][0]["latency"]["rtt"]["median_ns"]) as f64 / 2.0;
+    // The delay line never releases a frame early, so one-way >= d. Above d + baseline, the
+    // only addition is how late the delay line's timer wakes after a 10 ms sleep: under
+    // 0.3 ms even on a busy 2-CPU VM; 1 ms of margin.
+    assert!(one_way >= d, "one-way {one_way} ns below the delay");
+    assert!(
+        one_way <= d + base_one_way + 1e6,
+        "one-way {one_way} ns vs delay {d} + baseline {base_one_way}"
+    );
+    assert_eq!(v["lab"]["mechanism"], "delay-line");
+}
+
+#[test]
+fn small_windows_limit_tcp_to_window_over_rtt_and_autotuning_fills_the_link() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Fixed 64 KiB receive buffers on a 20 ms RTT path: far below the delay line's bandwidth.
+    let v = lab_run(
+        "ws",
+        &["--delay", "10ms"],
+        &["stream", "-d", "3s", "--cc", "cubic", "--rcvbuf", "64K"],
+    );
+    let s = &v["points"][0]["stream"]["streams"][0];
+    let info = &s["sender"]["tcp_info"];
+    let window = u(&info["snd_wnd"]) as f64;
+    let rtt = u(&info["min_rtt_us"]) as f64 / 1e6;
+    assert!(
+        window > 0.0 && (0.0195..0.025).contains(&rtt),
+        "window {window}, rtt {rtt}"
+    );
+    let limit = window * 8.0 / rtt;
+    let got = f(&s["receiver"]["bits_per_s"]);
+    // At most one window per round trip can be in flight, so got <= limit (1% for timing);
+    // ACK clocking and delayed ACKs leave a few percent of the window idle: 15% margin.
+    assert!(
+        got > 0.85 * limit && got < 1.01 * limit,
+        "got {got} vs window/RTT {limit}"
+    );
+
+    // With autotuning (no fixed buffers) on a 100 Mbit/s, 20 ms RTT path, TCP approaches the
+    // link's goodput: slow start needs about 10 RTTs (0.2 s) of a 4 s run, so >= 90%.
+    let v = lab_run(
+        "wa",
+        &["--rate", "100mbit", "--delay", "10ms"],
+        &["stream", "-d", "4s", "--cc", "cubic"],
+    );
+    let t = total(&v);
+    let theory = f(&t["theoretical_goodput_bits_per_s"]);
+    let got = f(&t["receiver_bits_per_s"]);
+    assert!(
+        got > 0.90 * theory && got < 1.01 * theory,
+        "got {got} vs {theory}"
+    );
+}
+
+#[test]
+fn the_delay_line_carries_a_gigabit_with_100_ms_delay_in_order() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // 1 Gbit/s of 1400-byte datagrams is 89 000 frames/s, 100 ms of which (11 MB) sit in the
+    // delay line at any moment. Large receive buffers keep the receiving host from dropping.
+    let v = lab_run(
+        "gb",
+        &["--delay", "100ms"],
+        &[
+            "stream", "-t", "udp", "--size", "1400", "--rate", "1G", "-d", "2s", "--rcvbuf", "16M",
+        ],
+    );
+    let t = total(&v);
+    let got = f(&t["receiver_bits_per_s"]);
+    assert!(got > 0.97e9, "receiver {got}");
+    assert!(f(&t["loss"]["loss_ratio"]) < 0.01, "{}", t["loss"]);
+    assert_eq!(
+        u(&t["loss"]["reordered"]),
+        0,
+        "order is kept without jitter"
+    );
+}
+
+#[test]
+fn jitter_reorders_datagrams() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // 10 000 datagrams/s are 0.1 ms apart; +/- 2 ms of jitter must reorder many of them.
+    let v = lab_run(
+        "jr",
+        &["--delay", "5ms", "--jitter", "2ms"],
+        &[
+            "stream", "-t", "udp", "--size", "500", "--rate", "10kpps", "-d", "1s",
+        ],
+    );
+    let loss = &total(&v)["loss"];
+    assert!(u(&loss["reordered"]) > 100, "{loss}");
+    assert_eq!(u(&loss["lost"]), 0);
+    // RFC 3550 jitter of a uniform +/-2 ms delay is of the order of a millisecond.
+    let j = f(&loss["jitter_s"]);
+    assert!((0.0003..0.004).contains(&j), "jitter {j}");
+}
+
+#[test]
+fn lab_up_status_exec_down() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = LabName::new("lc");
+    let up = common::run(&["lab", "up", "--name", &name.0, "--profile", "wan"]);
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let text = String::from_utf8_lossy(&up.stdout);
+    assert!(
+        text.contains("10.77.0.1") && text.contains("10.77.0.2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("theoretical TCP goodput a -> b: 95.641 Mbit/s"),
+        "{text}"
+    );
+
+    // The name is taken now.
+    let again = common::run(&["lab", "up", "--name", &name.0]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+
+    let st = common::run(&["lab", "status", "--name", &name.0, "--json"]);
+    let v: Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(v[0]["lab"]["mechanism"], "delay-line");
+    assert_eq!(v[0]["delay_line_running"], true);
+    assert_eq!(
+        u(&v[0]["lab"]["config"]["forward"]["delay"]["nanos"])
+            + 1_000_000_000 * u(&v[0]["lab"]["config"]["forward"]["delay"]["secs"]),
+        20_000_000
+    );
+
+    // A measurement between the two hosts by hand: server on b, client on a.
+    let exe = env!("CARGO_BIN_EXE_wirebench");
+    let mut server = std::process::Command::new(exe)
+        .args([
+            "lab",
+            "exec",
+            "--name",
+            &name.0,
+            "b",
+            "--",
+            exe,
+            "serve",
+            "--listen",
+            "10.77.0.2",
+            "-q",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = common::run(&[
+        "lab",
+        "exec",
+        "--name",
+        &name.0,
+        "a",
+        "--",
+        exe,
+        "run",
+        "pingpong",
+        "--to",
+        "10.77.0.2",
+        "-n",
+        "20",
+        "--json",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rtt = f(&v["points"][0]["latency"]["rtt"]["mean_ns"]);
+    assert!(rtt > 40e6, "wan profile: 20 ms each way, got RTT {rtt} ns");
+
+    let bad = common::run(&["lab", "exec", "--name", &name.0, "c", "--", "true"]);
+    assert!(!bad.status.success());
+
+    let down = common::run(&["lab", "down", "--name", &name.0]);
+    assert!(down.status.success());
+    assert!(!std::path::Path::new(&format!("/run/netns/wb-{}-a", name.0)).exists());
+    assert!(!std::path::Path::new(&format!("/run/netns/wb-{}-m", name.0)).exists());
+}
+
+#[test]
+fn lab_input_errors_are_one_clear_line() {
+    if skip() {
+        return;
+    }
+    for (args, needle) in [
+        (&["lab", "up", "--name", "Bad_Name"][..], "lab name"),
+        (
+            &["lab", "up", "--name", "x", "--rate", "10pps"][..],
+            "bits per second",
+        ),
+        (&["lab", "up", "--name", "x", "--mtu", "20"][..], "MTU"),
+        (
+            &["lab", "run", "--", "pingpong", "--to", "1.2.3.4"][..],
+            "drop --to",
+        ),
+        (
+            &["lab", "status", "--name", "nosuchlab"][..],
+            "no lab named",
+        ),
+    ] {
+        let out = common::run(args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
