@@ -164,6 +164,32 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',')]
     pub server_cpu: Vec<usize>,
 
+    // ---- fast paths (stream) ----
+    /// TCP sender: MSG_ZEROCOPY (the result says whether the kernel copied anyway).
+    #[arg(long)]
+    pub zerocopy: bool,
+    /// TCP/Unix sender: sendfile from a memory file instead of write.
+    #[arg(long)]
+    pub sendfile: bool,
+    /// Receiver: MSG_TRUNC, the kernel discards TCP data without copying it (datagrams:
+    /// only the 16-byte sequence header is copied).
+    #[arg(long)]
+    pub skip_rx_copy: bool,
+    /// Datagram stream: datagrams per sendmmsg/recvmmsg call; 1 = one system call each.
+    /// Default 16 for UDP streams.
+    #[arg(long)]
+    pub batch: Option<u32>,
+    /// UDP sender: generic segmentation offload (UDP_SEGMENT), one send for up to 64 datagrams.
+    #[arg(long)]
+    pub gso: bool,
+    /// UDP receiver: generic receive offload (UDP_GRO), one receive for many datagrams.
+    #[arg(long)]
+    pub gro: bool,
+    /// SO_BUSY_POLL on data sockets: the kernel busy-polls the device for this many
+    /// microseconds on a receive.
+    #[arg(long)]
+    pub busy_poll: Option<u32>,
+
     // ---- statistics ----
     /// Confidence level of intervals, percent: 90, 95 or 99.
     #[arg(long, default_value_t = 95)]

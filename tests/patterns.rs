@@ -380,3 +380,60 @@ fn mss_is_applied_and_read_back() {
         assert!((900..=1000).contains(&mss), "{side}: mss {mss}");
     }
 }
+
+#[test]
+fn fast_paths_run_and_say_what_ran() {
+    for (args, sender, receiver) in [
+        (
+            &["stream", "-d", "300ms", "--sendfile", "--skip-rx-copy"][..],
+            "sendfile",
+            "recv MSG_TRUNC (no copy)",
+        ),
+        (
+            &["stream", "-d", "300ms", "--zerocopy"][..],
+            "MSG_ZEROCOPY",
+            "read",
+        ),
+        (
+            &["stream", "-t", "udp", "-d", "300ms", "--rate", "200M"][..],
+            "sendmmsg x16",
+            "recvmmsg x16",
+        ),
+        (
+            &[
+                "stream", "-t", "udp", "-d", "300ms", "--rate", "200M", "--batch", "1",
+            ][..],
+            "send",
+            "recv",
+        ),
+        (
+            &[
+                "stream", "-t", "udp", "-d", "300ms", "--rate", "200M", "--gso", "--gro",
+            ][..],
+            "UDP GSO x46",
+            "UDP GRO",
+        ),
+    ] {
+        let v = run_json(args);
+        let s = &v["points"][0]["stream"]["streams"][0];
+        assert_eq!(s["sender"]["io_path"], sender, "{args:?}");
+        assert_eq!(s["receiver"]["io_path"], receiver, "{args:?}");
+        assert_eq!(
+            s["sender"]["fallbacks"].as_array().unwrap().len(),
+            0,
+            "{args:?}"
+        );
+        let t = &v["points"][0]["stream"]["totals"][0];
+        if let Some(loss) = t["loss"].as_object() {
+            // 200 Mbit/s on loopback with batching or offload: nothing lost, all accounted.
+            assert_eq!(loss["lost"], 0, "{args:?}");
+        } else {
+            assert_eq!(t["bytes_sent"], t["bytes_received"], "{args:?}");
+        }
+    }
+    // On loopback the kernel copies zero-copy sends after all, and the result says so.
+    let v = run_json(&["stream", "-d", "300ms", "--zerocopy"]);
+    let s = &v["points"][0]["stream"]["streams"][0]["sender"];
+    assert!(u(&s["zerocopy_completed"]) > 0);
+    assert_eq!(s["zerocopy_completed"], s["zerocopy_copied"]);
+}

@@ -214,3 +214,14 @@ fn version_and_help_work() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("binary") && text.contains("DECIMAL"));
 }
+
+#[test]
+fn fast_paths_that_cannot_apply_are_refused() {
+    fails_with(
+        &["run", "stream", "-t", "udp", "--zerocopy"],
+        "byte streams",
+    );
+    fails_with(&["run", "stream", "--gso"], "datagram transports");
+    fails_with(&["run", "pingpong", "--sendfile"], "stream pattern only");
+    fails_with(&["run", "stream", "--zerocopy", "--sendfile"], "choose one");
+}

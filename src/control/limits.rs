@@ -62,6 +62,12 @@ impl Limits {
                 "server CPU {c} does not exist (the server has {cpus})"
             ));
         }
+        if t.fast.batch == 0 || t.fast.batch > 1024 {
+            return Err(format!(
+                "batch of {}; this server allows 1 to 1024",
+                t.fast.batch
+            ));
+        }
         if t.interval_ms == Some(0) {
             return Err("interval of 0 ms".into());
         }

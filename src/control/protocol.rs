@@ -51,6 +51,8 @@ pub struct TestSpec {
     pub interval_ms: Option<u64>,
     /// Transactions in flight (rr).
     pub burst: u32,
+    /// Fast paths both sides use where their role allows.
+    pub fast: crate::pattern::FastPaths,
 }
 
 /// One point of a sweep: sizes, stop condition and the server's socket options.

@@ -56,6 +56,7 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
                 warmup: p.warmup,
                 pace: p.pace,
                 interval,
+                fast: plan.test.fast.clone(),
             };
             stream::run_sender(&mut ch, &send, plan.index, plan.live.as_ref())
                 .map(WorkerResult::Stream)
@@ -66,6 +67,7 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
                 warmup_bytes: p.warmup * p.request_size,
                 warmup_datagrams: p.warmup,
                 interval,
+                fast: plan.test.fast.clone(),
             };
             stream::run_receiver(
                 &mut ch,

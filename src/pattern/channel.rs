@@ -57,6 +57,11 @@ impl DataChannel {
         self.conn.as_ref()
     }
 
+    /// Whether receives and sends busy-poll a non-blocking socket.
+    pub fn spinning(&self) -> bool {
+        self.spin
+    }
+
     /// Changes how long a receive may wait before it reports `TimedOut`.
     pub fn set_read_timeout(&mut self, t: Duration) -> io::Result<()> {
         self.read_timeout = t;

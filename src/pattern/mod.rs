@@ -103,6 +103,26 @@ pub fn role(
     }
 }
 
+/// Faster ways through the kernel, each asked for separately; what ran is reported per stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FastPaths {
+    /// TCP senders: MSG_ZEROCOPY with completion handling.
+    pub zerocopy: bool,
+    /// Byte-stream senders: sendfile from a memory file.
+    pub sendfile: bool,
+    /// Receivers: MSG_TRUNC, so the kernel drops TCP data without copying it (datagrams:
+    /// only the sequence header is copied).
+    pub skip_rx_copy: bool,
+    /// Datagram streams: messages per sendmmsg/recvmmsg call (1 = one system call each).
+    pub batch: u32,
+    /// UDP senders: UDP_SEGMENT (GSO), one send for many datagrams.
+    pub gso: bool,
+    /// UDP receivers: UDP_GRO, one receive for many datagrams.
+    pub gro: bool,
+    /// SO_BUSY_POLL on data sockets, microseconds.
+    pub busy_poll_us: Option<u32>,
+}
+
 /// When a timed phase ends: whichever limit is reached first.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StopAt {

@@ -12,7 +12,7 @@ use crate::cli::RunArgs;
 use crate::control::client::ClientSide;
 use crate::control::protocol::{PointSpec, TestSpec};
 use crate::pattern::stream::{Pace, DATAGRAM_HEADER};
-use crate::pattern::{Direction, PatternKind};
+use crate::pattern::{Direction, FastPaths, PatternKind};
 use crate::transport::{self, SocketOptions};
 use crate::units::{self, Rate};
 
@@ -108,6 +108,43 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
                 bail!("{name} applies to the stream pattern only");
             }
         }
+    }
+    let byte_stream_only = [(a.zerocopy, "--zerocopy"), (a.sendfile, "--sendfile")];
+    let datagram_only = [
+        (a.gso, "--gso"),
+        (a.gro, "--gro"),
+        (a.batch.is_some(), "--batch"),
+    ];
+    for (set, name) in byte_stream_only
+        .iter()
+        .chain(datagram_only.iter())
+        .chain([(a.skip_rx_copy, "--skip-rx-copy")].iter())
+    {
+        if *set && pattern != PatternKind::Stream {
+            bail!("{name} applies to the stream pattern only");
+        }
+    }
+    for (set, name) in byte_stream_only {
+        if set && !caps.reliable {
+            bail!(
+                "{name} applies to byte streams (tcp, unix), not to {}",
+                a.transport
+            );
+        }
+    }
+    for (set, name) in datagram_only {
+        if set && caps.reliable {
+            bail!(
+                "{name} applies to datagram transports (udp), not to {}",
+                a.transport
+            );
+        }
+    }
+    if a.zerocopy && a.sendfile {
+        bail!("--zerocopy and --sendfile are two different send paths: choose one");
+    }
+    if a.batch == Some(0) || a.batch.is_some_and(|b| b > 1024) {
+        bail!("--batch must be 1 to 1024");
     }
     if pattern != PatternKind::Rr && a.burst != 1 {
         bail!("--burst applies to the rr pattern only");
@@ -282,6 +319,23 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
             server_cpus: a.server_cpu.clone(),
             interval_ms: a.interval.map(|d| d.as_millis().max(1) as u64),
             burst: a.burst,
+            fast: FastPaths {
+                zerocopy: a.zerocopy,
+                sendfile: a.sendfile,
+                skip_rx_copy: a.skip_rx_copy,
+                // Batching is the default for datagram streams: one system call per datagram
+                // caps the rate well below what the path carries.
+                batch: a
+                    .batch
+                    .unwrap_or(if pattern == PatternKind::Stream && !caps.reliable {
+                        16
+                    } else {
+                        1
+                    }),
+                gso: a.gso,
+                gro: a.gro,
+                busy_poll_us: a.busy_poll,
+            },
         },
         points,
         swept,

@@ -70,6 +70,7 @@ pub fn new_report(plan: &RunPlan, args: &RunArgs) -> RunReport {
             max_repeat: plan.max_repeat,
             io_timeout_s: args.io_timeout.as_secs_f64(),
             loss_timeout_s: args.loss_timeout.as_secs_f64(),
+            fast: t.fast.clone(),
         },
         swept: plan.swept,
         points: Vec::new(),

@@ -70,6 +70,8 @@ pub struct Settings {
     pub max_repeat: u32,
     pub io_timeout_s: f64,
     pub loss_timeout_s: f64,
+    /// Fast paths asked for; what actually ran is in each stream's `io_path` and `fallbacks`.
+    pub fast: crate::pattern::FastPaths,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -322,6 +322,37 @@ impl Sink for TableSink {
                         ));
                     }
                 }
+                if let Some(st) = s.streams.first() {
+                    let mut fallbacks: Vec<&str> = s
+                        .streams
+                        .iter()
+                        .flat_map(|x| x.sender.fallbacks.iter().chain(x.receiver.fallbacks.iter()))
+                        .map(String::as_str)
+                        .collect();
+                    fallbacks.dedup();
+                    let zc = match (st.sender.zerocopy_completed, st.sender.zerocopy_copied) {
+                        (Some(done), Some(copied)) => format!(
+                            "; zero-copy sends completed {done}, of which the kernel copied {copied}"
+                        ),
+                        _ => String::new(),
+                    };
+                    if st.sender.io_path != "write"
+                        || st.receiver.io_path != "read"
+                        || !fallbacks.is_empty()
+                    {
+                        out(&format!(
+                            "{:>9}   i/o: sender {}, receiver {}{zc}{}",
+                            "",
+                            st.sender.io_path,
+                            st.receiver.io_path,
+                            if fallbacks.is_empty() {
+                                String::new()
+                            } else {
+                                format!("; NOT used: {}", fallbacks.join("; "))
+                            }
+                        ));
+                    }
+                }
                 for t in &s.totals {
                     out(&format!(
                         "{:>9}{bufs} {:>7} {:>17} {:>12} {:>12} {:>14} {:>14}{} {:>9} {:>9}",

@@ -2,6 +2,7 @@
 //!
 //! Everything `unsafe` lives here, each with a safety note. Callers get safe functions.
 
+pub mod fastpath;
 pub mod packet;
 
 use std::io;

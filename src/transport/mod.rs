@@ -104,6 +104,11 @@ pub trait Connection: Send {
     fn shutdown_write(&mut self) -> io::Result<()>;
     /// The socket options as the kernel reports them now.
     fn effective_options(&self, requested: &SocketOptions) -> EffectiveOptions;
+    /// The socket underneath, for transport-independent fast paths (sendfile, batching...);
+    /// None for transports that are not one kernel socket.
+    fn socket_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
     /// The kernel's TCP state, for transports that have one.
     fn tcp_info(&self) -> Option<TcpInfo> {
         None

@@ -146,6 +146,9 @@ impl Connection for TcpConnection {
     fn shutdown_write(&mut self) -> io::Result<()> {
         self.stream.shutdown(std::net::Shutdown::Write)
     }
+    fn socket_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        Some(std::os::fd::AsFd::as_fd(&self.stream))
+    }
     fn effective_options(&self, requested: &SocketOptions) -> EffectiveOptions {
         sockopt::read_back(&SockRef::from(&self.stream), requested, true)
     }

@@ -242,6 +242,9 @@ impl Connection for UdpConnection {
     fn shutdown_write(&mut self) -> io::Result<()> {
         Ok(())
     }
+    fn socket_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        Some(std::os::fd::AsFd::as_fd(&self.socket))
+    }
     fn effective_options(&self, requested: &SocketOptions) -> EffectiveOptions {
         sockopt::read_back(&SockRef::from(&self.socket), requested, false)
     }

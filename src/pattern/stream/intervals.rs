@@ -1,0 +1,118 @@
+//! Interval reports: recorded by the timed loop without allocating, sent live if asked.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::{rate, Interval, IntervalEvent};
+use crate::pattern::{DataChannel, Role};
+
+/// Records intervals without allocating in the loop: the vector is sized up front.
+pub(super) struct IntervalClock<'a> {
+    pub(super) every: Option<Duration>,
+    next: Instant,
+    start: Instant,
+    pub(super) last_at: Instant,
+    last_bytes: u64,
+    last_messages: u64,
+    last_retrans: u32,
+    pub(super) out: Vec<Interval>,
+    live: Option<(&'a mpsc::Sender<IntervalEvent>, u32, Role)>,
+}
+
+impl<'a> IntervalClock<'a> {
+    pub(super) fn new(
+        every: Option<Duration>,
+        expected: Option<Duration>,
+        start: Instant,
+        live: Option<(&'a mpsc::Sender<IntervalEvent>, u32, Role)>,
+    ) -> Self {
+        let cap = match (every, expected) {
+            (Some(e), Some(d)) if !e.is_zero() => (d.as_secs_f64() / e.as_secs_f64()) as usize + 4,
+            (Some(_), None) => 64,
+            _ => 0,
+        };
+        IntervalClock {
+            every,
+            next: every.map(|e| start + e).unwrap_or(start),
+            start,
+            last_at: start,
+            last_bytes: 0,
+            last_messages: 0,
+            last_retrans: 0,
+            out: Vec::with_capacity(cap.min(1 << 20)),
+            live,
+        }
+    }
+
+    #[inline]
+    pub(super) fn due(&self, now: Instant) -> bool {
+        self.every.is_some() && now >= self.next
+    }
+
+    pub(super) fn record(&mut self, now: Instant, bytes: u64, messages: u64, ch: &DataChannel) {
+        let tcp_info = ch.connection().tcp_info();
+        let retransmits = tcp_info.map(|t| t.total_retrans.saturating_sub(self.last_retrans));
+        if let Some(t) = tcp_info {
+            self.last_retrans = t.total_retrans;
+        }
+        let secs = now.saturating_duration_since(self.last_at).as_secs_f64();
+        let iv = Interval {
+            start_s: self
+                .last_at
+                .saturating_duration_since(self.start)
+                .as_secs_f64(),
+            end_s: now.saturating_duration_since(self.start).as_secs_f64(),
+            bytes: bytes - self.last_bytes,
+            messages: messages - self.last_messages,
+            bits_per_s: rate(bytes - self.last_bytes, secs),
+            tcp_info,
+            retransmits,
+        };
+        self.out.push(iv);
+        if let Some((tx, stream, role)) = self.live {
+            let _ = tx.send(IntervalEvent {
+                stream,
+                role,
+                interval: iv,
+            });
+        }
+        self.last_at = now;
+        self.last_bytes = bytes;
+        self.last_messages = messages;
+        if let Some(e) = self.every {
+            while self.next <= now {
+                self.next += e;
+            }
+        }
+    }
+
+    /// Closes the last, partial interval. A stub shorter than half an interval is folded into
+    /// the previous one rather than printed as a rate over a few microseconds.
+    pub(super) fn finish(&mut self, now: Instant, bytes: u64, messages: u64, ch: &DataChannel) {
+        let Some(every) = self.every else { return };
+        if now <= self.last_at {
+            return;
+        }
+        let stub = now.saturating_duration_since(self.last_at) < every / 2;
+        match self.out.last_mut() {
+            Some(prev) if stub => {
+                prev.bytes += bytes - self.last_bytes;
+                prev.messages += messages - self.last_messages;
+                prev.end_s = now.saturating_duration_since(self.start).as_secs_f64();
+                prev.bits_per_s = rate(prev.bytes, prev.end_s - prev.start_s);
+                self.last_at = now;
+                self.last_bytes = bytes;
+                self.last_messages = messages;
+            }
+            _ => self.record(now, bytes, messages, ch),
+        }
+    }
+
+    pub(super) fn start_at(&mut self, start: Instant) {
+        self.start = start;
+        self.last_at = start;
+        if let Some(e) = self.every {
+            self.next = start + e;
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! One-way bulk transfer (nttcp, netperf TCP_STREAM, iperf). The sender and the receiver each
+//! time their own side over their own clock; neither figure is ever copied into the other.
+//!
+//! Warm-up: the first `warmup` writes are not timed. The receiver's clock starts with the read
+//! that completes the warm-up bytes (or with the first read when there is no warm-up), and the
+//! bytes of that read are not counted, since they arrived before its clock started.
+//! On unreliable transports every datagram carries a sequence number and a send timestamp.
+
+mod intervals;
+mod loss;
+mod receive;
+mod send;
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{CpuTime, FastPaths, Role, StopAt};
+use crate::sys::TcpInfo;
+
+pub use loss::SeqTracker;
+pub use receive::run_receiver;
+pub use send::run_sender;
+
+/// Header of a datagram on an unreliable transport: sequence number and send time (ns since
+/// the sender's start; only differences are used, so the clocks need not agree).
+pub const DATAGRAM_HEADER: usize = 16;
+
+/// How often an idle unreliable receiver wakes up to look at the end signal.
+const POLL: Duration = Duration::from_millis(50);
+
+/// After the sender is done, an unreliable receiver stops once nothing arrived for this long
+/// (datagrams still queued on a slow link keep it going).
+pub const DRAIN_IDLE: Duration = Duration::from_millis(500);
+
+/// Pacing of the sender: one write every `interval_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Pace {
+    pub interval_ns: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct SendPlan {
+    pub write_size: usize,
+    pub stop: StopAt,
+    pub warmup: u64,
+    pub pace: Option<Pace>,
+    pub interval: Option<Duration>,
+    pub fast: FastPaths,
+}
+
+#[derive(Debug, Clone)]
+pub struct RecvPlan {
+    pub read_size: usize,
+    /// Bytes (reliable) or datagrams (unreliable) of warm-up to skip.
+    pub warmup_bytes: u64,
+    pub warmup_datagrams: u64,
+    pub interval: Option<Duration>,
+    pub fast: FastPaths,
+}
+
+/// Told to a receiver by its control thread: the sender finished, having sent `sent` timed
+/// datagrams; or the test is being torn down (`abort`).
+#[derive(Debug, Default)]
+pub struct EndSignal {
+    pub done: AtomicBool,
+    pub sent_datagrams: AtomicU64,
+    pub abort: AtomicBool,
+}
+
+/// One interval report.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Seconds since this side's timed phase began.
+    pub start_s: f64,
+    pub end_s: f64,
+    pub bytes: u64,
+    pub messages: u64,
+    /// Rate over this interval, bits per second (decimal).
+    pub bits_per_s: f64,
+    /// The kernel's TCP state at the end of the interval (TCP only).
+    pub tcp_info: Option<TcpInfo>,
+    /// Segments retransmitted during the interval (TCP only).
+    pub retransmits: Option<u32>,
+}
+
+/// An interval as it goes to a live display.
+#[derive(Debug, Clone, Copy)]
+pub struct IntervalEvent {
+    pub stream: u32,
+    pub role: Role,
+    pub interval: Interval,
+}
+
+/// Receiver-side accounting of datagrams.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LossStats {
+    /// Timed datagrams the sender sent successfully.
+    pub sent: u64,
+    /// Distinct timed datagrams received.
+    pub received: u64,
+    /// sent - received.
+    pub lost: u64,
+    /// lost / sent.
+    pub loss_ratio: f64,
+    pub duplicated: u64,
+    /// Datagrams that arrived after one with a higher sequence number.
+    pub reordered: u64,
+    /// RFC 3550 interarrival jitter, seconds.
+    pub jitter_s: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamStats {
+    pub role: Option<Role>,
+    /// All bytes moved, warm-up included.
+    pub bytes_total: u64,
+    /// Bytes moved inside the timed phase.
+    pub bytes_timed: u64,
+    /// Writes (sender) or reads (receiver) in the timed phase; datagrams for message transports.
+    pub messages_timed: u64,
+    /// Length of the timed phase on this side's clock, seconds.
+    pub elapsed_s: f64,
+    /// bytes_timed * 8 / elapsed_s; 0 when nothing was timed.
+    pub bits_per_s: f64,
+    /// Duration of the first write (sender) or the wait for the first byte (receiver), ns.
+    pub first_op_ns: Option<u64>,
+    /// Sends the kernel refused for lack of buffer (ENOBUFS, EAGAIN): not network loss.
+    pub send_failures: u64,
+    pub loss: Option<LossStats>,
+    pub intervals: Vec<Interval>,
+    pub tcp_info: Option<TcpInfo>,
+    pub cpu: CpuTime,
+    /// How the bytes moved through the kernel, e.g. "write", "sendmmsg x16", "MSG_ZEROCOPY".
+    pub io_path: String,
+    /// Fast paths that were asked for but could not run, and why.
+    pub fallbacks: Vec<String>,
+    /// MSG_ZEROCOPY: sends completed, and how many the kernel copied after all.
+    pub zerocopy_completed: Option<u64>,
+    pub zerocopy_copied: Option<u64>,
+}
+
+fn rate(bytes: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        bytes as f64 * 8.0 / secs
+    } else {
+        0.0
+    }
+}

@@ -1,0 +1,407 @@
+//! The receiving side of a stream: byte streams read (or discarded in the kernel with
+//! MSG_TRUNC) until end of stream; datagrams received one per call, batched with recvmmsg, or
+//! coalesced by the kernel (UDP GRO), and accounted by sequence number.
+
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::intervals::IntervalClock;
+use super::loss::{Jitter, SeqTracker};
+use super::{
+    rate, EndSignal, IntervalEvent, LossStats, RecvPlan, StreamStats, DATAGRAM_HEADER, DRAIN_IDLE,
+    POLL,
+};
+use crate::pattern::{nanos, CpuMeter, DataChannel, Role};
+use crate::sys::fastpath::{self, Batch};
+
+/// Largest datagram a receive must hold.
+const MAX_DATAGRAM: usize = 65_536;
+
+/// Receives until end of data: EOF on a byte stream; on a datagram transport, the sender's
+/// "done" signal plus either every datagram accounted for or [`DRAIN_IDLE`] of silence.
+pub fn run_receiver(
+    ch: &mut DataChannel,
+    plan: &RecvPlan,
+    end: &EndSignal,
+    io_timeout: Duration,
+    stream: u32,
+    live: Option<&mpsc::Sender<IntervalEvent>>,
+) -> io::Result<StreamStats> {
+    let cpu = CpuMeter::start();
+    let mut stats = StreamStats {
+        role: Some(Role::Receiver),
+        ..StreamStats::default()
+    };
+    if let Some(us) = plan.fast.busy_poll_us {
+        if let Some(fd) = ch.connection().socket_fd() {
+            if let Err(e) = fastpath::set_busy_poll(fd, us) {
+                stats.fallbacks.push(format!("SO_BUSY_POLL: {e}"));
+            }
+        }
+    }
+    let waiting_since = Instant::now();
+    let live = live.map(|tx| (tx, stream, Role::Receiver));
+    if ch.capabilities().reliable {
+        ch.set_read_timeout(io_timeout)?;
+        receive_bytes(ch, plan, &mut stats, live, waiting_since)?;
+    } else {
+        ch.set_read_timeout(POLL)?;
+        receive_datagrams(ch, plan, end, &mut stats, live, waiting_since)?;
+    }
+    stats.tcp_info = ch.connection().tcp_info();
+    stats.bits_per_s = rate(stats.bytes_timed, stats.elapsed_s);
+    stats.cpu = cpu.stop();
+    Ok(stats)
+}
+
+/// How a byte-stream receiver takes bytes from the kernel.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ByteReader {
+    Read,
+    /// MSG_TRUNC: TCP drops the bytes in the kernel, none are copied.
+    Discard,
+}
+
+impl ByteReader {
+    #[inline]
+    fn read(self, ch: &mut DataChannel, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            ByteReader::Read => ch.recv_some(buf),
+            ByteReader::Discard => loop {
+                let Some(fd) = ch.connection().socket_fd() else {
+                    return Err(io::Error::other("no socket descriptor"));
+                };
+                match fastpath::recv_trunc(fd, buf, buf.len()) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && ch.spinning() => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "no data within the timeout",
+                        ))
+                    }
+                    r => return r,
+                }
+            },
+        }
+    }
+}
+
+type Live<'a> = Option<(&'a mpsc::Sender<IntervalEvent>, u32, Role)>;
+
+fn receive_bytes(
+    ch: &mut DataChannel,
+    plan: &RecvPlan,
+    stats: &mut StreamStats,
+    live: Live<'_>,
+    waiting_since: Instant,
+) -> io::Result<()> {
+    let reader = if plan.fast.skip_rx_copy {
+        if ch.capabilities().tcp_options && ch.connection().socket_fd().is_some() {
+            ByteReader::Discard
+        } else {
+            stats
+                .fallbacks
+                .push("MSG_TRUNC: only TCP discards stream data in the kernel".into());
+            ByteReader::Read
+        }
+    } else {
+        ByteReader::Read
+    };
+    stats.io_path = match reader {
+        ByteReader::Read => "read",
+        ByteReader::Discard => "recv MSG_TRUNC (no copy)",
+    }
+    .into();
+    let mut buf = vec![0u8; plan.read_size.max(1)];
+    let mut total: u64 = 0;
+    // Warm-up and the read that completes it.
+    loop {
+        let n = reader.read(ch, &mut buf)? as u64;
+        if n == 0 {
+            stats.bytes_total = total;
+            return Ok(());
+        }
+        if total == 0 {
+            stats.first_op_ns = Some(nanos(waiting_since, Instant::now()));
+        }
+        total += n;
+        if total >= plan.warmup_bytes {
+            break;
+        }
+    }
+    let start = Instant::now();
+    let mut intervals = IntervalClock::new(plan.interval, None, start, live);
+    intervals.start_at(start);
+    let mut bytes: u64 = 0;
+    let mut reads: u64 = 0;
+    let mut last = start;
+    loop {
+        let n = reader.read(ch, &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        last = Instant::now();
+        bytes += n as u64;
+        reads += 1;
+        if intervals.due(last) {
+            intervals.record(last, bytes, reads, ch);
+        }
+    }
+    intervals.finish(last, bytes, reads, ch);
+    stats.bytes_total = total + bytes;
+    stats.bytes_timed = bytes;
+    stats.messages_timed = reads;
+    stats.elapsed_s = last.saturating_duration_since(start).as_secs_f64();
+    stats.intervals = intervals.out;
+    Ok(())
+}
+
+/// Everything the receiver learns from the datagrams, one at a time.
+struct DatagramCounter {
+    warmup: u64,
+    epoch: Instant,
+    waiting_since: Instant,
+    seqs: SeqTracker,
+    jitter: Jitter,
+    start: Option<Instant>,
+    total: u64,
+    bytes: u64,
+    datagrams: u64,
+    last: Instant,
+    first_op_ns: Option<u64>,
+}
+
+impl DatagramCounter {
+    /// `head` holds at least the datagram's header; `len` is the datagram's full length.
+    #[inline]
+    fn on_datagram(
+        &mut self,
+        head: &[u8],
+        len: usize,
+        now: Instant,
+        intervals: &mut IntervalClock<'_>,
+        ch: &DataChannel,
+    ) {
+        if len < DATAGRAM_HEADER || head.len() < DATAGRAM_HEADER {
+            return; // a runt: not ours
+        }
+        if self.total == 0 {
+            self.first_op_ns = Some(nanos(self.waiting_since, now));
+        }
+        self.total += len as u64;
+        let seq = u64::from_le_bytes(head[..8].try_into().unwrap_or([0; 8]));
+        let sent_ns = u64::from_le_bytes(head[8..16].try_into().unwrap_or([0; 8]));
+        if seq < self.warmup {
+            return;
+        }
+        self.seqs.observe(seq - self.warmup);
+        self.jitter.observe(sent_ns, nanos(self.epoch, now));
+        if self.start.is_none() {
+            // The first timed datagram starts the clock and is not counted.
+            self.start = Some(now);
+            intervals.start_at(now);
+            return;
+        }
+        self.bytes += len as u64;
+        self.datagrams += 1;
+        self.last = now;
+        if intervals.due(now) {
+            intervals.record(now, self.bytes, self.datagrams, ch);
+        }
+    }
+}
+
+/// How a datagram receiver takes datagrams from the kernel.
+enum DatagramReader {
+    Single(Vec<u8>),
+    Batch(Batch),
+    Gro(Vec<u8>),
+    /// MSG_TRUNC: copy only the header, learn the length.
+    HeaderOnly,
+}
+
+impl DatagramReader {
+    fn choose(ch: &DataChannel, plan: &RecvPlan, stats: &mut StreamStats) -> DatagramReader {
+        let size = MAX_DATAGRAM.max(plan.read_size);
+        let Some(fd) = ch.connection().socket_fd() else {
+            return DatagramReader::Single(vec![0; size]);
+        };
+        if plan.fast.gro {
+            match fastpath::enable_udp_gro(fd) {
+                Ok(()) => return DatagramReader::Gro(vec![0; size]),
+                Err(e) => stats.fallbacks.push(format!("UDP GRO: {e}")),
+            }
+        }
+        if plan.fast.skip_rx_copy {
+            return DatagramReader::HeaderOnly;
+        }
+        if plan.fast.batch > 1 {
+            return DatagramReader::Batch(Batch::new(plan.fast.batch as usize, size));
+        }
+        DatagramReader::Single(vec![0; size])
+    }
+
+    fn name(&self) -> String {
+        match self {
+            DatagramReader::Single(_) => "recv".into(),
+            DatagramReader::Batch(b) => format!("recvmmsg x{}", b.count()),
+            DatagramReader::Gro(_) => "UDP GRO".into(),
+            DatagramReader::HeaderOnly => "recv MSG_TRUNC (header only)".into(),
+        }
+    }
+
+    /// Receives what is there (waiting at most the read timeout for the first datagram) and
+    /// hands each datagram to `counter`. Ok(false) when the wait timed out.
+    #[inline]
+    fn receive(
+        &mut self,
+        ch: &mut DataChannel,
+        counter: &mut DatagramCounter,
+        intervals: &mut IntervalClock<'_>,
+    ) -> io::Result<bool> {
+        let timed_out = |e: &io::Error| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            )
+        };
+        match self {
+            DatagramReader::Single(buf) => match ch.recv_some(buf) {
+                Ok(n) => {
+                    counter.on_datagram(&buf[..n.min(buf.len())], n, Instant::now(), intervals, ch);
+                    Ok(true)
+                }
+                Err(e) if timed_out(&e) => Ok(false),
+                Err(e) => Err(e),
+            },
+            DatagramReader::HeaderOnly => {
+                let mut head = [0u8; DATAGRAM_HEADER];
+                let r = match ch.connection().socket_fd() {
+                    Some(fd) => fastpath::recv_trunc(fd, &mut head, DATAGRAM_HEADER),
+                    None => Err(io::Error::other("no socket descriptor")),
+                };
+                match r {
+                    Ok(n) => {
+                        counter.on_datagram(&head, n, Instant::now(), intervals, ch);
+                        Ok(true)
+                    }
+                    Err(e) if timed_out(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(false),
+                    Err(e) => Err(e),
+                }
+            }
+            DatagramReader::Batch(b) => {
+                let r = match ch.connection().socket_fd() {
+                    Some(fd) => b.recv(fd),
+                    None => Err(io::Error::other("no socket descriptor")),
+                };
+                match r {
+                    Ok(k) => {
+                        let now = Instant::now();
+                        for i in 0..k {
+                            let len = b.received_len(i);
+                            let buf = b.buffer(i);
+                            let head = &buf[..len.min(buf.len())];
+                            counter.on_datagram(head, len, now, intervals, ch);
+                        }
+                        Ok(true)
+                    }
+                    Err(e) if timed_out(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(false),
+                    Err(e) => Err(e),
+                }
+            }
+            DatagramReader::Gro(buf) => {
+                let r = match ch.connection().socket_fd() {
+                    Some(fd) => fastpath::recv_gro(fd, buf),
+                    None => Err(io::Error::other("no socket descriptor")),
+                };
+                match r {
+                    Ok((n, segment)) => {
+                        let now = Instant::now();
+                        let seg = if segment == 0 { n.max(1) } else { segment };
+                        for chunk in buf[..n].chunks(seg) {
+                            counter.on_datagram(chunk, chunk.len(), now, intervals, ch);
+                        }
+                        Ok(true)
+                    }
+                    Err(e) if timed_out(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(false),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+}
+
+fn receive_datagrams(
+    ch: &mut DataChannel,
+    plan: &RecvPlan,
+    end: &EndSignal,
+    stats: &mut StreamStats,
+    live: Live<'_>,
+    waiting_since: Instant,
+) -> io::Result<()> {
+    let mut reader = DatagramReader::choose(ch, plan, stats);
+    stats.io_path = reader.name();
+    let epoch = Instant::now();
+    let mut counter = DatagramCounter {
+        warmup: plan.warmup_datagrams,
+        epoch,
+        waiting_since,
+        seqs: SeqTracker::new(),
+        jitter: Jitter::default(),
+        start: None,
+        total: 0,
+        bytes: 0,
+        datagrams: 0,
+        last: epoch,
+        first_op_ns: None,
+    };
+    let mut intervals = IntervalClock::new(plan.interval, None, epoch, live);
+    let mut last_arrival = epoch;
+    loop {
+        let before = counter.total;
+        reader.receive(ch, &mut counter, &mut intervals)?;
+        let now = Instant::now();
+        if counter.total != before {
+            last_arrival = now;
+        }
+        if end.abort.load(Ordering::Relaxed) {
+            break;
+        }
+        if end.done.load(Ordering::Acquire) {
+            let sent = end.sent_datagrams.load(Ordering::Acquire);
+            if counter.seqs.unique >= sent
+                || now.saturating_duration_since(last_arrival) >= DRAIN_IDLE
+            {
+                break;
+            }
+        }
+    }
+    let last = counter.last;
+    let start = counter.start.unwrap_or(last);
+    intervals.finish(last, counter.bytes, counter.datagrams, ch);
+    let sent = end.sent_datagrams.load(Ordering::Acquire);
+    let lost = sent.saturating_sub(counter.seqs.unique);
+    stats.loss = Some(LossStats {
+        sent,
+        received: counter.seqs.unique,
+        lost,
+        loss_ratio: if sent > 0 {
+            lost as f64 / sent as f64
+        } else {
+            0.0
+        },
+        duplicated: counter.seqs.duplicated,
+        reordered: counter.seqs.reordered,
+        jitter_s: counter.jitter.value_ns / 1e9,
+    });
+    stats.first_op_ns = counter.first_op_ns;
+    stats.bytes_total = counter.total;
+    stats.bytes_timed = counter.bytes;
+    stats.messages_timed = counter.datagrams;
+    stats.elapsed_s = last.saturating_duration_since(start).as_secs_f64();
+    stats.intervals = intervals.out;
+    Ok(())
+}

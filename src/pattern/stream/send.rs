@@ -1,0 +1,492 @@
+//! The sending side of a stream: byte streams through write, sendfile or MSG_ZEROCOPY;
+//! datagrams one per call, batched with sendmmsg, or segmented by the kernel (UDP GSO).
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::intervals::IntervalClock;
+use super::{rate, IntervalEvent, SendPlan, StreamStats, DATAGRAM_HEADER};
+use crate::pattern::{nanos, payload, CpuMeter, DataChannel, Role};
+use crate::sys::fastpath::{self, Batch, ZerocopyCompletions, UDP_MAX_SEGMENTS};
+
+/// Refusals by the sender's own kernel (no buffer space), counted apart from network loss.
+fn is_send_failure(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOBUFS)
+        || matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        )
+}
+
+/// Sleeps for most of the wait and spins the last stretch, so pacing is exact without
+/// burning a core at low rates (the kernel's default timer slack is 50 us).
+#[inline]
+fn wait_until(due: Instant, now: Instant) {
+    if due <= now {
+        return;
+    }
+    let left = due - now;
+    if left > Duration::from_micros(100) {
+        std::thread::sleep(left - Duration::from_micros(60));
+    }
+    while Instant::now() < due {
+        std::hint::spin_loop();
+    }
+}
+
+/// Where the timed phase stands: shared by both senders.
+struct Progress {
+    start: Instant,
+    deadline: Option<Instant>,
+    bytes: u64,
+    messages: u64,
+    /// Pacing slots used (writes or datagrams attempted).
+    attempts: u64,
+}
+
+impl Progress {
+    /// The time pacing slot `k` begins.
+    #[inline]
+    fn slot(&self, plan: &SendPlan, k: u64) -> Option<Instant> {
+        plan.pace
+            .map(|p| self.start + Duration::from_nanos((k as f64 * p.interval_ns) as u64))
+    }
+
+    /// A paced sender owns one pacing slot per write: its phase ends where its last slot does,
+    /// so that a sender on schedule reports exactly the configured rate.
+    fn end(&self, plan: &SendPlan, now: Instant) -> Instant {
+        self.slot(plan, self.attempts).map_or(now, |s| now.max(s))
+    }
+}
+
+/// Sends until the plan's stop condition, then signals end of data (on byte streams).
+/// `stream` and `live` label live interval reports.
+pub fn run_sender(
+    ch: &mut DataChannel,
+    plan: &SendPlan,
+    stream: u32,
+    live: Option<&mpsc::Sender<IntervalEvent>>,
+) -> io::Result<StreamStats> {
+    let cpu = CpuMeter::start();
+    let reliable = ch.capabilities().reliable;
+    let mut stats = StreamStats {
+        role: Some(Role::Sender),
+        ..StreamStats::default()
+    };
+    if let Some(us) = plan.fast.busy_poll_us {
+        if let Some(fd) = ch.connection().socket_fd() {
+            if let Err(e) = fastpath::set_busy_poll(fd, us) {
+                stats.fallbacks.push(format!("SO_BUSY_POLL: {e}"));
+            }
+        }
+    }
+    let (start, end) = if reliable {
+        send_bytes(ch, plan, stream, live, &mut stats)?
+    } else {
+        send_datagrams(ch, plan, stream, live, &mut stats)?
+    };
+    stats.tcp_info = ch.connection().tcp_info();
+    if reliable {
+        ch.shutdown_write()?;
+    }
+    stats.elapsed_s = end.saturating_duration_since(start).as_secs_f64();
+    stats.bits_per_s = rate(stats.bytes_timed, stats.elapsed_s);
+    stats.cpu = cpu.stop();
+    Ok(stats)
+}
+
+/// How a byte-stream sender hands bytes to the kernel.
+enum ByteWriter {
+    Write,
+    Sendfile(OwnedFd),
+    Zerocopy(ZerocopyCompletions),
+}
+
+impl ByteWriter {
+    fn choose(
+        ch: &DataChannel,
+        plan: &SendPlan,
+        buf: &[u8],
+        stats: &mut StreamStats,
+    ) -> ByteWriter {
+        let fd = ch.connection().socket_fd();
+        if plan.fast.sendfile {
+            match fd
+                .ok_or_else(|| io::Error::other("no socket descriptor"))
+                .and_then(|_| fastpath::payload_file(buf))
+            {
+                Ok(file) => return ByteWriter::Sendfile(file),
+                Err(e) => stats.fallbacks.push(format!("sendfile: {e}")),
+            }
+        }
+        if plan.fast.zerocopy {
+            let r = if ch.capabilities().tcp_options {
+                fd.ok_or_else(|| io::Error::other("no socket descriptor"))
+                    .and_then(fastpath::enable_zerocopy)
+            } else {
+                Err(io::Error::other("MSG_ZEROCOPY is for TCP"))
+            };
+            match r {
+                Ok(()) => return ByteWriter::Zerocopy(ZerocopyCompletions::default()),
+                Err(e) => stats.fallbacks.push(format!("MSG_ZEROCOPY: {e}")),
+            }
+        }
+        ByteWriter::Write
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            ByteWriter::Write => "write",
+            ByteWriter::Sendfile(_) => "sendfile",
+            ByteWriter::Zerocopy(_) => "MSG_ZEROCOPY",
+        }
+    }
+
+    /// One call; Ok(n) bytes taken. Spinning (non-blocking) sockets retry on WouldBlock.
+    #[inline]
+    fn write(&mut self, ch: &mut DataChannel, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            ByteWriter::Write => ch.send_some(buf),
+            ByteWriter::Sendfile(file) => loop {
+                let Some(fd) = ch.connection().socket_fd() else {
+                    return Err(io::Error::other("no socket descriptor"));
+                };
+                match fastpath::sendfile(fd, file.as_fd(), buf.len()) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && ch.spinning() => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    r => return r,
+                }
+            },
+            ByteWriter::Zerocopy(done) => loop {
+                let Some(fd) = ch.connection().socket_fd() else {
+                    return Err(io::Error::other("no socket descriptor"));
+                };
+                match fastpath::send_zerocopy(fd, buf) {
+                    // Too many sends awaiting completion (optmem limit): collect some.
+                    Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                        let before = done.completed;
+                        fastpath::reap_zerocopy(fd, done)?;
+                        if done.completed == before {
+                            std::thread::sleep(Duration::from_micros(20));
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && ch.spinning() => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    r => return r,
+                }
+            },
+        }
+    }
+
+    /// Collects completions now and then, so that the kernel's queue of them stays short.
+    #[inline]
+    fn tend(&mut self, ch: &DataChannel, calls: u64) -> io::Result<()> {
+        if let ByteWriter::Zerocopy(done) = self {
+            if calls % 32 == 0 {
+                if let Some(fd) = ch.connection().socket_fd() {
+                    fastpath::reap_zerocopy(fd, done)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits briefly for the last completions and reports them.
+    fn finish(&mut self, ch: &DataChannel, calls: u64, stats: &mut StreamStats) {
+        if let ByteWriter::Zerocopy(done) = self {
+            if let Some(fd) = ch.connection().socket_fd() {
+                let until = Instant::now() + Duration::from_millis(500);
+                while done.completed < calls && Instant::now() < until {
+                    if fastpath::reap_zerocopy(fd, done).is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            stats.zerocopy_completed = Some(done.completed);
+            stats.zerocopy_copied = Some(done.copied);
+        }
+    }
+}
+
+fn send_bytes(
+    ch: &mut DataChannel,
+    plan: &SendPlan,
+    stream: u32,
+    live: Option<&mpsc::Sender<IntervalEvent>>,
+    stats: &mut StreamStats,
+) -> io::Result<(Instant, Instant)> {
+    let write_size = plan.write_size.max(1);
+    let buf = payload(write_size);
+    let mut writer = ByteWriter::choose(ch, plan, &buf, stats);
+    stats.io_path = writer.name().into();
+    let mut calls: u64 = 0;
+
+    // Warm-up: whole writes, so that the receiver can count warm-up bytes exactly.
+    for i in 0..plan.warmup {
+        let t = Instant::now();
+        let mut off = 0;
+        while off < write_size {
+            off += writer.write(ch, &buf[off..])?;
+            calls += 1;
+        }
+        if i == 0 {
+            stats.first_op_ns = Some(nanos(t, Instant::now()));
+        }
+        stats.bytes_total += write_size as u64;
+    }
+
+    let start = Instant::now();
+    let mut p = Progress {
+        start,
+        deadline: plan.stop.deadline(start),
+        bytes: 0,
+        messages: 0,
+        attempts: 0,
+    };
+    let byte_limit = plan.stop.bytes.unwrap_or(u64::MAX);
+    let iter_limit = plan.stop.iterations.unwrap_or(u64::MAX);
+    let mut intervals = IntervalClock::new(
+        plan.interval,
+        plan.stop.duration,
+        start,
+        live.map(|tx| (tx, stream, Role::Sender)),
+    );
+    let mut now = start;
+    while p.bytes < byte_limit && p.attempts < iter_limit && p.deadline.is_none_or(|d| now < d) {
+        if let Some(due) = p.slot(plan, p.attempts) {
+            // The next write would fall after the end of the test: the test is over.
+            if p.deadline.is_some_and(|d| due >= d) {
+                break;
+            }
+            wait_until(due, now);
+        }
+        let len = (byte_limit - p.bytes).min(write_size as u64) as usize;
+        p.attempts += 1;
+        let n = writer.write(ch, &buf[..len])?;
+        calls += 1;
+        writer.tend(ch, calls)?;
+        p.bytes += n as u64;
+        p.messages += 1;
+        now = Instant::now();
+        if intervals.due(now) {
+            intervals.record(now, p.bytes, p.messages, ch);
+        }
+    }
+    let end = p.end(plan, now);
+    intervals.finish(end, p.bytes, p.messages, ch);
+    writer.finish(ch, calls, stats);
+    stats.bytes_total += p.bytes;
+    stats.bytes_timed = p.bytes;
+    stats.messages_timed = p.messages;
+    stats.intervals = intervals.out;
+    Ok((start, end))
+}
+
+/// How a datagram sender hands datagrams to the kernel.
+enum DatagramWriter {
+    /// One send per datagram.
+    Single(Vec<u8>),
+    /// sendmmsg over prepared buffers.
+    Batch(Batch),
+    /// One send of many datagrams that the kernel segments (UDP_SEGMENT).
+    Gso { buf: Vec<u8>, segments: usize },
+}
+
+impl DatagramWriter {
+    fn choose(
+        ch: &DataChannel,
+        plan: &SendPlan,
+        size: usize,
+        stats: &mut StreamStats,
+    ) -> DatagramWriter {
+        let fd = ch.connection().socket_fd();
+        if plan.fast.gso {
+            let segments = UDP_MAX_SEGMENTS.min(65_000 / size.max(1));
+            let r = match (fd, u16::try_from(size)) {
+                (Some(fd), Ok(s)) if segments > 1 => fastpath::set_udp_segment(fd, s),
+                (None, _) => Err(io::Error::other("no socket descriptor")),
+                _ => Err(io::Error::other("datagrams too large to segment")),
+            };
+            match r {
+                Ok(()) => {
+                    let one = payload(size);
+                    return DatagramWriter::Gso {
+                        buf: one.repeat(segments),
+                        segments,
+                    };
+                }
+                Err(e) => stats.fallbacks.push(format!("UDP GSO: {e}")),
+            }
+        }
+        let batch = plan.fast.batch.max(1) as usize;
+        if batch > 1 {
+            if fd.is_some() {
+                let mut b = Batch::new(batch, size);
+                let one = payload(size);
+                for i in 0..b.count() {
+                    b.buffer(i).copy_from_slice(&one);
+                }
+                return DatagramWriter::Batch(b);
+            }
+            stats
+                .fallbacks
+                .push("sendmmsg: no socket descriptor".into());
+        }
+        DatagramWriter::Single(payload(size))
+    }
+
+    fn name(&self) -> String {
+        match self {
+            DatagramWriter::Single(_) => "send".into(),
+            DatagramWriter::Batch(b) => format!("sendmmsg x{}", b.count()),
+            DatagramWriter::Gso { segments, .. } => format!("UDP GSO x{segments}"),
+        }
+    }
+
+    fn max_per_call(&self) -> usize {
+        match self {
+            DatagramWriter::Single(_) => 1,
+            DatagramWriter::Batch(b) => b.count(),
+            DatagramWriter::Gso { segments, .. } => *segments,
+        }
+    }
+
+    /// Stamps datagram `i` of the next call with its sequence number and the send time.
+    #[inline]
+    fn stamp(&mut self, i: usize, size: usize, seq: u64, sent_ns: u64) {
+        let b: &mut [u8] = match self {
+            DatagramWriter::Single(buf) => buf,
+            DatagramWriter::Batch(batch) => batch.buffer(i),
+            DatagramWriter::Gso { buf, .. } => &mut buf[i * size..(i + 1) * size],
+        };
+        b[..8].copy_from_slice(&seq.to_le_bytes());
+        b[8..16].copy_from_slice(&sent_ns.to_le_bytes());
+    }
+
+    /// Sends the first `n` stamped datagrams; returns how many the kernel took.
+    #[inline]
+    fn send(&mut self, ch: &mut DataChannel, n: usize, size: usize) -> io::Result<usize> {
+        match self {
+            DatagramWriter::Single(buf) => ch.send_some(buf).map(|_| 1),
+            DatagramWriter::Batch(b) => loop {
+                let Some(fd) = ch.connection().socket_fd() else {
+                    return Err(io::Error::other("no socket descriptor"));
+                };
+                match b.send(fd, n) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && ch.spinning() => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    r => return r,
+                }
+            },
+            DatagramWriter::Gso { buf, .. } => ch.send_some(&buf[..n * size]).map(|_| n),
+        }
+    }
+}
+
+fn send_datagrams(
+    ch: &mut DataChannel,
+    plan: &SendPlan,
+    stream: u32,
+    live: Option<&mpsc::Sender<IntervalEvent>>,
+    stats: &mut StreamStats,
+) -> io::Result<(Instant, Instant)> {
+    let size = plan.write_size.max(DATAGRAM_HEADER);
+    let epoch = Instant::now();
+    let mut seq: u64 = 0;
+
+    // Warm-up: one datagram per call, numbered 0..warmup.
+    let mut single = payload(size);
+    for i in 0..plan.warmup {
+        single[..8].copy_from_slice(&seq.to_le_bytes());
+        single[8..16].copy_from_slice(&nanos(epoch, Instant::now()).to_le_bytes());
+        let t = Instant::now();
+        match ch.send_some(&single) {
+            Ok(_) => {}
+            Err(e) if is_send_failure(&e) => {}
+            Err(e) => return Err(e),
+        }
+        if i == 0 {
+            stats.first_op_ns = Some(nanos(t, Instant::now()));
+        }
+        seq += 1;
+        stats.bytes_total += size as u64;
+    }
+
+    let mut writer = DatagramWriter::choose(ch, plan, size, stats);
+    stats.io_path = writer.name();
+    let per_call = writer.max_per_call() as u64;
+    let start = Instant::now();
+    let mut p = Progress {
+        start,
+        deadline: plan.stop.deadline(start),
+        bytes: 0,
+        messages: 0,
+        attempts: 0,
+    };
+    let byte_limit = plan.stop.bytes.unwrap_or(u64::MAX);
+    let iter_limit = plan.stop.iterations.unwrap_or(u64::MAX);
+    let mut intervals = IntervalClock::new(
+        plan.interval,
+        plan.stop.duration,
+        start,
+        live.map(|tx| (tx, stream, Role::Sender)),
+    );
+    let mut now = start;
+    while p.bytes < byte_limit && p.attempts < iter_limit && p.deadline.is_none_or(|d| now < d) {
+        // How many datagrams to send now: as many as the call takes, or, when paced, as many
+        // pacing slots as have begun (one on schedule, more when behind).
+        let mut n = per_call.min(iter_limit - p.attempts);
+        if let Some(next) = p.slot(plan, p.attempts) {
+            if p.deadline.is_some_and(|d| next >= d) {
+                break;
+            }
+            if next > now {
+                wait_until(next, now);
+                now = Instant::now();
+            }
+            let interval = plan.pace.map_or(1.0, |pc| pc.interval_ns.max(1e-9));
+            let begun =
+                (now.saturating_duration_since(start).as_nanos() as f64 / interval) as u64 + 1;
+            n = n.min(begun.saturating_sub(p.attempts).max(1));
+        }
+        let n = n as usize;
+        let sent_ns = nanos(epoch, Instant::now());
+        for i in 0..n {
+            writer.stamp(i, size, seq + i as u64, sent_ns);
+        }
+        match writer.send(ch, n, size) {
+            Ok(k) => {
+                p.attempts += k as u64;
+                p.bytes += (k * size) as u64;
+                p.messages += k as u64;
+                seq += k as u64;
+            }
+            Err(e) if is_send_failure(&e) => {
+                // The kernel refused the call's datagrams (its buffers are full): they were
+                // never sent, so they are counted apart from network loss.
+                let refused = if matches!(writer, DatagramWriter::Gso { .. }) {
+                    n
+                } else {
+                    1
+                };
+                stats.send_failures += refused as u64;
+                p.attempts += refused as u64;
+            }
+            Err(e) => return Err(e),
+        }
+        now = Instant::now();
+        if intervals.due(now) {
+            intervals.record(now, p.bytes, p.messages, ch);
+        }
+    }
+    let end = p.end(plan, now);
+    intervals.finish(end, p.bytes, p.messages, ch);
+    stats.bytes_total += p.bytes;
+    stats.bytes_timed = p.bytes;
+    stats.messages_timed = p.messages;
+    stats.intervals = intervals.out;
+    Ok((start, end))
+}
