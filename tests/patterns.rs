@@ -395,7 +395,9 @@ fn fast_paths_run_and_say_what_ran() {
             "read",
         ),
         (
-            &["stream", "-t", "udp", "-d", "300ms", "--rate", "200M"][..],
+            &[
+                "stream", "-t", "udp", "-d", "300ms", "--rate", "50M", "--rcvbuf", "4M",
+            ][..],
             "sendmmsg x16",
             "recvmmsg x16",
         ),
@@ -425,7 +427,7 @@ fn fast_paths_run_and_say_what_ran() {
         );
         let t = &v["points"][0]["stream"]["totals"][0];
         if let Some(loss) = t["loss"].as_object() {
-            // 200 Mbit/s on loopback with batching or offload: nothing lost, all accounted.
+            // 50 Mbit/s into a 4 MiB receive buffer on loopback: nothing lost, all accounted.
             assert_eq!(loss["lost"], 0, "{args:?}");
         } else {
             assert_eq!(t["bytes_sent"], t["bytes_received"], "{args:?}");
