@@ -403,14 +403,16 @@ fn fast_paths_run_and_say_what_ran() {
         ),
         (
             &[
-                "stream", "-t", "udp", "-d", "300ms", "--rate", "200M", "--batch", "1",
+                "stream", "-t", "udp", "-d", "300ms", "--rate", "50M", "--rcvbuf", "4M", "--batch",
+                "1",
             ][..],
             "send",
             "recv",
         ),
         (
             &[
-                "stream", "-t", "udp", "-d", "300ms", "--rate", "200M", "--gso", "--gro",
+                "stream", "-t", "udp", "-d", "300ms", "--rate", "50M", "--rcvbuf", "4M", "--gso",
+                "--gro",
             ][..],
             "UDP GSO x46",
             "UDP GRO",
