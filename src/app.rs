@@ -22,6 +22,10 @@ pub fn main_with(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Serve(a) => serve(a),
         Command::Run(a) => return run(*a),
+        Command::Results(c) => match crate::results::cli::run(c) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => 0,
@@ -61,12 +65,19 @@ fn run(a: RunArgs) -> i32 {
             return EXIT_FAILURE;
         }
     };
-    let mut sink: Box<dyn Sink> = if a.json {
+    let sink: Box<dyn Sink> = if a.json {
         Box::new(JsonSink)
     } else if a.csv {
         Box::new(CsvSink)
     } else {
         Box::new(TableSink::new())
+    };
+    let (mut sink, saved) = match crate::results::save::attach(&a, sink) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("wirebench: error: {}", one_line(&e));
+            return EXIT_FAILURE;
+        }
     };
     let mut report = runner::new_report(&plan, &a);
     let result = runner::run(&plan, &a, &mut report, sink.as_mut());
@@ -74,6 +85,12 @@ fn run(a: RunArgs) -> i32 {
     report.complete = result.is_ok();
     report.error = result.as_ref().err().map(one_line);
     sink.finish(&report);
+    if let Err(e) = saved.outcome() {
+        eprintln!("wirebench: error: {}", one_line(&e));
+        if result.is_ok() {
+            return EXIT_FAILURE;
+        }
+    }
     if let Some(path) = &a.output {
         let written = crate::report::json::to_string(&report)
             .context("encoding the result")

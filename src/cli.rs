@@ -25,6 +25,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run a test as client (with no --to, against a server started on loopback).
     Run(Box<RunArgs>),
+    /// Saved results: history, show, export, import, report, plot, compare.
+    #[command(flatten)]
+    Results(crate::results::cli::ResultsCommand),
 }
 
 #[derive(Debug, Args)]
@@ -195,6 +198,15 @@ pub struct RunArgs {
     /// Also write the JSON document to this file.
     #[arg(long)]
     pub output: Option<PathBuf>,
+
+    // ---- results database ----
+    /// Results database the run is saved in (default: $XDG_DATA_HOME/wirebench/results.sqlite,
+    /// else ~/.local/share/wirebench/results.sqlite).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Do not save the run in the results database.
+    #[arg(long, conflicts_with = "db")]
+    pub no_save: bool,
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
