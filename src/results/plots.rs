@@ -189,6 +189,15 @@ fn fmt_tick(v: f64, ticks: Ticks) -> String {
     }
 }
 
+/// A title's font size: smaller for long titles, so that they fit the figure's width.
+fn title_size(title: &str) -> u32 {
+    match title.chars().count() {
+        0..=56 => 24,
+        57..=70 => 21,
+        _ => 18,
+    }
+}
+
 /// Renders a figure as a standalone SVG document.
 pub fn render_svg(fig: &Figure) -> Result<String> {
     let mut svg = String::new();
@@ -313,7 +322,7 @@ where
     Y::CoordDescType: ValueFormatter<f64>,
 {
     let mut chart = ChartBuilder::on(root)
-        .caption(&c.title, (FONT, 24))
+        .caption(&c.title, (FONT, title_size(&c.title)))
         .margin(14)
         .x_label_area_size(58)
         .y_label_area_size(88)
@@ -449,7 +458,7 @@ fn draw_heatmap(root: &Area, h: &Heatmap) -> Result<()> {
     let (main, bar) = root.split_horizontally(WIDTH - 130);
     let (nx, ny) = (h.x_values.len() as i32, h.y_values.len() as i32);
     let mut chart = ChartBuilder::on(&main)
-        .caption(&h.title, (FONT, 24))
+        .caption(&h.title, (FONT, title_size(&h.title)))
         .margin(14)
         .x_label_area_size(58)
         .y_label_area_size(88)

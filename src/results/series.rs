@@ -474,6 +474,23 @@ pub fn describe_point(r: &RunReport, p: &PointResult) -> String {
     s
 }
 
+/// A point as a figure title names it, kept short so that the title fits:
+/// "size 128K, sndbuf 64K".
+pub fn short_point(r: &RunReport, p: &PointResult) -> String {
+    let mut s = format!("size {}", crate::units::format_bytes(p.key.size));
+    for (param, name) in [
+        (Param::Sndbuf, "sndbuf"),
+        (Param::Rcvbuf, "rcvbuf"),
+        (Param::ServerSndbuf, "server sndbuf"),
+        (Param::ServerRcvbuf, "server rcvbuf"),
+    ] {
+        if param.swept(r) {
+            s.push_str(&format!(", {name} {}", fmt_bytes_param(param.of(&p.key))));
+        }
+    }
+    s
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DistributionKind {
     Histogram,
@@ -531,7 +548,7 @@ pub fn distribution(runs: &[Run], index: Option<usize>, kind: DistributionKind) 
                 }
             }
         }
-        let what = describe_point(run.report, p);
+        let what = short_point(run.report, p);
         titles.push(what.clone());
         lines.push(Line {
             label: if runs.len() > 1 {
@@ -788,25 +805,19 @@ pub fn intervals(run: &Run, p: &PointResult, kind: IntervalKind) -> Option<Figur
     if lines.is_empty() {
         return None;
     }
-    let at = describe_point(run.report, p);
+    let at = short_point(run.report, p);
     let (title, y) = match kind {
         IntervalKind::Throughput => (
-            format!("Run #{}: throughput over time at {at}", run.id),
+            format!("Run #{}: throughput over time, {at}", run.id),
             MBIT_AXIS,
         ),
         IntervalKind::Cwnd => (
-            format!(
-                "Run #{}: congestion window over time at {at} (TCP_INFO)",
-                run.id
-            ),
-            "congestion window (segments)",
+            format!("Run #{}: congestion window, {at}", run.id),
+            "congestion window, TCP_INFO (segments)",
         ),
         IntervalKind::Rtt => (
-            format!(
-                "Run #{}: round-trip time over time at {at} (TCP_INFO)",
-                run.id
-            ),
-            "kernel's smoothed RTT (ms)",
+            format!("Run #{}: round-trip time, {at}", run.id),
+            "kernel's smoothed RTT, TCP_INFO (ms)",
         ),
     };
     Some(Figure::Chart(Chart {
