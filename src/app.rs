@@ -23,6 +23,7 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Serve(a) => serve(a).map(|()| 0),
         Command::Run(a) => return run_measurement(*a, None),
         Command::Lab(a) => crate::lab::cli::run(a),
+        Command::Results(c) => crate::results::cli::run(c),
     };
     match result {
         Ok(code) => code,
@@ -63,12 +64,19 @@ pub fn run_measurement(a: RunArgs, lab: Option<crate::lab::LabState>) -> i32 {
             return EXIT_FAILURE;
         }
     };
-    let mut sink: Box<dyn Sink> = if a.json {
+    let sink: Box<dyn Sink> = if a.json {
         Box::new(JsonSink)
     } else if a.csv {
         Box::new(CsvSink)
     } else {
         Box::new(TableSink::new())
+    };
+    let (mut sink, saved) = match crate::results::save::attach(&a, sink) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("wirebench: error: {}", one_line(&e));
+            return EXIT_FAILURE;
+        }
     };
     let mut report = runner::new_report(&plan, &a);
     report.lab = lab;
@@ -77,6 +85,12 @@ pub fn run_measurement(a: RunArgs, lab: Option<crate::lab::LabState>) -> i32 {
     report.complete = result.is_ok();
     report.error = result.as_ref().err().map(one_line);
     sink.finish(&report);
+    if let Err(e) = saved.outcome() {
+        eprintln!("wirebench: error: {}", one_line(&e));
+        if result.is_ok() {
+            return EXIT_FAILURE;
+        }
+    }
     if let Some(path) = &a.output {
         let written = crate::report::json::to_string(&report)
             .context("encoding the result")

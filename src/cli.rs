@@ -27,6 +27,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Emulated networks in namespaces: two hosts joined by a shaped link (needs root).
     Lab(crate::lab::cli::LabArgs),
+    /// Saved results: history, show, export, import, report, plot, compare.
+    #[command(flatten)]
+    Results(crate::results::cli::ResultsCommand),
 }
 
 #[derive(Debug, Args)]
@@ -223,6 +226,15 @@ pub struct RunArgs {
     /// Also write the JSON document to this file.
     #[arg(long)]
     pub output: Option<PathBuf>,
+
+    // ---- results database ----
+    /// Results database the run is saved in (default: $XDG_DATA_HOME/wirebench/results.sqlite,
+    /// else ~/.local/share/wirebench/results.sqlite).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Do not save the run in the results database.
+    #[arg(long, conflicts_with = "db")]
+    pub no_save: bool,
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -3,7 +3,8 @@
 //! Layers, top to bottom: [`cli`] (what the user asks) → [`plan`] (points and sweeps) →
 //! [`pattern`] (ping-pong, stream, request/response) → [`transport`] (TCP, UDP, Unix) →
 //! [`sys`] (the OS calls std does not cover). [`control`] negotiates tests between client and
-//! server apart from the data plane; [`stats`] and [`report`] turn samples into results.
+//! server apart from the data plane; [`stats`] and [`report`] turn samples into results, and
+//! [`results`] keeps them: a history database, HTML reports with plots, comparisons.
 
 pub mod app;
 pub mod cli;
@@ -13,6 +14,7 @@ pub mod lab;
 pub mod pattern;
 pub mod plan;
 pub mod report;
+pub mod results;
 pub mod stats;
 pub mod sys;
 pub mod transport;

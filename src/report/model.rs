@@ -71,6 +71,7 @@ pub struct Settings {
     pub io_timeout_s: f64,
     pub loss_timeout_s: f64,
     /// Fast paths asked for; what actually ran is in each stream's `io_path` and `fallbacks`.
+    #[serde(default)]
     pub fast: crate::pattern::FastPaths,
 }
 
@@ -124,6 +125,18 @@ pub struct LatencyResult {
     pub first_ns: Option<u64>,
     /// crr: connection setup time alone.
     pub setup: Option<LatencySummary>,
+    /// Distribution of `rtt` for histogram and CDF plots: the non-empty bins of 20 per decade,
+    /// in increasing order. Empty in results written before this field existed.
+    #[serde(default)]
+    pub distribution: Vec<LatencyBin>,
+}
+
+/// One bin of a latency distribution: `count` round trips took `low_ns <= t < high_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyBin {
+    pub low_ns: f64,
+    pub high_ns: f64,
+    pub count: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

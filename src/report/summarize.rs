@@ -4,6 +4,7 @@ use crate::control::client::PointOutcome;
 use crate::control::protocol::TestSpec;
 use crate::pattern::{CpuTime, PatternKind, Role};
 use crate::plan::PlannedPoint;
+use crate::results::distribution::log_bins;
 use crate::stats::{LatencyRecorder, MeanCi};
 
 use super::model::{
@@ -188,6 +189,7 @@ pub fn summarize(
                     stale,
                     first_ns: last.exchanges.first().and_then(|x| x.first_ns),
                     setup: None,
+                    distribution: log_bins(rec.histogram()),
                     rtt,
                 }
             })
@@ -218,6 +220,7 @@ pub fn summarize(
                 stale: 0,
                 first_ns: last.crr.as_ref().and_then(|c| c.first_ns),
                 setup: setup.summary(confidence),
+                distribution: log_bins(rec.histogram()),
             })
         }
         PatternKind::Stream => None,

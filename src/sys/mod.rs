@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 /// The part of the kernel's `struct tcp_info` that a benchmark user asks for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TcpInfo {
     /// Smoothed round-trip time, microseconds (kernel's estimate).
     pub rtt_us: u32,

@@ -6,8 +6,15 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
+/// The binary, with its default results database in a per-process temporary directory:
+/// `run` saves every run by default, and tests must never write to the real home.
 pub fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_wirebench"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_wirebench"));
+    c.env(
+        "XDG_DATA_HOME",
+        std::env::temp_dir().join(format!("wirebench-tests-{}", std::process::id())),
+    );
+    c
 }
 
 pub fn run(args: &[&str]) -> Output {

@@ -112,6 +112,7 @@ pub struct LossStats {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StreamStats {
     pub role: Option<Role>,
     /// All bytes moved, warm-up included.

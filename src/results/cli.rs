@@ -1,0 +1,401 @@
+//! The commands on saved results, and what each one does.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::db::{self, Db, Filter};
+use super::series::{self, DistributionKind, IntervalKind, Run};
+use super::{compare, history, plots, png, report};
+use crate::pattern::PatternKind;
+use crate::report::model::RunReport;
+
+/// Exit code of `compare --fail-if-worse` when a figure got worse (1 is an error, 2 bad
+/// command-line syntax).
+pub const EXIT_WORSE: i32 = 3;
+
+#[derive(Debug, Subcommand)]
+pub enum ResultsCommand {
+    /// List saved runs, newest first.
+    History(HistoryArgs),
+    /// Print a saved run as `run` printed it.
+    Show(ShowArgs),
+    /// Write a saved run as JSON (the `run --json` document) or CSV.
+    Export(ExportArgs),
+    /// Save a run's JSON document (e.g. measured on another machine) in the database.
+    Import(ImportArgs),
+    /// Write one self-contained HTML report with plots and tables of one or more runs.
+    Report(ReportArgs),
+    /// Write a single figure as SVG or PNG.
+    Plot(PlotArgs),
+    /// Compare run B against run A, point by point, with Welch's t-test.
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DbArg {
+    /// Results database (default: $XDG_DATA_HOME/wirebench/results.sqlite, else
+    /// ~/.local/share/wirebench/results.sqlite).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Only runs of this pattern.
+    #[arg(long, value_enum)]
+    pub pattern: Option<PatternKind>,
+    /// Only runs over this transport (tcp, udp, unix).
+    #[arg(long, short = 't')]
+    pub transport: Option<String>,
+    /// Only runs whose server address contains this text.
+    #[arg(long)]
+    pub peer: Option<String>,
+    /// Only runs measured from this client host name.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Only runs started at or after this UTC time: 2025-01-31 or 2025-01-31T12:00:00Z.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only runs started before this UTC time: 2025-02-01 or 2025-02-01T08:30:00Z.
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Only runs that did not complete.
+    #[arg(long)]
+    pub incomplete: bool,
+    /// Most runs listed (newest first).
+    #[arg(long, short = 'n', default_value_t = 50)]
+    pub limit: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Run id, 'last' or 'last-N'.
+    pub id: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Run id, 'last' or 'last-N'.
+    pub id: String,
+    /// The JSON result document (schema "wirebench.run").
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// CSV: a header and one row per point, as `run --csv`.
+    #[arg(long)]
+    pub csv: bool,
+    /// Write to this file instead of stdout.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// A result document written by `run --json` or `run --output`; '-' reads stdin.
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Run ids ('last', 'last-N' too); several runs are overlaid in the same figures.
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    /// The HTML file to write.
+    #[arg(long, short = 'o')]
+    pub output: PathBuf,
+    /// Point index (0 = the first point, as in the JSON) of the latency distribution figures;
+    /// default: each run's first point.
+    #[arg(long)]
+    pub point: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlotKind {
+    /// Throughput against message size (or the swept buffer), sender and receiver.
+    Throughput,
+    /// Latency against message size, with a 50th-99th percentile band.
+    Latency,
+    /// NetPIPE's signature graph: throughput against transfer time (pingpong).
+    Signature,
+    /// Latency histogram of one point.
+    Histogram,
+    /// Latency cumulative distribution of one point.
+    Cdf,
+    /// Heatmap of a run that sweeps two parameters.
+    Heatmap,
+    /// Throughput over time from interval reports (stream --interval).
+    Intervals,
+    /// Congestion window over time (TCP_INFO in interval reports).
+    Cwnd,
+    /// Kernel's smoothed RTT over time (TCP_INFO in interval reports).
+    Rtt,
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Run ids ('last', 'last-N' too); throughput, latency, signature, histogram and cdf
+    /// overlay several runs, the others draw the first.
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    /// Which figure.
+    #[arg(long, short = 'k', value_enum)]
+    pub kind: PlotKind,
+    /// The file to write: .svg, or .png (rasterised, needs a system font).
+    #[arg(long, short = 'o')]
+    pub output: PathBuf,
+    /// Point index (as in the JSON) for histogram, cdf, intervals, cwnd and rtt; default: the
+    /// first point that has the data.
+    #[arg(long)]
+    pub point: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The baseline run (id, 'last' or 'last-N').
+    pub a: String,
+    /// The run compared with it.
+    pub b: String,
+    /// Exit with code 3 when a figure is worse by more than this (e.g. 5%), significantly or
+    /// without a test to tell.
+    #[arg(long, value_name = "PERCENT")]
+    pub fail_if_worse: Option<String>,
+}
+
+pub fn run(cmd: ResultsCommand) -> Result<i32> {
+    match cmd {
+        ResultsCommand::History(a) => {
+            let db = open_existing(&a.db)?;
+            let filter = Filter {
+                pattern: a.pattern.map(|p| p.name().to_owned()),
+                transport: a.transport,
+                peer: a.peer,
+                host: a.host,
+                since: a
+                    .since
+                    .as_deref()
+                    .map(|s| time_bound(s, "--since"))
+                    .transpose()?,
+                until: a
+                    .until
+                    .as_deref()
+                    .map(|s| time_bound(s, "--until"))
+                    .transpose()?,
+                incomplete_only: a.incomplete,
+                limit: Some(a.limit),
+            };
+            print!("{}", history::history(&db, &filter)?);
+        }
+        ResultsCommand::Show(a) => {
+            let db = open_existing(&a.db)?;
+            let (_, report) = load(&db, &a.id)?;
+            history::show(&report)?;
+        }
+        ResultsCommand::Export(a) => {
+            if !a.json && !a.csv {
+                bail!("export needs --json or --csv");
+            }
+            let db = open_existing(&a.db)?;
+            let (_, report) = load(&db, &a.id)?;
+            let text = if a.csv {
+                history::export_csv(&report)
+            } else {
+                history::export_json(&report)?
+            };
+            match &a.output {
+                Some(path) => write(path, text.as_bytes())?,
+                None => print!("{text}"),
+            }
+        }
+        ResultsCommand::Import(a) => {
+            let path = db::resolve(a.db.db.as_deref())?;
+            let db = Db::open_or_create(&path)?;
+            let id = history::import(&db, &a.file)?;
+            println!("imported {} as run {id}", a.file.display());
+        }
+        ResultsCommand::Report(a) => {
+            let db = open_existing(&a.db)?;
+            let loaded = load_all(&db, &a.ids)?;
+            let runs: Vec<Run> = loaded
+                .iter()
+                .map(|(id, r)| Run { id: *id, report: r })
+                .collect();
+            let html = report::build(&runs, a.point)?;
+            write(&a.output, html.as_bytes())?;
+        }
+        ResultsCommand::Plot(a) => plot(a)?,
+        ResultsCommand::Compare(a) => {
+            let threshold = a
+                .fail_if_worse
+                .as_deref()
+                .map(parse_percent)
+                .transpose()
+                .context("--fail-if-worse")?;
+            let db = open_existing(&a.db)?;
+            let (a_id, ra) = load(&db, &a.a)?;
+            let (b_id, rb) = load(&db, &a.b)?;
+            let c = compare::compare(&ra, &rb)?;
+            print!("{}", compare::format(&c, a_id, b_id, &ra, &rb));
+            if let Some(t) = threshold {
+                let failed = compare::failures(&c, t);
+                if !failed.is_empty() {
+                    let list: Vec<String> = failed
+                        .iter()
+                        .map(|ch| format!("{} {} {:+.2}%", ch.point, ch.figure, ch.percent))
+                        .collect();
+                    eprintln!(
+                        "wirebench: {} figure(s) worse by more than {t}%: {}",
+                        failed.len(),
+                        list.join("; ")
+                    );
+                    return Ok(EXIT_WORSE);
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn open_existing(a: &DbArg) -> Result<Db> {
+    Db::open_existing(&db::resolve(a.db.as_deref())?)
+}
+
+fn load(db: &Db, spec: &str) -> Result<(i64, RunReport)> {
+    let id = db.resolve_id(spec)?;
+    Ok((id, db.load(id)?))
+}
+
+fn load_all(db: &Db, specs: &[String]) -> Result<Vec<(i64, RunReport)>> {
+    specs.iter().map(|s| load(db, s)).collect()
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+/// "5%" or "5": a percentage, at least 0.
+pub fn parse_percent(s: &str) -> Result<f64> {
+    let t = s.trim();
+    let v: f64 = t
+        .strip_suffix('%')
+        .unwrap_or(t)
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("invalid percentage \"{s}\": expected e.g. 5% or 2.5%"))?;
+    if !v.is_finite() || v < 0.0 {
+        bail!("invalid percentage \"{s}\": expected a non-negative number such as 5%");
+    }
+    Ok(v)
+}
+
+/// A time bound as stored times are written (RFC 3339, UTC, milliseconds), so that text
+/// order is time order.
+pub fn time_bound(s: &str, what: &str) -> Result<String> {
+    let t = s.trim();
+    let full = if t.len() == 10 {
+        format!("{t}T00:00:00Z")
+    } else {
+        t.to_owned()
+    };
+    let time = humantime::parse_rfc3339_weak(&full).map_err(|_| {
+        anyhow!("{what}: invalid time \"{s}\": expected a UTC date 2025-01-31 or time 2025-01-31T12:00:00Z")
+    })?;
+    Ok(humantime::format_rfc3339_millis(time).to_string())
+}
+
+fn plot(a: PlotArgs) -> Result<()> {
+    let ext = a
+        .output
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let png_out = match ext.as_deref() {
+        Some("svg") => false,
+        Some("png") => true,
+        _ => bail!(
+            "-o {}: the file name must end in .svg or .png",
+            a.output.display()
+        ),
+    };
+    let db = open_existing(&a.db)?;
+    let loaded = load_all(&db, &a.ids)?;
+    let runs: Vec<Run> = loaded
+        .iter()
+        .map(|(id, r)| Run { id: *id, report: r })
+        .collect();
+    let pattern = &runs[0].report.pattern;
+    if let Some(other) = runs.iter().find(|r| &r.report.pattern != pattern) {
+        bail!(
+            "run #{} measured {} and run #{} {}: one figure shows runs of one pattern",
+            runs[0].id,
+            pattern,
+            other.id,
+            other.report.pattern
+        );
+    }
+    let first = &runs[0];
+    let interval_point = || {
+        let pts = series::points_with_intervals(first.report);
+        match a.point {
+            Some(i) => pts.into_iter().find(|p| p.index == i),
+            None => pts.into_iter().next(),
+        }
+    };
+    let figure = match a.kind {
+        PlotKind::Throughput => series::throughput(&runs),
+        PlotKind::Latency => series::latency(&runs),
+        PlotKind::Signature => series::signature(&runs),
+        PlotKind::Histogram => series::distribution(&runs, a.point, DistributionKind::Histogram),
+        PlotKind::Cdf => series::distribution(&runs, a.point, DistributionKind::Cdf),
+        PlotKind::Heatmap => series::heatmaps(first).into_iter().next(),
+        PlotKind::Intervals => {
+            interval_point().and_then(|p| series::intervals(first, p, IntervalKind::Throughput))
+        }
+        PlotKind::Cwnd => {
+            interval_point().and_then(|p| series::intervals(first, p, IntervalKind::Cwnd))
+        }
+        PlotKind::Rtt => {
+            interval_point().and_then(|p| series::intervals(first, p, IntervalKind::Rtt))
+        }
+    };
+    let Some(figure) = figure else {
+        bail!("{}", missing(a.kind, pattern, a.point));
+    };
+    let svg = plots::render_svg(&figure)?;
+    if png_out {
+        write(&a.output, &png::svg_to_png(&svg)?)
+    } else {
+        write(&a.output, svg.as_bytes())
+    }
+}
+
+/// Why a figure cannot be drawn from these runs.
+fn missing(kind: PlotKind, pattern: &str, point: Option<usize>) -> String {
+    let at = point.map(|p| format!(" at point {p}")).unwrap_or_default();
+    match kind {
+        PlotKind::Latency | PlotKind::Histogram | PlotKind::Cdf if pattern == "stream" => {
+            format!("a {pattern} run has no latency samples: try --kind throughput")
+        }
+        PlotKind::Signature => "the signature graph needs a pingpong run with measured points".into(),
+        PlotKind::Heatmap => "a heatmap needs a run that sweeps two parameters (e.g. --sndbuf and --rcvbuf)".into(),
+        PlotKind::Intervals | PlotKind::Cwnd | PlotKind::Rtt => format!(
+            "no interval reports{at}: they come from stream runs with --interval (cwnd and rtt over TCP)"
+        ),
+        PlotKind::Histogram | PlotKind::Cdf => format!("no latency distribution{at} in these runs"),
+        _ => "the runs have no measured point to plot".into(),
+    }
+}

@@ -1,0 +1,352 @@
+//! `wirebench compare A B`: the points two runs have in common, the change of each figure in
+//! percent, and whether it is significant by Welch's t-test — on the per-run values when both
+//! points were repeated, else on the round-trip samples' summary statistics.
+
+use anyhow::{bail, Result};
+
+use super::series::describe_point;
+use super::welch::{welch, Sample};
+use crate::report::model::{PointResult, RunReport};
+
+/// How a figure's difference was tested.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Test {
+    /// Welch's t-test on the per-run headline values (both points repeated).
+    Runs { p_value: f64 },
+    /// Welch's t-test on the mean, standard deviation and count of the round-trip samples.
+    Samples { p_value: f64 },
+    /// No test possible; the reason.
+    Untested(&'static str),
+}
+
+impl Test {
+    fn p_value(&self) -> Option<f64> {
+        match self {
+            Test::Runs { p_value } | Test::Samples { p_value } => Some(*p_value),
+            Test::Untested(_) => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Worse,
+    Better,
+    /// The difference is within what chance explains at the confidence level.
+    NotSignificant,
+    /// The figures differ (or not) but nothing says whether by chance.
+    Untested,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// The point, e.g. "64 B".
+    pub point: String,
+    /// The figure and its unit, e.g. "one-way latency, mean (us)".
+    pub figure: &'static str,
+    pub a: f64,
+    pub b: f64,
+    /// (b - a) / a in percent.
+    pub percent: f64,
+    /// Higher values are better (throughput, transactions) or worse (latency).
+    pub higher_is_better: bool,
+    pub test: Test,
+    pub verdict: Verdict,
+}
+
+impl Change {
+    /// How much worse B is than A, in percent (negative when better).
+    pub fn worse_percent(&self) -> f64 {
+        if self.higher_is_better {
+            -self.percent
+        } else {
+            self.percent
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub changes: Vec<Change>,
+    /// Confidence level of the tests (the higher of the two runs' levels).
+    pub confidence: f64,
+    pub only_in_a: Vec<String>,
+    pub only_in_b: Vec<String>,
+}
+
+/// One figure of one point: its value and what can be tested about it.
+struct Figure {
+    name: &'static str,
+    higher_is_better: bool,
+    /// Value shown, in display units, and the samples tested (in any unit proportional).
+    value: f64,
+    sample: Option<(Sample, bool)>,
+}
+
+fn over_runs(p: &PointResult) -> Option<Sample> {
+    let m = p.headline.over_runs.as_ref()?;
+    (m.n >= 2).then_some(Sample {
+        mean: m.mean,
+        stddev: m.stddev,
+        n: m.n,
+    })
+}
+
+fn rtt_samples(p: &PointResult) -> Option<Sample> {
+    let r = &p.latency.as_ref()?.rtt;
+    Some(Sample {
+        mean: r.mean_ns,
+        stddev: r.stddev_ns,
+        n: r.samples,
+    })
+}
+
+/// The figures of a point. `repeated` says whether both points have two runs or more, so
+/// that per-run values can be tested; the same basis is used on both sides.
+fn figures(pattern: &str, p: &PointResult, repeated: bool) -> Vec<Figure> {
+    let mut out = Vec::new();
+    match pattern {
+        "pingpong" => {
+            if repeated {
+                if let Some(s) = over_runs(p) {
+                    out.push(Figure {
+                        name: "one-way latency, mean of runs (us)",
+                        higher_is_better: false,
+                        value: s.mean / 1e3,
+                        sample: Some((s, true)),
+                    });
+                }
+            } else if let Some(s) = rtt_samples(p) {
+                out.push(Figure {
+                    name: "one-way latency, RTT/2 mean (us)",
+                    higher_is_better: false,
+                    value: s.mean / 2e3,
+                    sample: Some((s, false)),
+                });
+            }
+        }
+        "rr" | "crr" => {
+            let Some(l) = p.latency.as_ref() else {
+                return out;
+            };
+            // Per connection, transactions per second are the inverse of the mean round trip,
+            // so without repeated runs the round-trip samples test both figures.
+            out.push(Figure {
+                name: "transactions per second (1/s)",
+                higher_is_better: true,
+                value: if repeated {
+                    over_runs(p).map_or(l.transactions_per_s, |s| s.mean)
+                } else {
+                    l.transactions_per_s
+                },
+                sample: if repeated {
+                    over_runs(p).map(|s| (s, true))
+                } else {
+                    rtt_samples(p).map(|s| (s, false))
+                },
+            });
+            out.push(Figure {
+                name: "transaction round trip, mean (us)",
+                higher_is_better: false,
+                value: l.rtt.mean_ns / 1e3,
+                sample: rtt_samples(p).map(|s| (s, false)),
+            });
+        }
+        _ => {
+            let Some(s) = p.stream.as_ref() else {
+                return out;
+            };
+            let receiver: f64 = s.totals.iter().map(|t| t.receiver_bits_per_s).sum();
+            out.push(Figure {
+                name: "receiver throughput (Mbit/s)",
+                higher_is_better: true,
+                value: if repeated {
+                    over_runs(p).map_or(receiver, |s| s.mean) / 1e6
+                } else {
+                    receiver / 1e6
+                },
+                sample: if repeated {
+                    over_runs(p).map(|s| (s, true))
+                } else {
+                    None
+                },
+            });
+        }
+    }
+    out
+}
+
+fn same_point(a: &PointResult, b: &PointResult) -> bool {
+    a.key == b.key && a.request_size == b.request_size && a.response_size == b.response_size
+}
+
+pub fn compare(a: &RunReport, b: &RunReport) -> Result<Comparison> {
+    if a.pattern != b.pattern {
+        bail!(
+            "run A measured {} and run B {}: only runs of the same pattern compare",
+            a.pattern,
+            b.pattern
+        );
+    }
+    let confidence = a.settings.confidence.max(b.settings.confidence);
+    let alpha = 1.0 - confidence;
+    let mut changes = Vec::new();
+    let mut only_in_a = Vec::new();
+    for pa in &a.points {
+        let Some(pb) = b.points.iter().find(|pb| same_point(pa, pb)) else {
+            only_in_a.push(describe_point(a, pa));
+            continue;
+        };
+        let repeated = pa.runs >= 2 && pb.runs >= 2;
+        let fb = figures(&b.pattern, pb, repeated);
+        for fa in figures(&a.pattern, pa, repeated) {
+            let Some(fb) = fb.iter().find(|f| f.name == fa.name) else {
+                continue;
+            };
+            let percent = if fa.value != 0.0 {
+                (fb.value - fa.value) / fa.value.abs() * 100.0
+            } else {
+                f64::NAN
+            };
+            let test = match (fa.sample, fb.sample) {
+                (Some((sa, runs)), Some((sb, _))) => match welch(sa, sb) {
+                    Some(w) if runs => Test::Runs { p_value: w.p_value },
+                    Some(w) => Test::Samples { p_value: w.p_value },
+                    None => Test::Untested("too few samples"),
+                },
+                _ if !repeated => Test::Untested("one run: measure with --repeat 3 or more"),
+                _ => Test::Untested("no spread recorded"),
+            };
+            let worse = if fa.higher_is_better {
+                fb.value < fa.value
+            } else {
+                fb.value > fa.value
+            };
+            let verdict = match test.p_value() {
+                None => Verdict::Untested,
+                Some(p) if p < alpha && worse => Verdict::Worse,
+                Some(p) if p < alpha && fb.value != fa.value => Verdict::Better,
+                Some(_) => Verdict::NotSignificant,
+            };
+            changes.push(Change {
+                point: describe_point(a, pa),
+                figure: fa.name,
+                a: fa.value,
+                b: fb.value,
+                percent,
+                higher_is_better: fa.higher_is_better,
+                test,
+                verdict,
+            });
+        }
+    }
+    let only_in_b = b
+        .points
+        .iter()
+        .filter(|pb| !a.points.iter().any(|pa| same_point(pa, pb)))
+        .map(|pb| describe_point(b, pb))
+        .collect();
+    if changes.is_empty() {
+        bail!("runs A and B have no point in common to compare");
+    }
+    Ok(Comparison {
+        changes,
+        confidence,
+        only_in_a,
+        only_in_b,
+    })
+}
+
+/// The changes that trip `--fail-if-worse`: worse by more than `threshold_percent`, and either
+/// significantly so or untested (a difference nothing shows to be chance is not waved through).
+pub fn failures(c: &Comparison, threshold_percent: f64) -> Vec<&Change> {
+    c.changes
+        .iter()
+        .filter(|ch| {
+            ch.worse_percent() > threshold_percent
+                && matches!(ch.verdict, Verdict::Worse | Verdict::Untested)
+        })
+        .collect()
+}
+
+fn fmt_p(p: f64) -> String {
+    if p == 0.0 {
+        "0".into()
+    } else if p < 1e-3 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// The comparison as a table with a summary line.
+pub fn format(c: &Comparison, a_id: i64, b_id: i64, a: &RunReport, b: &RunReport) -> String {
+    let mut out = format!(
+        "# compare run {a_id} (A, baseline: {} over {}, {}) with run {b_id} (B: {} over {}, {})\n",
+        a.pattern, a.transport, a.started_at, b.pattern, b.transport, b.started_at
+    );
+    out.push_str(&format!(
+        "# change = (B - A) / A; Welch's t-test, significant when p < {:.2} ({}% confidence); worse = higher latency or lower throughput/transactions\n",
+        1.0 - c.confidence,
+        (c.confidence * 100.0).round()
+    ));
+    out.push_str(&format!(
+        "{:<18} {:<36} {:>14} {:>14} {:>9} {:>9} {:<8} {}\n",
+        "point", "figure", "A", "B", "change", "p-value", "test on", "verdict"
+    ));
+    for ch in &c.changes {
+        let (p, basis) = match &ch.test {
+            Test::Runs { p_value } => (fmt_p(*p_value), "runs"),
+            Test::Samples { p_value } => (fmt_p(*p_value), "samples"),
+            Test::Untested(_) => ("-".into(), "-"),
+        };
+        let verdict = match (&ch.verdict, &ch.test) {
+            (Verdict::Worse, _) => "WORSE (significant)".to_owned(),
+            (Verdict::Better, _) => "better (significant)".to_owned(),
+            (Verdict::NotSignificant, _) => "no significant change".to_owned(),
+            (Verdict::Untested, Test::Untested(why)) => format!("untested: {why}"),
+            (Verdict::Untested, _) => "untested".to_owned(),
+        };
+        out.push_str(&format!(
+            "{:<18} {:<36} {:>14.3} {:>14.3} {:>8}% {:>9} {:<8} {}\n",
+            ch.point,
+            ch.figure,
+            ch.a,
+            ch.b,
+            if ch.percent.is_finite() {
+                format!("{:+.2}", ch.percent)
+            } else {
+                "-".into()
+            },
+            p,
+            basis,
+            verdict
+        ));
+    }
+    let count = |v: Verdict| c.changes.iter().filter(|ch| ch.verdict == v).count();
+    out.push_str(&format!(
+        "# {} figures: {} worse, {} better, {} without significant change, {} untested\n",
+        c.changes.len(),
+        count(Verdict::Worse),
+        count(Verdict::Better),
+        count(Verdict::NotSignificant),
+        count(Verdict::Untested)
+    ));
+    for (which, list) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
+        if !list.is_empty() {
+            out.push_str(&format!(
+                "# only in {which}, not compared: {}\n",
+                list.join("; ")
+            ));
+        }
+    }
+    if a.transport != b.transport {
+        out.push_str("# note: the runs used different transports\n");
+    }
+    for (which, r) in [("A", a), ("B", b)] {
+        if !r.complete {
+            out.push_str(&format!("# note: run {which} is incomplete\n"));
+        }
+    }
+    out
+}

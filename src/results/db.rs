@@ -1,0 +1,648 @@
+//! The results database: one SQLite file, a `runs` table holding each run's whole result
+//! document next to the columns `history` filters on, and a `schema_version` table that
+//! [`super::migrations`] brings up to date when the file is opened.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use super::migrations::{LATEST, MIGRATIONS};
+use super::summary;
+use crate::report::model::{RunReport, SCHEMA, SCHEMA_VERSION};
+
+/// How long a writer waits for another wirebench process holding the database.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The per-user default: $XDG_DATA_HOME/wirebench/results.sqlite, else
+/// ~/.local/share/wirebench/results.sqlite (the XDG base directory default).
+pub fn default_path() -> Result<PathBuf> {
+    let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let data = match non_empty("XDG_DATA_HOME") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(non_empty("HOME").ok_or_else(|| {
+            anyhow!("neither XDG_DATA_HOME nor HOME is set: choose a database with --db PATH")
+        })?)
+        .join(".local/share"),
+    };
+    Ok(data.join("wirebench").join("results.sqlite"))
+}
+
+/// `--db PATH` if given, else the default.
+pub fn resolve(path: Option<&Path>) -> Result<PathBuf> {
+    match path {
+        Some(p) => Ok(p.to_owned()),
+        None => default_path(),
+    }
+}
+
+/// Where a run came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Measured by `wirebench run` on this machine.
+    Run,
+    /// Taken in by `wirebench import`.
+    Import,
+}
+
+impl Source {
+    fn as_str(self) -> &'static str {
+        match self {
+            Source::Run => "run",
+            Source::Import => "import",
+        }
+    }
+}
+
+/// One line of `history`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub id: i64,
+    pub started_at: String,
+    pub pattern: String,
+    pub transport: String,
+    pub server_address: Option<String>,
+    pub client_host: Option<String>,
+    pub points: i64,
+    pub complete: bool,
+    pub source: String,
+    pub latency_ns: Option<f64>,
+    pub throughput_bits_per_s: Option<f64>,
+    pub transactions_per_s: Option<f64>,
+}
+
+/// What `history` lists; `None` fields do not filter.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub pattern: Option<String>,
+    pub transport: Option<String>,
+    /// Substring of the server address.
+    pub peer: Option<String>,
+    /// Client host name, exactly.
+    pub host: Option<String>,
+    /// Started at or after this RFC 3339 time or date prefix (e.g. 2025-01-31).
+    pub since: Option<String>,
+    /// Started before this RFC 3339 time or date prefix.
+    pub until: Option<String>,
+    pub incomplete_only: bool,
+    pub limit: Option<u32>,
+}
+
+pub struct Db {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Db {
+    /// Opens the database, creating the file and its directory when missing, and migrates it.
+    pub fn open_or_create(path: &Path) -> Result<Db> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating the directory {}", dir.display()))?;
+        }
+        Db::open_with(path, true)
+    }
+
+    /// Opens an existing database (for commands that only read or add to a history), and
+    /// migrates it.
+    pub fn open_existing(path: &Path) -> Result<Db> {
+        if !path.exists() {
+            bail!(
+                "no results database at {} (wirebench run saves there; choose another with --db PATH)",
+                path.display()
+            );
+        }
+        Db::open_with(path, false)
+    }
+
+    fn open_with(path: &Path, create: bool) -> Result<Db> {
+        use rusqlite::OpenFlags;
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let conn = Connection::open_with_flags(path, flags)
+            .with_context(|| format!("opening the results database {}", path.display()))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let mut db = Db {
+            conn,
+            path: path.to_owned(),
+        };
+        db.migrate()
+            .with_context(|| format!("results database {}", path.display()))?;
+        Ok(db)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version stored in the file: 0 for an empty file.
+    pub fn version(&self) -> Result<u32> {
+        version_of(&self.conn)
+    }
+
+    /// Applies the missing migration steps in one transaction, so that a failure leaves the
+    /// file as it was and two processes never migrate at once.
+    fn migrate(&mut self) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let found = version_of(&tx)?;
+        if found > LATEST {
+            bail!(
+                "its schema version {found} is newer than this wirebench understands ({LATEST}); use a newer wirebench"
+            );
+        }
+        if found == LATEST {
+            return Ok(());
+        }
+        if found == 0 {
+            tx.execute_batch("CREATE TABLE schema_version (version INTEGER NOT NULL);")?;
+            tx.execute("INSERT INTO schema_version (version) VALUES (0)", [])?;
+        }
+        for (step, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            tx.execute_batch(sql)
+                .with_context(|| format!("migrating to schema version {}", step + 1))?;
+        }
+        tx.execute("UPDATE schema_version SET version = ?1", [LATEST])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Saves a new run and returns its id.
+    pub fn insert(&self, report: &RunReport, source: Source) -> Result<i64> {
+        let json = serde_json::to_string(report).context("encoding the result")?;
+        let h = summary::headline(report);
+        self.conn.execute(
+            "INSERT INTO runs (started_at, finished_at, pattern, transport, server_address,
+                 latency_ns, throughput_bits_per_s, transactions_per_s, report_json,
+                 complete, points, client_host, source)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            params![
+                report.started_at,
+                report.finished_at,
+                report.pattern,
+                report.transport,
+                report.server.address,
+                h.latency_ns,
+                h.throughput_bits_per_s,
+                h.transactions_per_s,
+                json,
+                report.complete,
+                report.points.len() as i64,
+                report.client_environment.hostname,
+                source.as_str(),
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Replaces a run's document (a run in progress, after each point and at the end).
+    pub fn update(&self, id: i64, report: &RunReport) -> Result<()> {
+        let json = serde_json::to_string(report).context("encoding the result")?;
+        let h = summary::headline(report);
+        let n = self.conn.execute(
+            "UPDATE runs SET finished_at = ?2, server_address = ?3, latency_ns = ?4,
+                 throughput_bits_per_s = ?5, transactions_per_s = ?6, report_json = ?7,
+                 complete = ?8, points = ?9
+             WHERE id = ?1",
+            params![
+                id,
+                report.finished_at,
+                report.server.address,
+                h.latency_ns,
+                h.throughput_bits_per_s,
+                h.transactions_per_s,
+                json,
+                report.complete,
+                report.points.len() as i64,
+            ],
+        )?;
+        if n != 1 {
+            bail!("run {id} is no longer in the database");
+        }
+        Ok(())
+    }
+
+    /// The stored result document of a run.
+    pub fn load(&self, id: i64) -> Result<RunReport> {
+        let json: Option<String> = self
+            .conn
+            .query_row("SELECT report_json FROM runs WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let json = json.ok_or_else(|| anyhow!("no run {id} in {}", self.path.display()))?;
+        parse_report(&json).with_context(|| format!("run {id}"))
+    }
+
+    /// Turns "12", "last" or "last-2" (the run two before the last) into an id.
+    pub fn resolve_id(&self, spec: &str) -> Result<i64> {
+        let spec = spec.trim();
+        if let Ok(id) = spec.parse::<i64>() {
+            if id < 1 {
+                bail!("invalid run id '{spec}': ids start at 1");
+            }
+            return Ok(id);
+        }
+        let back = match spec.strip_prefix("last") {
+            Some("") => 0,
+            Some(rest) => rest
+                .strip_prefix('-')
+                .and_then(|n| n.parse::<u32>().ok())
+                .ok_or_else(|| {
+                    anyhow!("invalid run id '{spec}': expected a number, 'last' or 'last-N'")
+                })?,
+            None => bail!("invalid run id '{spec}': expected a number, 'last' or 'last-N'"),
+        };
+        self.conn
+            .query_row(
+                "SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                [back],
+                |r| r.get(0),
+            )
+            .optional()?
+            .ok_or_else(|| {
+                anyhow!(
+                    "'{spec}': the database {} holds fewer runs",
+                    self.path.display()
+                )
+            })
+    }
+
+    /// Runs matching `filter`, newest first.
+    pub fn list(&self, filter: &Filter) -> Result<Vec<RunRow>> {
+        let mut sql = String::from(
+            "SELECT id, started_at, pattern, transport, server_address, client_host, points,
+                 complete, source, latency_ns, throughput_bits_per_s, transactions_per_s
+             FROM runs WHERE 1 = 1",
+        );
+        let mut args: Vec<&str> = Vec::new();
+        for (clause, value) in [
+            ("pattern = ?", &filter.pattern),
+            ("transport = ?", &filter.transport),
+            ("instr(coalesce(server_address, ''), ?) > 0", &filter.peer),
+            ("client_host = ?", &filter.host),
+            ("started_at >= ?", &filter.since),
+            ("started_at < ?", &filter.until),
+        ] {
+            if let Some(v) = value {
+                sql.push_str(" AND ");
+                sql.push_str(clause);
+                args.push(v);
+            }
+        }
+        if filter.incomplete_only {
+            sql.push_str(" AND complete = 0");
+        }
+        sql.push_str(" ORDER BY id DESC");
+        if let Some(n) = filter.limit {
+            sql.push_str(&format!(" LIMIT {n}"));
+        }
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+            Ok(RunRow {
+                id: r.get(0)?,
+                started_at: r.get(1)?,
+                pattern: r.get(2)?,
+                transport: r.get(3)?,
+                server_address: r.get(4)?,
+                client_host: r.get(5)?,
+                points: r.get(6)?,
+                complete: r.get(7)?,
+                source: r.get(8)?,
+                latency_ns: r.get(9)?,
+                throughput_bits_per_s: r.get(10)?,
+                transactions_per_s: r.get(11)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+}
+
+fn version_of(conn: &Connection) -> Result<u32> {
+    let has_table = |name: &str| -> Result<bool> {
+        Ok(conn
+            .query_row(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [name],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    };
+    if !has_table("schema_version")? {
+        if has_table("runs")? {
+            bail!("it has a runs table but no schema_version: not a wirebench results database");
+        }
+        let tables: i64 = conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+            [],
+            |r| r.get(0),
+        )?;
+        if tables > 0 {
+            bail!("it holds other tables: not a wirebench results database");
+        }
+        return Ok(0);
+    }
+    let v: i64 = conn
+        .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
+        .context("reading schema_version")?;
+    u32::try_from(v).map_err(|_| anyhow!("invalid schema version {v}"))
+}
+
+/// Parses a result document, refusing other schemas and newer versions of this one.
+pub fn parse_report(json: &str) -> Result<RunReport> {
+    let value: serde_json::Value = serde_json::from_str(json).context("not a JSON document")?;
+    let schema = value.get("schema").and_then(|s| s.as_str());
+    if schema != Some(SCHEMA) {
+        bail!(
+            "not a wirebench result: its \"schema\" is {} instead of \"{SCHEMA}\"",
+            schema.map_or("missing".to_owned(), |s| format!("\"{s}\""))
+        );
+    }
+    let version = value.get("schema_version").and_then(|v| v.as_u64());
+    match version {
+        Some(v) if v >= 1 && v <= u64::from(SCHEMA_VERSION) => {}
+        Some(v) => bail!(
+            "result schema version {v} is not one this wirebench reads (1 to {SCHEMA_VERSION})"
+        ),
+        None => bail!("the result has no \"schema_version\""),
+    }
+    serde_json::from_value(value).context("the result document does not match its schema")
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A small, valid result document with `points` one-byte-apart ping-pong points.
+    pub(crate) fn report(pattern: &str, points: usize, mean_ns: f64) -> RunReport {
+        let pts: Vec<serde_json::Value> = (0..points)
+            .map(|i| {
+                serde_json::json!({
+                    "index": i,
+                    "key": {"size": 1 + i as u64, "sndbuf": 0, "rcvbuf": 0, "server_sndbuf": 0, "server_rcvbuf": 0},
+                    "request_size": 1 + i as u64, "response_size": 1 + i as u64, "read_size": 0, "runs": 1,
+                    "headline": {"name": "one-way latency (RTT/2), mean", "unit": "ns", "values": [mean_ns / 2.0],
+                                 "over_runs": {"n": 1, "mean": mean_ns / 2.0, "stddev": 0.0, "confidence": 0.95, "half_width": null},
+                                 "target_met": null},
+                    "latency": {
+                        "rtt": {"samples": 1000, "min_ns": 1000, "mean_ns": mean_ns, "median_ns": mean_ns as u64,
+                                "max_ns": 90000, "stddev_ns": mean_ns / 10.0, "p90_ns": mean_ns as u64, "p99_ns": 2 * mean_ns as u64,
+                                "p999_ns": 80000, "p9999_ns": 90000, "confidence": 0.95, "ci_half_width_ns": 100.0},
+                        "one_way_mean_ns": mean_ns / 2.0, "one_way_ci_ns": 50.0,
+                        "throughput_bits_per_s": 2.0 * (1 + i) as f64 * 8.0 / (mean_ns / 1e9),
+                        "transactions": 1000, "transactions_per_s": 1e9 / mean_ns, "lost": 0, "stale": 0,
+                        "first_ns": 5000, "setup": null
+                    },
+                    "stream": null,
+                    "cpu": {"client": {"user_s": 0.0, "system_s": 0.0}, "server": {"user_s": 0.0, "system_s": 0.0},
+                            "client_us_per_kib": null, "server_us_per_kib": null,
+                            "client_us_per_transaction": null, "server_us_per_transaction": null},
+                    "socket": {"client": [], "server": []}
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "schema": "wirebench.run", "schema_version": 1, "wirebench_version": "0.1.0",
+            "started_at": "2025-03-01T10:00:00.000Z", "finished_at": "2025-03-01T10:00:05.000Z",
+            "command": ["wirebench", "run", pattern], "pattern": pattern, "transport": "tcp",
+            "server": {"address": "192.0.2.7:5320", "self_hosted": false},
+            "client_environment": {"hostname": "alpha", "kernel": "Linux 6.1", "cpu_model": "cpu", "cpus": 2,
+                                   "wirebench_version": "0.1.0", "default_cc": "cubic"},
+            "server_environment": null,
+            "settings": {"streams": 1, "direction": "forward", "burst": 1, "warmup": 10, "duration_s": 1.0,
+                         "bytes": null, "iterations": null, "rate": null, "interval_s": null, "nodelay": false,
+                         "cc": null, "mss": null, "spin": false, "client_cpus": [], "server_cpus": [],
+                         "confidence": 0.95, "repeat": 1, "until_ci": null, "max_repeat": 10,
+                         "io_timeout_s": 10.0, "loss_timeout_s": 1.0},
+            "swept": {"size": points > 1, "sndbuf": false, "rcvbuf": false, "server_sndbuf": false, "server_rcvbuf": false},
+            "points": pts, "sweep_metrics": [], "complete": true, "error": null
+        });
+        serde_json::from_value(v).expect("the test document matches the model")
+    }
+
+    fn temp_db() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/dir/results.sqlite");
+        (dir, path)
+    }
+
+    #[test]
+    fn round_trip_keeps_the_whole_document() {
+        let (_dir, path) = temp_db();
+        let db = Db::open_or_create(&path).unwrap();
+        assert_eq!(db.version().unwrap(), LATEST);
+        let mut r = report("pingpong", 3, 20_000.0);
+        r.points[1].latency.as_mut().unwrap().distribution =
+            vec![crate::report::model::LatencyBin {
+                low_ns: 1000.0,
+                high_ns: 1122.0,
+                count: 7,
+            }];
+        let id = db.insert(&r, Source::Run).unwrap();
+        assert_eq!(db.load(id).unwrap(), r);
+
+        // A run in progress is updated in place.
+        let mut more = r.clone();
+        more.complete = false;
+        more.error = Some("lost the server".into());
+        more.points.truncate(2);
+        db.update(id, &more).unwrap();
+        assert_eq!(db.load(id).unwrap(), more);
+        let rows = db.list(&Filter::default()).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].points, rows[0].complete), (2, false));
+        assert_eq!(rows[0].latency_ns, Some(10_000.0));
+        assert_eq!(rows[0].client_host.as_deref(), Some("alpha"));
+
+        // Reopening migrates nothing and keeps the run.
+        drop(db);
+        let db = Db::open_existing(&path).unwrap();
+        assert_eq!(db.load(id).unwrap(), more);
+        assert!(db.load(id + 1).unwrap_err().to_string().contains("no run"));
+    }
+
+    #[test]
+    fn filters_ids_and_limits() {
+        let (_dir, path) = temp_db();
+        let db = Db::open_or_create(&path).unwrap();
+        let mut ids = Vec::new();
+        for (i, pattern) in ["pingpong", "rr", "pingpong"].iter().enumerate() {
+            let mut r = report(pattern, 1, 10_000.0);
+            r.started_at = format!("2025-03-0{}T10:00:00.000Z", i + 1);
+            if i == 2 {
+                r.transport = "udp".into();
+                r.client_environment.hostname = "beta".into();
+                r.server.address = Some("10.9.8.7:5320".into());
+            }
+            ids.push(db.insert(&r, Source::Import).unwrap());
+        }
+        let list = |f: Filter| -> Vec<i64> { db.list(&f).unwrap().iter().map(|r| r.id).collect() };
+        assert_eq!(list(Filter::default()), vec![ids[2], ids[1], ids[0]]);
+        let pattern = |p: &str| Filter {
+            pattern: Some(p.into()),
+            ..Filter::default()
+        };
+        assert_eq!(list(pattern("pingpong")), vec![ids[2], ids[0]]);
+        assert_eq!(
+            list(Filter {
+                transport: Some("udp".into()),
+                ..Filter::default()
+            }),
+            vec![ids[2]]
+        );
+        assert_eq!(
+            list(Filter {
+                peer: Some("192.0.2".into()),
+                ..Filter::default()
+            }),
+            vec![ids[1], ids[0]]
+        );
+        assert_eq!(
+            list(Filter {
+                host: Some("beta".into()),
+                ..Filter::default()
+            }),
+            vec![ids[2]]
+        );
+        assert_eq!(
+            list(Filter {
+                since: Some("2025-03-02T00:00:00.000Z".into()),
+                until: Some("2025-03-03T00:00:00.000Z".into()),
+                ..Filter::default()
+            }),
+            vec![ids[1]]
+        );
+        assert_eq!(
+            list(Filter {
+                limit: Some(1),
+                ..Filter::default()
+            }),
+            vec![ids[2]]
+        );
+        assert_eq!(db.resolve_id("last").unwrap(), ids[2]);
+        assert_eq!(db.resolve_id("last-2").unwrap(), ids[0]);
+        assert_eq!(db.resolve_id("7").unwrap(), 7);
+        for bad in ["last-3", "0", "-1", "first", "last-x", ""] {
+            let e = db.resolve_id(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && !e.contains('\n'), "{bad}: {e}");
+        }
+    }
+
+    /// The schema of version 1 exactly as that version created it, written by hand here so that
+    /// a later edit of the migration list cannot change what "an older database" is.
+    const V1_SCHEMA: &str = "
+        CREATE TABLE schema_version (version INTEGER NOT NULL);
+        INSERT INTO schema_version (version) VALUES (1);
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            pattern TEXT NOT NULL,
+            transport TEXT NOT NULL,
+            server_address TEXT,
+            latency_ns REAL,
+            throughput_bits_per_s REAL,
+            transactions_per_s REAL,
+            report_json TEXT NOT NULL
+        );
+        CREATE INDEX runs_started_at ON runs (started_at);
+        CREATE INDEX runs_pattern_transport ON runs (pattern, transport);";
+
+    #[test]
+    fn a_version_1_database_opens_and_migrates() {
+        let (_dir, path) = temp_db();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut old = report("pingpong", 2, 30_000.0);
+        old.complete = false;
+        old.error = Some("interrupted".into());
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(V1_SCHEMA).unwrap();
+            conn.execute(
+                "INSERT INTO runs (started_at, pattern, transport, report_json) VALUES (?1, ?2, ?3, ?4)",
+                params![old.started_at, old.pattern, old.transport, serde_json::to_string(&old).unwrap()],
+            )
+            .unwrap();
+        }
+        let db = Db::open_existing(&path).unwrap();
+        assert_eq!(db.version().unwrap(), LATEST);
+        // The new columns were filled in from the stored document.
+        let rows = db.list(&Filter::default()).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].points, 2);
+        assert!(!rows[0].complete);
+        assert_eq!(rows[0].client_host.as_deref(), Some("alpha"));
+        assert_eq!(rows[0].source, "run");
+        assert_eq!(db.load(rows[0].id).unwrap(), old);
+        // And it takes new runs.
+        let id = db.insert(&report("rr", 1, 1000.0), Source::Run).unwrap();
+        assert_eq!(db.list(&Filter::default()).unwrap()[0].id, id);
+        assert!(db
+            .list(&Filter {
+                incomplete_only: true,
+                ..Filter::default()
+            })
+            .unwrap()
+            .iter()
+            .all(|r| !r.complete));
+    }
+
+    #[test]
+    fn foreign_and_newer_databases_are_refused() {
+        let (_dir, path) = temp_db();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (99);")
+            .unwrap();
+        let e = format!("{:#}", Db::open_existing(&path).err().unwrap());
+        assert!(e.contains("newer"), "{e}");
+
+        let other = path.with_file_name("other.sqlite");
+        Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE customers (name TEXT);")
+            .unwrap();
+        let e = format!("{:#}", Db::open_existing(&other).err().unwrap());
+        assert!(e.contains("not a wirebench results database"), "{e}");
+
+        let missing = path.with_file_name("missing.sqlite");
+        let e = format!("{:#}", Db::open_existing(&missing).err().unwrap());
+        assert!(e.contains("no results database"), "{e}");
+        assert!(!missing.exists());
+    }
+
+    #[test]
+    fn documents_of_other_schemas_are_refused() {
+        assert!(parse_report("not json").is_err());
+        let e = parse_report("{\"schema\": \"other\"}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a wirebench result"), "{e}");
+        let mut v = serde_json::to_value(report("pingpong", 1, 1.0)).unwrap();
+        v["schema_version"] = 2.into();
+        let e = parse_report(&v.to_string()).unwrap_err().to_string();
+        assert!(e.contains("schema version 2"), "{e}");
+        // Results written before `distribution` existed still read.
+        let mut v = serde_json::to_value(report("pingpong", 1, 1.0)).unwrap();
+        v["points"][0]["latency"]
+            .as_object_mut()
+            .unwrap()
+            .remove("distribution");
+        assert!(parse_report(&v.to_string()).is_ok());
+    }
+
+    #[test]
+    fn default_path_follows_xdg() {
+        // Only reads the environment; nothing is created.
+        let p = default_path();
+        if let Ok(p) = p {
+            assert!(p.ends_with("wirebench/results.sqlite"), "{}", p.display());
+        }
+    }
+}

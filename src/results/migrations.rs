@@ -1,0 +1,36 @@
+//! The database schema as an ordered list of steps: step k (counting from 1) takes a database
+//! at version k-1 to version k. A released step never changes; a new schema is a new step, so
+//! a database written by any older version opens and is brought up to date.
+
+/// The schema version this build writes.
+pub const LATEST: u32 = MIGRATIONS.len() as u32;
+
+pub const MIGRATIONS: &[&str] = &[
+    // 1: every run as its whole result document, plus the columns `history` shows and filters
+    // on without parsing documents.
+    "CREATE TABLE runs (
+         id INTEGER PRIMARY KEY AUTOINCREMENT,
+         started_at TEXT NOT NULL,
+         finished_at TEXT,
+         pattern TEXT NOT NULL,
+         transport TEXT NOT NULL,
+         server_address TEXT,
+         latency_ns REAL,
+         throughput_bits_per_s REAL,
+         transactions_per_s REAL,
+         report_json TEXT NOT NULL
+     );
+     CREATE INDEX runs_started_at ON runs (started_at);
+     CREATE INDEX runs_pattern_transport ON runs (pattern, transport);",
+    // 2: completeness, point count, client host and origin (measured here or imported), filled
+    // in for older rows from their documents.
+    "ALTER TABLE runs ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;
+     ALTER TABLE runs ADD COLUMN points INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE runs ADD COLUMN client_host TEXT;
+     ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'run';
+     UPDATE runs SET
+         complete = coalesce(json_extract(report_json, '$.complete'), 1),
+         points = coalesce(json_array_length(report_json, '$.points'), 0),
+         client_host = json_extract(report_json, '$.client_environment.hostname');
+     CREATE INDEX runs_client_host ON runs (client_host);",
+];

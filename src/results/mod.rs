@@ -1,0 +1,22 @@
+//! Results kept after a run: an SQLite history of every run, HTML reports and single figures
+//! with plots, and honest comparisons of two runs.
+//!
+//! [`db`] stores whole result documents ([`crate::report::model::RunReport`]) with a few
+//! indexed columns; [`save`] writes a run into it while it is measured; [`history`] lists,
+//! shows, exports and imports runs; [`series`] turns results into plottable data, which
+//! [`plots`] draws as SVG (and [`png`] rasterises) and [`report`] assembles into one HTML
+//! file; [`compare`] matches the points of two runs and tests each difference ([`welch`]).
+
+pub mod cli;
+pub mod compare;
+pub mod db;
+pub mod distribution;
+pub mod history;
+pub mod migrations;
+pub mod plots;
+pub mod png;
+pub mod report;
+pub mod save;
+pub mod series;
+pub mod summary;
+pub mod welch;

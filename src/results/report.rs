@@ -1,0 +1,358 @@
+//! `wirebench report`: one self-contained HTML file (inline SVG and CSS, no network) with the
+//! figures of one or more runs, their derived metrics, points and environments.
+
+use anyhow::Result;
+
+use super::plots::{fmt_num, render_svg, Figure};
+use super::series::{self, DistributionKind, IntervalKind, Run};
+use super::summary::{describe, headline};
+use crate::env::Environment;
+
+/// Interval time series drawn per run: a long sweep with --interval would otherwise bury the
+/// report under near-identical figures.
+pub const MAX_INTERVAL_POINTS: usize = 4;
+
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "
+body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; padding: 0 1em; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.3em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+h3 { font-size: 1.1em; }
+figure { margin: 1.5em 0; } figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: 0.9em; color: #444; margin-top: 0.3em; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.8em 0; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f4f4f4; } code { font-size: 0.95em; }
+.warn { color: #a30; }
+";
+
+/// Marks the page once every figure has drawn something, so a headless browser can check
+/// rendering from the DOM alone.
+const CHECK_SCRIPT: &str = "<script>
+(function () {
+  var svgs = document.querySelectorAll('figure svg');
+  var drawn = 0;
+  for (var i = 0; i < svgs.length; i++) {
+    var box = svgs[i].getBBox();
+    if (svgs[i].childElementCount > 0 && box.width > 0 && box.height > 0) { drawn++; }
+  }
+  document.body.setAttribute('data-figures', String(svgs.length));
+  document.body.setAttribute('data-figures-drawn', String(drawn));
+})();
+</script>";
+
+struct Page {
+    html: String,
+    figures: usize,
+}
+
+impl Page {
+    fn figure(&mut self, fig: Option<Figure>, caption: &str) -> Result<()> {
+        let Some(fig) = fig else { return Ok(()) };
+        let svg = render_svg(&fig)?;
+        self.figures += 1;
+        self.html.push_str(&format!(
+            "<figure>\n{svg}\n<figcaption>Figure {}. {}</figcaption>\n</figure>\n",
+            self.figures,
+            esc(caption)
+        ));
+        Ok(())
+    }
+}
+
+fn opt_num(v: Option<f64>) -> String {
+    v.map(fmt_num).unwrap_or_else(|| "-".into())
+}
+
+fn runs_table(runs: &[Run]) -> String {
+    let mut s = String::from(
+        "<table><tr><th>run</th><th>started (UTC)</th><th>pattern</th><th>transport</th><th>server</th><th>client host</th><th>points</th><th>headline</th><th>command</th></tr>\n",
+    );
+    for run in runs {
+        let r = run.report;
+        s.push_str(&format!(
+            "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td><td class=\"n\">{}{}</td><td>{}</td><td><code>{}</code></td></tr>\n",
+            run.id,
+            esc(&r.started_at),
+            esc(&r.pattern),
+            esc(&r.transport),
+            esc(r.server.address.as_deref().unwrap_or("-")),
+            if r.server.self_hosted { " (loopback, self-hosted)" } else { "" },
+            esc(&r.client_environment.hostname),
+            r.points.len(),
+            if r.complete {
+                String::new()
+            } else {
+                format!(" <span class=\"warn\">incomplete{}</span>", r.error.as_deref().map(|e| format!(": {}", esc(e))).unwrap_or_default())
+            },
+            esc(&describe(&r.pattern, &headline(r))),
+            esc(&r.command.join(" ")),
+        ));
+    }
+    s.push_str("</table>\n");
+    s
+}
+
+fn metrics_table(runs: &[Run]) -> Option<String> {
+    let mut rows = String::new();
+    for run in runs {
+        for g in &run.report.sweep_metrics {
+            let m = &g.metrics;
+            let bufs = if run.report.swept.sndbuf
+                || run.report.swept.rcvbuf
+                || run.report.swept.server_sndbuf
+                || run.report.swept.server_rcvbuf
+            {
+                format!(
+                    " (sndbuf {}, rcvbuf {}, server {}/{})",
+                    g.sndbuf, g.rcvbuf, g.server_sndbuf, g.server_rcvbuf
+                )
+            } else {
+                String::new()
+            };
+            let fit = m.fit.map_or("-".to_owned(), |f| {
+                format!(
+                    "t0 {} µs, r_inf {} Mbit/s, n_1/2 {} B, R² {:.5} ({} sizes)",
+                    fmt_num(f.t0_s * 1e6),
+                    fmt_num(f.r_inf_bytes_per_s * 8.0 / 1e6),
+                    fmt_num(f.n_half_bytes),
+                    f.r_squared,
+                    f.points
+                )
+            });
+            rows.push_str(&format!(
+                "<tr><td>#{}{}</td><td class=\"n\">{} ± {} (at {} B)</td><td class=\"n\">{} [{}] (at {} B)</td><td class=\"n\">{}{}</td><td>{}</td></tr>\n",
+                run.id,
+                esc(&bufs),
+                fmt_num(m.t0_s * 1e6),
+                opt_num(m.t0_ci_s.map(|c| c * 1e6)),
+                m.t0_size,
+                fmt_num(m.r_max_bytes_per_s * 8.0 / 1e6),
+                m.r_max_ci_bytes_per_s
+                    .map(|(lo, hi)| format!("{} to {}", fmt_num(lo * 8.0 / 1e6), fmt_num(hi * 8.0 / 1e6)))
+                    .unwrap_or_else(|| "-".into()),
+                m.r_max_size,
+                opt_num(m.n_half_bytes),
+                if m.n_half_at_smallest { " (at most: reached at the smallest size)" } else { "" },
+                esc(&fit),
+            ));
+        }
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "<table><tr><th>run</th><th>t0 = RTT/2 of the smallest message (µs, ± CI)</th><th>r_max (Mbit/s, [CI])</th><th>n_1/2 (B)</th><th>fit t(n) = t0 + n/r_inf</th></tr>\n{rows}</table>\n"
+    ))
+}
+
+fn points_table(run: &Run) -> String {
+    let r = run.report;
+    let unit = r
+        .points
+        .first()
+        .map(|p| p.headline.unit.clone())
+        .unwrap_or_default();
+    let name = r
+        .points
+        .first()
+        .map(|p| p.headline.name.clone())
+        .unwrap_or_default();
+    let mut s = format!(
+        "<table><tr><th>point</th><th>runs</th><th>{} ({}), mean</th><th>± CI over runs</th><th>samples</th><th>p50 / p99 round trip (µs)</th></tr>\n",
+        esc(&name),
+        esc(&unit)
+    );
+    for p in &r.points {
+        let m = p.headline.over_runs.as_ref();
+        let l = p.latency.as_ref();
+        s.push_str(&format!(
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+            esc(&series::describe_point(r, p)),
+            p.runs,
+            opt_num(m.map(|m| m.mean)),
+            opt_num(m.and_then(|m| m.half_width)),
+            l.map_or("-".into(), |l| l.rtt.samples.to_string()),
+            l.map_or("-".into(), |l| format!(
+                "{} / {}",
+                fmt_num(l.rtt.median_ns as f64 / 1e3),
+                fmt_num(l.rtt.p99_ns as f64 / 1e3)
+            )),
+        ));
+    }
+    s.push_str("</table>\n");
+    s
+}
+
+fn env_rows(side: &str, e: &Environment) -> String {
+    format!(
+        "<tr><td>{side}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>\n",
+        esc(&e.hostname),
+        esc(&e.kernel),
+        esc(&e.cpu_model),
+        e.cpus,
+        esc(&e.wirebench_version),
+        esc(e.default_cc.as_deref().unwrap_or("-")),
+    )
+}
+
+fn environment(run: &Run) -> String {
+    let r = run.report;
+    let st = &r.settings;
+    let mut s = String::from(
+        "<table><tr><th>side</th><th>host</th><th>kernel</th><th>CPU</th><th>CPUs</th><th>wirebench</th><th>default cc</th></tr>\n",
+    );
+    s.push_str(&env_rows("client", &r.client_environment));
+    if let Some(e) = &r.server_environment {
+        s.push_str(&env_rows("server", e));
+    }
+    s.push_str("</table>\n");
+    let stop: Vec<String> = [
+        st.duration_s.map(|d| format!("{d} s")),
+        st.bytes.map(|b| format!("{b} bytes")),
+        st.iterations.map(|n| format!("{n} iterations")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    s.push_str(&format!(
+        "<p>Started {}, finished {}. {} stream(s), direction {}, warm-up {} iterations, stop after {}, {}% confidence, {} run(s) per point{}{}{}.</p>\n",
+        esc(&r.started_at),
+        esc(r.finished_at.as_deref().unwrap_or("-")),
+        st.streams,
+        esc(&st.direction),
+        st.warmup,
+        esc(&stop.join(" or ")),
+        fmt_num(st.confidence * 100.0),
+        st.repeat,
+        if st.nodelay { ", TCP_NODELAY" } else { "" },
+        st.cc.as_deref().map(|c| format!(", congestion control {}", esc(c))).unwrap_or_default(),
+        st.rate.as_deref().map(|c| format!(", rate {}", esc(c))).unwrap_or_default(),
+    ));
+    s
+}
+
+/// Builds the report page. `point` picks the point of the distribution figures.
+pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
+    let ids: Vec<String> = runs.iter().map(|r| format!("#{}", r.id)).collect();
+    let mut page = Page {
+        html: String::new(),
+        figures: 0,
+    };
+    page.html.push_str(&format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>wirebench report: runs {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>wirebench report: runs {}</h1>\n<p>Generated by wirebench {} at {}. Rates are Mbit/s = 10<sup>6</sup> bit/s of payload; sizes are bytes (K = 1024); CI = confidence interval half-width.</p>\n<h2>Runs</h2>\n{}",
+        esc(&ids.join(", ")),
+        esc(&ids.join(", ")),
+        env!("CARGO_PKG_VERSION"),
+        esc(&crate::env::now_rfc3339()),
+        runs_table(runs),
+    ));
+
+    let mut patterns: Vec<&str> = Vec::new();
+    for r in runs {
+        if !patterns.contains(&r.report.pattern.as_str()) {
+            patterns.push(&r.report.pattern);
+        }
+    }
+    for pattern in patterns {
+        let group: Vec<Run> = runs
+            .iter()
+            .copied()
+            .filter(|r| r.report.pattern == pattern)
+            .collect();
+        page.html
+            .push_str(&format!("<h2>Figures: {}</h2>\n", esc(pattern)));
+        let throughput_caption = if pattern == "stream" {
+            "Payload throughput: the sender's rate (dashed) over the sender's clock and the receiver's rate (solid) over the receiver's clock, summed over streams."
+        } else if pattern == "pingpong" {
+            "Throughput 2n/RTT of a ping-pong of n-byte messages."
+        } else {
+            "Request plus response payload per second."
+        };
+        page.figure(series::throughput(&group), throughput_caption)?;
+        page.figure(
+            series::latency(&group),
+            "Mean (solid, markers) and median (dashed) latency; the shaded band spans the 50th to the 99th percentile.",
+        )?;
+        page.figure(
+            series::signature(&group),
+            "NetPIPE's signature graph: throughput against the one-way time of a transfer; the knee shows the latency at which the network's bandwidth takes over.",
+        )?;
+        page.figure(
+            series::distribution(&group, point, DistributionKind::Histogram),
+            "Share of the timed samples in each of 20 logarithmic bins per decade.",
+        )?;
+        page.figure(
+            series::distribution(&group, point, DistributionKind::Cdf),
+            "Cumulative distribution of the timed samples.",
+        )?;
+        for run in &group {
+            for h in series::heatmaps(run) {
+                page.figure(
+                    Some(h),
+                    "Each cell is one point of the sweep; a blank cell was not measured. Buffer sizes are as requested (Linux doubles them; the effective values are in the JSON).",
+                )?;
+            }
+            let with_intervals = series::points_with_intervals(run.report);
+            for p in with_intervals.iter().take(MAX_INTERVAL_POINTS) {
+                page.figure(
+                    series::intervals(run, p, IntervalKind::Throughput),
+                    "Interval reports: sender (dashed) and receiver (solid), each against its own clock.",
+                )?;
+                page.figure(
+                    series::intervals(run, p, IntervalKind::Cwnd),
+                    "The sender kernel's congestion window at the end of each interval (TCP_INFO).",
+                )?;
+                page.figure(
+                    series::intervals(run, p, IntervalKind::Rtt),
+                    "The sender kernel's smoothed round-trip time, with ± its variation as a band (TCP_INFO).",
+                )?;
+            }
+            if with_intervals.len() > MAX_INTERVAL_POINTS {
+                page.html.push_str(&format!(
+                    "<p>Run #{}: time series of the first {MAX_INTERVAL_POINTS} of {} points with interval reports shown; <code>wirebench plot {} --kind intervals --point N</code> draws the others.</p>\n",
+                    run.id,
+                    with_intervals.len(),
+                    run.id
+                ));
+            }
+        }
+    }
+
+    if let Some(t) = metrics_table(runs) {
+        page.html
+            .push_str("<h2>Derived metrics (message-size sweeps)</h2>\n");
+        page.html.push_str(&t);
+    }
+    page.html.push_str("<h2>Points</h2>\n");
+    for run in runs {
+        page.html.push_str(&format!("<h3>Run #{}</h3>\n", run.id));
+        page.html.push_str(&points_table(run));
+    }
+    page.html.push_str("<h2>Environment</h2>\n");
+    for run in runs {
+        page.html.push_str(&format!("<h3>Run #{}</h3>\n", run.id));
+        page.html.push_str(&environment(run));
+    }
+    if page.figures == 0 {
+        page.html
+            .push_str("<p class=\"warn\">No figure: the runs have no measured point.</p>\n");
+    }
+    page.html.push_str(CHECK_SCRIPT);
+    page.html.push_str("\n</body>\n</html>\n");
+    Ok(page.html)
+}

@@ -1,0 +1,117 @@
+//! Saving `wirebench run` into the results database while it measures: the run is written
+//! when its session opens and again after every point, so an interrupted run (Ctrl-C, a crash,
+//! a lost server) keeps every point it finished, marked incomplete.
+
+use std::cell::RefCell;
+use std::io::IsTerminal;
+use std::rc::Rc;
+
+use anyhow::{anyhow, Result};
+use indicatif::ProgressBar;
+
+use super::db::{self, Db, Source};
+use crate::cli::RunArgs;
+use crate::plan::RunPlan;
+use crate::report::model::{PointResult, RunReport};
+use crate::report::{IntervalPrinter, Sink};
+
+/// What became of the saving, for the exit code: the outcome of the last write.
+#[derive(Clone, Default)]
+pub struct SaveStatus(Rc<RefCell<Option<String>>>);
+
+impl SaveStatus {
+    /// Err when the run's final state could not be written.
+    pub fn outcome(&self) -> Result<()> {
+        match self.0.borrow().as_ref() {
+            None => Ok(()),
+            Some(e) => Err(anyhow!("{e}")),
+        }
+    }
+}
+
+/// Wraps the run's output so that it also saves into the database, unless `--no-save`.
+/// Opens (and creates or migrates) the database now, so that a bad `--db` fails before
+/// anything is measured.
+pub fn attach(args: &RunArgs, inner: Box<dyn Sink>) -> Result<(Box<dyn Sink>, SaveStatus)> {
+    let status = SaveStatus::default();
+    if args.no_save {
+        return Ok((inner, status));
+    }
+    let path = db::resolve(args.db.as_deref())?;
+    let db = Db::open_or_create(&path)?;
+    let sink = SavingSink {
+        inner,
+        db,
+        id: None,
+        status: status.clone(),
+    };
+    Ok((Box::new(sink), status))
+}
+
+struct SavingSink {
+    inner: Box<dyn Sink>,
+    db: Db,
+    /// Set once the run has a row.
+    id: Option<i64>,
+    status: SaveStatus,
+}
+
+impl SavingSink {
+    fn store(&mut self, report: &RunReport) {
+        let written = match self.id {
+            Some(id) => self.db.update(id, report),
+            None => self.db.insert(report, Source::Run).map(|id| {
+                self.id = Some(id);
+            }),
+        };
+        // A failed write is retried with the next point; only the last outcome matters.
+        *self.status.0.borrow_mut() = written.err().map(|e| {
+            format!(
+                "saving the run in {}: {}",
+                self.db.path().display(),
+                crate::app::one_line(&e)
+            )
+        });
+    }
+}
+
+impl Sink for SavingSink {
+    fn begin(&mut self, report: &RunReport, plan: &RunPlan) {
+        self.inner.begin(report, plan);
+        self.store(report);
+    }
+
+    fn point(&mut self, report: &RunReport, point: &PointResult) {
+        self.inner.point(report, point);
+        // The runner adds the point to the report after showing it.
+        let mut with_point = report.clone();
+        with_point.points.push(point.clone());
+        self.store(&with_point);
+    }
+
+    fn finish(&mut self, report: &RunReport) {
+        self.inner.finish(report);
+        // A run whose session never opened measured nothing and is not kept.
+        if self.id.is_none() {
+            return;
+        }
+        self.store(report);
+        if let (Some(id), Ok(())) = (self.id, self.status.outcome()) {
+            if std::io::stderr().is_terminal() {
+                eprintln!("# saved as run {id} in {}", self.db.path().display());
+            }
+        }
+    }
+
+    fn wants_intervals(&self) -> bool {
+        self.inner.wants_intervals()
+    }
+
+    fn interval_printer(&self) -> IntervalPrinter {
+        self.inner.interval_printer()
+    }
+
+    fn progress(&self, points: u64) -> ProgressBar {
+        self.inner.progress(points)
+    }
+}

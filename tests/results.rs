@@ -1,0 +1,644 @@
+//! The results database, reports, plots and comparisons, through the real binary: runs are
+//! measured over loopback into a temporary database, never the user's.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use wirebench::results::db::{Db, Filter};
+
+fn wb(args: &[&str]) -> Output {
+    common::bin()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("wirebench runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs wirebench and asserts success; returns stdout.
+fn ok(args: &[&str]) -> String {
+    let out = wb(args);
+    assert!(
+        out.status.success(),
+        "wirebench {args:?} failed: {}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// Runs wirebench, asserts it fails with `code` and one line on stderr containing `needle`.
+fn fails(args: &[&str], code: i32, needle: &str) {
+    let out = wb(args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line expected: {err}");
+    assert!(err.contains(needle), "{args:?}: '{err}' lacks '{needle}'");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+struct Tmp {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Tmp {
+    fn new() -> Tmp {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().to_owned();
+        Tmp { _dir: dir, path }
+    }
+    fn db(&self) -> String {
+        self.path.join("results.sqlite").display().to_string()
+    }
+    fn file(&self, name: &str) -> String {
+        self.path.join(name).display().to_string()
+    }
+}
+
+fn last_id(db: &str) -> i64 {
+    Db::open_existing(Path::new(db))
+        .unwrap()
+        .resolve_id("last")
+        .unwrap()
+}
+
+#[test]
+fn runs_are_saved_and_come_back_through_history_show_export_import() {
+    let t = Tmp::new();
+    let db = t.db();
+    let table = ok(&[
+        "run", "pingpong", "--size", "1,64,1K", "-n", "200", "--db", &db,
+    ]);
+    let id = last_id(&db).to_string();
+
+    let history = ok(&["history", "--db", &db]);
+    assert!(
+        history.contains("pingpong") && history.contains("t0 "),
+        "{history}"
+    );
+    assert_eq!(history.lines().count(), 2, "{history}");
+
+    // `show` prints the run's table again: same header and same rows.
+    let shown = ok(&["show", &id, "--db", &db]);
+    for line in table
+        .lines()
+        .filter(|l| l.starts_with("      ") || l.starts_with("# t0"))
+    {
+        assert!(shown.contains(line), "show lacks '{line}':\n{shown}");
+    }
+
+    let json = ok(&["export", &id, "--json", "--db", &db]);
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["schema"], "wirebench.run");
+    assert_eq!(doc["points"].as_array().unwrap().len(), 3);
+    let dist = doc["points"][0]["latency"]["distribution"]
+        .as_array()
+        .unwrap();
+    let counted: u64 = dist.iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    assert_eq!(counted, 200, "every timed sample is in the distribution");
+
+    let csv = ok(&["export", "last", "--csv", "--db", &db]);
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+    assert!(csv.starts_with("index,pattern,transport,size_bytes"));
+
+    // A result from elsewhere: the exported document into a second database, then back.
+    let file = t.file("run.json");
+    ok(&["export", &id, "--json", "-o", &file, "--db", &db]);
+    let other = t.file("other.sqlite");
+    let said = ok(&["import", &file, "--db", &other]);
+    assert!(said.contains("as run 1"), "{said}");
+    let again = ok(&["export", "1", "--json", "--db", &other]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&again).unwrap(),
+        doc,
+        "import keeps the document as it was"
+    );
+    assert!(ok(&["history", "--db", &other]).contains("[imported]"));
+
+    // Filters.
+    assert!(ok(&["history", "--pattern", "stream", "--db", &db]).contains("no saved runs"));
+    assert!(
+        ok(&["history", "--since", "2000-01-01", "-t", "tcp", "--db", &db]).contains("pingpong")
+    );
+    assert!(ok(&["history", "--until", "2000-01-01", "--db", &db]).contains("no saved runs"));
+}
+
+#[test]
+fn no_save_and_failed_runs() {
+    let t = Tmp::new();
+    let db = t.db();
+    ok(&["run", "pingpong", "-n", "50", "--no-save", "--json"]);
+    assert!(!Path::new(&db).exists());
+
+    // A run that fails half-way is saved with what it measured: here the server refuses the
+    // second point (larger than its --max-message).
+    let server = common::Server::start(&["--max-message", "1K"]);
+    let out = wb(&[
+        "run",
+        "pingpong",
+        "--to",
+        &server.addr,
+        "--size",
+        "64,4K",
+        "-n",
+        "50",
+        "--db",
+        &db,
+    ]);
+    assert!(!out.status.success());
+    let db_ = Db::open_existing(Path::new(&db)).unwrap();
+    let rows = db_.list(&Filter::default()).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(!rows[0].complete);
+    assert_eq!(rows[0].points, 1);
+    let r = db_.load(rows[0].id).unwrap();
+    assert!(r.error.is_some() && !r.complete);
+    assert!(ok(&["history", "--incomplete", "--db", &db]).contains("[incomplete]"));
+}
+
+#[test]
+fn an_interrupted_run_keeps_the_points_it_finished() {
+    let t = Tmp::new();
+    let db = t.db();
+    let mut child = common::bin()
+        .args([
+            "run",
+            "pingpong",
+            "--size",
+            "1,2,3,4,5,6,7,8,9,10",
+            "-d",
+            "1s",
+            "--db",
+            &db,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let points = loop {
+        let n = Db::open_existing(Path::new(&db))
+            .ok()
+            .and_then(|d| d.list(&Filter::default()).ok())
+            .and_then(|rows| rows.first().map(|r| r.points))
+            .unwrap_or(0);
+        if n >= 2 || start.elapsed() > Duration::from_secs(30) {
+            break n;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // SIGKILL: nothing of the process runs after this, like a crash or a lost machine.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(points >= 2, "the run saved {points} points in 30 s");
+    let rows = Db::open_existing(Path::new(&db))
+        .unwrap()
+        .list(&Filter::default())
+        .unwrap();
+    assert!(!rows[0].complete && rows[0].points >= 2 && rows[0].points < 10);
+    let shown = ok(&["show", "last", "--db", &db]);
+    assert!(shown.contains("# incomplete"), "{shown}");
+}
+
+/// A run's JSON with every point's round-trip statistics replaced: mean and standard
+/// deviation in ns over `n` samples, the same for every point.
+fn with_rtt(doc: &Value, mean: f64, stddev: f64, n: u64) -> Value {
+    let mut d = doc.clone();
+    for p in d["points"].as_array_mut().unwrap() {
+        let l = &mut p["latency"];
+        l["rtt"]["mean_ns"] = mean.into();
+        l["rtt"]["stddev_ns"] = stddev.into();
+        l["rtt"]["samples"] = n.into();
+        l["one_way_mean_ns"] = (mean / 2.0).into();
+    }
+    d
+}
+
+fn import(t: &Tmp, db: &str, doc: &Value, name: &str) -> String {
+    let file = t.file(name);
+    std::fs::write(&file, doc.to_string()).unwrap();
+    ok(&["import", &file, "--db", db]);
+    last_id(db).to_string()
+}
+
+#[test]
+fn compare_finds_a_known_difference() {
+    let t = Tmp::new();
+    let db = t.db();
+    let base: Value = serde_json::from_str(&ok(&[
+        "run",
+        "pingpong",
+        "--size",
+        "1,64",
+        "-n",
+        "100",
+        "--json",
+        "--no-save",
+    ]))
+    .unwrap();
+    // B is 1.5 times slower at every point: Welch's t = 10000 / sqrt(2000²/200 + 3000²/200)
+    // = 39.2, far beyond chance. C differs from A by 0.5 % with the same spread: t = 0.35.
+    let a = import(&t, &db, &with_rtt(&base, 20_000.0, 2_000.0, 200), "a.json");
+    let b = import(&t, &db, &with_rtt(&base, 30_000.0, 3_000.0, 200), "b.json");
+    let c = import(&t, &db, &with_rtt(&base, 20_100.0, 2_000.0, 200), "c.json");
+
+    let out = ok(&["compare", &a, &b, "--db", &db]);
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("point"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    for r in &rows {
+        assert!(
+            r.contains("+50.00%") && r.contains("WORSE (significant)") && r.contains("samples"),
+            "{r}"
+        );
+        assert!(
+            r.contains(" 10.000 ") && r.contains(" 15.000 "),
+            "one-way means in us: {r}"
+        );
+    }
+    assert!(out.contains("2 figures: 2 worse"), "{out}");
+
+    let gate = wb(&["compare", &a, &b, "--fail-if-worse", "5%", "--db", &db]);
+    assert_eq!(gate.status.code(), Some(3), "{}", text(&gate.stderr));
+    let err = text(&gate.stderr);
+    assert_eq!(err.lines().count(), 1);
+    assert!(err.contains("2 figure(s) worse by more than 5%"), "{err}");
+    // A 60 % allowance lets a 50 % slowdown pass.
+    ok(&["compare", &a, &b, "--fail-if-worse", "60", "--db", &db]);
+
+    // The other way round it is an improvement, which never fails a gate.
+    let back = ok(&["compare", &b, &a, "--fail-if-worse", "5%", "--db", &db]);
+    assert!(
+        back.contains("-33.33%") && back.contains("better (significant)"),
+        "{back}"
+    );
+
+    // 0.5 % within the noise: not significant, so not a failure even at a 0.1 % gate.
+    let near = ok(&["compare", &a, &c, "--fail-if-worse", "0.1%", "--db", &db]);
+    assert!(
+        near.contains("+0.50%") && near.contains("no significant change"),
+        "{near}"
+    );
+}
+
+#[test]
+fn compare_two_runs_of_the_same_configuration() {
+    let t = Tmp::new();
+    let db = t.db();
+    for _ in 0..2 {
+        ok(&[
+            "run", "rr", "--size", "1,64", "-n", "200", "--repeat", "3", "--db", &db,
+        ]);
+    }
+    let out = ok(&["compare", "last-1", "last", "--db", &db]);
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("point"))
+        .collect();
+    assert_eq!(rows.len(), 4, "two points, two figures each:\n{out}");
+    assert!(
+        rows.iter()
+            .any(|r| r.contains("transactions per second") && r.contains(" runs ")),
+        "{out}"
+    );
+    assert!(!out.contains("only in"), "{out}");
+
+    // A run against itself: no change at all, and no gate trips.
+    let same = ok(&[
+        "compare",
+        "last",
+        "last",
+        "--fail-if-worse",
+        "0%",
+        "--db",
+        &db,
+    ]);
+    assert!(
+        same.contains("+0.00%")
+            && same.contains("4 figures: 0 worse, 0 better, 4 without significant change"),
+        "{same}"
+    );
+
+    // A single stream run has nothing to test: said so, not guessed.
+    ok(&["run", "stream", "-d", "200ms", "--db", &db]);
+    let s = ok(&["compare", "last", "last", "--db", &db]);
+    assert!(s.contains("untested: one run"), "{s}");
+    fails(
+        &["compare", "1", "last", "--db", &db],
+        1,
+        "only runs of the same pattern compare",
+    );
+}
+
+#[test]
+fn plot_writes_svg_and_png() {
+    let t = Tmp::new();
+    let db = t.db();
+    ok(&[
+        "run", "pingpong", "--size", "1,1K,64K", "-n", "100", "--db", &db,
+    ]);
+    let svg = t.file("t.svg");
+    ok(&[
+        "plot",
+        "last",
+        "--kind",
+        "throughput",
+        "-o",
+        &svg,
+        "--db",
+        &db,
+    ]);
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.starts_with("<svg") && s.contains("message size (bytes)") && s.contains("Mbit/s"));
+    let png = t.file("cdf.png");
+    ok(&[
+        "plot", "last", "--kind", "cdf", "--point", "1", "-o", &png, "--db", &db,
+    ]);
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 10_000);
+
+    fails(
+        &[
+            "plot",
+            "last",
+            "--kind",
+            "latency",
+            "-o",
+            &t.file("x.pdf"),
+            "--db",
+            &db,
+        ],
+        1,
+        "must end in .svg or .png",
+    );
+    fails(
+        &["plot", "last", "--kind", "heatmap", "-o", &svg, "--db", &db],
+        1,
+        "sweeps two parameters",
+    );
+    fails(
+        &[
+            "plot", "last", "--kind", "cdf", "--point", "7", "-o", &svg, "--db", &db,
+        ],
+        1,
+        "no latency distribution at point 7",
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_and_non_zero() {
+    let t = Tmp::new();
+    let db = t.db();
+    fails(&["history", "--db", &db], 1, "no results database");
+    assert!(
+        !Path::new(&db).exists(),
+        "reading must not create a database"
+    );
+    ok(&["run", "pingpong", "-n", "20", "--db", &db]);
+    fails(&["show", "999", "--db", &db], 1, "no run 999");
+    fails(&["show", "seven", "--db", &db], 1, "invalid run id 'seven'");
+    fails(&["show", "last-5", "--db", &db], 1, "fewer runs");
+    let junk = t.file("junk.json");
+    std::fs::write(&junk, "{\"schema\": \"something else\"}").unwrap();
+    fails(&["import", &junk, "--db", &db], 1, "not a wirebench result");
+    std::fs::write(&junk, "[1, 2").unwrap();
+    fails(&["import", &junk, "--db", &db], 1, "not a JSON document");
+    fails(
+        &["import", &t.file("nope.json"), "--db", &db],
+        1,
+        "nope.json",
+    );
+    fails(
+        &["compare", "1", "1", "--fail-if-worse", "lots", "--db", &db],
+        1,
+        "invalid percentage",
+    );
+    fails(
+        &["history", "--since", "yesterday", "--db", &db],
+        1,
+        "--since",
+    );
+    fails(&["export", "1", "--db", &db], 1, "--json or --csv");
+    fails(
+        &["run", "pingpong", "--db", &db, "--no-save"],
+        2,
+        "--no-save",
+    );
+    fails(
+        &[
+            "run",
+            "pingpong",
+            "-n",
+            "5",
+            "--db",
+            "/proc/wirebench/results.sqlite",
+        ],
+        1,
+        "/proc/wirebench",
+    );
+    std::fs::write(
+        t.file("text.sqlite"),
+        "this is not a database file at all, just text........",
+    )
+    .unwrap();
+    fails(
+        &["history", "--db", &t.file("text.sqlite")],
+        1,
+        "text.sqlite",
+    );
+}
+
+/// Finds Debian's chromium, or says how to get it (or to skip).
+fn chromium() -> Option<PathBuf> {
+    if std::env::var("WIREBENCH_SKIP_BROWSER").as_deref() == Ok("1") {
+        eprintln!("WIREBENCH_SKIP_BROWSER=1: browser check skipped");
+        return None;
+    }
+    for p in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {
+        if Path::new(p).exists() {
+            return Some(PathBuf::from(p));
+        }
+    }
+    panic!(
+        "chromium is not installed: the report test opens the report in a real browser. Install it (apt-get install -y --no-install-recommends chromium) or set WIREBENCH_SKIP_BROWSER=1"
+    );
+}
+
+/// Runs headless chromium on `url` with `extra` flags; returns (stdout, stderr). Killed after
+/// two minutes so that a hung browser fails the test instead of stalling it.
+fn headless(browser: &Path, profile: &Path, extra: &[&str], url: &str) -> (String, String) {
+    let out_path = profile.join("stdout.txt");
+    let err_path = profile.join("stderr.txt");
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(url)
+        .stdin(Stdio::null())
+        // Files, not pipes: the DOM and the log outgrow a pipe's buffer long before the
+        // browser exits, and a full pipe would block it.
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("chromium starts");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("chromium did not finish within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (
+        text(&std::fs::read(&out_path).unwrap()),
+        text(&std::fs::read(&err_path).unwrap()),
+    )
+}
+
+fn attr(dom: &str, name: &str) -> usize {
+    let key = format!("{name}=\"");
+    let at = dom
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {name} in the DOM"));
+    dom[at + key.len()..]
+        .split('"')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn report_renders_in_a_real_browser() {
+    let t = Tmp::new();
+    let db = t.db();
+    ok(&[
+        "run",
+        "pingpong",
+        "--size",
+        "1..64K:*4",
+        "-n",
+        "150",
+        "--nodelay",
+        "--db",
+        &db,
+    ]);
+    ok(&[
+        "run",
+        "pingpong",
+        "--size",
+        "1..64K:*4",
+        "-n",
+        "150",
+        "--db",
+        &db,
+    ]);
+    ok(&[
+        "run", "stream", "-d", "300ms", "-i", "100ms", "--sndbuf", "64K,256K", "--rcvbuf",
+        "64K,256K", "--db", &db,
+    ]);
+    ok(&["run", "rr", "--size", "1,100", "-n", "200", "--db", &db]);
+    let html_path = t.file("report.html");
+    ok(&["report", "1", "2", "3", "4", "-o", &html_path, "--db", &db]);
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    for needle in [
+        "Throughput against message size",
+        "Latency against message size",
+        "NetPIPE signature",
+        "Latency histogram",
+        "Latency distribution (CDF)",
+        "send buffer by receive buffer",
+        "congestion window, size 128K",
+        "Derived metrics",
+        "t0 = RTT/2",
+        "Environment",
+    ] {
+        assert!(html.contains(needle), "the report lacks '{needle}'");
+    }
+    // Self-contained: nothing is fetched from anywhere.
+    for external in ["http://", "https://", "src=", "<link"] {
+        let outside_svg: String = html
+            .split("<svg")
+            .enumerate()
+            .map(|(i, part)| {
+                if i == 0 {
+                    part
+                } else {
+                    part.split("</svg>").nth(1).unwrap_or("")
+                }
+            })
+            .collect();
+        assert!(
+            !outside_svg.contains(external),
+            "the report refers to '{external}'"
+        );
+    }
+    let expected = html.matches("<figure>").count();
+    assert!(expected >= 15, "{expected} figures");
+
+    let Some(browser) = chromium() else { return };
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{html_path}");
+    let (dom, log) = headless(&browser, profile.path(), &["--dump-dom"], &url);
+    assert_eq!(
+        attr(&dom, "data-figures"),
+        expected,
+        "every figure is in the DOM"
+    );
+    assert_eq!(
+        attr(&dom, "data-figures-drawn"),
+        expected,
+        "every SVG drew something"
+    );
+    for line in log.lines() {
+        assert!(
+            !line.contains("CONSOLE") && !line.contains("Uncaught"),
+            "console message while loading the report: {line}"
+        );
+    }
+
+    // The screenshot stays as a test artifact, for a person to look at.
+    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("test-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("report.png");
+    let _ = std::fs::remove_file(&shot);
+    headless(
+        &browser,
+        profile.path(),
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1200,4000",
+            "--hide-scrollbars",
+        ],
+        &url,
+    );
+    let png = std::fs::read(&shot).expect("chromium wrote the screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 50_000,
+        "{} bytes",
+        png.len()
+    );
+}
