@@ -3,8 +3,11 @@
  *
  *   reference pingpong tcp|udp SIZE SECONDS [spin]   -> one-way latency, microseconds (RTT/2)
  *   reference stream SECONDS [WRITE_SIZE]             -> receiver throughput, bit/s
+ * With REF_CLIENT_CPU / REF_SERVER_CPU set, each side is pinned to that CPU.
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -14,6 +17,13 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+static void pin(const char *var) {
+    const char *v = getenv(var);
+    if (!v) return;
+    cpu_set_t set; CPU_ZERO(&set); CPU_SET(atoi(v), &set);
+    sched_setaffinity(0, sizeof set, &set);
+}
 
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
 
@@ -45,6 +55,7 @@ int main(int argc, char **argv) {
     char *buf = calloc(1, size ? size : 1);
     pid_t child = fork();
     if (child == 0) { /* server: echo, or sink */
+        pin("REF_SERVER_CPU");
         int fd = ls;
         if (!udp) { fd = accept(ls, 0, 0); setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); }
         if (stream) { while (recv(fd, buf, size, 0) > 0) {} return 0; }
@@ -58,6 +69,7 @@ int main(int argc, char **argv) {
             } else if (xfer(fd, buf, size, 1, spin) || xfer(fd, buf, size, 0, 0)) return 0;
         }
     }
+    pin("REF_CLIENT_CPU");
     int fd = socket(AF_INET, type, 0);
     connect(fd, (struct sockaddr *)&a, sizeof a);
     if (!udp) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -25,6 +25,15 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run a test as client (with no --to, against a server started on loopback).
     Run(Box<RunArgs>),
+    /// Measure what timing costs here: a clock read and a histogram record.
+    Calibrate {
+        /// Iterations per figure.
+        #[arg(long, default_value_t = 10_000_000)]
+        iterations: u64,
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Emulated networks in namespaces: two hosts joined by a shaped link (needs root).
     Lab(crate::lab::cli::LabArgs),
     /// Saved results: history, show, export, import, report, plot, compare.

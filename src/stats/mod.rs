@@ -6,6 +6,7 @@
 
 pub mod ci;
 pub mod latency;
+pub mod overhead;
 pub mod sweep;
 
 pub use ci::{parse_confidence, student_t_half_width, MeanCi};
