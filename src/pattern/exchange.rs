@@ -109,13 +109,9 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
 
     let start = Instant::now();
     let deadline = plan.stop.deadline(start);
-    let per_txn = (plan.request_size + plan.response_size) as u64;
-    let iter_limit = plan.stop.iterations.unwrap_or(u64::MAX).min(
-        plan.stop
-            .bytes
-            .map(|b| b.div_ceil(per_txn.max(1)))
-            .unwrap_or(u64::MAX),
-    );
+    let iter_limit = plan
+        .stop
+        .transaction_limit((plan.request_size + plan.response_size) as u64);
     let mut attempts: u64 = 0;
     let mut now = start;
     while attempts < iter_limit && deadline.is_none_or(|d| now < d) {
@@ -201,13 +197,9 @@ fn run_burst(
     let boundaries = ch.capabilities().message_boundaries;
     let start = Instant::now();
     let deadline = plan.stop.deadline(start);
-    let per_txn = (plan.request_size + plan.response_size) as u64;
-    let iter_limit = plan.stop.iterations.unwrap_or(u64::MAX).min(
-        plan.stop
-            .bytes
-            .map(|b| b.div_ceil(per_txn.max(1)))
-            .unwrap_or(u64::MAX),
-    );
+    let iter_limit = plan
+        .stop
+        .transaction_limit((plan.request_size + plan.response_size) as u64);
     let first_seq = seq + 1;
     let mut next_expected = first_seq; // oldest outstanding (reliable transports answer in order)
     let mut attempts: u64 = 0;

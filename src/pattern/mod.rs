@@ -135,6 +135,15 @@ impl StopAt {
     pub fn deadline(&self, start: Instant) -> Option<Instant> {
         self.duration.map(|d| start + d)
     }
+
+    /// Transactions allowed by the iteration and byte limits, when each moves `bytes_each`.
+    pub fn transaction_limit(&self, bytes_each: u64) -> u64 {
+        let by_bytes = self
+            .bytes
+            .map(|b| b.div_ceil(bytes_each.max(1)))
+            .unwrap_or(u64::MAX);
+        self.iterations.unwrap_or(u64::MAX).min(by_bytes)
+    }
 }
 
 /// CPU time of the threads that moved the data (user and system), seconds.

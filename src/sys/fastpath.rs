@@ -23,35 +23,15 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-fn set_int(
-    fd: BorrowedFd<'_>,
-    level: libc::c_int,
-    name: libc::c_int,
-    v: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: `fd` is a live socket borrowed for the call; the value is a c_int on the stack and
-    // its exact size is passed.
-    check(unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    })
-    .map(|_| ())
-}
-
 /// SO_ZEROCOPY: allows MSG_ZEROCOPY sends on this socket.
 pub fn enable_zerocopy(fd: BorrowedFd<'_>) -> io::Result<()> {
-    set_int(fd, libc::SOL_SOCKET, SO_ZEROCOPY, 1)
+    super::set_int_option(fd, libc::SOL_SOCKET, SO_ZEROCOPY, 1)
 }
 
 /// SO_BUSY_POLL: the kernel busy-polls the device queue for up to `us` microseconds on a
 /// blocking receive (needs CAP_NET_ADMIN above net.core.busy_read's limit).
 pub fn set_busy_poll(fd: BorrowedFd<'_>, us: u32) -> io::Result<()> {
-    set_int(
+    super::set_int_option(
         fd,
         libc::SOL_SOCKET,
         SO_BUSY_POLL,
@@ -61,12 +41,12 @@ pub fn set_busy_poll(fd: BorrowedFd<'_>, us: u32) -> io::Result<()> {
 
 /// UDP_SEGMENT: every send larger than `size` is cut by the kernel into datagrams of `size`.
 pub fn set_udp_segment(fd: BorrowedFd<'_>, size: u16) -> io::Result<()> {
-    set_int(fd, SOL_UDP, UDP_SEGMENT, libc::c_int::from(size))
+    super::set_int_option(fd, SOL_UDP, UDP_SEGMENT, libc::c_int::from(size))
 }
 
 /// UDP_GRO: the kernel may hand several datagrams of one size to one receive.
 pub fn enable_udp_gro(fd: BorrowedFd<'_>) -> io::Result<()> {
-    set_int(fd, SOL_UDP, UDP_GRO, 1)
+    super::set_int_option(fd, SOL_UDP, UDP_GRO, 1)
 }
 
 /// One MSG_ZEROCOPY send. The buffer must not change until the kernel reports completion.

@@ -205,3 +205,28 @@ pub fn enter_netns(path: &std::path::Path) -> io::Result<()> {
     let file = std::fs::File::open(path)?;
     nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).map_err(io::Error::from)
 }
+
+/// setsockopt with an int value.
+pub fn set_int_option(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: `fd` is a live socket borrowed for the call; the value is a c_int on the stack and
+    // its exact size is passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}

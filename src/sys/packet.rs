@@ -3,7 +3,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// `PACKET_VNET_HDR` (linux/if_packet.h): prefix every frame with a `virtio_net_hdr`.
 const PACKET_VNET_HDR: libc::c_int = 15;
@@ -18,25 +18,6 @@ fn check(rc: libc::c_int) -> io::Result<()> {
     } else {
         Ok(())
     }
-}
-
-fn set_int(
-    fd: &OwnedFd,
-    level: libc::c_int,
-    name: libc::c_int,
-    value: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: `fd` is an open socket; the option value is a c_int living for the call, and its
-    // exact size is passed.
-    check(unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    })
 }
 
 /// Opens a non-blocking packet socket bound to interface `ifname` that sees every incoming
@@ -54,15 +35,15 @@ pub fn open(ifname: &str, buffer_bytes: usize) -> io::Result<OwnedFd> {
     check(raw)?;
     // SAFETY: `raw` is a fresh descriptor we own and hand to OwnedFd exactly once.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    set_int(&fd, libc::SOL_PACKET, PACKET_VNET_HDR, 1)?;
-    set_int(&fd, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
+    super::set_int_option(fd.as_fd(), libc::SOL_PACKET, PACKET_VNET_HDR, 1)?;
+    super::set_int_option(fd.as_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
     let size = libc::c_int::try_from(buffer_bytes).unwrap_or(libc::c_int::MAX);
     // The FORCE variants (root only) go past rmem_max/wmem_max; fall back quietly.
-    if set_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, size).is_err() {
-        let _ = set_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, size);
+    if super::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, size).is_err() {
+        let _ = super::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, size);
     }
-    if set_int(&fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, size).is_err() {
-        let _ = set_int(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF, size);
+    if super::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, size).is_err() {
+        let _ = super::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, size);
     }
     let name = CString::new(ifname).map_err(|_| io::Error::other("interface name has a NUL"))?;
     // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.

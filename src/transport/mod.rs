@@ -3,6 +3,7 @@
 //! Patterns see only the [`Transport`], [`Listener`] and [`Connection`] traits. A new transport
 //! is one new file implementing them, plus one line in [`by_name`].
 
+mod bytestream;
 pub mod sockopt;
 mod tcp;
 mod udp;

@@ -1,18 +1,14 @@
 //! TCP: the reference reliable byte stream.
 
-use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
-use super::{
-    remaining, sockopt, Capabilities, Connection, Cookie, EffectiveOptions, Listener,
-    SocketOptions, Transport,
-};
-use crate::sys::{self, TcpInfo};
+use super::bytestream::{accept_with_cookie, present_cookie, ByteStream};
+use super::{sockopt, Capabilities, Connection, Cookie, Listener, SocketOptions, Transport};
 
 pub struct Tcp;
 
@@ -65,11 +61,8 @@ impl Transport for Tcp {
         sock.connect_timeout(&addr.into(), timeout)
             .with_context(|| format!("connecting TCP data connection to {addr}"))?;
         let mut stream: TcpStream = sock.into();
-        stream.set_write_timeout(Some(timeout))?;
-        stream
-            .write_all(&cookie.0)
-            .context("sending the test cookie")?;
-        Ok(Box::new(TcpConnection { stream }))
+        present_cookie(&mut stream, cookie, timeout)?;
+        Ok(Box::new(ByteStream { stream, tcp: true }))
     }
 }
 
@@ -95,64 +88,15 @@ impl Listener for TcpDataListener {
         cookie: &Cookie,
         timeout: Duration,
     ) -> Result<Option<Box<dyn Connection>>> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let Some(left) = remaining(deadline) else {
-                return Ok(None);
-            };
-            if !sys::wait_readable(self.listener.as_fd(), left)? {
-                return Ok(None);
-            }
-            let (mut stream, _peer) = match self.listener.accept() {
-                Ok(s) => s,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e).context("accepting a TCP data connection"),
-            };
-            // A peer that connects and says nothing must not hold the test up for long.
-            stream.set_read_timeout(Some(left.min(Duration::from_secs(5))))?;
-            let mut got = [0u8; 16];
-            if stream.read_exact(&mut got).is_err() || got != cookie.0 {
-                continue; // not ours: drop it and keep waiting for the real client
-            }
-            stream.set_read_timeout(None)?;
-            sockopt::apply(&SockRef::from(&stream), &self.opts, true)?;
-            return Ok(Some(Box::new(TcpConnection { stream })));
-        }
-    }
-}
-
-struct TcpConnection {
-    stream: TcpStream,
-}
-
-impl Connection for TcpConnection {
-    #[inline]
-    fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.stream.write(buf)
-    }
-    #[inline]
-    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.stream.read(buf)
-    }
-    fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        self.stream.set_read_timeout(timeout)
-    }
-    fn set_write_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        self.stream.set_write_timeout(timeout)
-    }
-    fn set_nonblocking(&mut self, on: bool) -> io::Result<()> {
-        self.stream.set_nonblocking(on)
-    }
-    fn shutdown_write(&mut self) -> io::Result<()> {
-        self.stream.shutdown(std::net::Shutdown::Write)
-    }
-    fn socket_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        Some(std::os::fd::AsFd::as_fd(&self.stream))
-    }
-    fn effective_options(&self, requested: &SocketOptions) -> EffectiveOptions {
-        sockopt::read_back(&SockRef::from(&self.stream), requested, true)
-    }
-    fn tcp_info(&self) -> Option<TcpInfo> {
-        sys::tcp_info(self.stream.as_fd())
+        let listener = &self.listener;
+        accept_with_cookie(
+            listener.as_fd(),
+            || listener.accept().map(|(s, _)| s),
+            cookie,
+            timeout,
+            &self.opts,
+            true,
+            "TCP",
+        )
     }
 }
