@@ -57,6 +57,42 @@ fn total(v: &Value) -> &Value {
     &v["points"][0]["stream"]["totals"][0]
 }
 
+/// A test run by hand on a lab that is up: server on host b, client on host a, `--json`.
+fn run_on_lab(name: &str, test: &[&str]) -> Value {
+    let exe = env!("CARGO_BIN_EXE_wirebench");
+    let mut server = std::process::Command::new(exe)
+        .args([
+            "lab",
+            "exec",
+            "--name",
+            name,
+            "b",
+            "--",
+            exe,
+            "serve",
+            "--listen",
+            "10.77.0.2",
+            "-q",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut args = vec!["lab", "exec", "--name", name, "a", "--", exe, "run"];
+    args.extend_from_slice(test);
+    args.extend_from_slice(&["--to", "10.77.0.2", "--json"]);
+    let out = common::run(&args);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
 #[test]
 fn tcp_goodput_over_a_shaped_link_matches_the_theory() {
     if skip() {
@@ -101,56 +137,12 @@ fn udp_above_the_link_rate_is_cut_to_its_goodput_and_the_rest_is_lost() {
         "{}",
         String::from_utf8_lossy(&up.stderr)
     );
-    let exe = env!("CARGO_BIN_EXE_wirebench");
-    let mut server = std::process::Command::new(exe)
-        .args([
-            "lab",
-            "exec",
-            "--name",
-            &name.0,
-            "b",
-            "--",
-            exe,
-            "serve",
-            "--listen",
-            "10.77.0.2",
-            "-q",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let out = common::run(&[
-        "lab",
-        "exec",
-        "--name",
+    let v = run_on_lab(
         &name.0,
-        "a",
-        "--",
-        exe,
-        "run",
-        "stream",
-        "--to",
-        "10.77.0.2",
-        "-t",
-        "udp",
-        "--size",
-        "1400",
-        "--rate",
-        "80M",
-        "-d",
-        "3s",
-        "--json",
-    ]);
-    let _ = server.kill();
-    let _ = server.wait();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &[
+            "stream", "-t", "udp", "--size", "1400", "--rate", "80M", "-d", "3s",
+        ],
     );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let qdisc = std::process::Command::new("ip")
         .args([
             "netns",
@@ -387,50 +379,7 @@ fn lab_up_status_exec_down() {
     );
 
     // A measurement between the two hosts by hand: server on b, client on a.
-    let exe = env!("CARGO_BIN_EXE_wirebench");
-    let mut server = std::process::Command::new(exe)
-        .args([
-            "lab",
-            "exec",
-            "--name",
-            &name.0,
-            "b",
-            "--",
-            exe,
-            "serve",
-            "--listen",
-            "10.77.0.2",
-            "-q",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let out = common::run(&[
-        "lab",
-        "exec",
-        "--name",
-        &name.0,
-        "a",
-        "--",
-        exe,
-        "run",
-        "pingpong",
-        "--to",
-        "10.77.0.2",
-        "-n",
-        "20",
-        "--json",
-    ]);
-    let _ = server.kill();
-    let _ = server.wait();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = run_on_lab(&name.0, &["pingpong", "-n", "20"]);
     let rtt = f(&v["points"][0]["latency"]["rtt"]["mean_ns"]);
     assert!(rtt > 40e6, "wan profile: 20 ms each way, got RTT {rtt} ns");
 

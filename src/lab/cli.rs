@@ -98,18 +98,6 @@ pub fn run(args: LabArgs) -> Result<i32> {
     }
 }
 
-fn describe_direction(d: &super::config::DirectionConfig) -> String {
-    format!(
-        "rate {}, delay {:.3} ms, jitter {:.3} ms, loss {}%",
-        d.rate_bits_per_s
-            .map(|r| format!("{} Mbit/s", r / 1e6))
-            .unwrap_or_else(|| "unlimited".into()),
-        d.delay.as_secs_f64() * 1e3,
-        d.jitter.as_secs_f64() * 1e3,
-        d.loss * 100.0
-    )
-}
-
 pub fn print_state(s: &LabState) {
     println!(
         "lab {}: mechanism {}, MTU {} bytes",
@@ -117,8 +105,8 @@ pub fn print_state(s: &LabState) {
     );
     println!("  host a: {} in netns {}", s.host_a.address, s.host_a.netns);
     println!("  host b: {} in netns {}", s.host_b.address, s.host_b.netns);
-    println!("  a -> b: {}", describe_direction(&s.config.forward));
-    println!("  b -> a: {}", describe_direction(&s.config.back));
+    println!("  a -> b: {}", s.config.forward.describe());
+    println!("  b -> a: {}", s.config.back.describe());
     for (dir, g) in [
         ("a -> b", &s.tcp_goodput_forward),
         ("b -> a", &s.tcp_goodput_back),

@@ -22,6 +22,21 @@ pub struct DirectionConfig {
     pub loss: f64,
 }
 
+impl DirectionConfig {
+    /// One line for people: rate, one-way delay, jitter and loss.
+    pub fn describe(&self) -> String {
+        format!(
+            "rate {}, one-way delay {:.3} ms, jitter {:.3} ms, loss {:.4}%",
+            self.rate_bits_per_s
+                .map(|r| format!("{} Mbit/s", r / 1e6))
+                .unwrap_or_else(|| "unlimited".into()),
+            self.delay.as_secs_f64() * 1e3,
+            self.jitter.as_secs_f64() * 1e3,
+            self.loss * 100.0
+        )
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mechanism {

@@ -112,15 +112,7 @@ impl Sink for TableSink {
                 lab.name, lab.host_a.address, lab.host_b.address, lab.mechanism, lab.config.mtu
             ));
             for (dir, d) in [("a->b", &lab.config.forward), ("b->a", &lab.config.back)] {
-                out(&format!(
-                    "#   {dir}: rate {}, one-way delay {:.3} ms, jitter {:.3} ms, loss {:.4}%",
-                    d.rate_bits_per_s
-                        .map(|r| format!("{} Mbit/s", r / 1e6))
-                        .unwrap_or_else(|| "unlimited".into()),
-                    d.delay.as_secs_f64() * 1e3,
-                    d.jitter.as_secs_f64() * 1e3,
-                    d.loss * 100.0
-                ));
+                out(&format!("#   {dir}: {}", d.describe()));
             }
         }
         let st = &r.settings;

@@ -44,9 +44,23 @@ struct Progress {
     messages: u64,
     /// Pacing slots used (writes or datagrams attempted).
     attempts: u64,
+    byte_limit: u64,
+    iter_limit: u64,
 }
 
 impl Progress {
+    fn new(plan: &SendPlan, start: Instant) -> Progress {
+        Progress {
+            start,
+            deadline: plan.stop.deadline(start),
+            bytes: 0,
+            messages: 0,
+            attempts: 0,
+            byte_limit: plan.stop.bytes.unwrap_or(u64::MAX),
+            iter_limit: plan.stop.iterations.unwrap_or(u64::MAX),
+        }
+    }
+
     /// The time pacing slot `k` begins.
     #[inline]
     fn slot(&self, plan: &SendPlan, k: u64) -> Option<Instant> {
@@ -239,15 +253,8 @@ fn send_bytes(
     }
 
     let start = Instant::now();
-    let mut p = Progress {
-        start,
-        deadline: plan.stop.deadline(start),
-        bytes: 0,
-        messages: 0,
-        attempts: 0,
-    };
-    let byte_limit = plan.stop.bytes.unwrap_or(u64::MAX);
-    let iter_limit = plan.stop.iterations.unwrap_or(u64::MAX);
+    let mut p = Progress::new(plan, start);
+    let (byte_limit, iter_limit) = (p.byte_limit, p.iter_limit);
     let mut intervals = IntervalClock::new(
         plan.interval,
         plan.stop.duration,
@@ -419,15 +426,8 @@ fn send_datagrams(
     stats.io_path = writer.name();
     let per_call = writer.max_per_call() as u64;
     let start = Instant::now();
-    let mut p = Progress {
-        start,
-        deadline: plan.stop.deadline(start),
-        bytes: 0,
-        messages: 0,
-        attempts: 0,
-    };
-    let byte_limit = plan.stop.bytes.unwrap_or(u64::MAX);
-    let iter_limit = plan.stop.iterations.unwrap_or(u64::MAX);
+    let mut p = Progress::new(plan, start);
+    let (byte_limit, iter_limit) = (p.byte_limit, p.iter_limit);
     let mut intervals = IntervalClock::new(
         plan.interval,
         plan.stop.duration,
