@@ -79,6 +79,7 @@ pub fn run_measurement(a: RunArgs, lab: Option<crate::lab::LabState>) -> i32 {
             return EXIT_FAILURE;
         }
     };
+    runner::stop_on_ctrl_c();
     let mut report = runner::new_report(&plan, &a);
     report.lab = lab;
     let result = runner::run(&plan, &a, &mut report, sink.as_mut());

@@ -86,7 +86,7 @@ pub struct RunArgs {
     // ---- sizes and sweeps ----
     /// Message size in bytes: ping-pong message, rr/crr request, stream write or datagram.
     /// A list (1,16,64,1K), a linear range (1K..64K:+1K) or a geometric range (1..4M:*2,
-    /// 1..10M:*1.2). K, M, G are binary (1024). Default: 1 for pingpong/rr/crr, 128K for TCP
+    /// 1..10M:*1.2). K, M, G are binary (1024). Default: 1 for pingpong/rr/crr, 64K for TCP
     /// and Unix streams, 1400 for UDP streams.
     #[arg(long, short = 's')]
     pub size: Option<String>,

@@ -225,3 +225,32 @@ fn fast_paths_that_cannot_apply_are_refused() {
     fails_with(&["run", "pingpong", "--sendfile"], "stream pattern only");
     fails_with(&["run", "stream", "--zerocopy", "--sendfile"], "choose one");
 }
+
+#[test]
+fn ctrl_c_keeps_the_points_already_measured() {
+    let child = common::bin()
+        .args([
+            "run",
+            "pingpong",
+            "--size",
+            "1..64K:*2",
+            "-d",
+            "300ms",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON after Ctrl-C");
+    assert_eq!(v["complete"], false);
+    let n = v["points"].as_array().unwrap().len();
+    assert!((1..17).contains(&n), "{n} points kept");
+    assert!(v["error"].as_str().unwrap().contains("interrupted"));
+}

@@ -19,6 +19,20 @@ use crate::report::summarize::{headline_value, summarize};
 use crate::report::Sink;
 use crate::stats::sweep::{derive, SweepPoint};
 
+/// Set by the first Ctrl-C: the run stops after the point in progress and keeps what it has.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The first Ctrl-C ends the run after its current point, with every finished point reported
+/// (and saved); a second one ends the process at once.
+pub fn stop_on_ctrl_c() {
+    let _ = ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("wirebench: interrupted: finishing the current point (Ctrl-C again to quit now)");
+    });
+}
+
 /// Minimum runs before --until-ci may stop (netperf's -i default minimum is 3 too).
 const UNTIL_CI_MIN_RUNS: u32 = 3;
 
@@ -155,6 +169,16 @@ pub fn run(
             report.points.push(result);
         }
         progress.inc(1);
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) && index + 1 < plan.points.len() {
+            progress.finish_and_clear();
+            session.close();
+            report.sweep_metrics = sweep_metrics(plan, report);
+            anyhow::bail!(
+                "interrupted after {} of {} points",
+                report.points.len(),
+                plan.points.len()
+            );
+        }
     }
     progress.finish_and_clear();
     session.close();
