@@ -182,7 +182,7 @@ fn several_clients_are_served_at_once() {
             let addr = addr.clone();
             std::thread::spawn(move || {
                 let t = if i % 2 == 0 { "tcp" } else { "udp" };
-                run_json(&["pingpong", "--to", &addr, "-t", t, "-d", "500ms"])
+                run_json(&["pingpong", "--to", &addr, "-t", t, "-d", "1s"])
             })
         })
         .collect();
