@@ -79,7 +79,7 @@ pub struct RunArgs {
     /// inside this process.
     #[arg(long)]
     pub to: Option<String>,
-    /// Transport: tcp, udp or unix.
+    /// Transport: tcp, udp, unix or mptcp.
     #[arg(long, short = 't', default_value = "tcp")]
     pub transport: String,
 

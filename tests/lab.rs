@@ -470,3 +470,51 @@ fn lab_as_an_ordinary_user_says_it_needs_root() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("needs root"), "{err}");
 }
+
+#[test]
+fn mptcp_where_the_kernel_refuses_it_is_one_clear_line() {
+    if skip() {
+        return;
+    }
+    // A namespace of our own where MPTCP is switched off (the sysctl is per namespace).
+    let ns = format!("wb-t{}-nomptcp", std::process::id() % 100_000);
+    struct Ns(String);
+    impl Drop for Ns {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "del", &self.0])
+                .status();
+        }
+    }
+    assert!(std::process::Command::new("ip")
+        .args(["netns", "add", &ns])
+        .status()
+        .unwrap()
+        .success());
+    let _guard = Ns(ns.clone());
+    let sh = |args: &[&str]| {
+        std::process::Command::new("ip")
+            .args(["netns", "exec", &ns])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    sh(&["ip", "link", "set", "lo", "up"]);
+    assert!(sh(&["sysctl", "-w", "net.mptcp.enabled=0"])
+        .status
+        .success());
+    let out = sh(&[
+        env!("CARGO_BIN_EXE_wirebench"),
+        "run",
+        "pingpong",
+        "-t",
+        "mptcp",
+        "-n",
+        "10",
+        "--no-save",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("does not offer MPTCP"), "{err}");
+}

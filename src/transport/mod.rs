@@ -4,6 +4,7 @@
 //! is one new file implementing them, plus one line in [`by_name`].
 
 mod bytestream;
+mod mptcp;
 pub mod sockopt;
 mod tcp;
 mod udp;
@@ -117,12 +118,13 @@ pub trait Connection: Send {
 }
 
 /// Names of all transports, for help texts and error messages.
-pub const NAMES: &[&str] = &["tcp", "udp", "unix"];
+pub const NAMES: &[&str] = &["tcp", "udp", "unix", "mptcp"];
 
 /// Looks a transport up by its command-line name.
 pub fn by_name(name: &str) -> Result<Box<dyn Transport>> {
     match name {
-        "tcp" => Ok(Box::new(tcp::Tcp)),
+        "tcp" => Ok(Box::new(tcp::TCP)),
+        "mptcp" => Ok(Box::new(mptcp::MPTCP)),
         "udp" => Ok(Box::new(udp::Udp)),
         "unix" => Ok(Box::new(unix::Unix)),
         other => bail!(

@@ -1,4 +1,4 @@
-//! TCP: the reference reliable byte stream.
+//! TCP: the reference reliable byte stream (and, with another protocol number, MPTCP).
 
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
@@ -10,11 +10,37 @@ use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use super::bytestream::{accept_with_cookie, present_cookie, ByteStream};
 use super::{sockopt, Capabilities, Connection, Cookie, Listener, SocketOptions, Transport};
 
-pub struct Tcp;
+/// A byte stream over IP: TCP, or another protocol with TCP's socket interface (MPTCP).
+pub struct IpStream {
+    pub name: &'static str,
+    pub protocol: Protocol,
+    /// What to tell the user when the kernel refuses to make such a socket.
+    pub unsupported: &'static str,
+}
 
-impl Transport for Tcp {
+/// Plain TCP.
+pub const TCP: IpStream = IpStream {
+    name: "tcp",
+    protocol: Protocol::TCP,
+    unsupported: "this system cannot create TCP sockets",
+};
+
+impl IpStream {
+    fn socket(&self, addr: SocketAddr) -> Result<Socket> {
+        Socket::new(Domain::for_address(addr), Type::STREAM, Some(self.protocol)).map_err(|e| {
+            match e.raw_os_error() {
+                Some(libc::EPROTONOSUPPORT | libc::ENOPROTOOPT | libc::EINVAL) => {
+                    anyhow::anyhow!("{}: {e}", self.unsupported)
+                }
+                _ => anyhow::Error::new(e).context(format!("creating a {} data socket", self.name)),
+            }
+        })
+    }
+}
+
+impl Transport for IpStream {
     fn name(&self) -> &'static str {
-        "tcp"
+        self.name
     }
     fn capabilities(&self) -> Capabilities {
         Capabilities {
@@ -26,12 +52,7 @@ impl Transport for Tcp {
         }
     }
     fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>> {
-        let sock = Socket::new(
-            Domain::for_address(SocketAddr::new(local, 0)),
-            Type::STREAM,
-            Some(Protocol::TCP),
-        )
-        .context("creating TCP data socket")?;
+        let sock = self.socket(SocketAddr::new(local, 0))?;
         sock.set_reuse_address(true)?;
         sock.bind(&SocketAddr::new(local, 0).into())
             .with_context(|| format!("binding TCP data listener on {local}"))?;
@@ -54,8 +75,7 @@ impl Transport for Tcp {
             .parse()
             .with_context(|| format!("server announced a bad TCP data port '{endpoint}'"))?;
         let addr = SocketAddr::new(server, port);
-        let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
-            .context("creating TCP data socket")?;
+        let sock = self.socket(addr)?;
         // Buffers and MSS must be set before the handshake: they decide the window scale.
         sockopt::apply(&SockRef::from(&sock), opts, true)?;
         sock.connect_timeout(&addr.into(), timeout)

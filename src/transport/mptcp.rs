@@ -1,0 +1,14 @@
+//! MPTCP: Multipath TCP sockets (IPPROTO_MPTCP), with TCP's interface and options. On a path
+//! with one address pair it runs one subflow, so its cost against plain TCP is the protocol's
+//! own; the kernel's path manager adds subflows where endpoints are configured.
+
+use socket2::Protocol;
+
+use super::tcp::IpStream;
+
+pub const MPTCP: IpStream = IpStream {
+    name: "mptcp",
+    protocol: Protocol::MPTCP,
+    unsupported:
+        "this kernel does not offer MPTCP (it needs CONFIG_MPTCP and sysctl net.mptcp.enabled=1)",
+};
