@@ -86,14 +86,7 @@ pub fn welch(a: Sample, b: Sample) -> Option<Welch> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn assert_rel(actual: f64, expected: f64, tol: f64) {
-        let rel = ((actual - expected) / expected).abs();
-        assert!(
-            rel <= tol,
-            "actual {actual}, expected {expected}, rel {rel:e}"
-        );
-    }
+    use crate::stats::testutil::assert_rel;
 
     #[test]
     fn tail_matches_high_precision_reference() {

@@ -139,14 +139,7 @@ pub fn parse_confidence(level: u32) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn assert_rel(actual: f64, expected: f64, tol: f64) {
-        let rel = ((actual - expected) / expected).abs();
-        assert!(
-            rel <= tol,
-            "actual {actual}, expected {expected}, relative error {rel:e} > {tol:e}"
-        );
-    }
+    use crate::stats::testutil::assert_rel;
 
     /// Recovers t from the half-width of a unit standard deviation.
     fn t_of(n: u64, confidence: f64) -> f64 {

@@ -179,14 +179,7 @@ impl LatencyRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn assert_rel(actual: f64, expected: f64, tol: f64) {
-        let rel = ((actual - expected) / expected).abs();
-        assert!(
-            rel <= tol,
-            "actual {actual}, expected {expected}, relative error {rel:e} > {tol:e}"
-        );
-    }
+    use crate::stats::testutil::assert_rel;
 
     fn recorder(values: &[u64]) -> LatencyRecorder {
         let mut r = LatencyRecorder::new();

@@ -8,6 +8,8 @@ pub mod ci;
 pub mod latency;
 pub mod overhead;
 pub mod sweep;
+#[cfg(test)]
+pub(crate) mod testutil;
 
 pub use ci::{parse_confidence, student_t_half_width, MeanCi};
 pub use latency::{LatencyRecorder, LatencySummary};

@@ -220,14 +220,7 @@ fn hockney_fit(merged: &[Merged]) -> Option<HockneyFit> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn assert_rel(actual: f64, expected: f64, tol: f64) {
-        let rel = ((actual - expected) / expected).abs();
-        assert!(
-            rel <= tol,
-            "actual {actual}, expected {expected}, relative error {rel:e} > {tol:e}"
-        );
-    }
+    use crate::stats::testutil::assert_rel;
 
     fn pt(size: u64, one_way_s: f64) -> SweepPoint {
         SweepPoint {

@@ -48,7 +48,30 @@ struct Progress {
     iter_limit: u64,
 }
 
+/// The interval clock of a sender's timed phase.
+fn sender_intervals<'a>(
+    plan: &SendPlan,
+    start: Instant,
+    stream: u32,
+    live: Option<&'a mpsc::Sender<IntervalEvent>>,
+) -> IntervalClock<'a> {
+    IntervalClock::new(
+        plan.interval,
+        plan.stop.duration,
+        start,
+        live.map(|tx| (tx, stream, Role::Sender)),
+    )
+}
+
 impl Progress {
+    /// Whether the timed phase goes on at `now`: no limit reached yet.
+    #[inline]
+    fn more(&self, now: Instant) -> bool {
+        self.bytes < self.byte_limit
+            && self.attempts < self.iter_limit
+            && self.deadline.is_none_or(|d| now < d)
+    }
+
     fn new(plan: &SendPlan, start: Instant) -> Progress {
         Progress {
             start,
@@ -254,15 +277,10 @@ fn send_bytes(
 
     let start = Instant::now();
     let mut p = Progress::new(plan, start);
-    let (byte_limit, iter_limit) = (p.byte_limit, p.iter_limit);
-    let mut intervals = IntervalClock::new(
-        plan.interval,
-        plan.stop.duration,
-        start,
-        live.map(|tx| (tx, stream, Role::Sender)),
-    );
+    let byte_limit = p.byte_limit;
+    let mut intervals = sender_intervals(plan, start, stream, live);
     let mut now = start;
-    while p.bytes < byte_limit && p.attempts < iter_limit && p.deadline.is_none_or(|d| now < d) {
+    while p.more(now) {
         if let Some(due) = p.slot(plan, p.attempts) {
             // The next write would fall after the end of the test: the test is over.
             if p.deadline.is_some_and(|d| due >= d) {
@@ -427,15 +445,10 @@ fn send_datagrams(
     let per_call = writer.max_per_call() as u64;
     let start = Instant::now();
     let mut p = Progress::new(plan, start);
-    let (byte_limit, iter_limit) = (p.byte_limit, p.iter_limit);
-    let mut intervals = IntervalClock::new(
-        plan.interval,
-        plan.stop.duration,
-        start,
-        live.map(|tx| (tx, stream, Role::Sender)),
-    );
+    let iter_limit = p.iter_limit;
+    let mut intervals = sender_intervals(plan, start, stream, live);
     let mut now = start;
-    while p.bytes < byte_limit && p.attempts < iter_limit && p.deadline.is_none_or(|d| now < d) {
+    while p.more(now) {
         // How many datagrams to send now: as many as the call takes, or, when paced, as many
         // pacing slots as have begun (one on schedule, more when behind).
         let mut n = per_call.min(iter_limit - p.attempts);
