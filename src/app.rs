@@ -46,6 +46,7 @@ fn serve(a: ServeArgs) -> Result<()> {
         },
         io_timeout: a.io_timeout,
         log: !a.quiet,
+        transport: a.transport.config(),
     };
     let server = Server::bind(SocketAddr::new(a.listen, a.port), config)?;
     let addr = server.local_addr()?;

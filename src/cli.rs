@@ -67,6 +67,38 @@ pub struct ServeArgs {
     /// Print nothing per session.
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub transport: TransportArgs,
+}
+
+/// Settings of particular transports, for this side only.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TransportArgs {
+    /// raw: network interface to send Ethernet frames on (default: the interface holding the
+    /// local address of the control connection).
+    #[arg(long, value_name = "IFACE")]
+    pub iface: Option<String>,
+    /// quic server: certificate chain, PEM (default: a self-signed certificate made at start).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// quic server: private key of --tls-cert, PEM.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// quic client: verify the server with these CA certificates, PEM (default: accept exactly
+    /// the certificate whose SHA-256 fingerprint the server announced on the control connection).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+}
+
+impl TransportArgs {
+    pub fn config(&self) -> crate::transport::TransportConfig {
+        crate::transport::TransportConfig {
+            iface: self.iface.clone(),
+            tls_cert: self.tls_cert.clone(),
+            tls_key: self.tls_key.clone(),
+            tls_ca: self.tls_ca.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -82,6 +114,8 @@ pub struct RunArgs {
     /// Transport: tcp, udp, unix or mptcp.
     #[arg(long, short = 't', default_value = "tcp")]
     pub transport: String,
+    #[command(flatten)]
+    pub transport_args: TransportArgs,
 
     // ---- sizes and sweeps ----
     /// Message size in bytes: ping-pong message, rr/crr request, stream write or datagram.

@@ -1,10 +1,10 @@
 //! The client side of the control protocol: one session per test, one call per point.
 
-use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
@@ -22,7 +22,7 @@ use crate::pattern::crr::{self, CrrPlan, CrrStats, CrrTarget};
 use crate::pattern::exchange::ExchangeStats;
 use crate::pattern::stream::{EndSignal, IntervalEvent, StreamStats};
 use crate::pattern::{self, CpuTime, DataChannel, PatternKind, Role, Side};
-use crate::transport::{self, Cookie, EffectiveOptions, SocketOptions, Transport};
+use crate::transport::{self, Cookie, EffectiveOptions, SocketOptions, Transport, TransportConfig};
 
 /// Client-side settings that the server does not need to know.
 #[derive(Debug, Clone)]
@@ -47,7 +47,6 @@ pub struct PointOutcome {
 
 pub struct Session {
     ctrl: TcpStream,
-    server_ip: IpAddr,
     pub server_addr: SocketAddr,
     pub server_env: Environment,
     pub limits: Limits,
@@ -85,8 +84,13 @@ fn server_reply(ctrl: &mut TcpStream) -> Result<ServerMessage> {
 
 impl Session {
     /// Connects, checks the server speaks our protocol, and opens the test.
-    pub fn open(addr: SocketAddr, spec: TestSpec, timeout: Duration) -> Result<Session> {
-        let transport = transport::by_name(&spec.transport)?;
+    pub fn open(
+        addr: SocketAddr,
+        spec: TestSpec,
+        transport: &TransportConfig,
+        timeout: Duration,
+    ) -> Result<Session> {
+        let transport = transport::by_name(&spec.transport, transport)?;
         let mut ctrl = TcpStream::connect_timeout(&addr, timeout)
             .with_context(|| format!("cannot reach a wirebench server at {addr}"))?;
         ctrl.set_nodelay(true)?;
@@ -120,7 +124,6 @@ impl Session {
             _ => bail!("unexpected answer to the test request"),
         };
         Ok(Session {
-            server_ip: addr.ip(),
             server_addr: addr,
             ctrl,
             server_env,
@@ -156,14 +159,20 @@ impl Session {
         let mut channels = Vec::with_capacity(n as usize);
         let mut client_socket = Vec::with_capacity(n as usize);
         for _ in 0..n {
+            // Connection setup is timed on its own: TCP's handshake, QUIC's TLS handshake,
+            // the UDP and raw hello: none of it is in the data-path figures.
+            let started = Instant::now();
             let conn = self.transport.connect(
-                self.server_ip,
+                self.server_addr,
                 &self.endpoint,
                 &client.socket,
                 &self.cookie,
                 client.io_timeout,
             )?;
-            client_socket.push(conn.effective_options(&client.socket));
+            let setup_ns = started.elapsed().as_nanos() as u64;
+            let mut effective = conn.effective_options(&client.socket);
+            effective.setup_ns = Some(setup_ns);
+            client_socket.push(effective);
             channels.push(DataChannel::new(conn, caps, spec.spin, client.io_timeout)?);
         }
         write_frame(&mut self.ctrl, &ClientMessage::Connected)?;
@@ -185,7 +194,7 @@ impl Session {
             |i: usize| (!client.cpus.is_empty()).then(|| client.cpus[i % client.cpus.len()]);
         let ctrl = &mut self.ctrl;
         let transport = self.transport.as_ref();
-        let (server_ip, endpoint, cookie) = (self.server_ip, self.endpoint.as_str(), &self.cookie);
+        let (server, endpoint, cookie) = (self.server_addr, self.endpoint.as_str(), &self.cookie);
 
         let (results, crr_result, control) = thread::scope(|scope| {
             let mut handles: Vec<_> = channels
@@ -215,7 +224,7 @@ impl Session {
                     }
                     let target = CrrTarget {
                         transport,
-                        server: server_ip,
+                        server,
                         endpoint,
                         opts: &client.socket,
                         cookie,

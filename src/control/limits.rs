@@ -40,7 +40,7 @@ impl Default for Limits {
 
 impl Limits {
     pub fn check_test(&self, t: &TestSpec) -> Result<(), String> {
-        crate::transport::by_name(&t.transport).map_err(|e| e.to_string())?;
+        crate::transport::by_name(&t.transport, &Default::default()).map_err(|e| e.to_string())?;
         if t.streams == 0 || t.streams > self.max_streams {
             return Err(format!(
                 "{} parallel streams requested; this server allows 1 to {}",

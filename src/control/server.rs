@@ -37,6 +37,8 @@ pub struct ServerConfig {
     pub io_timeout: Duration,
     /// Log one line per session to stderr.
     pub log: bool,
+    /// This side's transport settings (interface, certificates).
+    pub transport: crate::transport::TransportConfig,
 }
 
 impl Default for ServerConfig {
@@ -45,6 +47,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             io_timeout: Duration::from_secs(10),
             log: false,
+            transport: Default::default(),
         }
     }
 }
@@ -168,7 +171,7 @@ fn session(ctrl: &mut TcpStream, config: &ServerConfig) -> Result<()> {
         .limits
         .check_test(&spec)
         .map_err(anyhow::Error::msg)?;
-    let transport = transport::by_name(&spec.transport)?;
+    let transport = transport::by_name(&spec.transport, &config.transport)?;
     let local_ip = ctrl.local_addr()?.ip();
     let mut listener = transport.listen(local_ip)?;
     let cookie = Cookie::random()?;

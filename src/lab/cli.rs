@@ -202,9 +202,11 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
     let name = name.unwrap_or_else(|| format!("run{}", std::process::id()));
     let lab = Lab::up(&name, config)?;
     let io_timeout = args.io_timeout;
+    let transport = args.transport_args.config();
     let server_addr = super::in_netns(&lab.state.host_b.netns, move || {
         let config = crate::control::server::ServerConfig {
             io_timeout,
+            transport,
             ..Default::default()
         };
         let server = crate::control::server::Server::bind(

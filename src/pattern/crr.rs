@@ -2,7 +2,7 @@
 //! sends a request, reads the response and closes. Connection setup is timed apart.
 
 use std::io;
-use std::net::IpAddr;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -36,7 +36,7 @@ pub struct CrrStats {
 /// Where and how to connect for each transaction.
 pub struct CrrTarget<'a> {
     pub transport: &'a dyn Transport,
-    pub server: IpAddr,
+    pub server: SocketAddr,
     pub endpoint: &'a str,
     pub opts: &'a SocketOptions,
     pub cookie: &'a Cookie,

@@ -76,7 +76,7 @@ fn sweep(spec: Option<&str>, what: &str) -> Result<Vec<u64>> {
 }
 
 pub fn build(a: &RunArgs) -> Result<RunPlan> {
-    let t = transport::by_name(&a.transport)?;
+    let t = transport::by_name(&a.transport, &a.transport_args.config())?;
     let caps = t.capabilities();
     let pattern = a.pattern;
 

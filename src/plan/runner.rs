@@ -108,6 +108,7 @@ pub fn run(
         None => {
             let config = ServerConfig {
                 io_timeout: args.io_timeout,
+                transport: args.transport_args.config(),
                 ..ServerConfig::default()
             };
             let server = Server::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), config)
@@ -116,7 +117,12 @@ pub fn run(
         }
     };
     report.server.address = Some(addr.to_string());
-    let mut session = Session::open(addr, plan.test.clone(), args.io_timeout)?;
+    let mut session = Session::open(
+        addr,
+        plan.test.clone(),
+        &args.transport_args.config(),
+        args.io_timeout,
+    )?;
     report.server_environment = Some(session.server_env.clone());
     sink.begin(report, plan);
 

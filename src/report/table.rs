@@ -452,6 +452,20 @@ impl Sink for TableSink {
                 ));
             }
         }
+        let setups: Vec<u64> = r
+            .points
+            .iter()
+            .flat_map(|p| p.socket.client.iter().filter_map(|e| e.setup_ns))
+            .collect();
+        if let (Some(min), false) = (setups.iter().min(), setups.is_empty()) {
+            let mean = setups.iter().sum::<u64>() as f64 / setups.len() as f64;
+            out(&format!(
+                "# data connection setup, client side (connect, handshake, test cookie; not in the figures above): mean {} us, min {} us over {} connections",
+                us(mean),
+                us(*min as f64),
+                setups.len()
+            ));
+        }
         if let Some(p) = r.points.last() {
             if let Some(first) = p.latency.as_ref().and_then(|l| l.first_ns) {
                 out(&format!(

@@ -11,7 +11,8 @@ mod udp;
 mod unix;
 
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
@@ -70,9 +71,11 @@ pub trait Transport: Send + Sync {
     fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>>;
     /// Connects to the data endpoint a server announced (`endpoint` is what its
     /// [`Listener::endpoint`] returned), presenting `cookie`, with `opts` applied beforehand.
+    /// `control` is the address the client's control connection went to: the server's host,
+    /// or a relay in front of it.
     fn connect(
         &self,
-        server: IpAddr,
+        control: SocketAddr,
         endpoint: &str,
         opts: &SocketOptions,
         cookie: &Cookie,
@@ -117,11 +120,28 @@ pub trait Connection: Send {
     }
 }
 
+/// What some transports need besides socket options. It comes from this side's own command
+/// line and is never sent over control: each end names its own interface and certificates.
+#[derive(Debug, Clone, Default)]
+pub struct TransportConfig {
+    /// raw: the network interface to send frames on. Default: the interface that holds the
+    /// local address of the control connection.
+    pub iface: Option<String>,
+    /// quic server: certificate chain (PEM). Default: a self-signed one made at start-up.
+    pub tls_cert: Option<PathBuf>,
+    /// quic server: the private key of `tls_cert` (PEM).
+    pub tls_key: Option<PathBuf>,
+    /// quic client: CA certificates (PEM) to verify the server with. Default: accept exactly
+    /// the certificate whose fingerprint the server announced over the control connection.
+    pub tls_ca: Option<PathBuf>,
+}
+
 /// Names of all transports, for help texts and error messages.
 pub const NAMES: &[&str] = &["tcp", "udp", "unix", "mptcp"];
 
-/// Looks a transport up by its command-line name.
-pub fn by_name(name: &str) -> Result<Box<dyn Transport>> {
+/// Looks a transport up by its command-line name; `config` carries this side's settings.
+pub fn by_name(name: &str, config: &TransportConfig) -> Result<Box<dyn Transport>> {
+    let _ = config;
     match name {
         "tcp" => Ok(Box::new(tcp::TCP)),
         "mptcp" => Ok(Box::new(mptcp::MPTCP)),

@@ -32,6 +32,10 @@ pub struct EffectiveOptions {
     pub nodelay: Option<bool>,
     pub cc: Option<String>,
     pub mss_bytes: Option<u32>,
+    /// Client side: wall time from starting to connect until the connection could carry
+    /// data (handshakes and the test cookie included), nanoseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_ns: Option<u64>,
 }
 
 /// Congestion control algorithms this kernel offers.

@@ -65,7 +65,7 @@ impl Transport for IpStream {
     }
     fn connect(
         &self,
-        server: IpAddr,
+        control: SocketAddr,
         endpoint: &str,
         opts: &SocketOptions,
         cookie: &Cookie,
@@ -74,7 +74,7 @@ impl Transport for IpStream {
         let port: u16 = endpoint
             .parse()
             .with_context(|| format!("server announced a bad TCP data port '{endpoint}'"))?;
-        let addr = SocketAddr::new(server, port);
+        let addr = SocketAddr::new(control.ip(), port);
         let sock = self.socket(addr)?;
         // Buffers and MSS must be set before the handshake: they decide the window scale.
         sockopt::apply(&SockRef::from(&sock), opts, true)?;

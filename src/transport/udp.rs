@@ -64,7 +64,7 @@ impl Transport for Udp {
     }
     fn connect(
         &self,
-        server: IpAddr,
+        control: SocketAddr,
         endpoint: &str,
         opts: &SocketOptions,
         cookie: &Cookie,
@@ -73,6 +73,7 @@ impl Transport for Udp {
         let port: u16 = endpoint
             .parse()
             .with_context(|| format!("server announced a bad UDP data port '{endpoint}'"))?;
+        let server = control.ip();
         let listener = SocketAddr::new(server, port);
         let any: IpAddr = match server {
             IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),

@@ -1,6 +1,6 @@
 //! Unix-domain stream sockets: the local IPC baseline, no network stack underneath.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
@@ -44,7 +44,7 @@ impl Transport for Unix {
     }
     fn connect(
         &self,
-        _server: IpAddr,
+        _control: SocketAddr,
         endpoint: &str,
         opts: &SocketOptions,
         cookie: &Cookie,
