@@ -23,6 +23,7 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Serve(a) => serve(a).map(|()| 0),
         Command::Run(a) => return run_measurement(*a, None),
         Command::Lab(a) => crate::lab::cli::run(a),
+        Command::Relay(a) => crate::relay::run(a).map(|()| 0),
         Command::Calibrate { iterations, json } => calibrate(iterations, json),
         Command::Results(c) => crate::results::cli::run(c),
     };

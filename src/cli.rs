@@ -25,6 +25,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run a test as client (with no --to, against a server started on loopback).
     Run(Box<RunArgs>),
+    /// A user-space TCP relay to put in the path: measures what an extra hop costs
+    /// (clients point --to at it and add --one-port).
+    Relay(crate::relay::RelayArgs),
     /// Measure what timing costs here: a clock read and a histogram record.
     Calibrate {
         /// Iterations per figure.
@@ -116,6 +119,11 @@ pub struct RunArgs {
     pub transport: String,
     #[command(flatten)]
     pub transport_args: TransportArgs,
+    /// Send the data connections to the control port too (TCP only), so that a single
+    /// forwarded port carries the test: use it when --to is a relay or proxy. The server
+    /// applies its socket options after accepting such a connection.
+    #[arg(long)]
+    pub one_port: bool,
 
     // ---- sizes and sweeps ----
     /// Message size in bytes: ping-pong message, rr/crr request, stream write or datagram.
@@ -280,10 +288,10 @@ pub struct RunArgs {
     pub no_save: bool,
 }
 
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     crate::units::parse_duration(s)
 }
 
-fn parse_bytes(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     crate::units::parse_bytes(s)
 }

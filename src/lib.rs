@@ -13,6 +13,7 @@ pub mod env;
 pub mod lab;
 pub mod pattern;
 pub mod plan;
+pub mod relay;
 pub mod report;
 pub mod results;
 pub mod stats;

@@ -50,6 +50,9 @@ pub struct Session {
     pub server_addr: SocketAddr,
     pub server_env: Environment,
     pub limits: Limits,
+    /// Set when the server saw our control connection come from another address: "server
+    /// sees A, this side is B".
+    pub middlebox: Option<String>,
     transport: Box<dyn Transport>,
     endpoint: String,
     cookie: Cookie,
@@ -104,17 +107,38 @@ impl Session {
                 version: env!("CARGO_PKG_VERSION").into(),
             },
         )?;
-        let (server_env, limits) = match server_reply(&mut ctrl)
+        let (server_env, limits, seen_as) = match server_reply(&mut ctrl)
             .with_context(|| format!("{addr} did not answer as a wirebench server"))?
         {
             ServerMessage::Welcome {
                 protocol,
                 environment,
                 limits,
+                client_seen_as,
                 ..
-            } if protocol == PROTOCOL_VERSION => (environment, limits),
+            } if protocol == PROTOCOL_VERSION => (environment, limits, client_seen_as),
             _ => bail!("{addr} did not answer as a wirebench server of this version"),
         };
+        // Data connections to the server's own data ports would bypass a relay or proxy in
+        // front of it (or fail to pass it): with TCP they then go through the control port.
+        let local = ctrl.local_addr().ok().map(|a| a.to_string());
+        let middlebox = match (seen_as, local) {
+            (Some(seen), Some(local)) if seen != local => {
+                Some(format!("server sees {seen}, this side is {local}"))
+            }
+            _ => None,
+        };
+        let mut spec = spec;
+        if let Some(m) = &middlebox {
+            if spec.transport == "tcp" {
+                spec.one_port = true;
+            } else {
+                eprintln!(
+                    "wirebench: warning: a relay, proxy or NAT is in the control path ({m}); {} data goes to the server's own address, not through it",
+                    spec.transport
+                );
+            }
+        }
         write_frame(&mut ctrl, &ClientMessage::Open { spec: spec.clone() })?;
         let (endpoint, cookie) = match server_reply(&mut ctrl)? {
             ServerMessage::Opened { endpoint, cookie } => (
@@ -128,11 +152,17 @@ impl Session {
             ctrl,
             server_env,
             limits,
+            middlebox,
             transport,
             endpoint,
             cookie,
             spec,
         })
+    }
+
+    /// Whether data connections go to the control port.
+    pub fn one_port(&self) -> bool {
+        self.spec.one_port
     }
 
     /// Runs one point. `live` receives the client's interval reports as they happen.

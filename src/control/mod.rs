@@ -4,6 +4,7 @@
 pub mod client;
 pub mod framing;
 pub mod limits;
+mod oneport;
 pub mod protocol;
 pub mod server;
 mod worker;

@@ -53,6 +53,11 @@ pub struct TestSpec {
     pub burst: u32,
     /// Fast paths both sides use where their role allows.
     pub fast: crate::pattern::FastPaths,
+    /// Data connections go to the control port itself (opening with a data prefix and the
+    /// cookie) instead of ports of their own, so that one forwarded port (a relay, a proxy,
+    /// a NAT rule) carries the whole test. TCP only.
+    #[serde(default)]
+    pub one_port: bool,
 }
 
 /// One point of a sweep: sizes, stop condition and the server's socket options.
@@ -106,6 +111,10 @@ pub enum ServerMessage {
         version: String,
         environment: Environment,
         limits: Limits,
+        /// The address the server sees this control connection come from. When it is not
+        /// the client's own, something (a relay, a proxy, NAT) sits in the path.
+        #[serde(default)]
+        client_seen_as: Option<String>,
     },
     Opened {
         endpoint: String,

@@ -1,6 +1,7 @@
 //! The wirebench server: answers any number of clients at once, each test on its own
 //! threads with its own data listener, and never lets one client's misbehaviour reach another.
 
+use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use anyhow::{bail, Context, Result};
 
 use super::framing::{read_frame, write_frame};
 use super::limits::Limits;
+use super::oneport::DataRoutes;
 use super::protocol::{
     ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
 };
@@ -20,7 +22,7 @@ use super::worker::{
 use crate::env::Environment;
 use crate::pattern::stream::EndSignal;
 use crate::pattern::{self, crr, DataChannel, PatternKind, Role, Side};
-use crate::transport::{self, Cookie, Listener, Transport};
+use crate::transport::{self, Cookie, HandedOverListener, Listener, Transport, DATA_PREFIX};
 
 /// The documented default control port.
 pub const DEFAULT_PORT: u16 = 5320;
@@ -56,6 +58,7 @@ pub struct Server {
     listener: TcpListener,
     config: Arc<ServerConfig>,
     sessions: Arc<AtomicU32>,
+    routes: Arc<DataRoutes>,
 }
 
 impl Server {
@@ -66,6 +69,7 @@ impl Server {
             listener,
             config: Arc::new(config),
             sessions: Arc::new(AtomicU32::new(0)),
+            routes: Arc::new(DataRoutes::default()),
         })
     }
 
@@ -85,11 +89,15 @@ impl Server {
                     continue;
                 }
             };
+            let Some(stream) = self.routes.deliver_if_ready(stream) else {
+                continue;
+            };
             let config = Arc::clone(&self.config);
             let sessions = Arc::clone(&self.sessions);
+            let routes = Arc::clone(&self.routes);
             let _ = thread::Builder::new()
                 .name("wb-session".into())
-                .spawn(move || session_thread(stream, config, sessions));
+                .spawn(move || session_thread(stream, config, sessions, routes));
         }
         Ok(())
     }
@@ -104,7 +112,24 @@ impl Server {
     }
 }
 
-fn session_thread(mut stream: TcpStream, config: Arc<ServerConfig>, sessions: Arc<AtomicU32>) {
+fn session_thread(
+    mut stream: TcpStream,
+    config: Arc<ServerConfig>,
+    sessions: Arc<AtomicU32>,
+    routes: Arc<DataRoutes>,
+) {
+    // The first four bytes tell a control connection (a frame length) from a data
+    // connection of a --one-port test (the data prefix).
+    let mut first = [0u8; 4];
+    if stream.set_read_timeout(Some(HELLO_TIMEOUT)).is_err()
+        || stream.read_exact(&mut first).is_err()
+    {
+        return;
+    }
+    if first == DATA_PREFIX {
+        routes.deliver(stream);
+        return;
+    }
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
@@ -117,7 +142,7 @@ fn session_thread(mut stream: TcpStream, config: Arc<ServerConfig>, sessions: Ar
             config.limits.max_sessions
         ))
     } else {
-        session(&mut stream, &config)
+        session(&mut stream, first, &config, &routes)
     };
     sessions.fetch_sub(1, Ordering::SeqCst);
     if let Err(e) = result {
@@ -136,11 +161,16 @@ fn session_thread(mut stream: TcpStream, config: Arc<ServerConfig>, sessions: Ar
     }
 }
 
-fn session(ctrl: &mut TcpStream, config: &ServerConfig) -> Result<()> {
+fn session(
+    ctrl: &mut TcpStream,
+    first: [u8; 4],
+    config: &ServerConfig,
+    routes: &Arc<DataRoutes>,
+) -> Result<()> {
     ctrl.set_nodelay(true)?;
     ctrl.set_read_timeout(Some(HELLO_TIMEOUT))?;
     ctrl.set_write_timeout(Some(config.io_timeout))?;
-    match read_frame::<ClientMessage>(ctrl)? {
+    match read_frame::<ClientMessage>(&mut first.as_slice().chain(&mut *ctrl))? {
         ClientMessage::Hello {
             magic, protocol, ..
         } if magic == MAGIC => {
@@ -159,6 +189,7 @@ fn session(ctrl: &mut TcpStream, config: &ServerConfig) -> Result<()> {
             version: env!("CARGO_PKG_VERSION").into(),
             environment: Environment::capture(),
             limits: config.limits.clone(),
+            client_seen_as: ctrl.peer_addr().ok().map(|a| a.to_string()),
         },
     )?;
     ctrl.set_read_timeout(Some(IDLE_TIMEOUT))?;
@@ -173,8 +204,19 @@ fn session(ctrl: &mut TcpStream, config: &ServerConfig) -> Result<()> {
         .map_err(anyhow::Error::msg)?;
     let transport = transport::by_name(&spec.transport, &config.transport)?;
     let local_ip = ctrl.local_addr()?.ip();
-    let mut listener = transport.listen(local_ip)?;
     let cookie = Cookie::random()?;
+    // A --one-port test's route closes when the session ends (the guard drops).
+    let mut _route = None;
+    let mut listener: Box<dyn Listener> = if spec.one_port {
+        if transport.name() != "tcp" {
+            bail!("one-port tests carry data on the control port's TCP: tcp only");
+        }
+        let (route, handed) = DataRoutes::open(routes, &cookie);
+        _route = Some(route);
+        Box::new(HandedOverListener::new(handed))
+    } else {
+        transport.listen(local_ip)?
+    };
     write_frame(
         ctrl,
         &ServerMessage::Opened {

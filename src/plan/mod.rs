@@ -79,6 +79,12 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
     let t = transport::by_name(&a.transport, &a.transport_args.config())?;
     let caps = t.capabilities();
     let pattern = a.pattern;
+    if a.one_port && t.name() != "tcp" {
+        bail!(
+            "--one-port carries the data connections on the control port's TCP: it works with -t tcp only, not {}",
+            t.name()
+        );
+    }
 
     if !caps.tcp_options {
         for (set, name) in [
@@ -313,6 +319,7 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
 
     Ok(RunPlan {
         test: TestSpec {
+            one_port: a.one_port,
             pattern,
             transport: a.transport.clone(),
             streams: a.parallel,

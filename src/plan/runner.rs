@@ -50,6 +50,8 @@ pub fn new_report(plan: &RunPlan, args: &RunArgs) -> RunReport {
         server: ServerInfo {
             address: args.to.clone(),
             self_hosted: args.to.is_none(),
+            one_port: t.one_port,
+            middlebox: None,
         },
         client_environment: crate::env::Environment::capture(),
         server_environment: None,
@@ -124,6 +126,8 @@ pub fn run(
         args.io_timeout,
     )?;
     report.server_environment = Some(session.server_env.clone());
+    report.server.one_port = session.one_port();
+    report.server.middlebox = session.middlebox.clone();
     sink.begin(report, plan);
 
     let progress = sink.progress(plan.points.len() as u64);

@@ -45,6 +45,14 @@ pub struct ServerInfo {
     pub address: Option<String>,
     /// True when `run` started its own server on loopback.
     pub self_hosted: bool,
+    /// Data connections went to the control port (`--one-port`, or chosen because a relay,
+    /// proxy or NAT was seen in the path).
+    #[serde(default)]
+    pub one_port: bool,
+    /// Set when the server saw the control connection come from another address than this
+    /// side's own: a relay, proxy or NAT is in the path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub middlebox: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -95,6 +95,18 @@ impl Sink for TableSink {
                 ""
             }
         ));
+        if let Some(m) = &r.server.middlebox {
+            out(&format!(
+                "# a relay, proxy or NAT is in the path ({m}){}",
+                if r.server.one_port {
+                    ": data connections go through the control port"
+                } else {
+                    ""
+                }
+            ));
+        } else if r.server.one_port {
+            out("# data connections go through the control port (--one-port)");
+        }
         let c = &r.client_environment;
         out(&format!(
             "# client: {} ({}, {} CPUs, {})",

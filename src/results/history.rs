@@ -77,6 +77,7 @@ fn plan_of(r: &RunReport) -> Result<RunPlan> {
     let s = &r.settings;
     Ok(RunPlan {
         test: TestSpec {
+            one_port: false,
             pattern,
             transport: r.transport.clone(),
             streams: s.streams,

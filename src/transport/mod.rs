@@ -18,6 +18,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 
 pub use sockopt::{EffectiveOptions, SocketOptions};
+pub use tcp::{HandedOverListener, DATA_PREFIX};
 
 use crate::sys::TcpInfo;
 

@@ -1,7 +1,9 @@
 //! TCP: the reference reliable byte stream (and, with another protocol number, MPTCP).
 
+use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -24,6 +26,13 @@ pub const TCP: IpStream = IpStream {
     protocol: Protocol::TCP,
     unsupported: "this system cannot create TCP sockets",
 };
+
+/// The endpoint a server announces when data connections share its control port.
+pub const CONTROL_PORT_ENDPOINT: &str = "control";
+
+/// The first bytes of a data connection to the control port. Read as a control frame's
+/// length they exceed the frame limit, so no control connection can start with them.
+pub const DATA_PREFIX: [u8; 4] = *b"WBDT";
 
 impl IpStream {
     fn socket(&self, addr: SocketAddr) -> Result<Socket> {
@@ -71,17 +80,41 @@ impl Transport for IpStream {
         cookie: &Cookie,
         timeout: Duration,
     ) -> Result<Box<dyn Connection>> {
-        let port: u16 = endpoint
-            .parse()
-            .with_context(|| format!("server announced a bad TCP data port '{endpoint}'"))?;
-        let addr = SocketAddr::new(control.ip(), port);
+        let on_control_port = endpoint == CONTROL_PORT_ENDPOINT;
+        let addr = if on_control_port {
+            control
+        } else {
+            let port: u16 = endpoint
+                .parse()
+                .with_context(|| format!("server announced a bad TCP data port '{endpoint}'"))?;
+            SocketAddr::new(control.ip(), port)
+        };
         let sock = self.socket(addr)?;
         // Buffers and MSS must be set before the handshake: they decide the window scale.
         sockopt::apply(&SockRef::from(&sock), opts, true)?;
-        sock.connect_timeout(&addr.into(), timeout)
-            .with_context(|| format!("connecting TCP data connection to {addr}"))?;
+        sock.connect_timeout(&addr.into(), timeout).with_context(|| {
+            if on_control_port {
+                format!("connecting a {} data connection to {addr}", self.name)
+            } else {
+                format!(
+                    "connecting a {} data connection to {addr} (if --to is a relay or proxy, add --one-port)",
+                    self.name
+                )
+            }
+        })?;
         let mut stream: TcpStream = sock.into();
-        present_cookie(&mut stream, cookie, timeout)?;
+        if on_control_port {
+            // Prefix and cookie in one write: two small writes would wait on a delayed ACK.
+            let mut hello = [0u8; 20];
+            hello[..4].copy_from_slice(&DATA_PREFIX);
+            hello[4..].copy_from_slice(&cookie.0);
+            stream.set_write_timeout(Some(timeout))?;
+            stream
+                .write_all(&hello)
+                .context("sending the test cookie")?;
+        } else {
+            present_cookie(&mut stream, cookie, timeout)?;
+        }
         Ok(Box::new(ByteStream { stream, tcp: true }))
     }
 }
@@ -118,5 +151,48 @@ impl Listener for TcpDataListener {
             true,
             "TCP",
         )
+    }
+}
+
+/// The listener of a `--one-port` test: the server's control loop recognises data connections
+/// by [`DATA_PREFIX`] and the test's cookie and hands them over through `handed`.
+pub struct HandedOverListener {
+    pub handed: mpsc::Receiver<TcpStream>,
+    opts: SocketOptions,
+}
+
+impl HandedOverListener {
+    pub fn new(handed: mpsc::Receiver<TcpStream>) -> HandedOverListener {
+        HandedOverListener {
+            handed,
+            opts: SocketOptions::default(),
+        }
+    }
+}
+
+impl Listener for HandedOverListener {
+    fn endpoint(&self) -> String {
+        CONTROL_PORT_ENDPOINT.to_owned()
+    }
+    fn configure(&mut self, opts: &SocketOptions) -> Result<()> {
+        // The control port's listener is shared by all tests: options wait for accept.
+        self.opts = opts.clone();
+        Ok(())
+    }
+    fn accept(
+        &mut self,
+        _cookie: &Cookie,
+        timeout: Duration,
+    ) -> Result<Option<Box<dyn Connection>>> {
+        let stream = match self.handed.recv_timeout(timeout) {
+            Ok(s) => s,
+            Err(mpsc::RecvTimeoutError::Timeout) => return Ok(None),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                anyhow::bail!("the server stopped handing over data connections")
+            }
+        };
+        stream.set_read_timeout(None)?;
+        sockopt::apply(&SockRef::from(&stream), &self.opts, true)?;
+        Ok(Some(Box::new(ByteStream { stream, tcp: true })))
     }
 }
