@@ -518,3 +518,82 @@ fn mptcp_where_the_kernel_refuses_it_is_one_clear_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("does not offer MPTCP"), "{err}");
 }
+
+#[test]
+fn raw_ethernet_reports_the_links_loss_per_frame_and_per_message() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p: f64 = 0.05;
+    let v = lab_run(
+        "rw",
+        &["--loss", "5%"],
+        &[
+            "stream",
+            "-t",
+            "raw",
+            "--size",
+            "1400,4000",
+            "--rate",
+            "40M",
+            "-d",
+            "3s",
+            "--rcvbuf",
+            "4M",
+            "--server-rcvbuf",
+            "4M",
+        ],
+    );
+    // 1400 bytes fit one 1500-byte frame; 4000 bytes take three (1476 message bytes per frame),
+    // and a message missing any frame is dropped whole: 1 - 0.95^3 = 14.3% of them.
+    for (i, frames) in [(0, 1), (1, 3)] {
+        let loss = &v["points"][i]["stream"]["totals"][0]["loss"];
+        let n = u(&loss["sent"]) as f64;
+        assert!(n > 3000.0, "sent {n}");
+        let expect = 1.0 - (1.0 - p).powi(frames);
+        let observed = u(&loss["lost"]) as f64 / n;
+        let sigma = (expect * (1.0 - expect) / n).sqrt();
+        assert!(
+            (observed - expect).abs() < 4.0 * sigma,
+            "{frames} frame(s) per message: observed {observed}, expected {expect}, sigma {sigma}"
+        );
+    }
+}
+
+#[test]
+fn raw_ethernet_fills_a_shaped_link_to_its_goodput() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let v = lab_run(
+        "rg",
+        &["--rate", "100M"],
+        &[
+            "stream",
+            "-t",
+            "raw",
+            "--size",
+            "4000",
+            "--rate",
+            "120M",
+            "-d",
+            "2s",
+            "--rcvbuf",
+            "4M",
+            "--server-rcvbuf",
+            "4M",
+        ],
+    );
+    let t = total(&v);
+    let theory = f(&t["theoretical_goodput_bits_per_s"]);
+    // 3 frames of 38 header bytes per 4000-byte message: 97.23 Mbit/s of payload.
+    assert!((theory - 100e6 * 4000.0 / 4114.0).abs() < 1e3, "{theory}");
+    let got = f(&t["receiver_bits_per_s"]);
+    // The shaper's own delivery varies under host load (see the TCP rate test).
+    assert!(
+        got > 0.85 * theory && got < 1.01 * theory,
+        "receiver {got} vs {theory}"
+    );
+}

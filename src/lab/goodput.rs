@@ -50,9 +50,34 @@ pub fn udp(rate_bits_per_s: f64, mtu: u64, payload: u64) -> f64 {
     rate_bits_per_s * payload as f64 / udp_wire_bytes(payload, mtu) as f64
 }
 
+/// wirebench's own header in each raw Ethernet frame (src/transport/raw.rs).
+pub const RAW_HEADER: u64 = 24;
+
+/// Frame bytes on the link for one raw-transport message of `payload` bytes: split into
+/// frames of at most MTU - 24 message bytes, each with its Ethernet and wirebench header.
+pub fn raw_wire_bytes(payload: u64, mtu: u64) -> u64 {
+    let per_frame = mtu.saturating_sub(RAW_HEADER).max(1);
+    let frames = payload.div_ceil(per_frame).max(1);
+    payload + frames * (RAW_HEADER + ETHERNET_HEADER)
+}
+
+/// Payload bits per second of raw-transport messages of `payload` bytes at full link rate.
+pub fn raw(rate_bits_per_s: f64, mtu: u64, payload: u64) -> f64 {
+    rate_bits_per_s * payload as f64 / raw_wire_bytes(payload, mtu) as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_messages_split_into_frames() {
+        // 1476 message bytes per 1500-byte frame: 4000 bytes take three frames.
+        assert_eq!(raw_wire_bytes(4000, 1500), 4000 + 3 * 38);
+        assert_eq!(raw_wire_bytes(1476, 1500), 1476 + 38);
+        assert_eq!(raw_wire_bytes(1477, 1500), 1477 + 2 * 38);
+        assert_eq!(raw_wire_bytes(0, 1500), 38);
+    }
 
     #[test]
     fn tcp_on_standard_ethernet() {

@@ -141,9 +141,9 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
         }
     }
     for (set, name) in datagram_only {
-        if set && caps.reliable {
+        if set && !caps.syscall_batching {
             bail!(
-                "{name} applies to datagram transports (udp), not to {}",
+                "{name} applies to kernel datagram sockets (udp), not to {}",
                 a.transport
             );
         }
@@ -334,13 +334,13 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
                 skip_rx_copy: a.skip_rx_copy,
                 // Batching is the default for datagram streams: one system call per datagram
                 // caps the rate well below what the path carries.
-                batch: a
-                    .batch
-                    .unwrap_or(if pattern == PatternKind::Stream && !caps.reliable {
+                batch: a.batch.unwrap_or(
+                    if pattern == PatternKind::Stream && caps.syscall_batching {
                         16
                     } else {
                         1
-                    }),
+                    },
+                ),
                 gso: a.gso,
                 gro: a.gro,
                 busy_poll_us: a.busy_poll,

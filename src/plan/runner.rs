@@ -218,6 +218,7 @@ fn add_theoretical_goodput(
         t.theoretical_goodput_bits_per_s = dir.rate_bits_per_s.and_then(|r| match transport {
             "tcp" => Some(goodput::tcp(r, mtu).tcp_bits_per_s),
             "udp" => Some(goodput::udp(r, mtu, size)),
+            "raw" => Some(goodput::raw(r, mtu, size)),
             _ => None,
         });
     }

@@ -80,7 +80,9 @@ impl Sink for TableSink {
     fn begin(&mut self, r: &RunReport, plan: &RunPlan) {
         self.pattern = Some(plan.test.pattern);
         self.swept = plan.swept;
-        self.unreliable = r.transport == "udp";
+        // Loss, jitter and reordering columns for every transport that may lose messages.
+        self.unreliable = crate::transport::by_name(&r.transport, &Default::default())
+            .is_ok_and(|t| !t.capabilities().reliable);
         self.intervals = plan.test.interval_ms.is_some();
         let server = r.server.address.clone().unwrap_or_default();
         out(&format!(

@@ -1,5 +1,6 @@
-//! Packet sockets (AF_PACKET) for the lab's delay line: whole Ethernet frames, with the
-//! kernel's virtio-net header so that GSO super-frames and partial checksums cross unchanged.
+//! Packet sockets (AF_PACKET): for the lab's delay line, whole Ethernet frames with the
+//! kernel's virtio-net header so that GSO super-frames and partial checksums cross unchanged;
+//! for the raw transport, datagram packet sockets of one EtherType, addressed by MAC.
 
 use std::ffi::CString;
 use std::io;
@@ -79,4 +80,191 @@ pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
 pub fn send(fd: BorrowedFd<'_>, frame: &[u8]) -> io::Result<usize> {
     nix::sys::socket::send(fd.as_raw_fd(), frame, nix::sys::socket::MsgFlags::empty())
         .map_err(io::Error::from)
+}
+
+/// Opens a blocking datagram packet socket that receives frames of `ethertype` (the kernel
+/// adds and strips the Ethernet header) and ignores our own outgoing frames.
+///
+/// It is not bound to an interface: binding re-registers the protocol hook, and the kernel
+/// waits for an RCU grace period (milliseconds) to do that. [`filter_flow`] picks the
+/// interface instead.
+pub fn open_ethertype(ethertype: u16) -> io::Result<OwnedFd> {
+    let protocol = ethertype.to_be();
+    // SAFETY: plain socket(2) call with constant arguments; the result is checked below.
+    let raw = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            libc::c_int::from(protocol),
+        )
+    };
+    check(raw)?;
+    // SAFETY: `raw` is a fresh descriptor we own and hand to OwnedFd exactly once.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    super::set_int_option(fd.as_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
+    Ok(fd)
+}
+
+fn link_address(ifindex: u32, ethertype: u16, mac: [u8; 6]) -> libc::sockaddr_ll {
+    // SAFETY: sockaddr_ll is a plain C struct; all-zero is a valid starting value.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_protocol = ethertype.to_be();
+    addr.sll_ifindex = ifindex as libc::c_int;
+    addr.sll_halen = 6;
+    addr.sll_addr[..6].copy_from_slice(&mac);
+    addr
+}
+
+/// Lets through only frames that arrive on interface `ifindex` and whose big-endian 16-bit
+/// field at `offset` (from the start of the frame's payload) equals `value`: a socket then
+/// wakes for its own flow only.
+pub fn filter_flow(fd: BorrowedFd<'_>, ifindex: u32, offset: u32, value: u16) -> io::Result<()> {
+    /// The kernel's ancillary load of the receiving interface (linux/filter.h).
+    const SKF_AD_IFINDEX: u32 = 8;
+    let code = [
+        // A = index of the interface the frame arrived on
+        libc::sock_filter {
+            code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+            jt: 0,
+            jf: 0,
+            k: (libc::SKF_AD_OFF as u32).wrapping_add(SKF_AD_IFINDEX),
+        },
+        libc::sock_filter {
+            code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 3,
+            k: ifindex,
+        },
+        // A = payload[offset..offset + 2] as big-endian u16
+        libc::sock_filter {
+            code: (libc::BPF_LD | libc::BPF_H | libc::BPF_ABS) as u16,
+            jt: 0,
+            jf: 0,
+            k: offset,
+        },
+        libc::sock_filter {
+            code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 1,
+            k: u32::from(value),
+        },
+        libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k: u32::MAX,
+        },
+        libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+    ];
+    let prog = libc::sock_fprog {
+        len: code.len() as u16,
+        filter: code.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: `prog` points at `code`, which lives on the stack for the whole call; the kernel
+    // copies the program and keeps no pointer to it.
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            (&prog as *const libc::sock_fprog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    })
+}
+
+/// Sends `payload` as one frame of `ethertype` to `mac` out of interface `ifindex`.
+#[inline]
+pub fn send_to(
+    fd: BorrowedFd<'_>,
+    payload: &[u8],
+    ifindex: u32,
+    ethertype: u16,
+    mac: [u8; 6],
+) -> io::Result<usize> {
+    let addr = link_address(ifindex, ethertype, mac);
+    // SAFETY: `payload` is a valid buffer of the given length and `addr` a properly
+    // initialised sockaddr_ll whose exact size is passed.
+    let n = unsafe {
+        libc::sendto(
+            fd.as_raw_fd(),
+            payload.as_ptr().cast(),
+            payload.len(),
+            0,
+            (&addr as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Receives one frame's payload into `buf`: its length (truncated to `buf`) and the
+/// sender's MAC address.
+#[inline]
+pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, [u8; 6])> {
+    // SAFETY: sockaddr_ll is a plain C struct; all-zero is a valid starting value.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    // SAFETY: `buf` is a valid writable buffer of the given length; `addr` and `len` are
+    // valid for writes and `len` holds the size of `addr`.
+    let n = unsafe {
+        libc::recvfrom(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            0,
+            (&mut addr as *mut libc::sockaddr_ll).cast(),
+            &mut len,
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut mac = [0u8; 6];
+    mac.copy_from_slice(&addr.sll_addr[..6]);
+    Ok(((n as usize).min(buf.len()), mac))
+}
+
+/// The index of interface `name`.
+pub fn ifindex(name: &str) -> io::Result<u32> {
+    let c = CString::new(name).map_err(|_| io::Error::other("interface name has a NUL"))?;
+    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
+    let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if index == 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(index)
+    }
+}
+
+/// The MTU of interface `name` in the current network namespace (sysfs may show another
+/// namespace's interfaces when this thread entered a namespace itself).
+pub fn interface_mtu(name: &str) -> io::Result<usize> {
+    let probe =
+        std::net::UdpSocket::bind("0.0.0.0:0").or_else(|_| std::net::UdpSocket::bind("[::]:0"))?;
+    // SAFETY: ifreq is a plain C struct; all-zero is a valid starting value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() >= req.ifr_name.len() {
+        return Err(io::Error::other("bad interface name"));
+    }
+    for (dst, &b) in req.ifr_name.iter_mut().zip(bytes) {
+        *dst = b as libc::c_char;
+    }
+    // SAFETY: SIOCGIFMTU reads the NUL-terminated name from `req` and writes the MTU into its
+    // union; `req` is valid for reads and writes for the whole call.
+    check(unsafe { libc::ioctl(probe.as_raw_fd(), libc::SIOCGIFMTU, &mut req) })?;
+    // SAFETY: after a successful SIOCGIFMTU the kernel has set the union's `ifru_mtu` field.
+    let mtu = unsafe { req.ifr_ifru.ifru_mtu };
+    usize::try_from(mtu).map_err(|_| io::Error::other("negative MTU"))
 }

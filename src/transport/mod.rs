@@ -5,6 +5,7 @@
 
 mod bytestream;
 mod mptcp;
+mod raw;
 pub mod sockopt;
 mod tcp;
 mod udp;
@@ -35,6 +36,9 @@ pub struct Capabilities {
     pub tcp_options: bool,
     /// The data endpoint is reachable only on the server's own host (a filesystem path).
     pub host_local: bool,
+    /// One message is one kernel datagram on [`Connection::socket_fd`], so that batched
+    /// system calls (sendmmsg, recvmmsg) and UDP GSO/GRO can carry the messages.
+    pub syscall_batching: bool,
 }
 
 /// A random token that ties data connections to the test that announced them, so that a stray
@@ -138,16 +142,16 @@ pub struct TransportConfig {
 }
 
 /// Names of all transports, for help texts and error messages.
-pub const NAMES: &[&str] = &["tcp", "udp", "unix", "mptcp"];
+pub const NAMES: &[&str] = &["tcp", "udp", "unix", "mptcp", "raw"];
 
 /// Looks a transport up by its command-line name; `config` carries this side's settings.
 pub fn by_name(name: &str, config: &TransportConfig) -> Result<Box<dyn Transport>> {
-    let _ = config;
     match name {
         "tcp" => Ok(Box::new(tcp::TCP)),
         "mptcp" => Ok(Box::new(mptcp::MPTCP)),
         "udp" => Ok(Box::new(udp::Udp)),
         "unix" => Ok(Box::new(unix::Unix)),
+        "raw" => Ok(Box::new(raw::Raw::new(config))),
         other => bail!(
             "unknown transport '{other}' (available: {})",
             NAMES.join(", ")

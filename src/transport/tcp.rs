@@ -58,6 +58,7 @@ impl Transport for IpStream {
             max_message: u64::MAX,
             tcp_options: true,
             host_local: false,
+            syscall_batching: false,
         }
     }
     fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>> {

@@ -51,6 +51,7 @@ impl Transport for Udp {
             max_message: MAX_DATAGRAM,
             tcp_options: false,
             host_local: false,
+            syscall_batching: true,
         }
     }
     fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>> {

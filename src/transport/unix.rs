@@ -25,6 +25,7 @@ impl Transport for Unix {
             max_message: u64::MAX,
             tcp_options: false,
             host_local: true,
+            syscall_batching: false,
         }
     }
     fn listen(&self, _local: IpAddr) -> Result<Box<dyn Listener>> {

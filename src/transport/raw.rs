@@ -1,0 +1,700 @@
+//! raw: Ethernet frames on a packet socket with wirebench's own EtherType. No IP, no TCP: the
+//! native link layer, as the Fore ATM API and HARP's AAL5 sockets were in the seed studies.
+//!
+//! A message larger than one frame is split into frames and reassembled. Like AAL5, nothing
+//! is retransmitted: a message that misses a frame is dropped whole, and the patterns count
+//! it lost (they number their messages). Every frame carries a sequence number, a message
+//! number and its place in the message.
+//!
+//! Flows are told apart by 16-bit ports in wirebench's own header (a BPF filter on each
+//! socket lets only its own port's frames in). The handshake is a HELLO carrying the test's
+//! cookie to the listener's port, answered by an ACK from the new connection's port.
+//! Packet sockets need root (CAP_NET_RAW); the control connection stays TCP.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use socket2::SockRef;
+
+use super::{
+    remaining, sockopt, Capabilities, Connection, Cookie, EffectiveOptions, Listener,
+    SocketOptions, Transport, TransportConfig,
+};
+use crate::sys::{self, packet};
+
+/// IEEE 802 "local experimental EtherType 1": free for a protocol of one's own.
+pub const ETHERTYPE: u16 = 0x88B5;
+/// Bytes of wirebench's header at the start of every frame's payload.
+pub const HEADER: usize = 24;
+const VERSION: u8 = 1;
+const DATA: u8 = 0;
+const HELLO: u8 = 1;
+const ACK: u8 = 2;
+/// Offset of the destination port in the header (the socket filter reads it).
+const DST_PORT_AT: u32 = 2;
+/// How often a HELLO is repeated until the ACK arrives.
+const HELLO_EVERY: Duration = Duration::from_millis(100);
+/// The largest message: frames per message are counted in 16 bits.
+const MAX_MESSAGE: u64 = 16 << 20;
+
+/// wirebench's header, big-endian on the wire:
+/// version u8, kind u8, dst port u16, src port u16, frame seq u32, message u32,
+/// fragment u16, fragments u16, message length u32, 2 bytes reserved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Header {
+    kind: u8,
+    dst_port: u16,
+    src_port: u16,
+    seq: u32,
+    message: u32,
+    fragment: u16,
+    fragments: u16,
+    length: u32,
+}
+
+impl Header {
+    fn write(&self, out: &mut [u8]) {
+        out[0] = VERSION;
+        out[1] = self.kind;
+        out[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
+        out[4..6].copy_from_slice(&self.src_port.to_be_bytes());
+        out[6..10].copy_from_slice(&self.seq.to_be_bytes());
+        out[10..14].copy_from_slice(&self.message.to_be_bytes());
+        out[14..16].copy_from_slice(&self.fragment.to_be_bytes());
+        out[16..18].copy_from_slice(&self.fragments.to_be_bytes());
+        out[18..22].copy_from_slice(&self.length.to_be_bytes());
+        out[22..24].fill(0);
+    }
+
+    fn read(frame: &[u8]) -> Option<Header> {
+        if frame.len() < HEADER || frame[0] != VERSION {
+            return None;
+        }
+        let u16_at = |i: usize| u16::from_be_bytes([frame[i], frame[i + 1]]);
+        let u32_at = |i: usize| u32::from_be_bytes(frame[i..i + 4].try_into().unwrap_or([0; 4]));
+        Some(Header {
+            kind: frame[1],
+            dst_port: u16_at(2),
+            src_port: u16_at(4),
+            seq: u32_at(6),
+            message: u32_at(10),
+            fragment: u16_at(14),
+            fragments: u16_at(16),
+            length: u32_at(18),
+        })
+    }
+}
+
+fn format_mac(mac: [u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let parts: Vec<u8> = s
+        .split(':')
+        .map(|p| u8::from_str_radix(p, 16))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    parts.try_into().ok()
+}
+
+/// What the server announces: its MAC, the listener's port and the interface MTU.
+fn parse_endpoint(endpoint: &str) -> Result<([u8; 6], u16, usize)> {
+    let bad = || anyhow::anyhow!("server announced a bad raw endpoint '{endpoint}'");
+    let mut it = endpoint.split('/');
+    let mac = it.next().and_then(parse_mac).ok_or_else(bad)?;
+    let port = it.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+    let mtu = it.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+    if it.next().is_some() || port == 0 {
+        return Err(bad());
+    }
+    Ok((mac, port, mtu))
+}
+
+/// One interface as the raw transport uses it.
+struct Iface {
+    name: String,
+    index: u32,
+    mac: [u8; 6],
+    mtu: usize,
+}
+
+impl Iface {
+    fn named(name: &str) -> Result<Iface> {
+        let index = packet::ifindex(name).with_context(|| format!("no interface '{name}'"))?;
+        // The link-layer entry of getifaddrs carries the MAC address, in this namespace.
+        let mac = nix::ifaddrs::getifaddrs()
+            .context("listing the interfaces")?
+            .filter(|a| a.interface_name == name)
+            .find_map(|a| a.address.as_ref()?.as_link_addr()?.addr())
+            .with_context(|| format!("interface {name} has no Ethernet address"))?;
+        let mtu = packet::interface_mtu(name)
+            .with_context(|| format!("reading the MTU of interface {name}"))?;
+        if mtu < HEADER + 64 {
+            bail!("interface {name} has an MTU of {mtu} bytes: too small for raw frames");
+        }
+        Ok(Iface {
+            name: name.to_owned(),
+            index,
+            mac,
+            mtu,
+        })
+    }
+
+    /// The interface that holds `addr`.
+    fn holding(addr: IpAddr) -> Result<Iface> {
+        let addrs = nix::ifaddrs::getifaddrs().context("listing the interfaces")?;
+        for a in addrs {
+            let ip = a.address.as_ref().and_then(|s| {
+                s.as_sockaddr_in()
+                    .map(|v4| IpAddr::V4(v4.ip()))
+                    .or_else(|| s.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
+            });
+            if ip == Some(addr) {
+                return Iface::named(&a.interface_name);
+            }
+        }
+        bail!("no interface holds {addr}: give the raw transport one with --iface")
+    }
+
+    /// The interface given, or the one this host would use to reach `peer`.
+    fn for_peer(config: &TransportConfig, peer: IpAddr) -> Result<Iface> {
+        if let Some(name) = &config.iface {
+            return Iface::named(name);
+        }
+        // connect() on a UDP socket only picks a route and a local address: nothing is sent.
+        let any: SocketAddr = match peer {
+            IpAddr::V4(_) => "0.0.0.0:0".parse()?,
+            IpAddr::V6(_) => "[::]:0".parse()?,
+        };
+        let probe = UdpSocket::bind(any)?;
+        probe.connect(SocketAddr::new(peer, 9))?;
+        Iface::holding(probe.local_addr()?.ip())
+    }
+}
+
+/// A packet socket of our EtherType that sees only frames for `port`.
+fn open_socket(iface: &Iface, port: u16) -> Result<OwnedFd> {
+    let fd = packet::open_ethertype(ETHERTYPE).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EPERM) {
+            anyhow::anyhow!(
+                "the raw transport needs root (CAP_NET_RAW) to open packet sockets: {e}"
+            )
+        } else {
+            anyhow::Error::new(e).context(format!("opening a packet socket on {}", iface.name))
+        }
+    })?;
+    packet::filter_flow(fd.as_fd(), iface.index, DST_PORT_AT, port)
+        .context("filtering raw frames by interface and port")?;
+    Ok(fd)
+}
+
+fn random_port() -> Result<u16> {
+    let mut b = [0u8; 2];
+    getrandom::fill(&mut b).map_err(|e| anyhow::anyhow!("no randomness for a raw port: {e}"))?;
+    Ok(u16::from_be_bytes(b).max(1))
+}
+
+/// HELLO and ACK payload: the cookie, then the sender's MTU.
+fn handshake_frame(kind: u8, dst: u16, src: u16, cookie: &Cookie, mtu: usize) -> Vec<u8> {
+    let mut f = vec![0u8; HEADER + 20];
+    Header {
+        kind,
+        dst_port: dst,
+        src_port: src,
+        seq: 0,
+        message: 0,
+        fragment: 0,
+        fragments: 1,
+        length: 20,
+    }
+    .write(&mut f);
+    f[HEADER..HEADER + 16].copy_from_slice(&cookie.0);
+    f[HEADER + 16..].copy_from_slice(&(mtu as u32).to_be_bytes());
+    f
+}
+
+/// Reads a HELLO or ACK: (header, cookie, sender MTU).
+fn read_handshake(frame: &[u8]) -> Option<(Header, [u8; 16], usize)> {
+    let h = Header::read(frame)?;
+    if frame.len() < HEADER + 20 || !(h.kind == HELLO || h.kind == ACK) {
+        return None;
+    }
+    let cookie: [u8; 16] = frame[HEADER..HEADER + 16].try_into().ok()?;
+    let mtu = u32::from_be_bytes(frame[HEADER + 16..HEADER + 20].try_into().ok()?) as usize;
+    Some((h, cookie, mtu))
+}
+
+/// Waits up to `left` for a frame; Ok(None) when none came.
+fn recv_within(
+    fd: &OwnedFd,
+    buf: &mut [u8],
+    left: Duration,
+) -> io::Result<Option<(usize, [u8; 6])>> {
+    if !sys::wait_readable(fd.as_fd(), left)? {
+        return Ok(None);
+    }
+    match packet::recv_from(fd.as_fd(), buf) {
+        Ok(r) => Ok(Some(r)),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+pub struct Raw {
+    config: TransportConfig,
+}
+
+impl Raw {
+    pub fn new(config: &TransportConfig) -> Raw {
+        Raw {
+            config: config.clone(),
+        }
+    }
+}
+
+impl Transport for Raw {
+    fn name(&self) -> &'static str {
+        "raw"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            reliable: false,
+            message_boundaries: true,
+            max_message: MAX_MESSAGE,
+            tcp_options: false,
+            host_local: false,
+            syscall_batching: false,
+        }
+    }
+    fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>> {
+        let iface = match &self.config.iface {
+            Some(name) => Iface::named(name)?,
+            None => Iface::holding(local)?,
+        };
+        let port = random_port()?;
+        let fd = Arc::new(open_socket(&iface, port)?);
+        let accepted = Arc::new(Mutex::new(HashMap::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, hellos) = mpsc::channel();
+        {
+            let (fd, accepted, stop) = (Arc::clone(&fd), Arc::clone(&accepted), Arc::clone(&stop));
+            let (index, mtu) = (iface.index, iface.mtu);
+            thread::Builder::new()
+                .name("wb-raw-hello".into())
+                .spawn(move || answer_hellos(&fd, index, mtu, &accepted, &stop, &tx))
+                .context("starting the raw handshake thread")?;
+        }
+        Ok(Box::new(RawListener {
+            iface,
+            port,
+            opts: SocketOptions::default(),
+            accepted,
+            hellos,
+            stop,
+        }))
+    }
+    fn connect(
+        &self,
+        control: SocketAddr,
+        endpoint: &str,
+        opts: &SocketOptions,
+        cookie: &Cookie,
+        timeout: Duration,
+    ) -> Result<Box<dyn Connection>> {
+        let (server_mac, listener_port, server_mtu) = parse_endpoint(endpoint)?;
+        let iface = Iface::for_peer(&self.config, control.ip())?;
+        let mut port = random_port()?;
+        if port == listener_port {
+            port = port.wrapping_add(1).max(1);
+        }
+        let fd = open_socket(&iface, port)?;
+        sockopt::apply(&SockRef::from(&fd), opts, false)?;
+        let hello = handshake_frame(HELLO, listener_port, port, cookie, iface.mtu);
+        let mut buf = vec![0u8; iface.mtu.max(HEADER + 64)];
+        let deadline = Instant::now() + timeout;
+        loop {
+            let Some(left) = remaining(deadline) else {
+                bail!(
+                    "no answer from the raw endpoint {} on {} within {timeout:?} (is the server on the same Ethernet segment?)",
+                    format_mac(server_mac),
+                    iface.name
+                );
+            };
+            packet::send_to(fd.as_fd(), &hello, iface.index, ETHERTYPE, server_mac)
+                .with_context(|| format!("sending a raw HELLO on {}", iface.name))?;
+            let until = Instant::now() + left.min(HELLO_EVERY);
+            while let Some(wait) = remaining(until) {
+                let Some((n, from)) = recv_within(&fd, &mut buf, wait)? else {
+                    break;
+                };
+                let Some((h, got, mtu)) = read_handshake(&buf[..n]) else {
+                    continue;
+                };
+                if h.kind == ACK && from == server_mac && got == cookie.0 {
+                    let frame_mtu = iface.mtu.min(server_mtu).min(mtu);
+                    return Ok(Box::new(RawConnection::new(
+                        iface, fd, server_mac, h.src_port, port, frame_mtu,
+                    )));
+                }
+            }
+        }
+    }
+}
+
+/// A HELLO from a client not answered yet: its header, MAC and MTU.
+type Hello = (Header, [u8; 6], [u8; 16], usize);
+
+/// Clients already answered, (MAC, port), and the port of their connection.
+type Accepted = Mutex<HashMap<([u8; 6], u16), u16>>;
+
+struct RawListener {
+    iface: Iface,
+    port: u16,
+    opts: SocketOptions,
+    accepted: Arc<Accepted>,
+    hellos: mpsc::Receiver<Hello>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for RawListener {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Reads the listener's socket for as long as the listener lives: new HELLOs go to
+/// `accept`, and a HELLO repeated because its ACK was lost gets the same ACK again, even after
+/// the test has started (nobody calls accept then).
+fn answer_hellos(
+    fd: &OwnedFd,
+    ifindex: u32,
+    mtu: usize,
+    accepted: &Accepted,
+    stop: &AtomicBool,
+    hellos: &mpsc::Sender<Hello>,
+) {
+    let mut buf = vec![0u8; mtu];
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(Some((n, from))) = recv_within(fd, &mut buf, HELLO_EVERY) else {
+            continue;
+        };
+        let Some((h, cookie, client_mtu)) = read_handshake(&buf[..n]) else {
+            continue;
+        };
+        if h.kind != HELLO {
+            continue;
+        }
+        let known = accepted
+            .lock()
+            .ok()
+            .and_then(|a| a.get(&(from, h.src_port)).copied());
+        match known {
+            Some(conn_port) => {
+                let ack = handshake_frame(ACK, h.src_port, conn_port, &Cookie(cookie), mtu);
+                let _ = packet::send_to(fd.as_fd(), &ack, ifindex, ETHERTYPE, from);
+            }
+            None => {
+                if hellos.send((h, from, cookie, client_mtu)).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Listener for RawListener {
+    fn endpoint(&self) -> String {
+        format!(
+            "{}/{}/{}",
+            format_mac(self.iface.mac),
+            self.port,
+            self.iface.mtu
+        )
+    }
+    fn configure(&mut self, opts: &SocketOptions) -> Result<()> {
+        self.opts = opts.clone();
+        Ok(())
+    }
+    fn accept(
+        &mut self,
+        cookie: &Cookie,
+        timeout: Duration,
+    ) -> Result<Option<Box<dyn Connection>>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let Some(left) = remaining(deadline) else {
+                return Ok(None);
+            };
+            let (h, from, got, client_mtu) = match self.hellos.recv_timeout(left) {
+                Ok(hello) => hello,
+                Err(mpsc::RecvTimeoutError::Timeout) => return Ok(None),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    bail!("the raw handshake thread stopped")
+                }
+            };
+            if got != cookie.0 {
+                continue;
+            }
+            let already = self
+                .accepted
+                .lock()
+                .map_err(|_| anyhow::anyhow!("raw handshake state poisoned"))?
+                .contains_key(&(from, h.src_port));
+            if already {
+                continue; // a repeat that raced with our own ACK
+            }
+            let mut conn_port = random_port()?;
+            while conn_port == self.port || conn_port == h.src_port {
+                conn_port = conn_port.wrapping_add(1).max(1);
+            }
+            let iface = Iface::named(&self.iface.name)?;
+            let fd = open_socket(&iface, conn_port)?;
+            sockopt::apply(&SockRef::from(&fd), &self.opts, false)?;
+            // Recorded before the ACK goes out, so a repeated HELLO finds it.
+            self.accepted
+                .lock()
+                .map_err(|_| anyhow::anyhow!("raw handshake state poisoned"))?
+                .insert((from, h.src_port), conn_port);
+            let ack = handshake_frame(ACK, h.src_port, conn_port, cookie, iface.mtu);
+            packet::send_to(fd.as_fd(), &ack, iface.index, ETHERTYPE, from)
+                .context("answering a raw HELLO")?;
+            let frame_mtu = iface.mtu.min(client_mtu.max(HEADER + 64));
+            return Ok(Some(Box::new(RawConnection::new(
+                iface, fd, from, h.src_port, conn_port, frame_mtu,
+            ))));
+        }
+    }
+}
+
+/// The message being reassembled.
+struct Partial {
+    message: u32,
+    fragments: u16,
+    got: u16,
+    length: usize,
+}
+
+struct RawConnection {
+    iface: Iface,
+    fd: OwnedFd,
+    peer_mac: [u8; 6],
+    peer_port: u16,
+    port: u16,
+    /// Message bytes per frame: the smaller MTU of the two ends, less the header.
+    payload: usize,
+    next_seq: u32,
+    next_message: u32,
+    /// Send and receive frame buffers, one frame each, allocated once.
+    tx: Vec<u8>,
+    rx: Vec<u8>,
+    partial: Option<Partial>,
+    /// The newest message number seen: older frames arrive late and are dropped.
+    newest: Option<u32>,
+}
+
+impl RawConnection {
+    fn new(
+        iface: Iface,
+        fd: OwnedFd,
+        peer_mac: [u8; 6],
+        peer_port: u16,
+        port: u16,
+        frame_mtu: usize,
+    ) -> RawConnection {
+        RawConnection {
+            iface,
+            fd,
+            peer_mac,
+            peer_port,
+            port,
+            payload: frame_mtu - HEADER,
+            next_seq: 0,
+            next_message: 0,
+            tx: vec![0u8; frame_mtu],
+            rx: vec![0u8; frame_mtu],
+            partial: None,
+            newest: None,
+        }
+    }
+
+    /// Takes one frame into `buf`; Some(length) when it completed a message.
+    fn take_frame(&mut self, n: usize, from: [u8; 6], buf: &mut [u8]) -> Option<usize> {
+        let h = Header::read(&self.rx[..n])?;
+        if h.kind != DATA
+            || h.dst_port != self.port
+            || h.src_port != self.peer_port
+            || from != self.peer_mac
+            || h.fragments == 0
+            || h.fragment >= h.fragments
+        {
+            return None;
+        }
+        // Late frames of a message already given up are dropped (no reordering across
+        // messages is repaired, as AAL5 would not either).
+        if let Some(newest) = self.newest {
+            if (h.message.wrapping_sub(newest) as i32) < 0 {
+                return None;
+            }
+        }
+        self.newest = Some(h.message);
+        let body = &self.rx[HEADER..n];
+        let length = h.length as usize;
+        if h.fragments == 1 {
+            self.partial = None;
+            let k = body.len().min(length).min(buf.len());
+            buf[..k].copy_from_slice(&body[..k]);
+            return Some(length.min(buf.len()));
+        }
+        // A frame of another message ends the one in progress: it is lost whole.
+        if self.partial.as_ref().is_none_or(|p| p.message != h.message) {
+            self.partial = Some(Partial {
+                message: h.message,
+                fragments: h.fragments,
+                got: 0,
+                length,
+            });
+        }
+        let p = self.partial.as_mut()?;
+        let at = usize::from(h.fragment) * self.payload;
+        if at < buf.len() {
+            let k = body.len().min(buf.len() - at);
+            buf[at..at + k].copy_from_slice(&body[..k]);
+        }
+        p.got += 1;
+        if p.got == p.fragments {
+            let length = p.length;
+            self.partial = None;
+            return Some(length.min(buf.len()));
+        }
+        None
+    }
+}
+
+impl Connection for RawConnection {
+    fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let fragments = buf.len().div_ceil(self.payload).max(1);
+        let fragments = u16::try_from(fragments).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "message too large for the raw transport",
+            )
+        })?;
+        let message = self.next_message;
+        self.next_message = self.next_message.wrapping_add(1);
+        for i in 0..fragments {
+            let start = usize::from(i) * self.payload;
+            let chunk = &buf[start.min(buf.len())..(start + self.payload).min(buf.len())];
+            Header {
+                kind: DATA,
+                dst_port: self.peer_port,
+                src_port: self.port,
+                seq: self.next_seq,
+                message,
+                fragment: i,
+                fragments,
+                length: buf.len() as u32,
+            }
+            .write(&mut self.tx[..HEADER]);
+            self.next_seq = self.next_seq.wrapping_add(1);
+            self.tx[HEADER..HEADER + chunk.len()].copy_from_slice(chunk);
+            packet::send_to(
+                self.fd.as_fd(),
+                &self.tx[..HEADER + chunk.len()],
+                self.iface.index,
+                ETHERTYPE,
+                self.peer_mac,
+            )?;
+        }
+        Ok(buf.len())
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let (n, from) = packet::recv_from(self.fd.as_fd(), &mut self.rx)?;
+            if let Some(len) = self.take_frame(n, from, buf) {
+                return Ok(len);
+            }
+        }
+    }
+
+    fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        SockRef::from(&self.fd).set_read_timeout(timeout)
+    }
+    fn set_write_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        SockRef::from(&self.fd).set_write_timeout(timeout)
+    }
+    fn set_nonblocking(&mut self, on: bool) -> io::Result<()> {
+        SockRef::from(&self.fd).set_nonblocking(on)
+    }
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    fn effective_options(&self, requested: &SocketOptions) -> EffectiveOptions {
+        sockopt::read_back(&SockRef::from(&self.fd), requested, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips() {
+        let h = Header {
+            kind: DATA,
+            dst_port: 0xBEEF,
+            src_port: 7,
+            seq: 0xDEAD_BEEF,
+            message: 42,
+            fragment: 3,
+            fragments: 9,
+            length: 123_456,
+        };
+        let mut b = [0u8; HEADER];
+        h.write(&mut b);
+        assert_eq!(Header::read(&b), Some(h));
+        // The socket filter reads the destination port at this offset.
+        assert_eq!(
+            u16::from_be_bytes([b[DST_PORT_AT as usize], b[DST_PORT_AT as usize + 1]]),
+            0xBEEF
+        );
+        b[0] = 99;
+        assert_eq!(Header::read(&b), None, "another version is not ours");
+        assert_eq!(Header::read(&b[..10]), None);
+    }
+
+    #[test]
+    fn endpoints_parse_and_bad_ones_are_errors() {
+        let (mac, port, mtu) = parse_endpoint("02:00:0a:4d:00:01/4242/1500").unwrap();
+        assert_eq!(mac, [2, 0, 0x0a, 0x4d, 0, 1]);
+        assert_eq!((port, mtu), (4242, 1500));
+        for bad in [
+            "",
+            "02:00/1/1500",
+            "02:00:0a:4d:00:01/0/1500",
+            "x/1/2",
+            "a/b/c/d",
+        ] {
+            assert!(parse_endpoint(bad).is_err(), "{bad}");
+        }
+        assert_eq!(format_mac(mac), "02:00:0a:4d:00:01");
+    }
+}
