@@ -24,6 +24,7 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Run(a) => return run_measurement(*a, None),
         Command::Lab(a) => crate::lab::cli::run(a),
         Command::Relay(a) => crate::relay::run(a).map(|()| 0),
+        Command::CompareTransports(a) => crate::plan::compare::run(a),
         Command::Calibrate { iterations, json } => calibrate(iterations, json),
         Command::Results(c) => crate::results::cli::run(c),
     };

@@ -25,6 +25,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run a test as client (with no --to, against a server started on loopback).
     Run(Box<RunArgs>),
+    /// The same ping-pong size sweep over several transports: t0, r_max and n_1/2 of each,
+    /// with confidence intervals, and the overhead against the lowest layer measured.
+    CompareTransports(crate::plan::compare::CompareArgs),
     /// A user-space TCP relay to put in the path: measures what an extra hop costs
     /// (clients point --to at it and add --one-port).
     Relay(crate::relay::RelayArgs),

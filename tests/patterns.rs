@@ -4,6 +4,7 @@
 mod common;
 
 use common::{f, run_json, u};
+
 use serde_json::Value;
 
 /// Every transport this process may use: raw Ethernet needs root for its packet sockets
@@ -499,4 +500,72 @@ fn raw_needs_root_and_says_so() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("root") || err.contains("CAP_NET_RAW"), "{err}");
+}
+
+#[test]
+fn compare_transports_gives_the_table_with_overheads_against_the_lowest_layer() {
+    let out = common::run(&[
+        "compare-transports",
+        "--transports",
+        "tcp,unix",
+        "--size",
+        "1,1K,64K",
+        "-d",
+        "100ms",
+        "--runs",
+        "2",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(v["schema"], "wirebench.compare_transports");
+    // Unix sockets skip the network stack: the lowest layer of the two is the baseline.
+    assert_eq!(v["baseline"], "unix");
+    let rows = v["transports"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    let get = |name: &str| rows.iter().find(|r| r["transport"] == name).unwrap();
+    let (tcp, unix) = (get("tcp"), get("unix"));
+    for r in [tcp, unix] {
+        assert!(r["error"].is_null(), "{r}");
+        assert_eq!(u(&r["t0_s"]["runs"]), 2);
+        assert!(f(&r["t0_s"]["mean"]) > 0.0);
+        assert!(f(&r["t0_s"]["ci_half_width"]) >= 0.0);
+        assert!(f(&r["r_max_bytes_per_s"]["mean"]) > 0.0);
+        assert!(f(&r["n_half_bytes"]["mean"]) > 0.0);
+        assert_eq!(u(&r["t0_size"]), 1);
+    }
+    // The overheads are exactly the ratios of the figures shown.
+    let o = &tcp["overhead"];
+    let ratio = f(&tcp["t0_s"]["mean"]) / f(&unix["t0_s"]["mean"]);
+    assert!((f(&o["t0_ratio"]) - ratio).abs() < 1e-9 * ratio);
+    let extra = f(&tcp["t0_s"]["mean"]) - f(&unix["t0_s"]["mean"]);
+    assert!((f(&o["t0_extra_s"]) - extra).abs() < 1e-15);
+    let rr = f(&tcp["r_max_bytes_per_s"]["mean"]) / f(&unix["r_max_bytes_per_s"]["mean"]);
+    assert!((f(&o["r_max_ratio"]) - rr).abs() < 1e-9 * rr);
+    assert_eq!(f(&unix["overhead"]["t0_ratio"]), 1.0);
+}
+
+#[test]
+fn compare_transports_bad_input_is_one_line() {
+    for args in [
+        &["compare-transports", "--transports", "tcp,carrier-pigeon"][..],
+        &[
+            "compare-transports",
+            "--transports",
+            "tcp",
+            "--baseline",
+            "udp",
+        ][..],
+        &["compare-transports", "--size", "1", "--transports", "tcp"][..],
+        &["compare-transports", "--runs", "0"][..],
+    ] {
+        let out = common::run(args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
 }

@@ -1,6 +1,7 @@
 //! The plan: turns a command line into the list of points to measure (a sweep is the
 //! cartesian product of the swept parameters) and checks it before anything runs.
 
+pub mod compare;
 pub mod runner;
 
 use std::time::Duration;

@@ -1,0 +1,398 @@
+//! `wirebench compare-transports`: the same ping-pong size sweep over several transports, and
+//! seed 001's Table 1 for today's stacks: t0, r_max and n_1/2 per transport with confidence
+//! intervals over independent runs, and each one's overhead against the lowest layer measured.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser as _};
+use serde::Serialize;
+
+use crate::cli::{Cli, Command, TransportArgs};
+use crate::report::model::{PointResult, RunReport};
+use crate::report::Sink;
+use crate::stats::ci::{parse_confidence, MeanCi};
+use crate::stats::sweep::SweepMetrics;
+use crate::transport;
+
+use super::{runner, RunPlan};
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Server as HOST[:PORT]; without it, a server on loopback inside this process.
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Transports to compare, e.g. tcp,udp,raw. Default: every transport that can run here
+    /// (raw needs root; unix only without --to).
+    #[arg(long, value_delimiter = ',')]
+    pub transports: Option<Vec<String>>,
+    /// Message sizes of the sweep (binary suffixes); sizes above a transport's largest
+    /// message are left out for that transport.
+    #[arg(long, default_value = "1..1M:*4")]
+    pub size: String,
+    /// Time per size and run, e.g. 200ms.
+    #[arg(long, short = 'd', default_value = "200ms", value_parser = crate::cli::parse_duration)]
+    pub duration: Duration,
+    /// Independent sweeps per transport, interleaved across transports; the confidence
+    /// intervals are over these runs.
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+    /// The transport the others are compared with. Default: the lowest layer measured.
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Confidence level in percent: 90, 95 or 99.
+    #[arg(long, default_value_t = 95)]
+    pub confidence: u32,
+    /// Timeout of every data send and receive and of connection setup.
+    #[arg(long, default_value = "10s", value_parser = crate::cli::parse_duration)]
+    pub io_timeout: Duration,
+    #[command(flatten)]
+    pub transport_args: TransportArgs,
+    /// As JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where a transport sits: lower numbers are lower layers.
+fn layer(name: &str) -> (u32, &'static str) {
+    match name {
+        "raw" => (0, "link: Ethernet frames"),
+        "unix" => (1, "local IPC, no network stack"),
+        "udp" => (2, "IP datagrams"),
+        "tcp" => (3, "IP byte stream"),
+        "mptcp" => (3, "IP byte stream, multipath"),
+        "quic" => (4, "user-space stream over UDP"),
+        _ => (5, "other"),
+    }
+}
+
+/// A mean with its confidence interval half-width (None with one run).
+#[derive(Debug, Clone, Serialize)]
+pub struct Estimate {
+    pub mean: f64,
+    pub ci_half_width: Option<f64>,
+    pub runs: usize,
+}
+
+impl Estimate {
+    fn of(xs: &[f64], confidence: f64) -> Option<Estimate> {
+        let m = MeanCi::from_samples(xs, confidence)?;
+        Some(Estimate {
+            mean: m.mean,
+            ci_half_width: m.half_width,
+            runs: xs.len(),
+        })
+    }
+}
+
+/// Each transport's figures against the baseline's.
+#[derive(Debug, Clone, Serialize)]
+pub struct Overhead {
+    /// t0 minus the baseline's t0, seconds.
+    pub t0_extra_s: f64,
+    pub t0_ratio: f64,
+    pub r_max_ratio: f64,
+    pub n_half_ratio: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TransportRow {
+    pub transport: String,
+    pub layer: String,
+    /// Sizes measured for this transport, bytes.
+    pub sizes: Vec<u64>,
+    /// One-way time (RTT/2) of the smallest message, seconds.
+    pub t0_s: Option<Estimate>,
+    pub t0_size: Option<u64>,
+    /// Highest throughput of the sweep, bytes per second (size / one-way time).
+    pub r_max_bytes_per_s: Option<Estimate>,
+    /// Size at which r_max was reached in the most runs, bytes.
+    pub r_max_size: Option<u64>,
+    /// Size reaching r_max / 2, bytes (interpolated).
+    pub n_half_bytes: Option<Estimate>,
+    /// Hockney fit t(n) = t0 + n / r_inf, averaged over runs.
+    pub fit_t0_s: Option<f64>,
+    pub fit_r_inf_bytes_per_s: Option<f64>,
+    pub overhead: Option<Overhead>,
+    /// Why this transport has no figures, if it has none.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub schema: &'static str,
+    pub schema_version: u32,
+    pub server: Option<String>,
+    pub duration_per_size_s: f64,
+    pub runs: u32,
+    pub confidence: f64,
+    pub baseline: Option<String>,
+    pub transports: Vec<TransportRow>,
+    pub client_environment: crate::env::Environment,
+}
+
+/// Prints nothing: compare-transports renders its own table at the end.
+struct Quiet;
+
+impl Sink for Quiet {
+    fn begin(&mut self, _: &RunReport, _: &RunPlan) {}
+    fn point(&mut self, _: &RunReport, _: &PointResult) {}
+    fn finish(&mut self, _: &RunReport) {}
+    fn progress(&self, _: u64) -> indicatif::ProgressBar {
+        indicatif::ProgressBar::hidden()
+    }
+}
+
+fn default_transports(a: &CompareArgs) -> Vec<String> {
+    let root = nix::unistd::geteuid().is_root();
+    transport::NAMES
+        .iter()
+        .filter(|n| **n != "raw" || root)
+        .filter(|n| **n != "unix" || a.to.is_none())
+        .map(|n| n.to_string())
+        .collect()
+}
+
+/// The `run pingpong` command line of one transport's sweep.
+fn sweep_args(a: &CompareArgs, name: &str, sizes: &[u64]) -> Result<crate::cli::RunArgs> {
+    let list = sizes
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut argv: Vec<String> = [
+        "wirebench",
+        "run",
+        "pingpong",
+        "-t",
+        name,
+        "--size",
+        &list,
+        "--duration",
+        &format!("{}ms", a.duration.as_millis().max(1)),
+        "--io-timeout",
+        &format!("{}ms", a.io_timeout.as_millis().max(1)),
+        "--confidence",
+        &a.confidence.to_string(),
+        "--no-save",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(to) = &a.to {
+        argv.extend(["--to".into(), to.clone()]);
+    }
+    // Nagle would hold the last segment of every message above the MSS for an ACK: off, as
+    // NetPIPE does, wherever TCP options apply.
+    if transport::by_name(name, &a.transport_args.config())?
+        .capabilities()
+        .tcp_options
+    {
+        argv.push("--nodelay".into());
+    }
+    let t = &a.transport_args;
+    for (flag, v) in [
+        ("--iface", t.iface.as_ref().map(|s| s.to_owned())),
+        (
+            "--tls-cert",
+            t.tls_cert.as_ref().map(|p| p.display().to_string()),
+        ),
+        (
+            "--tls-key",
+            t.tls_key.as_ref().map(|p| p.display().to_string()),
+        ),
+        (
+            "--tls-ca",
+            t.tls_ca.as_ref().map(|p| p.display().to_string()),
+        ),
+    ] {
+        if let Some(v) = v {
+            argv.extend([flag.to_string(), v]);
+        }
+    }
+    match Cli::try_parse_from(argv)?.command {
+        Command::Run(r) => Ok(*r),
+        _ => bail!("internal: the sweep is not a run command"),
+    }
+}
+
+/// Runs the comparison; transports that fail are reported with their error, the others
+/// keep their figures.
+pub fn compare(a: &CompareArgs) -> Result<Comparison> {
+    let confidence = parse_confidence(a.confidence).map_err(anyhow::Error::msg)?;
+    if a.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let names = a
+        .transports
+        .clone()
+        .unwrap_or_else(|| default_transports(a));
+    if names.is_empty() {
+        bail!("--transports names no transport");
+    }
+    if let Some(b) = &a.baseline {
+        if !names.contains(b) {
+            bail!("--baseline {b} is not among the transports compared");
+        }
+    }
+    let all_sizes =
+        crate::units::parse_size_spec(&a.size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
+    // Each transport's sizes and plan, checked before anything runs.
+    let mut setups = Vec::new();
+    for name in &names {
+        let t = transport::by_name(name, &a.transport_args.config())?;
+        let max = t.capabilities().max_message;
+        let sizes: Vec<u64> = all_sizes.iter().copied().filter(|&s| s <= max).collect();
+        if sizes.len() < 2 {
+            bail!("--size leaves fewer than two sizes for {name} (largest message {max} B)");
+        }
+        let args = sweep_args(a, name, &sizes)?;
+        let plan = super::build(&args).with_context(|| format!("planning the {name} sweep"))?;
+        setups.push((name.clone(), sizes, args, plan));
+    }
+    runner::stop_on_ctrl_c();
+    let show_progress = !a.json && std::io::stderr().is_terminal();
+    let mut metrics: Vec<Vec<SweepMetrics>> = vec![Vec::new(); setups.len()];
+    let mut errors: Vec<Option<String>> = vec![None; setups.len()];
+    // Interleaved: run r of every transport before run r + 1 of any, so that a slow spell of
+    // the host falls on all of them alike.
+    for run in 0..a.runs {
+        for (i, (name, _, args, plan)) in setups.iter().enumerate() {
+            if errors[i].is_some() {
+                continue;
+            }
+            if show_progress {
+                eprint!(
+                    "\r\x1b[Kcompare-transports: run {} of {}, {name}",
+                    run + 1,
+                    a.runs
+                );
+            }
+            let mut report = runner::new_report(plan, args);
+            match runner::run(plan, args, &mut report, &mut Quiet) {
+                Ok(()) => match report.sweep_metrics.first() {
+                    Some(g) => metrics[i].push(g.metrics.clone()),
+                    None => errors[i] = Some("no sweep metrics (no completed sizes)".into()),
+                },
+                Err(e) => errors[i] = Some(crate::app::one_line(&e)),
+            }
+        }
+    }
+    if show_progress {
+        eprint!("\r\x1b[K");
+    }
+    let mut rows: Vec<TransportRow> = setups
+        .iter()
+        .enumerate()
+        .map(|(i, (name, sizes, _, _))| {
+            row(name, sizes, &metrics[i], errors[i].clone(), confidence)
+        })
+        .collect();
+    let baseline = match &a.baseline {
+        Some(b) => Some(b.clone()),
+        None => rows
+            .iter()
+            .filter(|r| r.t0_s.is_some())
+            .min_by_key(|r| layer(&r.transport).0)
+            .map(|r| r.transport.clone()),
+    };
+    if let Some(base) = rows
+        .iter()
+        .find(|r| Some(&r.transport) == baseline.as_ref())
+        .cloned()
+    {
+        for r in &mut rows {
+            r.overhead = overhead(r, &base);
+        }
+    }
+    Ok(Comparison {
+        schema: "wirebench.compare_transports",
+        schema_version: 1,
+        server: a.to.clone(),
+        duration_per_size_s: a.duration.as_secs_f64(),
+        runs: a.runs,
+        confidence,
+        baseline,
+        transports: rows,
+        client_environment: crate::env::Environment::capture(),
+    })
+}
+
+fn row(
+    name: &str,
+    sizes: &[u64],
+    runs: &[SweepMetrics],
+    error: Option<String>,
+    confidence: f64,
+) -> TransportRow {
+    let pick = |f: &dyn Fn(&SweepMetrics) -> Option<f64>| -> Vec<f64> {
+        runs.iter().filter_map(f).collect()
+    };
+    let mut t0 = Estimate::of(&pick(&|m| Some(m.t0_s)), confidence);
+    let mut r_max = Estimate::of(&pick(&|m| Some(m.r_max_bytes_per_s)), confidence);
+    // One run: the within-run intervals of the sweep are the best available.
+    if let (Some(t), [m]) = (t0.as_mut(), runs) {
+        t.ci_half_width = m.t0_ci_s;
+    }
+    if let (Some(r), [m]) = (r_max.as_mut(), runs) {
+        r.ci_half_width = m.r_max_ci_bytes_per_s.map(|(lo, hi)| (hi - lo) / 2.0);
+    }
+    let n_half = Estimate::of(&pick(&|m| m.n_half_bytes), confidence);
+    let fit_t0 = pick(&|m| m.fit.as_ref().map(|f| f.t0_s));
+    let fit_r = pick(&|m| m.fit.as_ref().map(|f| f.r_inf_bytes_per_s));
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    // The size where r_max was reached in most runs.
+    let mut at: Vec<u64> = runs.iter().map(|m| m.r_max_size).collect();
+    at.sort_unstable();
+    let r_max_size = at
+        .iter()
+        .max_by_key(|s| at.iter().filter(|x| x == s).count())
+        .copied();
+    TransportRow {
+        transport: name.to_owned(),
+        layer: layer(name).1.to_owned(),
+        sizes: sizes.to_vec(),
+        t0_s: t0,
+        t0_size: runs.first().map(|m| m.t0_size),
+        r_max_bytes_per_s: r_max,
+        r_max_size,
+        n_half_bytes: n_half,
+        fit_t0_s: mean(&fit_t0),
+        fit_r_inf_bytes_per_s: mean(&fit_r),
+        overhead: None,
+        error,
+    }
+}
+
+fn overhead(r: &TransportRow, base: &TransportRow) -> Option<Overhead> {
+    let (t0, bt0) = (r.t0_s.as_ref()?.mean, base.t0_s.as_ref()?.mean);
+    let (rm, brm) = (
+        r.r_max_bytes_per_s.as_ref()?.mean,
+        base.r_max_bytes_per_s.as_ref()?.mean,
+    );
+    Some(Overhead {
+        t0_extra_s: t0 - bt0,
+        t0_ratio: t0 / bt0,
+        r_max_ratio: rm / brm,
+        n_half_ratio: match (&r.n_half_bytes, &base.n_half_bytes) {
+            (Some(n), Some(b)) if b.mean > 0.0 => Some(n.mean / b.mean),
+            _ => None,
+        },
+    })
+}
+
+/// `wirebench compare-transports`: prints the table or the JSON document.
+pub fn run(a: CompareArgs) -> Result<i32> {
+    let c = compare(&a)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+    } else {
+        crate::report::compare::print(&c);
+    }
+    Ok(if c.transports.iter().all(|r| r.error.is_none()) {
+        0
+    } else {
+        crate::app::EXIT_FAILURE
+    })
+}
