@@ -27,7 +27,7 @@ fn fails_with(args: &[&str], needle: &str) {
 fn unknown_transport_is_one_clear_line() {
     fails_with(
         &["run", "pingpong", "-t", "carrier-pigeon"],
-        "unknown transport 'carrier-pigeon' (available: tcp, udp, unix, mptcp)",
+        "unknown transport 'carrier-pigeon' (available: tcp, udp, unix, mptcp, raw",
     );
 }
 
@@ -144,9 +144,17 @@ fn garbage_and_silent_clients_do_not_stop_the_server() {
         .write_all(&(hello.len() as u32).to_be_bytes())
         .unwrap();
     stall.write_all(hello).unwrap();
+    // A data connection for the control port with a cookie no test has, and one that stops
+    // after the data prefix.
+    let mut stray = TcpStream::connect(&server.addr).unwrap();
+    stray.write_all(b"WBDT0123456789abcdef").unwrap();
+    let mut half = TcpStream::connect(&server.addr).unwrap();
+    half.write_all(b"WBDT").unwrap();
 
     let t = Instant::now();
     let v = run_json(&["pingpong", "--to", &server.addr, "-n", "200"]);
+    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 200);
+    let v = run_json(&["pingpong", "--to", &server.addr, "-n", "200", "--one-port"]);
     assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 200);
     assert!(
         t.elapsed() < Duration::from_secs(5),
@@ -221,7 +229,11 @@ fn fast_paths_that_cannot_apply_are_refused() {
         &["run", "stream", "-t", "udp", "--zerocopy"],
         "byte streams",
     );
-    fails_with(&["run", "stream", "--gso"], "datagram transports");
+    fails_with(&["run", "stream", "--gso"], "kernel datagram sockets");
+    fails_with(
+        &["run", "stream", "-t", "raw", "--batch", "8"],
+        "kernel datagram sockets",
+    );
     fails_with(&["run", "pingpong", "--sendfile"], "stream pattern only");
     fails_with(&["run", "stream", "--zerocopy", "--sendfile"], "choose one");
 }
