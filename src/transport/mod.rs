@@ -5,6 +5,7 @@
 
 mod bytestream;
 mod mptcp;
+mod quic;
 pub mod sockopt;
 mod tcp;
 mod udp;
@@ -137,16 +138,16 @@ pub struct TransportConfig {
 }
 
 /// Names of all transports, for help texts and error messages.
-pub const NAMES: &[&str] = &["tcp", "udp", "unix", "mptcp"];
+pub const NAMES: &[&str] = &["tcp", "udp", "unix", "mptcp", "quic"];
 
 /// Looks a transport up by its command-line name; `config` carries this side's settings.
 pub fn by_name(name: &str, config: &TransportConfig) -> Result<Box<dyn Transport>> {
-    let _ = config;
     match name {
         "tcp" => Ok(Box::new(tcp::TCP)),
         "mptcp" => Ok(Box::new(mptcp::MPTCP)),
         "udp" => Ok(Box::new(udp::Udp)),
         "unix" => Ok(Box::new(unix::Unix)),
+        "quic" => Ok(Box::new(quic::Quic::new(config)?)),
         other => bail!(
             "unknown transport '{other}' (available: {})",
             NAMES.join(", ")
