@@ -6,7 +6,7 @@ mod common;
 use common::{f, run_json, u};
 use serde_json::Value;
 
-const TRANSPORTS: &[&str] = &["tcp", "udp", "unix", "mptcp"];
+const TRANSPORTS: &[&str] = &["tcp", "udp", "unix", "mptcp", "quic"];
 
 fn only_point(v: &Value) -> &Value {
     let points = v["points"].as_array().expect("points array");
@@ -66,7 +66,7 @@ fn pingpong_iterations_are_exact() {
 
 #[test]
 fn tcp_and_unix_streams_deliver_every_byte() {
-    for t in ["tcp", "unix", "mptcp"] {
+    for t in ["tcp", "unix", "mptcp", "quic"] {
         for dir in [&[][..], &["--reverse"][..], &["--bidir"][..]] {
             let mut args = vec!["stream", "-t", t, "-d", "300ms", "-P", "2"];
             args.extend_from_slice(dir);
