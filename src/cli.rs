@@ -117,7 +117,7 @@ pub struct RunArgs {
     /// inside this process.
     #[arg(long)]
     pub to: Option<String>,
-    /// Transport: tcp, udp, unix or mptcp.
+    /// Transport: tcp, udp, unix, mptcp or quic.
     #[arg(long, short = 't', default_value = "tcp")]
     pub transport: String,
     #[command(flatten)]

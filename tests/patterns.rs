@@ -10,7 +10,7 @@ use serde_json::Value;
 /// Every transport this process may use: raw Ethernet needs root for its packet sockets
 /// (CI runs as root, so there it is always included).
 fn transports() -> Vec<&'static str> {
-    let mut t = vec!["tcp", "udp", "unix", "mptcp"];
+    let mut t = vec!["tcp", "udp", "unix", "mptcp", "quic"];
     if nix::unistd::geteuid().is_root() {
         t.push("raw");
     }
@@ -75,7 +75,7 @@ fn pingpong_iterations_are_exact() {
 
 #[test]
 fn tcp_and_unix_streams_deliver_every_byte() {
-    for t in ["tcp", "unix", "mptcp"] {
+    for t in ["tcp", "unix", "mptcp", "quic"] {
         for dir in [&[][..], &["--reverse"][..], &["--bidir"][..]] {
             let mut args = vec!["stream", "-t", t, "-d", "300ms", "-P", "2"];
             args.extend_from_slice(dir);

@@ -27,7 +27,7 @@ fn fails_with(args: &[&str], needle: &str) {
 fn unknown_transport_is_one_clear_line() {
     fails_with(
         &["run", "pingpong", "-t", "carrier-pigeon"],
-        "unknown transport 'carrier-pigeon' (available: tcp, udp, unix, mptcp, raw",
+        "unknown transport 'carrier-pigeon' (available: tcp, udp, unix, mptcp, quic, raw)",
     );
 }
 

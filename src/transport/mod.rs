@@ -5,6 +5,7 @@
 
 mod bytestream;
 mod mptcp;
+mod quic;
 mod raw;
 pub mod sockopt;
 mod tcp;
@@ -142,7 +143,7 @@ pub struct TransportConfig {
 }
 
 /// Names of all transports, for help texts and error messages.
-pub const NAMES: &[&str] = &["tcp", "udp", "unix", "mptcp", "raw"];
+pub const NAMES: &[&str] = &["tcp", "udp", "unix", "mptcp", "quic", "raw"];
 
 /// Looks a transport up by its command-line name; `config` carries this side's settings.
 pub fn by_name(name: &str, config: &TransportConfig) -> Result<Box<dyn Transport>> {
@@ -152,6 +153,7 @@ pub fn by_name(name: &str, config: &TransportConfig) -> Result<Box<dyn Transport
         "udp" => Ok(Box::new(udp::Udp)),
         "unix" => Ok(Box::new(unix::Unix)),
         "raw" => Ok(Box::new(raw::Raw::new(config))),
+        "quic" => Ok(Box::new(quic::Quic::new(config)?)),
         other => bail!(
             "unknown transport '{other}' (available: {})",
             NAMES.join(", ")

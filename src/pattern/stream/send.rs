@@ -113,10 +113,15 @@ pub fn run_sender(
         ..StreamStats::default()
     };
     if let Some(us) = plan.fast.busy_poll_us {
-        if let Some(fd) = ch.connection().socket_fd() {
-            if let Err(e) = fastpath::set_busy_poll(fd, us) {
-                stats.fallbacks.push(format!("SO_BUSY_POLL: {e}"));
+        match ch.connection().socket_fd() {
+            Some(fd) => {
+                if let Err(e) = fastpath::set_busy_poll(fd, us) {
+                    stats.fallbacks.push(format!("SO_BUSY_POLL: {e}"));
+                }
             }
+            None => stats
+                .fallbacks
+                .push("SO_BUSY_POLL: no socket descriptor".into()),
         }
     }
     let (start, end) = if reliable {
