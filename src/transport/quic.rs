@@ -101,8 +101,10 @@ const STREAM_RECEIVE_WINDOW: u32 = 16 << 20;
 const CONNECTION_RECEIVE_WINDOW: u32 = 32 << 20;
 /// Bytes written but not yet acknowledged that quinn keeps per connection; a `send` blocks
 /// beyond that. Like a TCP send buffer, it is also what a sender's clock may run ahead of
-/// the receiver by.
-const SEND_WINDOW: u64 = 32 << 20;
+/// the receiver by: 4 MiB, the ceiling Linux gives an autotuned TCP send buffer by default
+/// (net.ipv4.tcp_wmem), so that sender-side figures of both are comparable. (With 32 MiB a
+/// 2 s stream over a 100 Mbit/s lab link reported 148 Mbit/s on the sender's clock.)
+const SEND_WINDOW: u64 = 4 << 20;
 
 // ---------------------------------------------------------------------------------------
 // The transport
