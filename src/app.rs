@@ -23,6 +23,10 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Serve(a) => serve(a).map(|()| 0),
         Command::Run(a) => return run_measurement(*a, None),
         Command::Lab(a) => crate::lab::cli::run(a),
+        #[cfg(feature = "mpi")]
+        Command::Mpi(a) => return crate::mpi_cmd::run(*a),
+        #[cfg(not(feature = "mpi"))]
+        Command::Mpi { .. } => Err(anyhow::anyhow!(crate::transport::NO_MPI)),
         Command::Calibrate { iterations, json } => calibrate(iterations, json),
         Command::Results(c) => crate::results::cli::run(c),
     };

@@ -6,6 +6,6 @@ pub mod framing;
 pub mod limits;
 pub mod protocol;
 pub mod server;
-mod worker;
+pub(crate) mod worker;
 
 pub use worker::stop_at;

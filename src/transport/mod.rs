@@ -4,6 +4,8 @@
 //! is one new file implementing them, plus one line in [`by_name`].
 
 mod bytestream;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 mod mptcp;
 pub mod sockopt;
 mod tcp;
@@ -136,6 +138,10 @@ pub struct TransportConfig {
     pub tls_ca: Option<PathBuf>,
 }
 
+/// What a build without the `mpi` feature says when asked for MPI.
+pub const NO_MPI: &str =
+    "this wirebench was built without MPI support; build with --features mpi (see README)";
+
 /// Names of all transports, for help texts and error messages.
 pub const NAMES: &[&str] = &["tcp", "udp", "unix", "mptcp"];
 
@@ -147,6 +153,11 @@ pub fn by_name(name: &str, config: &TransportConfig) -> Result<Box<dyn Transport
         "mptcp" => Ok(Box::new(mptcp::MPTCP)),
         "udp" => Ok(Box::new(udp::Udp)),
         "unix" => Ok(Box::new(unix::Unix)),
+        // Only `wirebench mpi` measures over it; here it gives the plan its capabilities.
+        #[cfg(feature = "mpi")]
+        "mpi" => Ok(Box::new(mpi::Mpi)),
+        #[cfg(not(feature = "mpi"))]
+        "mpi" => bail!("{NO_MPI}"),
         other => bail!(
             "unknown transport '{other}' (available: {})",
             NAMES.join(", ")
