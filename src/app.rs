@@ -25,6 +25,10 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Lab(a) => crate::lab::cli::run(a),
         Command::Relay(a) => crate::relay::run(a).map(|()| 0),
         Command::CompareTransports(a) => crate::plan::compare::run(a),
+        #[cfg(feature = "mpi")]
+        Command::Mpi(a) => return crate::mpi_cmd::run(*a),
+        #[cfg(not(feature = "mpi"))]
+        Command::Mpi { .. } => Err(anyhow::anyhow!(crate::transport::NO_MPI)),
         Command::Calibrate { iterations, json } => calibrate(iterations, json),
         Command::Results(c) => crate::results::cli::run(c),
     };
@@ -61,7 +65,18 @@ fn serve(a: ServeArgs) -> Result<()> {
 
 /// Runs a measurement and prints it; `lab` describes the emulated link it runs over, if any.
 pub fn run_measurement(a: RunArgs, lab: Option<crate::lab::LabState>) -> i32 {
-    let plan = match plan::build(&a) {
+    let mut runner = runner::ControlRunner::new(&a);
+    run_measurement_with(&a, lab, &mut runner)
+}
+
+/// Runs a measurement whose points `point_runner` measures, prints it and saves it: the one
+/// path from a plan to the output, whatever carries the data.
+pub fn run_measurement_with(
+    a: &RunArgs,
+    lab: Option<crate::lab::LabState>,
+    point_runner: &mut dyn runner::PointRunner,
+) -> i32 {
+    let plan = match plan::build(a) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("wirebench: error: {}", one_line(&e));
@@ -75,7 +90,7 @@ pub fn run_measurement(a: RunArgs, lab: Option<crate::lab::LabState>) -> i32 {
     } else {
         Box::new(TableSink::new())
     };
-    let (mut sink, saved) = match crate::results::save::attach(&a, sink) {
+    let (mut sink, saved) = match crate::results::save::attach(a, sink) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("wirebench: error: {}", one_line(&e));
@@ -83,9 +98,9 @@ pub fn run_measurement(a: RunArgs, lab: Option<crate::lab::LabState>) -> i32 {
         }
     };
     runner::stop_on_ctrl_c();
-    let mut report = runner::new_report(&plan, &a);
+    let mut report = runner::new_report(&plan, a);
     report.lab = lab;
-    let result = runner::run(&plan, &a, &mut report, sink.as_mut());
+    let result = runner::run_with(&plan, &mut report, sink.as_mut(), point_runner);
     report.finished_at = Some(crate::env::now_rfc3339());
     report.complete = result.is_ok();
     report.error = result.as_ref().err().map(one_line);

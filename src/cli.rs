@@ -42,6 +42,17 @@ pub enum Command {
     },
     /// Emulated networks in namespaces: two hosts joined by a shaped link (needs root).
     Lab(crate::lab::cli::LabArgs),
+    /// Ping-pong, rr or stream over MPI point-to-point calls between the two ranks of an MPI
+    /// job: `mpirun -np 2 wirebench mpi PATTERN [options]`.
+    #[cfg(feature = "mpi")]
+    Mpi(Box<MpiArgs>),
+    /// MPI point-to-point benchmarks (not in this build: it needs `--features mpi`, see README).
+    #[cfg(not(feature = "mpi"))]
+    #[command(disable_help_flag = true)]
+    Mpi {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    },
     /// Saved results: history, show, export, import, report, plot, compare.
     #[command(flatten)]
     Results(crate::results::cli::ResultsCommand),
@@ -289,6 +300,165 @@ pub struct RunArgs {
     /// Do not save the run in the results database.
     #[arg(long, conflicts_with = "db")]
     pub no_save: bool,
+}
+
+/// What `wirebench mpi` measures.
+#[cfg(feature = "mpi")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MpiPattern {
+    /// IMB PingPong / osu_latency: n bytes there, n bytes back; one-way latency = RTT/2.
+    Pingpong,
+    /// One-way bulk transfer, like osu_bw; the receiver's rate is the headline.
+    Stream,
+    /// Request/response transactions with separate sizes, `--burst` in flight.
+    Rr,
+}
+
+#[cfg(feature = "mpi")]
+impl MpiPattern {
+    pub fn kind(self) -> PatternKind {
+        match self {
+            MpiPattern::Pingpong => PatternKind::Pingpong,
+            MpiPattern::Stream => PatternKind::Stream,
+            MpiPattern::Rr => PatternKind::Rr,
+        }
+    }
+}
+
+/// `wirebench mpi`: the options of `run` that mean something between two MPI ranks. Rank 0
+/// is the client (requester, sender) and prints; rank 1 responds or receives.
+#[cfg(feature = "mpi")]
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Run under MPI with two ranks, e.g.\n  mpirun -np 2 --mca btl tcp,self wirebench mpi pingpong --size 1..4M:*2\nAs root, Open MPI also wants --allow-run-as-root. MPI chooses the wire (--mca btl tcp,self for TCP, vader,self for shared memory); see README."
+)]
+pub struct MpiArgs {
+    /// What to measure.
+    #[arg(value_enum)]
+    pub pattern: MpiPattern,
+
+    /// Message size in bytes: ping-pong message, rr request, stream send. Lists (1,16,64,1K)
+    /// and ranges (1K..64K:+1K, 1..4M:*2); K, M, G are binary (1024). Default: 1, or 64K for
+    /// stream.
+    #[arg(long, short = 's')]
+    pub size: Option<String>,
+    /// NetPIPE-style perturbation: also measure n-P and n+P for every size n.
+    #[arg(long, default_value_t = 0)]
+    pub perturb: u64,
+    /// rr request size in bytes (overrides --size).
+    #[arg(long, value_parser = parse_bytes)]
+    pub request_size: Option<u64>,
+    /// rr response size in bytes (default: 1).
+    #[arg(long, value_parser = parse_bytes)]
+    pub response_size: Option<u64>,
+    /// Stream: bytes per send, one MPI message each (overrides --size).
+    #[arg(long, value_parser = parse_bytes)]
+    pub write_size: Option<u64>,
+    /// Stream: bytes per receive call (default 128K; a longer message takes several).
+    #[arg(long, value_parser = parse_bytes)]
+    pub read_size: Option<u64>,
+
+    /// Length of each timed point, e.g. 10s, 500ms. Default: 1s for pingpong/rr, 10s for
+    /// stream. Whichever of --duration, --bytes, --iterations comes first ends the point.
+    #[arg(long, short = 'd', value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Stop after this many bytes (binary suffixes).
+    #[arg(long, value_parser = parse_bytes)]
+    pub bytes: Option<u64>,
+    /// Stop after this many timed iterations (transactions, or sends of a stream).
+    #[arg(long, short = 'n')]
+    pub iterations: Option<u64>,
+    /// Warm-up iterations before timing starts (excluded from statistics). 0 turns it off.
+    #[arg(long, default_value_t = 10)]
+    pub warmup: u64,
+
+    /// Stream: rank 1 sends to rank 0.
+    #[arg(long, short = 'R')]
+    pub reverse: bool,
+    /// Stream: pace the sender, bits/s with DECIMAL suffixes (100M = 10^8 bit/s) or "10kpps".
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// rr: transactions kept in flight.
+    #[arg(long, default_value_t = 1)]
+    pub burst: u32,
+    /// Stream: print an interval report this often (e.g. 1s).
+    #[arg(long, short = 'i', value_parser = parse_duration)]
+    pub interval: Option<std::time::Duration>,
+
+    /// Confidence level of intervals, percent: 90, 95 or 99.
+    #[arg(long, default_value_t = 95)]
+    pub confidence: u32,
+    /// Run every point this many times.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Repeat each point (at least 3 times) until the confidence interval's half-width of its
+    /// headline figure is below this share of the mean, e.g. 2%.
+    #[arg(long)]
+    pub until_ci: Option<String>,
+    /// Cap on runs per point for --until-ci.
+    #[arg(long, default_value_t = 10)]
+    pub max_repeat: u32,
+    /// Timeout of every data send and receive between the ranks. A send that does not
+    /// complete in time ends the MPI job (MPI cannot take a started send back).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub io_timeout: std::time::Duration,
+
+    /// One JSON document on stdout (schema "wirebench.run", version 1), nothing else there.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// CSV: a header and one row per point on stdout.
+    #[arg(long)]
+    pub csv: bool,
+    /// Also write the JSON document to this file.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Results database the run is saved in (default as for `run`).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Do not save the run in the results database.
+    #[arg(long, conflicts_with = "db")]
+    pub no_save: bool,
+}
+
+#[cfg(feature = "mpi")]
+impl MpiArgs {
+    /// The `run` arguments these stand for, over the "mpi" transport: `run`'s defaults for
+    /// everything `mpi` does not offer, so that the plan is built by the same code.
+    pub fn to_run_args(&self) -> anyhow::Result<RunArgs> {
+        use clap::FromArgMatches;
+        let matches = RunArgs::augment_args(clap::Command::new("run")).try_get_matches_from([
+            "run",
+            self.pattern.kind().name(),
+            "--transport",
+            "mpi",
+        ])?;
+        let mut r = RunArgs::from_arg_matches(&matches)?;
+        r.size = self.size.clone();
+        r.perturb = self.perturb;
+        r.request_size = self.request_size;
+        r.response_size = self.response_size;
+        r.write_size = self.write_size;
+        r.read_size = self.read_size;
+        r.duration = self.duration;
+        r.bytes = self.bytes;
+        r.iterations = self.iterations;
+        r.warmup = self.warmup;
+        r.reverse = self.reverse;
+        r.rate = self.rate.clone();
+        r.burst = self.burst;
+        r.interval = self.interval;
+        r.confidence = self.confidence;
+        r.repeat = self.repeat;
+        r.until_ci = self.until_ci.clone();
+        r.max_repeat = self.max_repeat;
+        r.io_timeout = self.io_timeout;
+        r.json = self.json;
+        r.csv = self.csv;
+        r.output = self.output.clone();
+        r.db = self.db.clone();
+        r.no_save = self.no_save;
+        Ok(r)
+    }
 }
 
 pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -31,6 +31,23 @@ fn unknown_transport_is_one_clear_line() {
     );
 }
 
+/// A build without the `mpi` feature says how to get MPI, whatever the arguments.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn mpi_without_the_feature_is_one_clear_line() {
+    let msg =
+        "this wirebench was built without MPI support; build with --features mpi (see README)";
+    for args in [
+        &["mpi"][..],
+        &["mpi", "pingpong", "--size", "1..4M:*2", "-d", "1s"],
+        &["mpi", "--help"],
+        &["run", "pingpong", "-t", "mpi"],
+    ] {
+        fails_with(args, msg);
+        assert_eq!(run(args).status.code(), Some(1), "{args:?}");
+    }
+}
+
 #[test]
 fn malformed_sizes_are_one_clear_line() {
     fails_with(&["run", "pingpong", "--size", "12Q"], "--size");

@@ -7,6 +7,6 @@ pub mod limits;
 mod oneport;
 pub mod protocol;
 pub mod server;
-mod worker;
+pub(crate) mod worker;
 
 pub use worker::stop_at;

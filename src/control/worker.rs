@@ -1,5 +1,5 @@
 //! Runs one side's role on one data connection: the same code for client and server, so
-//! both ends of a test measure the same way.
+//! both ends of a test measure the same way (the two ranks of `wirebench mpi` run it too).
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};

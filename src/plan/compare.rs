@@ -270,7 +270,8 @@ pub fn compare(a: &CompareArgs) -> Result<Comparison> {
                 );
             }
             let mut report = runner::new_report(plan, args);
-            match runner::run(plan, args, &mut report, &mut Quiet) {
+            let mut control = runner::ControlRunner::new(args);
+            match runner::run_with(plan, &mut report, &mut Quiet, &mut control) {
                 Ok(()) => match report.sweep_metrics.first() {
                     Some(g) => metrics[i].push(g.metrics.clone()),
                     None => errors[i] = Some("no sweep metrics (no completed sizes)".into()),

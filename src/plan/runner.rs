@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::RunPlan;
+use super::{PlannedPoint, RunPlan};
 use crate::cli::RunArgs;
 use crate::control::client::{resolve, ClientSide, PointOutcome, Session};
 use crate::control::server::{Server, ServerConfig, DEFAULT_PORT};
@@ -97,37 +97,109 @@ pub fn new_report(plan: &RunPlan, args: &RunArgs) -> RunReport {
     }
 }
 
-/// Runs the plan, filling `report` and feeding `sink`. An error leaves `report` with every
-/// point measured before it.
-pub fn run(
+/// Where a plan's points are measured: a wirebench server over the control protocol
+/// ([`ControlRunner`]), or anything else that produces both sides' figures for a point (the
+/// other rank of an MPI job). The runner around it (repeats, summaries, output) is the same.
+pub trait PointRunner {
+    /// Before the first point: reaches the other side and fills in the report's server part.
+    fn open(&mut self, plan: &RunPlan, report: &mut RunReport) -> Result<()>;
+    /// One run of one point. `live` receives this side's interval reports as they happen.
+    fn run_point(
+        &mut self,
+        planned: &PlannedPoint,
+        client: &ClientSide,
+        live: Option<mpsc::Sender<IntervalEvent>>,
+    ) -> Result<PointOutcome>;
+    /// Ends the test politely; called once the points are done, also after a failure.
+    fn close(&mut self);
+}
+
+/// The usual runner: a session with a wirebench server, started on loopback when `--to`
+/// is not given.
+pub struct ControlRunner<'a> {
+    args: &'a RunArgs,
+    session: Option<Session>,
+}
+
+impl<'a> ControlRunner<'a> {
+    pub fn new(args: &'a RunArgs) -> ControlRunner<'a> {
+        ControlRunner {
+            args,
+            session: None,
+        }
+    }
+}
+
+impl PointRunner for ControlRunner<'_> {
+    fn open(&mut self, plan: &RunPlan, report: &mut RunReport) -> Result<()> {
+        let args = self.args;
+        let addr = match &args.to {
+            Some(target) => resolve(target, DEFAULT_PORT)?,
+            None => {
+                let config = ServerConfig {
+                    io_timeout: args.io_timeout,
+                    transport: args.transport_args.config(),
+                    ..ServerConfig::default()
+                };
+                let server = Server::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), config)
+                    .context("starting the local server")?;
+                server.spawn()?
+            }
+        };
+        report.server.address = Some(addr.to_string());
+        let session = Session::open(
+            addr,
+            plan.test.clone(),
+            &args.transport_args.config(),
+            args.io_timeout,
+        )?;
+        report.server_environment = Some(session.server_env.clone());
+        report.server.one_port = session.one_port();
+        report.server.middlebox = session.middlebox.clone();
+        self.session = Some(session);
+        Ok(())
+    }
+
+    fn run_point(
+        &mut self,
+        planned: &PlannedPoint,
+        client: &ClientSide,
+        live: Option<mpsc::Sender<IntervalEvent>>,
+    ) -> Result<PointOutcome> {
+        match self.session.as_mut() {
+            Some(s) => s.run_point(&planned.spec, client, live),
+            None => anyhow::bail!("no session with the server"),
+        }
+    }
+
+    fn close(&mut self) {
+        if let Some(s) = self.session.take() {
+            s.close();
+        }
+    }
+}
+
+/// Runs the plan with `runner` measuring each point, filling `report` and feeding `sink`;
+/// `runner` is closed however it ends. An error leaves `report` with every point measured
+/// before it.
+pub fn run_with(
     plan: &RunPlan,
-    args: &RunArgs,
     report: &mut RunReport,
     sink: &mut dyn Sink,
+    runner: &mut dyn PointRunner,
 ) -> Result<()> {
-    let addr = match &args.to {
-        Some(target) => resolve(target, DEFAULT_PORT)?,
-        None => {
-            let config = ServerConfig {
-                io_timeout: args.io_timeout,
-                transport: args.transport_args.config(),
-                ..ServerConfig::default()
-            };
-            let server = Server::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), config)
-                .context("starting the local server")?;
-            server.spawn()?
-        }
-    };
-    report.server.address = Some(addr.to_string());
-    let mut session = Session::open(
-        addr,
-        plan.test.clone(),
-        &args.transport_args.config(),
-        args.io_timeout,
-    )?;
-    report.server_environment = Some(session.server_env.clone());
-    report.server.one_port = session.one_port();
-    report.server.middlebox = session.middlebox.clone();
+    let result = run_points(plan, report, sink, runner);
+    runner.close();
+    result
+}
+
+fn run_points(
+    plan: &RunPlan,
+    report: &mut RunReport,
+    sink: &mut dyn Sink,
+    runner: &mut dyn PointRunner,
+) -> Result<()> {
+    runner.open(plan, report)?;
     sink.begin(report, plan);
 
     let progress = sink.progress(plan.points.len() as u64);
@@ -144,10 +216,9 @@ pub fn run(
         let mut runs: Vec<PointOutcome> = Vec::new();
         let mut values = Vec::new();
         for run_no in 0..max_runs {
-            let outcome =
-                run_one(&mut session, planned, &client, plan, sink).with_context(|| {
-                    format!("point {} (size {} bytes)", index + 1, planned.key.size)
-                })?;
+            let outcome = run_one(runner, planned, &client, plan, sink).with_context(|| {
+                format!("point {} (size {} bytes)", index + 1, planned.key.size)
+            })?;
             if let Some(v) = headline_value(&plan.test, &outcome) {
                 values.push(v);
             }
@@ -181,7 +252,6 @@ pub fn run(
         progress.inc(1);
         if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) && index + 1 < plan.points.len() {
             progress.finish_and_clear();
-            session.close();
             report.sweep_metrics = sweep_metrics(plan, report);
             anyhow::bail!(
                 "interrupted after {} of {} points",
@@ -191,7 +261,6 @@ pub fn run(
         }
     }
     progress.finish_and_clear();
-    session.close();
     report.sweep_metrics = sweep_metrics(plan, report);
     Ok(())
 }
@@ -226,14 +295,14 @@ fn add_theoretical_goodput(
 
 /// One run of one point, with live interval reports printed as they arrive.
 fn run_one(
-    session: &mut Session,
-    planned: &super::PlannedPoint,
+    runner: &mut dyn PointRunner,
+    planned: &PlannedPoint,
     client: &ClientSide,
     plan: &RunPlan,
     sink: &mut dyn Sink,
 ) -> Result<PointOutcome> {
     if plan.test.interval_ms.is_none() || !sink.wants_intervals() {
-        return session.run_point(&planned.spec, client, None);
+        return runner.run_point(planned, client, None);
     }
     let (tx, rx) = mpsc::channel::<IntervalEvent>();
     let printer = sink.interval_printer();
@@ -243,7 +312,7 @@ fn run_one(
                 printer(&ev);
             }
         });
-        let result = session.run_point(&planned.spec, client, Some(tx));
+        let result = runner.run_point(planned, client, Some(tx));
         let _ = handle.join();
         result
     })

@@ -4,6 +4,8 @@
 //! is one new file implementing them, plus one line in [`by_name`].
 
 mod bytestream;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 mod mptcp;
 mod quic;
 mod raw;
@@ -142,6 +144,10 @@ pub struct TransportConfig {
     pub tls_ca: Option<PathBuf>,
 }
 
+/// What a build without the `mpi` feature says when asked for MPI.
+pub const NO_MPI: &str =
+    "this wirebench was built without MPI support; build with --features mpi (see README)";
+
 /// Names of all transports, for help texts and error messages.
 pub const NAMES: &[&str] = &["tcp", "udp", "unix", "mptcp", "quic", "raw"];
 
@@ -154,6 +160,11 @@ pub fn by_name(name: &str, config: &TransportConfig) -> Result<Box<dyn Transport
         "unix" => Ok(Box::new(unix::Unix)),
         "raw" => Ok(Box::new(raw::Raw::new(config))),
         "quic" => Ok(Box::new(quic::Quic::new(config)?)),
+        // Only `wirebench mpi` measures over it; here it gives the plan its capabilities.
+        #[cfg(feature = "mpi")]
+        "mpi" => Ok(Box::new(mpi::Mpi)),
+        #[cfg(not(feature = "mpi"))]
+        "mpi" => bail!("{NO_MPI}"),
         other => bail!(
             "unknown transport '{other}' (available: {})",
             NAMES.join(", ")

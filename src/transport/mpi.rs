@@ -1,0 +1,397 @@
+//! MPI point-to-point between the two ranks of an MPI job (feature `mpi`), as IMB PingPong and
+//! the OSU micro-benchmarks use it: every `send` is one standard-mode message to the other
+//! rank, every `recv` takes one message. Which wire it crosses (TCP, shared memory,
+//! InfiniBand...) is the MPI library's choice, made with its own options
+//! (`mpirun --mca btl tcp,self`).
+//!
+//! This is the only file that calls MPI (through the `mpi` crate, rsmpi, whose calls are
+//! safe Rust); the `wirebench mpi` command (`src/mpi_cmd.rs`) drives it.
+//!
+//! How the connection maps the [`Connection`] contract onto MPI:
+//!
+//! - **A connection is a tag.** Each run of a point gets its own tag ([`run_tag`]), so a
+//!   message left over from an earlier run can never be taken for this one's. Control
+//!   messages travel on [`CONTROL_TAG`], never on a data tag.
+//! - **End of data is a zero-length message** on the data tag, sent by
+//!   [`Connection::shutdown_write`] or, like a socket's close, when the connection is dropped
+//!   (unless this side already saw the peer's end). A receive returns Ok(0) for it, which is
+//!   what patterns take for end of stream. Zero-length sends from patterns are not sent.
+//! - **Byte-stream capabilities** (`message_boundaries: false`): one send is one MPI message
+//!   and a receive returns one whole message when the buffer holds it; a longer message is
+//!   handed out over several receives. Patterns then read whole messages and see the end of
+//!   data as end of stream, as over TCP. (A message transport in wirebench's sense has no end
+//!   of stream: its responders stop on a flag, which a process of its own, the other rank,
+//!   cannot raise.)
+//! - **Receives honour the read timeout** (and non-blocking mode): they poll `MPI_Improbe`
+//!   and take the matched message with `MPI_Mrecv`. Polling is what MPI's own blocking calls
+//!   do; the clock is read only every [`POLLS_PER_CLOCK_READ`] polls.
+//! - **Sends are `MPI_Isend` completed by polling `MPI_Test`**, so that a send that cannot
+//!   complete (a large message the peer never receives) is noticed after the write timeout.
+//!   MPI cannot take back a message it has started to send, and the buffer may not be given
+//!   back while MPI may still read it, so such a send ends the whole job with `MPI_Abort`
+//!   after printing why: the job ends instead of hanging.
+//! - **One thread.** MPI is initialised with `MPI_THREAD_FUNNELED`: only the thread that
+//!   initialised it may call MPI. A connection remembers its thread and refuses to be used
+//!   from another.
+//! - No socket underneath: no socket options, no TCP_INFO, no fast paths (`socket_fd` is None).
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use mpi::datatype::Equivalence;
+use mpi::point_to_point::{Message, Status};
+pub use mpi::topology::Rank;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use mpi::Tag;
+
+use super::{
+    Capabilities, Connection, Cookie, EffectiveOptions, Listener, SocketOptions, Transport,
+};
+
+/// Tag of the control messages between the ranks (plan, statistics).
+pub const CONTROL_TAG: Tag = 1;
+/// Data tags are `FIRST_DATA_TAG + run % DATA_TAGS`; MPI guarantees tags up to 32767.
+const FIRST_DATA_TAG: Tag = 16;
+const DATA_TAGS: u64 = (32_767 - FIRST_DATA_TAG as u64) + 1;
+
+/// Probes between two clock reads while waiting for a message.
+const POLLS_PER_CLOCK_READ: u32 = 64;
+
+/// The data tag of run number `run` (counted over the whole job).
+pub fn run_tag(run: u64) -> Tag {
+    FIRST_DATA_TAG + (run % DATA_TAGS) as Tag
+}
+
+/// The transport as `wirebench run` sees it: capabilities for the plan, and a clear error for
+/// anything that would need a socket.
+pub struct Mpi;
+
+pub const CAPABILITIES: Capabilities = Capabilities {
+    reliable: true,
+    message_boundaries: false,
+    // MPI counts elements in a C int; one message of bytes carries at most 2^31 - 1.
+    max_message: i32::MAX as u64,
+    tcp_options: false,
+    host_local: false,
+    syscall_batching: false,
+};
+
+fn not_a_socket() -> anyhow::Error {
+    anyhow::anyhow!(
+        "the mpi transport runs between the two ranks of an MPI job, not over a wirebench server: use `mpirun -np 2 wirebench mpi PATTERN ...`"
+    )
+}
+
+impl Transport for Mpi {
+    fn name(&self) -> &'static str {
+        "mpi"
+    }
+    fn capabilities(&self) -> Capabilities {
+        CAPABILITIES
+    }
+    fn listen(&self, _local: IpAddr) -> Result<Box<dyn Listener>> {
+        Err(not_a_socket())
+    }
+    fn connect(
+        &self,
+        _control: SocketAddr,
+        _endpoint: &str,
+        _opts: &SocketOptions,
+        _cookie: &Cookie,
+        _timeout: Duration,
+    ) -> Result<Box<dyn Connection>> {
+        Err(not_a_socket())
+    }
+}
+
+/// This process's place in the MPI job. MPI is finalised when it is dropped, so it must
+/// outlive every connection.
+pub struct Job {
+    _universe: mpi::environment::Universe,
+    rank: Rank,
+    size: Rank,
+}
+
+impl Job {
+    /// Initialises MPI (`MPI_THREAD_FUNNELED`: this thread makes every MPI call).
+    pub fn init() -> Result<Job> {
+        let Some((universe, _provided)) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+        else {
+            bail!("MPI was already initialised");
+        };
+        let world = universe.world();
+        Ok(Job {
+            rank: world.rank(),
+            size: world.size(),
+            _universe: universe,
+        })
+    }
+    pub fn rank(&self) -> Rank {
+        self.rank
+    }
+    pub fn size(&self) -> Rank {
+        self.size
+    }
+    /// The MPI library, e.g. "Open MPI v4.1.4" (its first line).
+    pub fn library(&self) -> String {
+        mpi::environment::library_version()
+            .ok()
+            .and_then(|v| v.split([',', '\n']).next().map(|s| s.trim().to_owned()))
+            .unwrap_or_else(|| "unknown MPI".into())
+    }
+}
+
+fn abort_job(why: &str) -> ! {
+    eprintln!("wirebench: error: {why}; ending the MPI job (MPI_Abort)");
+    SimpleCommunicator::world().abort(crate::app::EXIT_FAILURE)
+}
+
+/// Sends `buf` as one message to `peer` with `tag` and polls until MPI is done with the
+/// buffer; after `timeout` (None: never) the job is aborted, see the module documentation.
+fn send_message(peer: Rank, tag: Tag, buf: &[u8], timeout: Option<Duration>) {
+    let world = SimpleCommunicator::world();
+    let dest = world.process_at_rank(peer);
+    mpi::request::scope(|scope| {
+        let mut req = dest.immediate_send_with_tag(scope, buf, tag);
+        let mut deadline: Option<Instant> = None;
+        let mut polls = 0u32;
+        loop {
+            match req.test() {
+                Ok(_) => return,
+                Err(r) => req = r,
+            }
+            polls = polls.wrapping_add(1);
+            if polls % POLLS_PER_CLOCK_READ == 0 {
+                if let Some(t) = timeout {
+                    let now = Instant::now();
+                    if now >= *deadline.get_or_insert(now + t) {
+                        abort_job(&format!(
+                            "a {}-byte MPI send to rank {peer} did not complete within {:?}",
+                            buf.len(),
+                            t
+                        ));
+                    }
+                }
+            }
+            std::hint::spin_loop();
+        }
+    })
+}
+
+/// How a probe waits for a message.
+#[derive(Clone, Copy)]
+enum Wait {
+    /// Returns WouldBlock at once when nothing is there.
+    Never,
+    /// Spins (as MPI's blocking calls do) for up to the timeout; None: no limit.
+    Spin(Option<Duration>),
+    /// Sleeps between probes: for control messages, which may be seconds away.
+    Doze(Duration),
+}
+
+fn timed_out() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "no MPI message within the timeout")
+}
+
+/// Waits for the next message from `peer` with `tag` and returns it matched (no other
+/// receive can take it any more) with its length in bytes.
+fn probe(peer: Rank, tag: Tag, wait: Wait) -> io::Result<(Message, usize)> {
+    let world = SimpleCommunicator::world();
+    let source = world.process_at_rank(peer);
+    let found = |m: (Message, Status)| {
+        let len = m.1.count(u8::equivalent_datatype()).max(0) as usize;
+        (m.0, len)
+    };
+    if let Some(m) = source.immediate_matched_probe_with_tag(tag) {
+        return Ok(found(m));
+    }
+    let started = Instant::now();
+    let mut polls = 0u32;
+    loop {
+        match wait {
+            Wait::Never => return Err(io::ErrorKind::WouldBlock.into()),
+            Wait::Spin(limit) => {
+                polls = polls.wrapping_add(1);
+                if polls % POLLS_PER_CLOCK_READ == 0
+                    && limit.is_some_and(|t| started.elapsed() >= t)
+                {
+                    return Err(timed_out());
+                }
+                std::hint::spin_loop();
+            }
+            Wait::Doze(limit) => {
+                if started.elapsed() >= limit {
+                    return Err(timed_out());
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        if let Some(m) = source.immediate_matched_probe_with_tag(tag) {
+            return Ok(found(m));
+        }
+    }
+}
+
+/// Sends one control message (bytes, e.g. JSON) to `peer`.
+pub fn send_control(peer: Rank, bytes: &[u8], timeout: Duration) {
+    send_message(peer, CONTROL_TAG, bytes, Some(timeout));
+}
+
+/// Receives one control message from `peer`, waiting up to `timeout` (sleeping, not spinning).
+pub fn recv_control(peer: Rank, timeout: Duration) -> io::Result<Vec<u8>> {
+    let (msg, len) = probe(peer, CONTROL_TAG, Wait::Doze(timeout))?;
+    let mut buf = vec![0u8; len];
+    msg.matched_receive_into(&mut buf[..]);
+    Ok(buf)
+}
+
+/// A data connection to the other rank of the job, on one run's tag.
+pub struct MpiConnection {
+    peer: Rank,
+    tag: Tag,
+    thread: ThreadId,
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+    nonblocking: bool,
+    /// A message longer than the buffer that received it: the part not yet handed out.
+    pending: Vec<u8>,
+    pending_from: usize,
+    /// The peer's end-of-data message arrived.
+    peer_done: bool,
+    /// This side sent its end-of-data message.
+    done: bool,
+}
+
+impl MpiConnection {
+    /// A connection to `peer` on `tag` (see [`run_tag`]), to be used on this thread only.
+    pub fn new(peer: Rank, tag: Tag) -> MpiConnection {
+        MpiConnection {
+            peer,
+            tag,
+            thread: std::thread::current().id(),
+            read_timeout: None,
+            write_timeout: None,
+            nonblocking: false,
+            pending: Vec::new(),
+            pending_from: 0,
+            peer_done: false,
+            done: false,
+        }
+    }
+
+    fn check_thread(&self) -> io::Result<()> {
+        if std::thread::current().id() == self.thread {
+            Ok(())
+        } else {
+            Err(io::Error::other(
+                "an MPI connection is used only on the thread that initialised MPI",
+            ))
+        }
+    }
+
+    fn take_pending(&mut self, buf: &mut [u8]) -> usize {
+        let n = (self.pending.len() - self.pending_from).min(buf.len());
+        buf[..n].copy_from_slice(&self.pending[self.pending_from..self.pending_from + n]);
+        self.pending_from += n;
+        if self.pending_from == self.pending.len() {
+            self.pending.clear();
+            self.pending_from = 0;
+        }
+        n
+    }
+}
+
+impl Connection for MpiConnection {
+    #[inline]
+    fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.check_thread()?;
+        if self.done {
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "send after the end of data",
+            ));
+        }
+        if buf.is_empty() {
+            return Ok(0); // a zero-length message would mean end of data
+        }
+        send_message(self.peer, self.tag, buf, self.write_timeout);
+        Ok(buf.len())
+    }
+
+    #[inline]
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.check_thread()?;
+        if !self.pending.is_empty() {
+            return Ok(self.take_pending(buf));
+        }
+        if self.peer_done || buf.is_empty() {
+            return Ok(0);
+        }
+        let wait = if self.nonblocking {
+            Wait::Never
+        } else {
+            Wait::Spin(self.read_timeout)
+        };
+        let (msg, len) = probe(self.peer, self.tag, wait)?;
+        if len == 0 {
+            msg.matched_receive_into(&mut [0u8; 0][..]);
+            self.peer_done = true;
+            return Ok(0);
+        }
+        if len <= buf.len() {
+            msg.matched_receive_into(&mut buf[..len]);
+            return Ok(len);
+        }
+        self.pending.resize(len, 0);
+        msg.matched_receive_into(&mut self.pending[..]);
+        Ok(self.take_pending(buf))
+    }
+
+    fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.read_timeout = timeout;
+        Ok(())
+    }
+
+    fn set_write_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.write_timeout = timeout;
+        Ok(())
+    }
+
+    fn set_nonblocking(&mut self, on: bool) -> io::Result<()> {
+        self.nonblocking = on;
+        Ok(())
+    }
+
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        self.check_thread()?;
+        if !self.done {
+            self.done = true;
+            send_message(self.peer, self.tag, &[], self.write_timeout);
+        }
+        Ok(())
+    }
+
+    /// No sockets: the requested buffer sizes are kept, every kernel figure is unknown.
+    fn effective_options(&self, requested: &SocketOptions) -> EffectiveOptions {
+        EffectiveOptions {
+            sndbuf_requested: requested.sndbuf,
+            rcvbuf_requested: requested.rcvbuf,
+            ..EffectiveOptions::default()
+        }
+    }
+}
+
+impl Drop for MpiConnection {
+    /// Like closing a socket: tells the peer this side is done, unless the peer ended first
+    /// (then nobody would read it, and it would linger in MPI's queue of unexpected messages).
+    fn drop(&mut self) {
+        if !self.done && !self.peer_done && self.check_thread().is_ok() {
+            self.done = true;
+            send_message(self.peer, self.tag, &[], self.write_timeout);
+        }
+    }
+}
