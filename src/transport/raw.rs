@@ -41,6 +41,8 @@ const ACK: u8 = 2;
 const DST_PORT_AT: u32 = 2;
 /// How often a HELLO is repeated until the ACK arrives.
 const HELLO_EVERY: Duration = Duration::from_millis(100);
+/// Receive buffer of every raw socket unless --rcvbuf asks for another, bytes.
+const DEFAULT_RCVBUF: usize = 4 << 20;
 /// The largest message: frames per message are counted in 16 bits.
 const MAX_MESSAGE: u64 = 16 << 20;
 
@@ -196,6 +198,13 @@ fn open_socket(iface: &Iface, port: u16) -> Result<OwnedFd> {
     })?;
     packet::filter_flow(fd.as_fd(), iface.index, DST_PORT_AT, port)
         .context("filtering raw frames by interface and port")?;
+    // A packet socket has no autotuning and a 208 KiB default: four 64 KiB frames of one
+    // loopback message already overflow it. Give it room for several large messages; an
+    // explicit --rcvbuf, applied after this, still decides.
+    let room = libc::c_int::try_from(DEFAULT_RCVBUF).unwrap_or(libc::c_int::MAX);
+    if sys::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, room).is_err() {
+        let _ = sys::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, room);
+    }
     Ok(fd)
 }
 
