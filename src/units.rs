@@ -462,7 +462,7 @@ pub fn format_bytes(n: u64) -> String {
         return "0".to_string();
     }
     for (unit, suffix) in [(GIB, "G"), (MIB, "M"), (KIB, "K")] {
-        if n % unit == 0 {
+        if n.is_multiple_of(unit) {
             return format!("{}{suffix}", n / unit);
         }
     }

@@ -87,7 +87,7 @@ impl DataChannel {
             match self.conn.recv(buf) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     spins += 1;
-                    if spins % SPINS_PER_CLOCK_READ == 0 {
+                    if spins.is_multiple_of(SPINS_PER_CLOCK_READ) {
                         let t0 = *started.get_or_insert_with(Instant::now);
                         if t0.elapsed() >= self.read_timeout {
                             return Err(timed_out());

@@ -226,7 +226,7 @@ impl ByteWriter {
     #[inline]
     fn tend(&mut self, ch: &DataChannel, calls: u64) -> io::Result<()> {
         if let ByteWriter::Zerocopy(done) = self {
-            if calls % 32 == 0 {
+            if calls.is_multiple_of(32) {
                 if let Some(fd) = ch.connection().socket_fd() {
                     fastpath::reap_zerocopy(fd, done)?;
                 }
