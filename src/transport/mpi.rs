@@ -165,7 +165,7 @@ fn send_message(peer: Rank, tag: Tag, buf: &[u8], timeout: Option<Duration>) {
                 Err(r) => req = r,
             }
             polls = polls.wrapping_add(1);
-            if polls % POLLS_PER_CLOCK_READ == 0 {
+            if polls.is_multiple_of(POLLS_PER_CLOCK_READ) {
                 if let Some(t) = timeout {
                     let now = Instant::now();
                     if now >= *deadline.get_or_insert(now + t) {
@@ -216,7 +216,7 @@ fn probe(peer: Rank, tag: Tag, wait: Wait) -> io::Result<(Message, usize)> {
             Wait::Never => return Err(io::ErrorKind::WouldBlock.into()),
             Wait::Spin(limit) => {
                 polls = polls.wrapping_add(1);
-                if polls % POLLS_PER_CLOCK_READ == 0
+                if polls.is_multiple_of(POLLS_PER_CLOCK_READ)
                     && limit.is_some_and(|t| started.elapsed() >= t)
                 {
                     return Err(timed_out());
