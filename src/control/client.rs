@@ -130,7 +130,7 @@ impl Session {
         };
         let mut spec = spec;
         if let Some(m) = &middlebox {
-            if spec.transport == "tcp" {
+            if super::oneport::carries(&spec.transport) {
                 spec.one_port = true;
             } else {
                 eprintln!(

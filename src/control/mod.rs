@@ -4,7 +4,7 @@
 pub mod client;
 pub mod framing;
 pub mod limits;
-mod oneport;
+pub mod oneport;
 pub mod protocol;
 pub mod server;
 pub(crate) mod worker;

@@ -12,6 +12,12 @@ use crate::transport::{Cookie, DATA_PREFIX};
 /// How long a data connection on the control port may take to present its cookie.
 const COOKIE_WAIT: Duration = Duration::from_secs(5);
 
+/// Whether a transport's data can share the control port: the control listener accepts TCP
+/// connections, so only plain TCP data can arrive there.
+pub fn carries(transport: &str) -> bool {
+    transport == "tcp"
+}
+
 /// The tests of one server that take data connections on its control port.
 #[derive(Default)]
 pub struct DataRoutes {
@@ -52,17 +58,19 @@ impl DataRoutes {
     /// waiting and without a thread of its own (a crr test opens one per transaction).
     /// Gives the connection back when that is not the case.
     pub fn deliver_if_ready(&self, mut stream: TcpStream) -> Option<TcpStream> {
+        use nix::sys::socket::{recv, MsgFlags};
+        use std::os::fd::AsRawFd;
         let mut hello = [0u8; 20];
-        let ready = stream.set_nonblocking(true).is_ok()
-            && matches!(stream.peek(&mut hello), Ok(20))
-            && stream.set_nonblocking(false).is_ok();
-        if !ready {
-            let _ = stream.set_nonblocking(false);
+        // One non-blocking peek: the accept loop must not wait on any one connection.
+        let peeked = recv(
+            stream.as_raw_fd(),
+            &mut hello,
+            MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT,
+        );
+        if !matches!(peeked, Ok(20)) || hello[..4] != DATA_PREFIX {
             return Some(stream);
         }
-        if hello[..4] != DATA_PREFIX {
-            return Some(stream);
-        }
+        // The peeked bytes are there: this read takes them at once.
         if stream.read_exact(&mut hello).is_ok() {
             self.hand_over(&hello[4..], stream);
         }

@@ -208,7 +208,7 @@ fn session(
     // A --one-port test's route closes when the session ends (the guard drops).
     let mut _route = None;
     let mut listener: Box<dyn Listener> = if spec.one_port {
-        if transport.name() != "tcp" {
+        if !super::oneport::carries(transport.name()) {
             bail!("one-port tests carry data on the control port's TCP: tcp only");
         }
         let (route, handed) = DataRoutes::open(routes, &cookie);

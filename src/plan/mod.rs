@@ -80,7 +80,7 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
     let t = transport::by_name(&a.transport, &a.transport_args.config())?;
     let caps = t.capabilities();
     let pattern = a.pattern;
-    if a.one_port && t.name() != "tcp" {
+    if a.one_port && !crate::control::oneport::carries(t.name()) {
         bail!(
             "--one-port carries the data connections on the control port's TCP: it works with -t tcp only, not {}",
             t.name()

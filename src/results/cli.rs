@@ -230,10 +230,7 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
         ResultsCommand::Report(a) => {
             let db = open_existing(&a.db)?;
             let loaded = load_all(&db, &a.ids)?;
-            let runs: Vec<Run> = loaded
-                .iter()
-                .map(|(id, r)| Run { id: *id, report: r })
-                .collect();
+            let runs = as_runs(&loaded);
             let html = report::build(&runs, a.point)?;
             write(&a.output, html.as_bytes())?;
         }
@@ -281,6 +278,14 @@ fn load(db: &Db, spec: &str) -> Result<(i64, RunReport)> {
 
 fn load_all(db: &Db, specs: &[String]) -> Result<Vec<(i64, RunReport)>> {
     specs.iter().map(|s| load(db, s)).collect()
+}
+
+/// The loaded reports as the figures and the HTML report take them.
+fn as_runs(loaded: &[(i64, RunReport)]) -> Vec<Run<'_>> {
+    loaded
+        .iter()
+        .map(|(id, r)| Run { id: *id, report: r })
+        .collect()
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -333,10 +338,7 @@ fn plot(a: PlotArgs) -> Result<()> {
     };
     let db = open_existing(&a.db)?;
     let loaded = load_all(&db, &a.ids)?;
-    let runs: Vec<Run> = loaded
-        .iter()
-        .map(|(id, r)| Run { id: *id, report: r })
-        .collect();
+    let runs = as_runs(&loaded);
     let pattern = &runs[0].report.pattern;
     if let Some(other) = runs.iter().find(|r| &r.report.pattern != pattern) {
         bail!(

@@ -124,6 +124,7 @@ fn parse_endpoint(endpoint: &str) -> Result<([u8; 6], u16, usize)> {
 }
 
 /// One interface as the raw transport uses it.
+#[derive(Clone)]
 struct Iface {
     name: String,
     index: u32,
@@ -474,7 +475,7 @@ impl Listener for RawListener {
             while conn_port == self.port || conn_port == h.src_port {
                 conn_port = conn_port.wrapping_add(1).max(1);
             }
-            let iface = Iface::named(&self.iface.name)?;
+            let iface = self.iface.clone();
             let fd = open_socket(&iface, conn_port)?;
             sockopt::apply(&SockRef::from(&fd), &self.opts, false)?;
             // Recorded before the ACK goes out, so a repeated HELLO finds it.

@@ -142,6 +142,18 @@ pub struct StreamStats {
     pub zerocopy_copied: Option<u64>,
 }
 
+/// Applies `--busy-poll` (SO_BUSY_POLL) to the stream's socket, or records why it could not.
+fn busy_poll(ch: &super::DataChannel, us: Option<u32>, stats: &mut StreamStats) {
+    let Some(us) = us else { return };
+    let result = match ch.connection().socket_fd() {
+        Some(fd) => crate::sys::fastpath::set_busy_poll(fd, us).map_err(|e| e.to_string()),
+        None => Err("no socket descriptor".into()),
+    };
+    if let Err(e) = result {
+        stats.fallbacks.push(format!("SO_BUSY_POLL: {e}"));
+    }
+}
+
 fn rate(bytes: u64, secs: f64) -> f64 {
     if secs > 0.0 {
         bytes as f64 * 8.0 / secs

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use super::intervals::IntervalClock;
 use super::loss::{Jitter, SeqTracker};
 use super::{
-    rate, EndSignal, IntervalEvent, LossStats, RecvPlan, StreamStats, DATAGRAM_HEADER, DRAIN_IDLE,
-    POLL,
+    busy_poll, rate, EndSignal, IntervalEvent, LossStats, RecvPlan, StreamStats, DATAGRAM_HEADER,
+    DRAIN_IDLE, POLL,
 };
 use crate::pattern::{nanos, CpuMeter, DataChannel, Role};
 use crate::sys::fastpath::{self, Batch};
@@ -34,18 +34,7 @@ pub fn run_receiver(
         role: Some(Role::Receiver),
         ..StreamStats::default()
     };
-    if let Some(us) = plan.fast.busy_poll_us {
-        match ch.connection().socket_fd() {
-            Some(fd) => {
-                if let Err(e) = fastpath::set_busy_poll(fd, us) {
-                    stats.fallbacks.push(format!("SO_BUSY_POLL: {e}"));
-                }
-            }
-            None => stats
-                .fallbacks
-                .push("SO_BUSY_POLL: no socket descriptor".into()),
-        }
-    }
+    busy_poll(ch, plan.fast.busy_poll_us, &mut stats);
     let waiting_since = Instant::now();
     let live = live.map(|tx| (tx, stream, Role::Receiver));
     if ch.capabilities().reliable {

@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::intervals::IntervalClock;
-use super::{rate, IntervalEvent, SendPlan, StreamStats, DATAGRAM_HEADER};
+use super::{busy_poll, rate, IntervalEvent, SendPlan, StreamStats, DATAGRAM_HEADER};
 use crate::pattern::{nanos, payload, CpuMeter, DataChannel, Role};
 use crate::sys::fastpath::{self, Batch, ZerocopyCompletions, UDP_MAX_SEGMENTS};
 
@@ -112,18 +112,7 @@ pub fn run_sender(
         role: Some(Role::Sender),
         ..StreamStats::default()
     };
-    if let Some(us) = plan.fast.busy_poll_us {
-        match ch.connection().socket_fd() {
-            Some(fd) => {
-                if let Err(e) = fastpath::set_busy_poll(fd, us) {
-                    stats.fallbacks.push(format!("SO_BUSY_POLL: {e}"));
-                }
-            }
-            None => stats
-                .fallbacks
-                .push("SO_BUSY_POLL: no socket descriptor".into()),
-        }
-    }
+    busy_poll(ch, plan.fast.busy_poll_us, &mut stats);
     let (start, end) = if reliable {
         send_bytes(ch, plan, stream, live, &mut stats)?
     } else {
