@@ -5,6 +5,11 @@ cd "$(dirname "$0")/.."
 out=$(mktemp)
 python3 bench/peers --smoke > "$out"
 python3 bench/peers --smoke --memory >> "$out"
+# osu_bw's loop against wirebench mpi stream, where Open MPI is installed (CI installs it).
+if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+  python3 bench/mpi --smoke >> "$out"
+  grep -q "wirebench (window 64) / mpi_bw = [0-9]" "$out"
+fi
 cat "$out"
 grep -q "TCP stream, 1 flow" "$out"
 grep -q "resident memory" "$out"

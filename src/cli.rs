@@ -342,6 +342,11 @@ pub struct MpiArgs {
     /// stream.
     #[arg(long, short = 's')]
     pub size: Option<String>,
+    /// Stream: messages in flight at once, as osu_bw's window: the sender keeps this many
+    /// MPI_Isend going, the receiver this many MPI_Irecv posted (within 4 MiB of buffers
+    /// each, as a TCP socket's send buffer). 1: one message at a time, sent and received straight from the pattern's buffer.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub window: u32,
     /// NetPIPE-style perturbation: also measure n-P and n+P for every size n.
     #[arg(long, default_value_t = 0)]
     pub perturb: u64,
@@ -369,8 +374,10 @@ pub struct MpiArgs {
     #[arg(long, short = 'n')]
     pub iterations: Option<u64>,
     /// Warm-up iterations before timing starts (excluded from statistics). 0 turns it off.
-    #[arg(long, default_value_t = 10)]
-    pub warmup: u64,
+    /// Default: 10, and for a stream with a window two windows' worth (the window must be
+    /// full and the connection past its slow start before the clocks start).
+    #[arg(long)]
+    pub warmup: Option<u64>,
 
     /// Stream: rank 1 sends to rank 0.
     #[arg(long, short = 'R')]
@@ -442,7 +449,10 @@ impl MpiArgs {
         r.duration = self.duration;
         r.bytes = self.bytes;
         r.iterations = self.iterations;
-        r.warmup = self.warmup;
+        r.warmup = self.warmup.unwrap_or(match self.pattern {
+            MpiPattern::Stream if self.window > 1 => 10.max(2 * u64::from(self.window)),
+            _ => 10,
+        });
         r.reverse = self.reverse;
         r.rate = self.rate.clone();
         r.burst = self.burst;

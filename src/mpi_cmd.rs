@@ -40,7 +40,7 @@ use crate::control::protocol::{PointSpec, ServerReport, TestSpec};
 use crate::control::worker::{run_worker, WorkerPlan, WorkerResult};
 use crate::env::Environment;
 use crate::pattern::stream::{EndSignal, IntervalEvent};
-use crate::pattern::{self, CpuTime, DataChannel, Side};
+use crate::pattern::{self, CpuTime, DataChannel, Role, Side};
 use crate::plan::runner::PointRunner;
 use crate::plan::{PlannedPoint, RunPlan};
 use crate::report::model::RunReport;
@@ -61,6 +61,8 @@ enum Instruction {
         test: TestSpec,
         io_timeout_ms: u64,
         loss_timeout_ms: u64,
+        /// A stream sender's window of sends in flight (osu_bw's window).
+        window: u32,
     },
     Run {
         point: PointSpec,
@@ -125,6 +127,7 @@ pub fn run(a: MpiArgs) -> i32 {
     };
     let mut runner = MpiRunner {
         library: job.library(),
+        window: a.window,
         test: None,
         io_timeout: args.io_timeout,
         runs: 0,
@@ -149,6 +152,8 @@ fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8], what: &str) -> Result<T> {
 /// and rank 1's Report.
 struct MpiRunner {
     library: String,
+    /// Stream senders' window of sends in flight.
+    window: u32,
     test: Option<TestSpec>,
     io_timeout: Duration,
     /// Runs so far: numbers each run's data tag.
@@ -190,6 +195,7 @@ impl PointRunner for MpiRunner {
                 test: test.clone(),
                 io_timeout_ms: plan.client.io_timeout.as_millis() as u64,
                 loss_timeout_ms: plan.client.loss_timeout.as_millis() as u64,
+                window: self.window,
             }),
             self.io_timeout,
         );
@@ -216,7 +222,8 @@ impl PointRunner for MpiRunner {
             client.io_timeout,
         );
         let role = pattern::role(Side::Client, test.pattern, test.direction, test.streams, 0);
-        let conn = MpiConnection::new(SERVER, mpi::run_tag(run));
+        let conn = connection(role, SERVER, run, point, self.window);
+        let io_path = conn.io_path();
         let client_socket = vec![conn.effective_options(&client.socket)];
         let end = EndSignal::default();
         let stop = AtomicBool::new(false);
@@ -260,7 +267,8 @@ impl PointRunner for MpiRunner {
             client_cpu: CpuTime::default(),
         };
         match mine {
-            WorkerResult::Stream(s) => {
+            WorkerResult::Stream(mut s) => {
+                s.io_path = io_path;
                 out.client_cpu = s.cpu;
                 out.client_streams.push((0, s));
             }
@@ -281,6 +289,27 @@ impl PointRunner for MpiRunner {
     }
 }
 
+/// This rank's connection for one run: both ends of a stream keep a window of messages in
+/// flight (osu_bw); ping-pong and request/response move each message straight from the
+/// pattern's buffer (IMB PingPong, osu_latency).
+fn connection(
+    role: Role,
+    peer: mpi::Rank,
+    run: u64,
+    point: &PointSpec,
+    window: u32,
+) -> MpiConnection {
+    let tag = mpi::run_tag(run);
+    let streaming = matches!(role, Role::Sender | Role::Receiver);
+    if streaming && window > 1 {
+        let slots = mpi::window_for(window, point.request_size);
+        let sends = role == Role::Sender;
+        MpiConnection::streaming(peer, tag, sends, slots, point.request_size as usize)
+    } else {
+        MpiConnection::new(peer, tag)
+    }
+}
+
 /// Rank 1: greets rank 0, then runs what it is told until Bye.
 fn serve() -> Result<()> {
     mpi::send_control(
@@ -291,15 +320,17 @@ fn serve() -> Result<()> {
         IDLE,
     );
     let first = mpi::recv_control(CLIENT, IDLE).context("waiting for MPI rank 0's plan")?;
-    let (test, io_timeout, loss_timeout) = match decode::<Instruction>(&first, "plan")? {
+    let (test, io_timeout, loss_timeout, window) = match decode::<Instruction>(&first, "plan")? {
         Instruction::Open {
             test,
             io_timeout_ms,
             loss_timeout_ms,
+            window,
         } => (
             test,
             Duration::from_millis(io_timeout_ms),
             Duration::from_millis(loss_timeout_ms),
+            window,
         ),
         Instruction::Bye => return Ok(()),
         other => bail!("unexpected first instruction from MPI rank 0: {other:?}"),
@@ -311,8 +342,8 @@ fn serve() -> Result<()> {
             Instruction::Bye => return Ok(()),
             other => bail!("unexpected instruction from MPI rank 0: {other:?}"),
         };
-        let result =
-            serve_point(&test, &point, run, io_timeout, loss_timeout).map_err(|e| one_line(&e));
+        let result = serve_point(&test, &point, run, io_timeout, loss_timeout, window)
+            .map_err(|e| one_line(&e));
         mpi::send_control(CLIENT, &encode(&Answer::Report { result }), io_timeout);
     }
 }
@@ -324,9 +355,11 @@ fn serve_point(
     run: u64,
     io_timeout: Duration,
     loss_timeout: Duration,
+    window: u32,
 ) -> Result<RankReport> {
     let role = pattern::role(Side::Server, test.pattern, test.direction, test.streams, 0);
-    let conn = MpiConnection::new(CLIENT, mpi::run_tag(run));
+    let conn = connection(role, CLIENT, run, point, window);
+    let io_path = conn.io_path();
     let socket = vec![conn.effective_options(&point.server_socket)];
     let ch = DataChannel::new(Box::new(conn), mpi::CAPABILITIES, false, io_timeout)?;
     let end = EndSignal::default();
@@ -349,7 +382,8 @@ fn serve_point(
     .context("data connection 1")?;
     let mut report = ServerReport::default();
     match result {
-        WorkerResult::Stream(s) => {
+        WorkerResult::Stream(mut s) => {
+            s.io_path = io_path;
             report.cpu = s.cpu;
             report.streams.push(s);
         }

@@ -180,21 +180,36 @@ fn stream_over_mpi_moves_every_byte() {
                 "client_to_server"
             }
         );
+        // Whichever rank sends keeps osu_bw's window of 64 sends in flight, and the other
+        // 64 receives posted.
+        assert_eq!(
+            s["sender"]["io_path"], "MPI_Isend, window of 64",
+            "{args:?}"
+        );
+        assert_eq!(
+            s["receiver"]["io_path"], "MPI_Irecv, window of 64",
+            "{args:?}"
+        );
         let (tx, rx) = (
             f(&total["sender_bits_per_s"]),
             f(&total["receiver_bits_per_s"]),
         );
         assert!(tx > 0.0 && rx > 0.0, "{args:?}: {total}");
-        // Each side times its own clock over the same transfer of blocking sends.
+        // Each side times its own clock over the same transfer; at most a window of
+        // messages is still in flight when the sender's clock stops.
         assert!(
             (0.5..=2.0).contains(&(rx / tx)),
             "{args:?}: sender {tx} vs receiver {rx} bit/s"
         );
         // Receives never cross messages, so the warm-up ends on a message boundary on both
         // sides and the timed phases hold the same messages.
+        // The receiver leaves its window's worth of bytes at the end untimed (as much may
+        // have arrived ahead of its count when its clock started).
+        let tail = u(&s["receiver"]["untimed_tail_bytes"]);
+        assert!(tail > 0, "{args:?}: a window leaves a tail untimed");
         assert_eq!(
             u(&s["sender"]["bytes_timed"]),
-            u(&s["receiver"]["bytes_timed"]),
+            u(&s["receiver"]["bytes_timed"]) + tail,
             "{args:?}: timed bytes"
         );
         assert_eq!(
@@ -228,24 +243,25 @@ impl Drop for Lab {
     }
 }
 
-/// The test proper: MPI over TCP between two lab hosts (network namespaces joined by
-/// a 1 Gbit/s link with 1 ms each way) against TCP over the same link. Needs root, like
-/// tests/lab.rs; WIREBENCH_SKIP_LAB=1 skips it.
-#[test]
-fn pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp() {
+/// Two lab hosts (network namespaces) joined by the campus profile's link: 1 Gbit/s, 1 ms
+/// each way. Needs root, like tests/lab.rs; None when WIREBENCH_SKIP_LAB=1 skips it.
+fn campus_lab(tag: &str) -> Option<Lab> {
     if std::env::var_os("WIREBENCH_SKIP_LAB").is_some() {
-        return;
+        return None;
     }
-    let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = Lab(format!("t{}mp", std::process::id() % 100_000));
+    let lab = Lab(format!("t{}{tag}", std::process::id() % 100_000));
     let up = common::run(&["lab", "up", "--name", &lab.0, "--profile", "campus"]);
     assert!(
         up.status.success(),
         "{}",
         String::from_utf8_lossy(&up.stderr)
     );
-    let exe = env!("CARGO_BIN_EXE_wirebench");
+    Some(lab)
+}
 
+/// `wirebench mpi ARGS --json` with rank 0 on lab host a and rank 1 on host b, over TCP.
+fn lab_mpi_json(lab: &Lab, args: &[&str]) -> Value {
+    let exe = env!("CARGO_BIN_EXE_wirebench");
     // mpirun on host a starts rank 0 itself and rank 1 through its remote-launch agent,
     // which runs the command in host b's namespace instead of over ssh.
     let dir = tempfile::tempdir().unwrap();
@@ -257,7 +273,6 @@ fn pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp() {
     std::fs::write(&agent, script).unwrap();
     std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let agent = agent.to_string_lossy().into_owned();
-    let sizes = "1,128K";
     let mpirun = [
         "mpirun",
         "-np",
@@ -288,17 +303,31 @@ fn pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp() {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .args(["lab", "exec", "--name", &lab.0, "a", "--"])
         .args(mpirun)
-        .args([
-            exe, "mpi", "pingpong", "--size", sizes, "-d", "1s", "--json",
-        ])
+        .args([exe, "mpi"])
+        .args(args)
+        .arg("--json")
         .stdin(Stdio::null())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}\n{stdout}");
+    assert!(out.status.success(), "{args:?}: {stderr}\n{stdout}");
     let m: Value = serde_json::from_str(&stdout).expect("one JSON document");
     assert_eq!(m["transport"], "mpi");
+    m
+}
+
+/// The test proper: MPI over TCP between two lab hosts (network namespaces joined by
+/// a 1 Gbit/s link with 1 ms each way) against TCP over the same link.
+#[test]
+fn pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp() {
+    let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = campus_lab("mp") else {
+        return;
+    };
+    let exe = env!("CARGO_BIN_EXE_wirebench");
+    let sizes = "1,128K";
+    let m = lab_mpi_json(&lab, &["pingpong", "--size", sizes, "-d", "1s"]);
 
     let mut server = common::bin()
         .args(["lab", "exec", "--name", &lab.0, "b", "--", exe, "serve"])
@@ -363,5 +392,56 @@ fn pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp() {
     assert!(
         (0.5..=2.0).contains(&extra_rtts),
         "128 KiB over the lab, fastest one-way: MPI {mpi:?} vs TCP {tcp:?} ({extra_rtts:.2} round trips more)"
+    );
+}
+
+/// osu_bw's window between two lab hosts: with 64 sends in flight a stream of 128 KiB
+/// messages fills the 1 Gbit/s link, where one send at a time waits for Open MPI's
+/// rendezvous round trip (2 ms here) before every message. The ground truth is the link:
+/// its goodput for TCP segments and the one-message-per-round-trip bound.
+#[test]
+fn stream_over_mpi_between_lab_hosts_fills_the_link_with_a_window() {
+    let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = campus_lab("mw") else {
+        return;
+    };
+    // TCP payload per 1514-byte frame on the wire (tbf counts the Ethernet header):
+    // 1448 of 1448 + 20 IP + 20 TCP + 12 timestamps + 14 Ethernet bytes.
+    let goodput = 1e9 * 1448.0 / 1514.0;
+    let size = 131_072.0;
+    let rtt = 2e-3;
+    let rate = |window: &str| {
+        let v = lab_mpi_json(
+            &lab,
+            &["stream", "--size", "128K", "--window", window, "-d", "3s"],
+        );
+        let total = &v["points"][0]["stream"]["totals"][0];
+        assert_eq!(
+            u(&total["bytes_sent"]),
+            u(&total["bytes_received"]),
+            "window {window}: bytes lost"
+        );
+        let s = &v["points"][0]["stream"]["streams"][0];
+        (
+            f(&total["receiver_bits_per_s"]),
+            s["sender"]["io_path"].clone(),
+        )
+    };
+    let (one, path) = rate("1");
+    assert_eq!(path, "MPI_Isend/MPI_Mrecv, one at a time");
+    let (windowed, path) = rate("64");
+    assert_eq!(path, "MPI_Isend, window of 64");
+    eprintln!("campus link, 128 KiB messages: one at a time {one} bit/s, window of 64 {windowed} bit/s, goodput {goodput}");
+    // One message per round trip at most (measured: about 1 message per RTT + its 1.05 ms
+    // on the wire, 340 Mbit/s).
+    assert!(
+        one <= size * 8.0 / rtt,
+        "one at a time: {one} bit/s is above one 128 KiB message per round trip"
+    );
+    // The window fills the link: within 20 % of its goodput (the delay line and both ranks
+    // share two CPUs), never above it.
+    assert!(
+        windowed >= 0.8 * goodput && windowed <= 1.01 * goodput,
+        "window of 64: {windowed} bit/s, link goodput {goodput}"
     );
 }

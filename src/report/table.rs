@@ -342,12 +342,18 @@ impl Sink for TableSink {
                         ),
                         _ => String::new(),
                     };
+                    let tail = match st.receiver.untimed_tail_bytes {
+                        0 => String::new(),
+                        b => format!(
+                            " (its last {b} B untimed: as much may have arrived ahead of its count when its clock started)"
+                        ),
+                    };
                     if st.sender.io_path != "write"
                         || st.receiver.io_path != "read"
                         || !fallbacks.is_empty()
                     {
                         out(&format!(
-                            "{:>9}   i/o: sender {}, receiver {}{zc}{}",
+                            "{:>9}   i/o: sender {}, receiver {}{tail}{zc}{}",
                             "",
                             st.sender.io_path,
                             st.receiver.io_path,

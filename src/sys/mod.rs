@@ -3,6 +3,8 @@
 //! Everything `unsafe` lives here, each with a safety note. Callers get safe functions.
 
 pub mod fastpath;
+#[cfg(feature = "mpi")]
+pub mod mpi_window;
 pub mod packet;
 
 use std::io;

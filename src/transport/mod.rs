@@ -126,6 +126,14 @@ pub trait Connection: Send {
     fn tcp_info(&self) -> Option<TcpInfo> {
         None
     }
+    /// Bytes of later messages that may already have arrived while the message being read is
+    /// still incomplete (a window of posted receives that the peer fills out of order): a
+    /// stream's receiver leaves as many bytes at the end out of its timed phase, so that its
+    /// clock starts and stops with the same amount received ahead of its count. 0 for a byte
+    /// stream or datagrams, which are read in the order they arrive.
+    fn arrival_lead(&self) -> u64 {
+        0
+    }
 }
 
 /// What some transports need besides socket options. It comes from this side's own command

@@ -108,6 +108,28 @@ impl<'a> IntervalClock<'a> {
         }
     }
 
+    /// Ends the intervals at `end`, before the newest ones (the receiver's cool-down, see
+    /// [`crate::transport::Connection::arrival_lead`]): intervals ending later are dropped and
+    /// the last one is closed at `end` with `bytes` and `messages` counted up to then.
+    pub(super) fn finish_earlier(
+        &mut self,
+        end: Instant,
+        bytes: u64,
+        messages: u64,
+        ch: &DataChannel,
+    ) {
+        let end_s = end.saturating_duration_since(self.start).as_secs_f64();
+        while self.out.last().is_some_and(|iv| iv.end_s > end_s) {
+            self.out.pop();
+        }
+        self.last_bytes = self.out.iter().map(|iv| iv.bytes).sum();
+        self.last_messages = self.out.iter().map(|iv| iv.messages).sum();
+        self.last_at = self.out.last().map_or(self.start, |iv| {
+            self.start + Duration::from_secs_f64(iv.end_s)
+        });
+        self.finish(end, bytes, messages, ch);
+    }
+
     pub(super) fn start_at(&mut self, start: Instant) {
         self.start = start;
         self.last_at = start;

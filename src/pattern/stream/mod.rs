@@ -129,6 +129,10 @@ pub struct StreamStats {
     pub first_op_ns: Option<u64>,
     /// Sends the kernel refused for lack of buffer (ENOBUFS, EAGAIN): not network loss.
     pub send_failures: u64,
+    /// Receiver: bytes read at the very end and left out of the timed phase, because that
+    /// much may have arrived ahead of the count when the clock started (a window of posted
+    /// receives, see `Connection::arrival_lead`). 0 for sockets.
+    pub untimed_tail_bytes: u64,
     pub loss: Option<LossStats>,
     pub intervals: Vec<Interval>,
     pub tcp_info: Option<TcpInfo>,

@@ -126,6 +126,8 @@ fn receive_bytes(
             break;
         }
     }
+    let lead = ch.connection().arrival_lead();
+    let mut tail = Tail::new(lead, plan.read_size);
     let start = Instant::now();
     let mut intervals = IntervalClock::new(plan.interval, None, start, live);
     intervals.start_at(start);
@@ -140,17 +142,82 @@ fn receive_bytes(
         last = Instant::now();
         bytes += n as u64;
         reads += 1;
+        tail.push(last, bytes, reads);
         if intervals.due(last) {
             intervals.record(last, bytes, reads, ch);
         }
     }
-    intervals.finish(last, bytes, reads, ch);
     stats.bytes_total = total + bytes;
-    stats.bytes_timed = bytes;
-    stats.messages_timed = reads;
-    stats.elapsed_s = last.saturating_duration_since(start).as_secs_f64();
+    let (end, timed, timed_reads) = match tail.cut(lead) {
+        Some((end, b, r)) if b > 0 => {
+            intervals.finish_earlier(end, b, r, ch);
+            (end, b, r)
+        }
+        _ => {
+            intervals.finish(last, bytes, reads, ch);
+            (last, bytes, reads)
+        }
+    };
+    stats.bytes_timed = timed;
+    stats.untimed_tail_bytes = bytes - timed;
+    stats.messages_timed = timed_reads;
+    stats.elapsed_s = end.saturating_duration_since(start).as_secs_f64();
     stats.intervals = intervals.out;
     Ok(())
+}
+
+/// The newest reads of a byte stream, to end the timed phase `lead` bytes before the last
+/// one (see [`crate::transport::Connection::arrival_lead`]). Sized before the timed loop;
+/// a push is one store.
+struct Tail {
+    /// (time, bytes so far, reads so far) after each of the newest reads, oldest overwritten.
+    ring: Vec<(Instant, u64, u64)>,
+    pushed: usize,
+}
+
+impl Tail {
+    /// Reads kept at most: enough for a 16 MiB lead in reads of 256 bytes.
+    const MAX: usize = 1 << 16;
+
+    fn new(lead: u64, read_size: usize) -> Tail {
+        let n = if lead == 0 {
+            0
+        } else {
+            (lead / read_size.max(1) as u64 + 2).min(Tail::MAX as u64) as usize
+        };
+        Tail {
+            ring: Vec::with_capacity(n),
+            pushed: 0,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, at: Instant, bytes: u64, reads: u64) {
+        let cap = self.ring.capacity();
+        if cap == 0 {
+            return;
+        }
+        if self.ring.len() < cap {
+            self.ring.push((at, bytes, reads));
+        } else {
+            self.ring[self.pushed % cap] = (at, bytes, reads);
+        }
+        self.pushed += 1;
+    }
+
+    /// The newest read after which at least `lead` bytes were still to come: the end of the
+    /// timed phase. None without a lead; the oldest read kept when the lead reaches further
+    /// back than the ring (or than the timed phase: then nothing is left to time).
+    fn cut(&self, lead: u64) -> Option<(Instant, u64, u64)> {
+        let newest = self.ring.iter().max_by_key(|e| e.2)?;
+        let target = newest.1.checked_sub(lead)?;
+        self.ring
+            .iter()
+            .filter(|e| e.1 <= target)
+            .max_by_key(|e| e.2)
+            .or_else(|| self.ring.iter().min_by_key(|e| e.2))
+            .copied()
+    }
 }
 
 /// Everything the receiver learns from the datagrams, one at a time.
