@@ -19,7 +19,6 @@ use serde::{Deserialize, Serialize};
 use super::{CpuTime, FastPaths, Role, StopAt};
 use crate::sys::TcpInfo;
 
-pub use loss::SeqTracker;
 pub use receive::run_receiver;
 pub use send::run_sender;
 

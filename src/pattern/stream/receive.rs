@@ -8,12 +8,13 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::intervals::IntervalClock;
-use super::loss::{Jitter, SeqTracker};
+use super::loss::Jitter;
 use super::{
     busy_poll, rate, EndSignal, IntervalEvent, LossStats, RecvPlan, StreamStats, DATAGRAM_HEADER,
     DRAIN_IDLE, POLL,
 };
 use crate::pattern::{nanos, CpuMeter, DataChannel, Role};
+use crate::stats::SeqTracker;
 use crate::sys::fastpath::{self, Batch};
 
 /// Largest datagram a receive must hold.
