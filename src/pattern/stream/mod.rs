@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{CpuTime, FastPaths, Role, StopAt};
 use crate::sys::TcpInfo;
+use crate::transport::LinkCounters;
 
 pub use receive::run_receiver;
 pub use send::run_sender;
@@ -129,6 +130,9 @@ pub struct StreamStats {
     /// Sends the kernel refused for lack of buffer (ENOBUFS, EAGAIN): not network loss.
     pub send_failures: u64,
     pub loss: Option<LossStats>,
+    /// Receiver, on a transport that numbers its own frames (raw): the frames of the whole
+    /// connection, warm-up included, read after the timed phase.
+    pub frames: Option<LinkCounters>,
     pub intervals: Vec<Interval>,
     pub tcp_info: Option<TcpInfo>,
     pub cpu: CpuTime,

@@ -46,6 +46,7 @@ pub fn run_receiver(
         receive_datagrams(ch, plan, end, &mut stats, live, waiting_since)?;
     }
     stats.tcp_info = ch.connection().tcp_info();
+    stats.frames = ch.connection().link_counters();
     stats.bits_per_s = rate(stats.bytes_timed, stats.elapsed_s);
     stats.cpu = cpu.stop();
     Ok(stats)
