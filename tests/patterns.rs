@@ -160,6 +160,23 @@ fn datagram_streams_at_a_modest_rate_lose_nothing_on_loopback() {
         assert_eq!(u(&loss["duplicated"]), 0, "{t}");
         assert_eq!(u(&loss["reordered"]), 0, "{t}");
         assert_eq!(u(&tot["send_failures"]), 0, "{t}");
+        // raw numbers its frames, and the receiver counts them all, the 10 warm-up messages
+        // too: on loopback a 1000-byte message is one frame, and none is lost or out of order.
+        let fr = &tot["frames"];
+        if t == "raw" {
+            assert_eq!(u(&fr["received"]), sent + 10, "{fr}");
+            for k in [
+                "lost",
+                "reordered",
+                "duplicated",
+                "late",
+                "messages_incomplete",
+            ] {
+                assert_eq!(u(&fr[k]), 0, "{k}: {fr}");
+            }
+        } else {
+            assert!(fr.is_null(), "{t} has no frames of its own: {fr}");
+        }
         // The pacer holds the rate: sender within 2% of 20 Mbit/s.
         let rate = f(&tot["sender_bits_per_s"]);
         assert!((rate - 20e6).abs() < 0.02 * 20e6, "{t}: sender rate {rate}");

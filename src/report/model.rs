@@ -9,7 +9,7 @@ use crate::pattern::stream::{LossStats, StreamStats};
 use crate::pattern::CpuTime;
 use crate::plan::{PointKey, Swept};
 use crate::stats::{LatencySummary, MeanCi, SweepMetrics};
-use crate::transport::EffectiveOptions;
+use crate::transport::{EffectiveOptions, LinkCounters};
 
 pub const SCHEMA: &str = "wirebench.run";
 pub const SCHEMA_VERSION: u32 = 1;
@@ -174,6 +174,10 @@ pub struct DirectionTotal {
     pub bytes_received: u64,
     pub send_failures: u64,
     pub loss: Option<LossStats>,
+    /// The receivers' link-level frames (raw), summed over the streams; null for transports
+    /// without numbered frames and in results written before this field existed.
+    #[serde(default)]
+    pub frames: Option<LinkCounters>,
     /// TCP retransmissions seen by the senders' kernels.
     pub retransmits: Option<u64>,
     /// Over a lab link: the goodput its rate allows for this transport and message size.

@@ -105,6 +105,11 @@ fn totals(pairs: &[StreamPair]) -> Vec<DirectionTotal> {
             };
             l
         });
+        let frames = ps
+            .iter()
+            .try_fold(crate::transport::LinkCounters::default(), |acc, p| {
+                Some(acc.plus(p.receiver.frames.as_ref()?))
+            });
         let retransmits = ps
             .iter()
             .map(|p| p.sender.tcp_info.map(|t| u64::from(t.total_retrans)))
@@ -118,6 +123,7 @@ fn totals(pairs: &[StreamPair]) -> Vec<DirectionTotal> {
             bytes_received: ps.iter().map(|p| p.receiver.bytes_total).sum(),
             send_failures: ps.iter().map(|p| p.sender.send_failures).sum(),
             loss,
+            frames,
             retransmits,
             theoretical_goodput_bits_per_s: None,
         });

@@ -8,6 +8,7 @@ use super::{mbit, us, IntervalPrinter, Sink};
 use crate::pattern::stream::IntervalEvent;
 use crate::pattern::{PatternKind, Role};
 use crate::plan::{RunPlan, Swept};
+use crate::transport::LinkCounters;
 use crate::units::format_bytes;
 
 pub struct TableSink {
@@ -383,6 +384,9 @@ impl Sink for TableSink {
                         cpu(p.cpu.client_us_per_kib),
                         cpu(p.cpu.server_us_per_kib),
                     ));
+                    if let Some(k) = &t.frames {
+                        out(&format!("{:>9}   {}", "", frames_line(k)));
+                    }
                     if let Some(g) = t.theoretical_goodput_bits_per_s {
                         out(&format!(
                             "{:>9}   link goodput allowed by the lab's rate: {} Mbit/s; receiver measured {:.2}% of it",
@@ -511,6 +515,20 @@ impl Sink for TableSink {
     }
 }
 
+/// The receivers' account of a transport's own numbered frames (raw), in one line.
+fn frames_line(k: &LinkCounters) -> String {
+    format!(
+        "link frames (receiver, warm-up included): {} received, {} lost ({}%), {} reordered, {} duplicated, {} dropped late; {} messages incomplete",
+        k.received,
+        k.lost,
+        pct(k.loss_ratio),
+        k.reordered,
+        k.duplicated,
+        k.late,
+        k.messages_incomplete
+    )
+}
+
 /// One interval line; senders on TCP add the kernel's view of the connection.
 fn print_interval(ev: &IntervalEvent) {
     {
@@ -548,5 +566,28 @@ fn print_interval(ev: &IntervalEvent) {
                 }
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_frames_line_says_what_it_counts() {
+        let k = LinkCounters {
+            received: 12034,
+            lost: 611,
+            reordered: 3,
+            late: 2,
+            messages_incomplete: 590,
+            ..LinkCounters::default()
+        }
+        .with_loss_ratio();
+        assert_eq!(
+            frames_line(&k),
+            "link frames (receiver, warm-up included): 12034 received, 611 lost (4.832%), \
+             3 reordered, 0 duplicated, 2 dropped late; 590 messages incomplete"
+        );
     }
 }

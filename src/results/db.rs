@@ -638,6 +638,69 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn stream_results_keep_link_frames_and_older_ones_still_read() {
+        use crate::pattern::stream::StreamStats;
+        use crate::report::model::{DirectionTotal, StreamPair, StreamResult};
+        use crate::transport::LinkCounters;
+        let frames = LinkCounters {
+            received: 950,
+            lost: 50,
+            reordered: 3,
+            messages_incomplete: 40,
+            ..LinkCounters::default()
+        }
+        .with_loss_ratio();
+        let mut r = report("stream", 1, 1.0);
+        r.points[0].latency = None;
+        r.points[0].stream = Some(StreamResult {
+            streams: vec![StreamPair {
+                index: 0,
+                direction: "client_to_server".into(),
+                sender: StreamStats::default(),
+                receiver: StreamStats {
+                    frames: Some(frames),
+                    ..StreamStats::default()
+                },
+            }],
+            totals: vec![DirectionTotal {
+                direction: "client_to_server".into(),
+                streams: 1,
+                sender_bits_per_s: 1e6,
+                receiver_bits_per_s: 1e6,
+                bytes_sent: 1000,
+                bytes_received: 1000,
+                send_failures: 0,
+                loss: None,
+                frames: Some(frames),
+                retransmits: None,
+                theoretical_goodput_bits_per_s: None,
+            }],
+        });
+        let json = serde_json::to_string(&r).unwrap();
+        let back = parse_report(&json).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(
+            back.points[0].stream.as_ref().unwrap().totals[0].frames,
+            Some(frames)
+        );
+        // Results written before `frames` existed have none, and still read.
+        let mut v = serde_json::to_value(&r).unwrap();
+        for at in [
+            "/points/0/stream/totals/0",
+            "/points/0/stream/streams/0/receiver",
+        ] {
+            let obj = v.pointer_mut(at).unwrap().as_object_mut().unwrap();
+            assert!(obj.remove("frames").is_some(), "{at}");
+        }
+        let old = parse_report(&v.to_string()).unwrap();
+        let s = old.points[0].stream.as_ref().unwrap();
+        assert_eq!(
+            (s.totals[0].frames, s.streams[0].receiver.frames),
+            (None, None)
+        );
+    }
+
+    #[test]
     fn default_path_follows_xdg() {
         // Only reads the environment; nothing is created.
         let p = default_path();

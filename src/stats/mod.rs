@@ -1,5 +1,6 @@
 //! Statistics for a measuring instrument: exact streaming moments, latency
-//! percentiles, Student-t confidence intervals and ping-pong sweep metrics.
+//! percentiles, Student-t confidence intervals, ping-pong sweep metrics and the accounting of
+//! sequence-numbered packets.
 //!
 //! Everything here returns `Option`/`Result` instead of panicking, because a
 //! benchmark must never die while it is reporting what it measured.
@@ -7,10 +8,12 @@
 pub mod ci;
 pub mod latency;
 pub mod overhead;
+pub mod seq;
 pub mod sweep;
 #[cfg(test)]
 pub(crate) mod testutil;
 
 pub use ci::{parse_confidence, student_t_half_width, MeanCi};
 pub use latency::{LatencyRecorder, LatencySummary};
+pub use seq::SeqTracker;
 pub use sweep::{HockneyFit, SweepMetrics, SweepPoint};

@@ -4,7 +4,9 @@
 //! A message larger than one frame is split into frames and reassembled. Like AAL5, nothing
 //! is retransmitted: a message that misses a frame is dropped whole, and the patterns count
 //! it lost (they number their messages). Every frame carries a sequence number, a message
-//! number and its place in the message.
+//! number and its place in the message. The receive side counts frames by their sequence
+//! numbers (received, lost, reordered, duplicated, dropped late) and the messages it could not
+//! reassemble, and reports them through [`Connection::link_counters`].
 //!
 //! Flows are told apart by 16-bit ports in wirebench's own header (a BPF filter on each
 //! socket lets only its own port's frames in). The handshake is a HELLO carrying the test's
@@ -24,9 +26,10 @@ use anyhow::{bail, Context, Result};
 use socket2::SockRef;
 
 use super::{
-    remaining, sockopt, Capabilities, Connection, Cookie, EffectiveOptions, Listener,
+    remaining, sockopt, Capabilities, Connection, Cookie, EffectiveOptions, LinkCounters, Listener,
     SocketOptions, Transport, TransportConfig,
 };
+use crate::stats::SeqTracker;
 use crate::sys::{self, packet};
 
 /// IEEE 802 "local experimental EtherType 1": free for a protocol of one's own.
@@ -45,6 +48,9 @@ const HELLO_EVERY: Duration = Duration::from_millis(100);
 const DEFAULT_RCVBUF: usize = 4 << 20;
 /// The largest message: frames per message are counted in 16 bits.
 const MAX_MESSAGE: u64 = 16 << 20;
+/// Frame numbers the receive side remembers behind the highest one, to tell a duplicate from
+/// a late original: far more frames than a socket buffer holds. 8 KiB per connection.
+const SEQ_WINDOW: u64 = 1 << 16;
 
 /// wirebench's header, big-endian on the wire:
 /// version u8, kind u8, dst port u16, src port u16, frame seq u32, message u32,
@@ -494,6 +500,60 @@ impl Listener for RawListener {
     }
 }
 
+/// A frame's 32-bit sequence number on a 64-bit line that does not wrap: the number nearest
+/// `highest` (within 2^31 either side) whose low 32 bits are `seq`. Never below 0.
+fn extend_seq(highest: Option<u64>, seq: u32) -> u64 {
+    let Some(h) = highest else {
+        return u64::from(seq);
+    };
+    let delta = seq.wrapping_sub(h as u32) as i32;
+    h.saturating_add_signed(i64::from(delta))
+}
+
+/// The receive side's account of one connection's frames: O(1) per frame, no allocation
+/// after construction.
+struct FrameCounts {
+    /// Sequence numbers counted from the sender's first, extended to 64 bits.
+    seqs: SeqTracker,
+    /// The sender's first sequence number.
+    first: u32,
+    late: u64,
+    incomplete: u64,
+}
+
+impl FrameCounts {
+    fn new(first: u32) -> FrameCounts {
+        FrameCounts {
+            seqs: SeqTracker::with_window(SEQ_WINDOW),
+            first,
+            late: 0,
+            incomplete: 0,
+        }
+    }
+
+    /// Accounts a frame's sequence number; false when that frame was here already.
+    #[inline]
+    fn observe(&mut self, seq: u32) -> bool {
+        let n = extend_seq(self.seqs.highest(), seq.wrapping_sub(self.first));
+        self.seqs.observe(n)
+    }
+
+    /// The counts so far; `reassembling`: a message still misses frames, and counts as
+    /// incomplete (no frame of it will be read any more when the counters are read).
+    fn counters(&self, reassembling: bool) -> LinkCounters {
+        LinkCounters {
+            received: self.seqs.unique,
+            lost: self.seqs.missing(),
+            loss_ratio: 0.0,
+            reordered: self.seqs.reordered,
+            duplicated: self.seqs.duplicated,
+            late: self.late,
+            messages_incomplete: self.incomplete + u64::from(reassembling),
+        }
+        .with_loss_ratio()
+    }
+}
+
 /// The message being reassembled.
 struct Partial {
     message: u32,
@@ -516,8 +576,10 @@ struct RawConnection {
     tx: Vec<u8>,
     rx: Vec<u8>,
     partial: Option<Partial>,
-    /// The newest message number seen: older frames arrive late and are dropped.
+    /// The newest message number seen: older frames arrive late (and are dropped unless
+    /// they are a whole one-frame message).
     newest: Option<u32>,
+    frames: FrameCounts,
 }
 
 impl RawConnection {
@@ -542,6 +604,8 @@ impl RawConnection {
             rx: vec![0u8; frame_mtu],
             partial: None,
             newest: None,
+            // send() numbers a connection's frames from 0.
+            frames: FrameCounts::new(0),
         }
     }
 
@@ -557,24 +621,42 @@ impl RawConnection {
         {
             return None;
         }
-        // Late frames of a message already given up are dropped (no reordering across
-        // messages is repaired, as AAL5 would not either).
+        // A duplicate adds nothing (and must not count twice towards its message).
+        if !self.frames.observe(h.seq) {
+            return None;
+        }
+        let body = &self.rx[HEADER..n];
+        let length = h.length as usize;
+        // A frame of a message older than the newest one seen came late. A one-frame message
+        // is whole and is delivered, as a late UDP datagram is (the pattern counts it as
+        // reordered), unless a reassembly in progress owns the buffer. A frame of a longer
+        // message is dropped: its message was given up when a later one began (no reordering
+        // across messages is repaired, as AAL5 would not either).
         if let Some(newest) = self.newest {
             if (h.message.wrapping_sub(newest) as i32) < 0 {
+                if h.fragments == 1 && self.partial.is_none() {
+                    let k = body.len().min(length).min(buf.len());
+                    buf[..k].copy_from_slice(&body[..k]);
+                    return Some(length.min(buf.len()));
+                }
+                self.frames.late += 1;
                 return None;
             }
         }
         self.newest = Some(h.message);
-        let body = &self.rx[HEADER..n];
-        let length = h.length as usize;
         if h.fragments == 1 {
-            self.partial = None;
+            if self.partial.take().is_some() {
+                self.frames.incomplete += 1;
+            }
             let k = body.len().min(length).min(buf.len());
             buf[..k].copy_from_slice(&body[..k]);
             return Some(length.min(buf.len()));
         }
         // A frame of another message ends the one in progress: it is lost whole.
         if self.partial.as_ref().is_none_or(|p| p.message != h.message) {
+            if self.partial.is_some() {
+                self.frames.incomplete += 1;
+            }
             self.partial = Some(Partial {
                 message: h.message,
                 fragments: h.fragments,
@@ -623,7 +705,6 @@ impl Connection for RawConnection {
                 length: buf.len() as u32,
             }
             .write(&mut self.tx[..HEADER]);
-            self.next_seq = self.next_seq.wrapping_add(1);
             self.tx[HEADER..HEADER + chunk.len()].copy_from_slice(chunk);
             packet::send_to(
                 self.fd.as_fd(),
@@ -632,6 +713,8 @@ impl Connection for RawConnection {
                 ETHERTYPE,
                 self.peer_mac,
             )?;
+            // Only a frame that left takes a number: a refused send is no gap on the link.
+            self.next_seq = self.next_seq.wrapping_add(1);
         }
         Ok(buf.len())
     }
@@ -659,6 +742,9 @@ impl Connection for RawConnection {
     }
     fn effective_options(&self, requested: &SocketOptions) -> EffectiveOptions {
         sockopt::read_back(&SockRef::from(&self.fd), requested, false)
+    }
+    fn link_counters(&self) -> Option<LinkCounters> {
+        Some(self.frames.counters(self.partial.is_some()))
     }
 }
 
@@ -706,5 +792,173 @@ mod tests {
             assert!(parse_endpoint(bad).is_err(), "{bad}");
         }
         assert_eq!(format_mac(mac), "02:00:0a:4d:00:01");
+    }
+
+    #[test]
+    fn frame_numbers_extend_across_the_wrap_of_32_bits() {
+        assert_eq!(extend_seq(None, 5), 5);
+        assert_eq!(extend_seq(Some(10), 12), 12);
+        assert_eq!(extend_seq(Some(10), 7), 7);
+        let top = u64::from(u32::MAX);
+        assert_eq!(extend_seq(Some(top - 1), 2), top + 3, "past the wrap");
+        assert_eq!(
+            extend_seq(Some(top + 3), u32::MAX),
+            top,
+            "late, from before the wrap"
+        );
+        assert_eq!(
+            extend_seq(Some(5 << 32), 1),
+            (5 << 32) + 1,
+            "the fifth wrap"
+        );
+        assert_eq!(extend_seq(Some(3), u32::MAX), 0, "never below 0");
+    }
+
+    /// Feeds frame numbers to counts that start at `first`; returns which were new.
+    fn count(first: u32, seqs: &[u32]) -> (FrameCounts, Vec<bool>) {
+        let mut c = FrameCounts::new(first);
+        let fresh = seqs.iter().map(|&s| c.observe(s)).collect();
+        (c, fresh)
+    }
+
+    #[test]
+    fn frames_count_gaps_reordering_and_duplicates() {
+        let (c, fresh) = count(0, &[0, 1, 3, 2, 2, 6, 4, 9]);
+        assert_eq!(fresh, [true, true, true, true, false, true, true, true]);
+        let k = c.counters(false);
+        assert_eq!(k.received, 7);
+        assert_eq!(k.lost, 3, "5, 7 and 8");
+        assert_eq!(k.reordered, 2, "2 after 3, 4 after 6");
+        assert_eq!(k.duplicated, 1);
+        assert!((k.loss_ratio - 0.3).abs() < 1e-12);
+        // Lost first frames are gaps too: the sender's numbers start at 0.
+        let (c, _) = count(0, &[2, 3]);
+        assert_eq!((c.counters(false).received, c.counters(false).lost), (2, 2));
+        let (c, _) = count(0, &[]);
+        assert_eq!(c.counters(false), LinkCounters::default());
+        assert_eq!(c.counters(true).messages_incomplete, 1);
+    }
+
+    #[test]
+    fn frames_count_across_the_wrap_of_their_numbers() {
+        let first = u32::MAX - 2;
+        let seqs = [first, u32::MAX - 1, 0, u32::MAX, 2, 2, 4];
+        let (c, fresh) = count(first, &seqs);
+        assert_eq!(fresh, [true, true, true, true, true, false, true]);
+        let k = c.counters(false);
+        // Offsets 0 1 3 2 5 5 7: 4 and 6 (1 and 3 on the wire) are missing.
+        assert_eq!(
+            (k.received, k.lost, k.reordered, k.duplicated),
+            (6, 2, 1, 1)
+        );
+    }
+
+    const PEER: [u8; 6] = [2, 0, 0, 0, 0, 7];
+    const PAYLOAD: usize = 100;
+
+    /// A connection whose receive path is fed by hand (its descriptor is never used), and
+    /// the buffer messages are reassembled into.
+    struct Fed {
+        c: RawConnection,
+        buf: Vec<u8>,
+    }
+
+    impl Fed {
+        fn new() -> Fed {
+            let fd: OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
+            let iface = Iface {
+                name: "test".into(),
+                index: 0,
+                mac: [2, 0, 0, 0, 0, 9],
+                mtu: HEADER + PAYLOAD,
+            };
+            Fed {
+                c: RawConnection::new(iface, fd, PEER, 7, 9, HEADER + PAYLOAD),
+                buf: vec![0; 8 * PAYLOAD],
+            }
+        }
+
+        /// Hands over frame `fragment` of `fragments` of a message whose bytes are all
+        /// `message as u8`; Some(length) when that completed the message.
+        fn feed(&mut self, seq: u32, message: u32, fragment: u16, fragments: u16) -> Option<usize> {
+            let length = usize::from(fragments) * PAYLOAD - 1;
+            let body = (length - usize::from(fragment) * PAYLOAD).min(PAYLOAD);
+            Header {
+                kind: DATA,
+                dst_port: 9,
+                src_port: 7,
+                seq,
+                message,
+                fragment,
+                fragments,
+                length: length as u32,
+            }
+            .write(&mut self.c.rx[..HEADER]);
+            self.c.rx[HEADER..HEADER + body].fill(message as u8);
+            let got = self.c.take_frame(HEADER + body, PEER, &mut self.buf);
+            if let Some(n) = got {
+                assert!(
+                    self.buf[..n].iter().all(|&b| b == message as u8),
+                    "message {message}"
+                );
+            }
+            got
+        }
+    }
+
+    #[test]
+    fn reassembly_counts_incomplete_messages_and_late_frames() {
+        let mut c = Fed::new();
+        let whole = Some(3 * PAYLOAD - 1);
+        // Message 0 whole; message 1 misses its middle frame (seq 4).
+        assert_eq!(c.feed(0, 0, 0, 3), None);
+        assert_eq!(c.feed(1, 0, 1, 3), None);
+        assert_eq!(c.feed(2, 0, 2, 3), whole);
+        assert_eq!(c.feed(3, 1, 0, 3), None);
+        assert_eq!(c.feed(5, 1, 2, 3), None);
+        // Message 2's first frame gives message 1 up; its frames in another order still do.
+        assert_eq!(c.feed(7, 2, 1, 3), None);
+        assert_eq!(c.feed(6, 2, 0, 3), None);
+        // A duplicate is not taken for the missing frame.
+        assert_eq!(c.feed(6, 2, 0, 3), None);
+        assert_eq!(c.feed(8, 2, 2, 3), whole);
+        // Message 4 (one frame) overtakes message 3 (one frame): 3 is whole and still
+        // delivered, as a late datagram is.
+        assert_eq!(c.feed(10, 4, 0, 1), Some(PAYLOAD - 1));
+        assert_eq!(c.feed(9, 3, 0, 1), Some(PAYLOAD - 1));
+        // Message 6 overtakes message 5 (two frames): 5's late frame is dropped.
+        assert_eq!(c.feed(12, 6, 0, 1), Some(PAYLOAD - 1));
+        assert_eq!(c.feed(11, 5, 0, 2), None);
+        // Message 7 is cut off when the counters are read.
+        assert_eq!(c.feed(13, 7, 0, 2), None);
+        let k = c.c.link_counters().unwrap();
+        assert_eq!(k.received, 13, "every frame but seq 4, once");
+        assert_eq!(k.lost, 1);
+        assert_eq!(k.reordered, 3, "seq 6 after 7, 9 after 10, 11 after 12");
+        assert_eq!(k.duplicated, 1);
+        assert_eq!(k.late, 1, "seq 11");
+        assert_eq!(k.messages_incomplete, 2, "message 1, and 7 still waiting");
+    }
+
+    #[test]
+    fn frames_of_other_connections_are_not_counted() {
+        let mut fed = Fed::new();
+        assert_eq!(fed.feed(0, 0, 0, 1), Some(PAYLOAD - 1));
+        let c = &mut fed.c;
+        Header {
+            kind: DATA,
+            dst_port: 9,
+            src_port: 8, // another peer port
+            seq: 1,
+            message: 1,
+            fragment: 0,
+            fragments: 1,
+            length: 10,
+        }
+        .write(&mut c.rx[..HEADER]);
+        let mut buf = [0u8; PAYLOAD];
+        assert_eq!(c.take_frame(HEADER + 10, PEER, &mut buf), None);
+        let k = c.link_counters().unwrap();
+        assert_eq!((k.received, k.lost), (1, 0));
     }
 }

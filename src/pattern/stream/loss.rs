@@ -1,5 +1,5 @@
-//! Accounting of datagrams on the receiver: distinct, duplicated and reordered sequence
-//! numbers, and RFC 3550 jitter.
+//! RFC 3550 jitter of datagrams on the receiver (their sequence numbers are accounted by
+//! [`crate::stats::SeqTracker`]).
 
 /// RFC 3550 interarrival jitter: J += (|D| - J) / 16 over transit-time differences.
 #[derive(Default)]
@@ -20,102 +20,9 @@ impl Jitter {
     }
 }
 
-/// Counts distinct, duplicated and reordered sequence numbers in O(1) per datagram, with a
-/// fixed sliding window of remembered numbers (no allocation after construction).
-pub struct SeqTracker {
-    bits: Vec<u64>,
-    highest: Option<u64>,
-    pub unique: u64,
-    pub duplicated: u64,
-    pub reordered: u64,
-}
-
-const WINDOW: u64 = 1 << 20;
-
-impl Default for SeqTracker {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl SeqTracker {
-    pub fn new() -> SeqTracker {
-        SeqTracker {
-            bits: vec![0; (WINDOW / 64) as usize],
-            highest: None,
-            unique: 0,
-            duplicated: 0,
-            reordered: 0,
-        }
-    }
-
-    #[inline]
-    fn slot(seq: u64) -> (usize, u64) {
-        let i = seq % WINDOW;
-        ((i / 64) as usize, 1u64 << (i % 64))
-    }
-
-    #[inline]
-    pub fn observe(&mut self, seq: u64) {
-        match self.highest {
-            Some(h) if seq > h => {
-                // Forget the numbers that slide out of the window as it advances.
-                let gap = seq - h;
-                if gap >= WINDOW {
-                    self.bits.iter_mut().for_each(|w| *w = 0);
-                } else {
-                    for s in h + 1..=seq {
-                        let (w, b) = Self::slot(s);
-                        self.bits[w] &= !b;
-                    }
-                }
-                self.highest = Some(seq);
-            }
-            Some(h) if h - seq >= WINDOW => {
-                // Too old to tell a duplicate from a late original: count it as late.
-                self.unique += 1;
-                self.reordered += 1;
-                return;
-            }
-            Some(_) => {}
-            None => self.highest = Some(seq),
-        }
-        let (w, b) = Self::slot(seq);
-        if self.bits[w] & b != 0 {
-            self.duplicated += 1;
-            return;
-        }
-        self.bits[w] |= b;
-        self.unique += 1;
-        if self.highest.is_some_and(|h| seq < h) {
-            self.reordered += 1;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn seq_tracker_counts_loss_duplicates_and_reordering() {
-        let mut t = SeqTracker::new();
-        for s in [0, 1, 3, 2, 2, 5, 4, 7] {
-            t.observe(s);
-        }
-        assert_eq!(t.unique, 7); // 0..=7 without 6
-        assert_eq!(t.duplicated, 1); // the second 2
-        assert_eq!(t.reordered, 2); // 2 after 3, 4 after 5
-    }
-
-    #[test]
-    fn seq_tracker_handles_large_gaps() {
-        let mut t = SeqTracker::new();
-        t.observe(0);
-        t.observe(3 * WINDOW);
-        t.observe(3 * WINDOW);
-        assert_eq!((t.unique, t.duplicated), (2, 1));
-    }
 
     #[test]
     fn jitter_of_constant_transit_is_zero_and_grows_with_variation() {

@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{CpuTime, FastPaths, Role, StopAt};
 use crate::sys::TcpInfo;
+use crate::transport::LinkCounters;
 
-pub use loss::SeqTracker;
 pub use receive::run_receiver;
 pub use send::run_sender;
 
@@ -134,6 +134,9 @@ pub struct StreamStats {
     /// receives, see `Connection::arrival_lead`). 0 for sockets.
     pub untimed_tail_bytes: u64,
     pub loss: Option<LossStats>,
+    /// Receiver, on a transport that numbers its own frames (raw): the frames of the whole
+    /// connection, warm-up included, read after the timed phase.
+    pub frames: Option<LinkCounters>,
     pub intervals: Vec<Interval>,
     pub tcp_info: Option<TcpInfo>,
     pub cpu: CpuTime,

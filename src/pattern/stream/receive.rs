@@ -8,12 +8,13 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::intervals::IntervalClock;
-use super::loss::{Jitter, SeqTracker};
+use super::loss::Jitter;
 use super::{
     busy_poll, rate, EndSignal, IntervalEvent, LossStats, RecvPlan, StreamStats, DATAGRAM_HEADER,
     DRAIN_IDLE, POLL,
 };
 use crate::pattern::{nanos, CpuMeter, DataChannel, Role};
+use crate::stats::SeqTracker;
 use crate::sys::fastpath::{self, Batch};
 
 /// Largest datagram a receive must hold.
@@ -45,6 +46,7 @@ pub fn run_receiver(
         receive_datagrams(ch, plan, end, &mut stats, live, waiting_since)?;
     }
     stats.tcp_info = ch.connection().tcp_info();
+    stats.frames = ch.connection().link_counters();
     stats.bits_per_s = rate(stats.bytes_timed, stats.elapsed_s);
     stats.cpu = cpu.stop();
     Ok(stats)
