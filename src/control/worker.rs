@@ -14,6 +14,9 @@ use crate::pattern::{DataChannel, Role, StopAt};
 /// How often a datagram responder looks at its stop flag.
 pub const RESPONDER_POLL: Duration = Duration::from_millis(100);
 
+// One per data connection at its end, never in a loop: boxing the stream's statistics would
+// buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum WorkerResult {
     Stream(StreamStats),
     Exchange(ExchangeStats),
