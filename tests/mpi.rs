@@ -181,13 +181,16 @@ fn stream_over_mpi_moves_every_byte() {
             }
         );
         // Whichever rank sends keeps osu_bw's window of 64 sends in flight, and the other
-        // 64 receives posted.
+        // as many receives posted, within 4 MiB of buffers: 64 of 64 KiB, 16 of 256 KiB.
+        let window = if args.contains(&"--reverse") { 16 } else { 64 };
         assert_eq!(
-            s["sender"]["io_path"], "MPI_Isend, window of 64",
+            s["sender"]["io_path"],
+            format!("MPI_Isend, window of {window}"),
             "{args:?}"
         );
         assert_eq!(
-            s["receiver"]["io_path"], "MPI_Irecv, window of 64",
+            s["receiver"]["io_path"],
+            format!("MPI_Irecv, window of {window}"),
             "{args:?}"
         );
         let (tx, rx) = (
@@ -430,8 +433,9 @@ fn stream_over_mpi_between_lab_hosts_fills_the_link_with_a_window() {
     let (one, path) = rate("1");
     assert_eq!(path, "MPI_Isend/MPI_Mrecv, one at a time");
     let (windowed, path) = rate("64");
-    assert_eq!(path, "MPI_Isend, window of 64");
-    eprintln!("campus link, 128 KiB messages: one at a time {one} bit/s, window of 64 {windowed} bit/s, goodput {goodput}");
+    // 64 asked for, 32 of 128 KiB within the window's 4 MiB.
+    assert_eq!(path, "MPI_Isend, window of 32");
+    eprintln!("campus link, 128 KiB messages: one at a time {one} bit/s, window of 32 {windowed} bit/s, goodput {goodput}");
     // One message per round trip at most (measured: about 1 message per RTT + its 1.05 ms
     // on the wire, 340 Mbit/s).
     assert!(
@@ -442,6 +446,6 @@ fn stream_over_mpi_between_lab_hosts_fills_the_link_with_a_window() {
     // share two CPUs), never above it.
     assert!(
         windowed >= 0.8 * goodput && windowed <= 1.01 * goodput,
-        "window of 64: {windowed} bit/s, link goodput {goodput}"
+        "window of 32: {windowed} bit/s, link goodput {goodput}"
     );
 }
