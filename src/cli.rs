@@ -345,7 +345,7 @@ pub struct MpiArgs {
     /// Stream: messages in flight at once, as osu_bw's window: the sender keeps this many
     /// MPI_Isend going, the receiver this many MPI_Irecv posted (within 4 MiB of buffers
     /// each, as a TCP socket's send buffer). 1: one message at a time, sent and received straight from the pattern's buffer.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, default_value_t = crate::transport::mpi::DEFAULT_WINDOW, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub window: u32,
     /// NetPIPE-style perturbation: also measure n-P and n+P for every size n.
     #[arg(long, default_value_t = 0)]

@@ -61,7 +61,7 @@ enum Instruction {
         test: TestSpec,
         io_timeout_ms: u64,
         loss_timeout_ms: u64,
-        /// A stream sender's window of sends in flight (osu_bw's window).
+        /// A stream's window of messages in flight at either end (osu_bw's window).
         window: u32,
     },
     Run {
@@ -152,7 +152,7 @@ fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8], what: &str) -> Result<T> {
 /// and rank 1's Report.
 struct MpiRunner {
     library: String,
-    /// Stream senders' window of sends in flight.
+    /// A stream's window of messages in flight at either end.
     window: u32,
     test: Option<TestSpec>,
     io_timeout: Duration,

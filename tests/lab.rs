@@ -616,13 +616,18 @@ fn raw_ethernet_counts_the_frames_that_jitter_reorders_and_none_without() {
     let stream = [
         "stream", "-t", "raw", "--size", "500", "--rate", "10kpps", "-d", "1s", "--warmup", "0",
     ];
+    // The totals' frames and messages, printed for the record.
+    let counts = |v: &Value, what: &str| {
+        let t = total(v);
+        let (fr, loss) = (t["frames"].clone(), t["loss"].clone());
+        eprintln!(
+            "{what} ({}): messages {loss}, frames {fr}",
+            v["lab"]["mechanism"]
+        );
+        (fr, loss)
+    };
     let v = lab_run("rj", &["--delay", "5ms", "--jitter", "2ms"], &stream);
-    let t = total(&v);
-    let (fr, loss) = (&t["frames"], &t["loss"]);
-    eprintln!(
-        "with jitter ({}): messages {loss}, frames {fr}",
-        v["lab"]["mechanism"]
-    );
+    let (fr, loss) = counts(&v, "with jitter");
     assert!(u(&fr["reordered"]) > 100, "{fr}");
     assert_eq!(u(&fr["duplicated"]), 0, "{fr}");
     // Nothing is dropped on purpose; but as in the UDP jitter test, a delay line that the
@@ -639,12 +644,7 @@ fn raw_ethernet_counts_the_frames_that_jitter_reorders_and_none_without() {
 
     // The same delay without jitter keeps the frames in order.
     let v = lab_run("rd", &["--delay", "5ms"], &stream);
-    let t = total(&v);
-    let (fr, loss) = (&t["frames"], &t["loss"]);
-    eprintln!(
-        "without jitter ({}): messages {loss}, frames {fr}",
-        v["lab"]["mechanism"]
-    );
+    let (fr, loss) = counts(&v, "without jitter");
     assert!(u(&fr["received"]) > 9000, "{fr}");
     for k in ["reordered", "duplicated", "late", "messages_incomplete"] {
         assert_eq!(u(&fr[k]), 0, "{k}: {fr}");

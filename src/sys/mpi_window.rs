@@ -208,23 +208,33 @@ impl SendWindow {
 /// Polls the slot's request until it completes, or until `timeout` has passed; the status
 /// of the request that completed.
 fn wait_free(slot: &mut Slot, timeout: Option<Duration>) -> Result<Option<Status>, Stuck> {
+    let mut status = None;
+    if spin_until(timeout, || slot.test().map(|s| status = s).is_some()) {
+        Ok(status)
+    } else {
+        Err(Stuck::Timeout { bytes: slot.len })
+    }
+}
+
+/// Calls `done` until it returns true, spinning as MPI's blocking calls do; false once
+/// `timeout` has passed first (None: no limit). The clock is read only every
+/// [`TESTS_PER_CLOCK_READ`] calls, and not at all while the first ones succeed.
+pub fn spin_until(timeout: Option<Duration>, mut done: impl FnMut() -> bool) -> bool {
     let mut deadline: Option<Instant> = None;
     let mut tests = 0u32;
-    loop {
-        if let Some(status) = slot.test() {
-            return Ok(status);
-        }
+    while !done() {
         tests = tests.wrapping_add(1);
         if tests.is_multiple_of(TESTS_PER_CLOCK_READ) {
             if let Some(t) = timeout {
                 let now = Instant::now();
                 if now >= *deadline.get_or_insert(now + t) {
-                    return Err(Stuck::Timeout { bytes: slot.len });
+                    return false;
                 }
             }
         }
         std::hint::spin_loop();
     }
+    true
 }
 
 /// Up to `slots` receives posted for messages from one rank on one tag, handed out in the

@@ -59,7 +59,7 @@ use mpi::Tag;
 use super::{
     Capabilities, Connection, Cookie, EffectiveOptions, Listener, SocketOptions, Transport,
 };
-use crate::sys::mpi_window::{RecvWindow, SendWindow, Stuck};
+use crate::sys::mpi_window::{spin_until, RecvWindow, SendWindow, Stuck};
 
 /// Tag of the control messages between the ranks (plan, statistics).
 pub const CONTROL_TAG: Tag = 1;
@@ -178,33 +178,21 @@ fn send_message(peer: Rank, tag: Tag, buf: &[u8], timeout: Option<Duration>) {
     let world = SimpleCommunicator::world();
     let dest = world.process_at_rank(peer);
     mpi::request::scope(|scope| {
-        let mut req = dest.immediate_send_with_tag(scope, buf, tag);
-        let mut deadline: Option<Instant> = None;
-        let mut polls = 0u32;
-        loop {
-            match req.test() {
-                Ok(_) => return,
-                Err(r) => req = r,
+        let mut req = Some(dest.immediate_send_with_tag(scope, buf, tag));
+        let sent = spin_until(timeout, || match req.take().map(|r| r.test()) {
+            Some(Err(r)) => {
+                req = Some(r);
+                false
             }
-            polls = polls.wrapping_add(1);
-            if polls.is_multiple_of(POLLS_PER_CLOCK_READ) {
-                if let Some(t) = timeout {
-                    let now = Instant::now();
-                    if now >= *deadline.get_or_insert(now + t) {
-                        abort_job(&format!(
-                            "a {}-byte MPI send to rank {peer} did not complete within {:?}",
-                            buf.len(),
-                            t
-                        ));
-                    }
-                }
-            }
-            std::hint::spin_loop();
+            _ => true,
+        });
+        if !sent {
+            stuck(peer, Stuck::Timeout { bytes: buf.len() }, timeout);
         }
     })
 }
 
-/// A window's send that cannot complete: the job ends, see the module documentation.
+/// A send that cannot complete: the job ends, see the module documentation.
 fn stuck(peer: Rank, e: Stuck, timeout: Option<Duration>) -> ! {
     match e {
         Stuck::Timeout { bytes } => abort_job(&format!(

@@ -554,6 +554,13 @@ impl FrameCounts {
     }
 }
 
+/// Copies a one-frame message of `length` bytes into `buf`; the length handed out.
+fn deliver_whole(body: &[u8], length: usize, buf: &mut [u8]) -> usize {
+    let k = body.len().min(length).min(buf.len());
+    buf[..k].copy_from_slice(&body[..k]);
+    length.min(buf.len())
+}
+
 /// The message being reassembled.
 struct Partial {
     message: u32,
@@ -635,9 +642,7 @@ impl RawConnection {
         if let Some(newest) = self.newest {
             if (h.message.wrapping_sub(newest) as i32) < 0 {
                 if h.fragments == 1 && self.partial.is_none() {
-                    let k = body.len().min(length).min(buf.len());
-                    buf[..k].copy_from_slice(&body[..k]);
-                    return Some(length.min(buf.len()));
+                    return Some(deliver_whole(body, length, buf));
                 }
                 self.frames.late += 1;
                 return None;
@@ -648,9 +653,7 @@ impl RawConnection {
             if self.partial.take().is_some() {
                 self.frames.incomplete += 1;
             }
-            let k = body.len().min(length).min(buf.len());
-            buf[..k].copy_from_slice(&body[..k]);
-            return Some(length.min(buf.len()));
+            return Some(deliver_whole(body, length, buf));
         }
         // A frame of another message ends the one in progress: it is lost whole.
         if self.partial.as_ref().is_none_or(|p| p.message != h.message) {
