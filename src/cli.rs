@@ -257,6 +257,11 @@ pub struct RunArgs {
     /// microseconds on a receive.
     #[arg(long)]
     pub busy_poll: Option<u32>,
+    /// TCP stream receiver: bytes queued before a blocking read is woken (SO_RCVLOWAT).
+    /// "auto" (default): what arrives in 1 ms at the warm-up's rate, at most one read; "off":
+    /// the kernel's default, a wake-up per arriving segment; or a byte count.
+    #[arg(long, value_parser = parse_rcvlowat)]
+    pub rcvlowat: Option<crate::pattern::RcvLowat>,
 
     // ---- statistics ----
     /// Confidence level of intervals, percent: 90, 95 or 99.
@@ -477,4 +482,17 @@ pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 
 pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     crate::units::parse_bytes(s)
+}
+
+fn parse_rcvlowat(s: &str) -> Result<crate::pattern::RcvLowat, String> {
+    use crate::pattern::RcvLowat;
+    match s {
+        "auto" => Ok(RcvLowat::Auto),
+        "off" => Ok(RcvLowat::Off),
+        _ => match crate::units::parse_bytes(s) {
+            Ok(0) => Err("0 bytes: use \"off\" for the kernel's default".into()),
+            Ok(b) => Ok(RcvLowat::Bytes(b)),
+            Err(e) => Err(format!("{e} (or \"auto\", \"off\")")),
+        },
+    }
 }

@@ -292,6 +292,13 @@ fn small_windows_limit_tcp_to_window_over_rtt_and_autotuning_fills_the_link() {
         got > 0.85 * limit && got < 1.01 * limit,
         "got {got} vs window/RTT {limit}"
     );
+    // No automatic wake-up threshold under a fixed receive buffer: the bytes it holds back
+    // would be taken from the window under test.
+    assert!(
+        s["receiver"]["rcvlowat_bytes"].is_null(),
+        "{}",
+        s["receiver"]
+    );
 
     // With autotuning (no fixed buffers) on a 100 Mbit/s, 20 ms RTT path, TCP approaches the
     // link's goodput: slow start needs about 10 RTTs (0.2 s, 5%) of a 4 s run, and the
@@ -308,6 +315,45 @@ fn small_windows_limit_tcp_to_window_over_rtt_and_autotuning_fills_the_link() {
         got > 0.80 * theory && got < 1.01 * theory,
         "got {got} vs {theory}"
     );
+    // With autotuning the receiver's automatic wake-up threshold is at most what the link
+    // carries in a millisecond (12 500 bytes at 100 Mbit/s; 2x for a burst from tbf's bucket).
+    let r = &v["points"][0]["stream"]["streams"][0]["receiver"];
+    if let Some(lowat) = r["rcvlowat_bytes"].as_u64() {
+        assert!(lowat <= 25_000, "threshold {lowat} B at 100 Mbit/s");
+    }
+}
+
+#[test]
+fn the_automatic_wake_up_threshold_leaves_a_fast_link_s_goodput_alone() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // 1 Gbit/s with a 2 ms round trip: the threshold holds up to a millisecond of data, half
+    // the round trip, in the receive queue; autotuning must grow the window around it.
+    let link = ["--rate", "1gbit", "--delay", "1ms"];
+    let auto = lab_run("lw", &link, &["stream", "-d", "3s"]);
+    let off = lab_run("lo", &link, &["stream", "-d", "3s", "--rcvlowat", "off"]);
+    let theory = f(&total(&auto)["theoretical_goodput_bits_per_s"]);
+    let lowat =
+        |v: &Value| v["points"][0]["stream"]["streams"][0]["receiver"]["rcvlowat_bytes"].clone();
+    let set = lowat(&auto)
+        .as_u64()
+        .expect("a threshold with autotuning and warm-up");
+    // A millisecond at 1 Gbit/s is 125 000 bytes; the warm-up's rate is at most the link's.
+    assert!((2..=137_500).contains(&set), "threshold {set} B");
+    assert!(lowat(&off).is_null());
+    for (name, v) in [("auto", &auto), ("off", &off)] {
+        let t = total(v);
+        let got = f(&t["receiver_bits_per_s"]);
+        println!("rcvlowat {name}: {got} bit/s of {theory}");
+        assert_eq!(u(&t["bytes_sent"]), u(&t["bytes_received"]), "{name}");
+        // The shaper's timer may cost up to 15% on a loaded virtual host (see above).
+        assert!(
+            got > 0.85 * theory && got < 1.01 * theory,
+            "{name}: got {got} vs {theory}"
+        );
+    }
 }
 
 #[test]

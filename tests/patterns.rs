@@ -478,6 +478,44 @@ fn fast_paths_run_and_say_what_ran() {
 }
 
 #[test]
+fn tcp_receivers_wake_per_read_and_say_so() {
+    let lowat =
+        |v: &Value| v["points"][0]["stream"]["streams"][0]["receiver"]["rcvlowat_bytes"].clone();
+    // Automatic: a millisecond at the warm-up's rate, at most one read (128 KiB by default).
+    let v = run_json(&["stream", "-d", "300ms"]);
+    let b = lowat(&v).as_u64().expect("automatic threshold on loopback");
+    assert!((2..=131_072).contains(&b), "threshold {b}");
+    assert_eq!(v["settings"]["fast"]["rcvlowat"], "auto");
+    // Asked for, refused and absent: the result holds what the kernel held.
+    let v = run_json(&["stream", "-d", "200ms", "--rcvlowat", "64K"]);
+    assert_eq!(lowat(&v), 65_536);
+    for args in [
+        &["stream", "-d", "200ms", "--rcvlowat", "off"][..],
+        &["stream", "-d", "200ms", "--rcvbuf", "1M"][..],
+        &["stream", "-d", "200ms", "--spin"][..],
+        &["stream", "-d", "200ms", "--warmup", "0"][..],
+    ] {
+        assert!(lowat(&run_json(args)).is_null(), "{args:?}");
+    }
+    // The end of the stream wakes the reader whatever is still below the threshold: an exact
+    // byte count with a threshold far above the last bytes' share still arrives whole.
+    let v = run_json(&[
+        "stream",
+        "--bytes",
+        "10000001",
+        "--warmup",
+        "0",
+        "--rcvlowat",
+        "1M",
+        "-P",
+        "2",
+    ]);
+    let t = &only_point(&v)["stream"]["totals"][0];
+    assert_eq!(u(&t["bytes_sent"]), 10_000_002);
+    assert_eq!(u(&t["bytes_received"]), 10_000_002);
+}
+
+#[test]
 fn raw_frames_split_and_reassemble_large_messages() {
     if !nix::unistd::geteuid().is_root() {
         return;

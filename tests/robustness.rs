@@ -66,6 +66,18 @@ fn other_bad_options_are_one_clear_line() {
     fails_with(&["run", "pingpong", "--reverse"], "stream pattern only");
     fails_with(&["run", "stream", "--rate", "fast"], "--rate");
     fails_with(&["run", "pingpong", "-d", "soon"], "soon");
+    fails_with(&["run", "stream", "--rcvlowat", "0"], "\"off\"");
+    fails_with(&["run", "stream", "--rcvlowat", "soon"], "--rcvlowat");
+    fails_with(
+        &["run", "pingpong", "--rcvlowat", "64K"],
+        "stream pattern only",
+    );
+    for t in ["unix", "mptcp", "udp"] {
+        fails_with(
+            &["run", "stream", "-t", t, "--rcvlowat", "64K"],
+            "tcp streams",
+        );
+    }
 }
 
 #[test]

@@ -121,6 +121,29 @@ pub struct FastPaths {
     pub gro: bool,
     /// SO_BUSY_POLL on data sockets, microseconds.
     pub busy_poll_us: Option<u32>,
+    /// TCP stream receivers: how many queued bytes wake a blocking read (SO_RCVLOWAT).
+    #[serde(default)]
+    pub rcvlowat: RcvLowat,
+}
+
+/// When the kernel wakes a blocking TCP stream receiver. By default it wakes it for every
+/// segment that arrives; on a fast path (loopback's 64 KiB segments, a NIC's GRO batches) each
+/// wake-up is an inter-processor interrupt that the sending side's CPU pays for, and that
+/// decides the throughput as much as the copies do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RcvLowat {
+    /// After warm-up, wake at as many bytes as arrive in [`stream::LOWAT_HOLD`] at the
+    /// warm-up's rate, at most one read's worth: never more than that long between arrival
+    /// and read, so interval reports keep their resolution. No threshold without warm-up, nor
+    /// with a fixed receive buffer (SO_RCVBUF): only an autotuned buffer grows to hold the
+    /// waiting bytes, a fixed one would lose them from the window being measured.
+    #[default]
+    Auto,
+    /// The kernel's default: wake on every arrival.
+    Off,
+    /// Wake at this many bytes (the kernel caps it at half the largest receive buffer).
+    Bytes(u64),
 }
 
 /// When a timed phase ends: whichever limit is reached first.

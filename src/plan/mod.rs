@@ -61,9 +61,10 @@ pub struct RunPlan {
 /// Default message sizes when --size is not given.
 fn default_size(pattern: PatternKind, reliable: bool) -> u64 {
     match pattern {
-        // 64 KiB writes, as nuttcp and qperf use: on the machines measured (bench/RESULTS.md)
-        // they move more than 128 KiB writes, whose copies fall out of the CPU caches.
-        PatternKind::Stream if reliable => 64 * 1024,
+        // 128 KiB writes, iperf3's and iperf2's default. Once the receiver wakes per read
+        // rather than per segment (RcvLowat::Auto), fewer, larger writes move more on the
+        // machines measured; with a wake-up per segment they had moved less (bench/RESULTS.md).
+        PatternKind::Stream if reliable => 128 * 1024,
         PatternKind::Stream => 1400,
         _ => 1,
     }
@@ -124,11 +125,13 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
         (a.gro, "--gro"),
         (a.batch.is_some(), "--batch"),
     ];
-    for (set, name) in byte_stream_only
-        .iter()
-        .chain(datagram_only.iter())
-        .chain([(a.skip_rx_copy, "--skip-rx-copy")].iter())
-    {
+    for (set, name) in byte_stream_only.iter().chain(datagram_only.iter()).chain(
+        [
+            (a.skip_rx_copy, "--skip-rx-copy"),
+            (a.rcvlowat.is_some(), "--rcvlowat"),
+        ]
+        .iter(),
+    ) {
         if *set && pattern != PatternKind::Stream {
             bail!("{name} applies to the stream pattern only");
         }
@@ -140,6 +143,9 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
                 a.transport
             );
         }
+    }
+    if a.rcvlowat.is_some() && !caps.rcvlowat {
+        bail!("--rcvlowat applies to tcp streams, not to {}", a.transport);
     }
     for (set, name) in datagram_only {
         if set && !caps.syscall_batching {
@@ -345,6 +351,7 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
                 gso: a.gso,
                 gro: a.gro,
                 busy_poll_us: a.busy_poll,
+                rcvlowat: a.rcvlowat.unwrap_or_default(),
             },
         },
         points,

@@ -6,7 +6,7 @@ use std::io::Write;
 use super::model::{PointResult, RunReport};
 use super::{mbit, us, IntervalPrinter, Sink};
 use crate::pattern::stream::IntervalEvent;
-use crate::pattern::{PatternKind, Role};
+use crate::pattern::{PatternKind, RcvLowat, Role};
 use crate::plan::{RunPlan, Swept};
 use crate::transport::LinkCounters;
 use crate::units::format_bytes;
@@ -218,7 +218,7 @@ impl Sink for TableSink {
         }
     }
 
-    fn point(&mut self, _r: &RunReport, p: &PointResult) {
+    fn point(&mut self, r: &RunReport, p: &PointResult) {
         let bufs = self.buffer_columns(p);
         match self.pattern {
             Some(PatternKind::Pingpong) => {
@@ -349,12 +349,24 @@ impl Sink for TableSink {
                             " (its last {b} B untimed: as much may have arrived ahead of its count when its clock started)"
                         ),
                     };
+                    let woken = match st.receiver.rcvlowat_bytes {
+                        Some(b) => format!(
+                            " woken at {b} B queued (SO_RCVLOWAT{})",
+                            match r.settings.fast.rcvlowat {
+                                RcvLowat::Auto =>
+                                    ", auto: 1 ms at the warm-up's rate, at most one read",
+                                _ => "",
+                            }
+                        ),
+                        None => String::new(),
+                    };
                     if st.sender.io_path != "write"
                         || st.receiver.io_path != "read"
+                        || !woken.is_empty()
                         || !fallbacks.is_empty()
                     {
                         out(&format!(
-                            "{:>9}   i/o: sender {}, receiver {}{tail}{zc}{}",
+                            "{:>9}   i/o: sender {}, receiver {}{woken}{tail}{zc}{}",
                             "",
                             st.sender.io_path,
                             st.receiver.io_path,

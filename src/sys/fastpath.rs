@@ -39,6 +39,15 @@ pub fn set_busy_poll(fd: BorrowedFd<'_>, us: u32) -> io::Result<()> {
     )
 }
 
+/// SO_RCVLOWAT: a blocking receive is woken only once `bytes` are queued (or the stream
+/// ends, or the buffer is under pressure). Returns the threshold the kernel holds afterwards,
+/// which it may have capped (TCP: at half the largest receive buffer).
+pub fn set_rcvlowat(fd: BorrowedFd<'_>, bytes: u64) -> io::Result<u64> {
+    let want = bytes.clamp(1, i32::MAX as u64) as libc::c_int;
+    super::set_int_option(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, want)?;
+    super::get_int_option(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT).map(|v| v.max(1) as u64)
+}
+
 /// UDP_SEGMENT: every send larger than `size` is cut by the kernel into datagrams of `size`.
 pub fn set_udp_segment(fd: BorrowedFd<'_>, size: u16) -> io::Result<()> {
     super::set_int_option(fd, SOL_UDP, UDP_SEGMENT, libc::c_int::from(size))

@@ -208,6 +208,32 @@ pub fn enter_netns(path: &std::path::Path) -> io::Result<()> {
     nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).map_err(io::Error::from)
 }
 
+/// getsockopt of an int value.
+pub fn get_int_option(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+) -> io::Result<libc::c_int> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `fd` is a live socket borrowed for the call; `value` is a writable c_int on the
+    // stack and `len` holds its exact size, which the kernel does not write past.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(value)
+    }
+}
+
 /// setsockopt with an int value.
 pub fn set_int_option(
     fd: BorrowedFd<'_>,

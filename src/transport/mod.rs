@@ -43,6 +43,9 @@ pub struct Capabilities {
     /// One message is one kernel datagram on [`Connection::socket_fd`], so that batched
     /// system calls (sendmmsg, recvmmsg) and UDP GSO/GRO can carry the messages.
     pub syscall_batching: bool,
+    /// A blocking reader of [`Connection::socket_fd`] may be woken only once SO_RCVLOWAT bytes
+    /// are queued, and is still woken at the end of the stream.
+    pub rcvlowat: bool,
 }
 
 /// A random token that ties data connections to the test that announced them, so that a stray

@@ -100,6 +100,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     tcp_options: false,
     host_local: false,
     syscall_batching: false,
+    rcvlowat: false,
 };
 
 fn not_a_socket() -> anyhow::Error {

@@ -293,6 +293,7 @@ impl Transport for Quic {
             tcp_options: false,
             host_local: false,
             syscall_batching: false,
+            rcvlowat: false,
         }
     }
 

@@ -298,6 +298,7 @@ impl Transport for Raw {
             tcp_options: false,
             host_local: false,
             syscall_batching: false,
+            rcvlowat: false,
         }
     }
     fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>> {

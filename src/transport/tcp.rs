@@ -18,6 +18,8 @@ pub struct IpStream {
     pub protocol: Protocol,
     /// What to tell the user when the kernel refuses to make such a socket.
     pub unsupported: &'static str,
+    /// See [`Capabilities::rcvlowat`].
+    pub rcvlowat: bool,
 }
 
 /// Plain TCP.
@@ -25,6 +27,7 @@ pub const TCP: IpStream = IpStream {
     name: "tcp",
     protocol: Protocol::TCP,
     unsupported: "this system cannot create TCP sockets",
+    rcvlowat: true,
 };
 
 /// The endpoint a server announces when data connections share its control port.
@@ -59,6 +62,7 @@ impl Transport for IpStream {
             tcp_options: true,
             host_local: false,
             syscall_batching: false,
+            rcvlowat: self.rcvlowat,
         }
     }
     fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>> {

@@ -52,6 +52,7 @@ impl Transport for Udp {
             tcp_options: false,
             host_local: false,
             syscall_batching: true,
+            rcvlowat: false,
         }
     }
     fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>> {

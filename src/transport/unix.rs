@@ -26,6 +26,7 @@ impl Transport for Unix {
             tcp_options: false,
             host_local: true,
             syscall_batching: false,
+            rcvlowat: false,
         }
     }
     fn listen(&self, _local: IpAddr) -> Result<Box<dyn Listener>> {

@@ -34,6 +34,10 @@ const POLL: Duration = Duration::from_millis(50);
 /// (datagrams still queued on a slow link keep it going).
 pub const DRAIN_IDLE: Duration = Duration::from_millis(500);
 
+/// The longest a TCP receiver's automatic SO_RCVLOWAT lets arrived bytes wait for their read
+/// (see [`crate::pattern::RcvLowat::Auto`]): far below any interval report's length.
+pub const LOWAT_HOLD: Duration = Duration::from_millis(1);
+
 /// Pacing of the sender: one write every `interval_ns`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Pace {
@@ -58,6 +62,9 @@ pub struct RecvPlan {
     pub warmup_datagrams: u64,
     pub interval: Option<Duration>,
     pub fast: FastPaths,
+    /// The receive buffer is fixed (SO_RCVBUF): the kernel will not grow it to hold a wake-up
+    /// threshold, so the automatic one stays off (it would take part of a window under test).
+    pub rcvbuf_fixed: bool,
 }
 
 /// Told to a receiver by its control thread: the sender finished, having sent `sent` timed
@@ -142,6 +149,9 @@ pub struct StreamStats {
     pub cpu: CpuTime,
     /// How the bytes moved through the kernel, e.g. "write", "sendmmsg x16", "MSG_ZEROCOPY".
     pub io_path: String,
+    /// TCP receiver: the SO_RCVLOWAT the kernel held for the timed phase (bytes queued before
+    /// a blocking read is woken); None where the kernel's default of one byte applied.
+    pub rcvlowat_bytes: Option<u64>,
     /// Fast paths that were asked for but could not run, and why.
     pub fallbacks: Vec<String>,
     /// MSG_ZEROCOPY: sends completed, and how many the kernel copied after all.

@@ -11,9 +11,9 @@ use super::intervals::IntervalClock;
 use super::loss::Jitter;
 use super::{
     busy_poll, rate, EndSignal, IntervalEvent, LossStats, RecvPlan, StreamStats, DATAGRAM_HEADER,
-    DRAIN_IDLE, POLL,
+    DRAIN_IDLE, LOWAT_HOLD, POLL,
 };
-use crate::pattern::{nanos, CpuMeter, DataChannel, Role};
+use crate::pattern::{nanos, CpuMeter, DataChannel, RcvLowat, Role};
 use crate::stats::SeqTracker;
 use crate::sys::fastpath::{self, Batch};
 
@@ -87,6 +87,48 @@ impl ByteReader {
 
 type Live<'a> = Option<(&'a mpsc::Sender<IntervalEvent>, u32, Role)>;
 
+/// The SO_RCVLOWAT a TCP receiver picks by itself: the bytes that arrive in [`LOWAT_HOLD`] at
+/// `bytes_per_s`, at most one read. None below two bytes, where it would change nothing.
+pub(super) fn auto_rcvlowat(bytes_per_s: f64, read_size: usize) -> Option<u64> {
+    let b = (bytes_per_s * LOWAT_HOLD.as_secs_f64()).min(read_size as f64) as u64;
+    (b >= 2).then_some(b)
+}
+
+/// Sets the stream's wake-up threshold (see [`RcvLowat`]) after warm-up and records what the
+/// kernel holds, or why none was set. Spinning receivers never sleep, so they need none.
+fn wake_threshold(
+    ch: &DataChannel,
+    plan: &RecvPlan,
+    warmup_rate: Option<f64>,
+    stats: &mut StreamStats,
+) {
+    let (want, auto) = match plan.fast.rcvlowat {
+        RcvLowat::Off => return,
+        RcvLowat::Bytes(b) => (Some(b), false),
+        RcvLowat::Auto if plan.rcvbuf_fixed => return,
+        RcvLowat::Auto => (
+            warmup_rate.and_then(|r| auto_rcvlowat(r, plan.read_size)),
+            true,
+        ),
+    };
+    let tcp = ch.capabilities().rcvlowat;
+    // Nothing to report where the automatic threshold does not apply: it was not asked for.
+    let Some(want) = want.filter(|_| tcp || !auto) else {
+        return;
+    };
+    if ch.spinning() {
+        return;
+    }
+    let result = match ch.connection().socket_fd() {
+        Some(fd) if tcp => fastpath::set_rcvlowat(fd, want),
+        _ => Err(io::Error::other("only for TCP streams")),
+    };
+    match result {
+        Ok(held) => stats.rcvlowat_bytes = Some(held),
+        Err(e) => stats.fallbacks.push(format!("SO_RCVLOWAT: {e}")),
+    }
+}
+
 fn receive_bytes(
     ch: &mut DataChannel,
     plan: &RecvPlan,
@@ -113,21 +155,29 @@ fn receive_bytes(
     .into();
     let mut buf = vec![0u8; plan.read_size.max(1)];
     let mut total: u64 = 0;
-    // Warm-up and the read that completes it.
+    // Warm-up and the read that completes it; the reads after the first one give its rate.
+    let mut first: Option<(Instant, u64)> = None;
     loop {
         let n = reader.read(ch, &mut buf)? as u64;
         if n == 0 {
             stats.bytes_total = total;
             return Ok(());
         }
-        if total == 0 {
-            stats.first_op_ns = Some(nanos(waiting_since, Instant::now()));
+        if first.is_none() {
+            let now = Instant::now();
+            stats.first_op_ns = Some(nanos(waiting_since, now));
+            first = Some((now, n));
         }
         total += n;
         if total >= plan.warmup_bytes {
             break;
         }
     }
+    let warmup_rate = first.and_then(|(at, n)| {
+        let secs = at.elapsed().as_secs_f64();
+        (total > n && secs > 0.0).then(|| (total - n) as f64 / secs)
+    });
+    wake_threshold(ch, plan, warmup_rate, stats);
     let lead = ch.connection().arrival_lead();
     let mut tail = Tail::new(lead, plan.read_size);
     let start = Instant::now();
@@ -467,4 +517,19 @@ fn receive_datagrams(
     stats.elapsed_s = last.saturating_duration_since(start).as_secs_f64();
     stats.intervals = intervals.out;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_rcvlowat_holds_at_most_one_millisecond_and_one_read() {
+        // 3 GB/s (loopback): a millisecond is 3 MB, so one read's worth.
+        assert_eq!(auto_rcvlowat(3e9, 131_072), Some(131_072));
+        // 100 Mbit/s: a millisecond is 12 500 bytes.
+        assert_eq!(auto_rcvlowat(12.5e6, 131_072), Some(12_500));
+        // 1 kbit/s: nothing worth waiting for.
+        assert_eq!(auto_rcvlowat(125.0, 131_072), None);
+    }
 }
