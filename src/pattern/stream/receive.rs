@@ -111,16 +111,15 @@ fn wake_threshold(
             true,
         ),
     };
-    let tcp = ch.capabilities().rcvlowat;
-    // Nothing to report where the automatic threshold does not apply: it was not asked for.
-    let Some(want) = want.filter(|_| tcp || !auto) else {
-        return;
-    };
-    if ch.spinning() {
+    let supported = ch.capabilities().rcvlowat;
+    // Where the automatic threshold does not apply there is nothing to report: it was not
+    // asked for.
+    let Some(want) = want else { return };
+    if (auto && !supported) || ch.spinning() {
         return;
     }
     let result = match ch.connection().socket_fd() {
-        Some(fd) if tcp => fastpath::set_rcvlowat(fd, want),
+        Some(fd) if supported => fastpath::set_rcvlowat(fd, want),
         _ => Err(io::Error::other("only for TCP streams")),
     };
     match result {
