@@ -2,7 +2,9 @@
  * blocking or spinning, with nothing but the system calls. wirebench is measured against it.
  *
  *   reference pingpong tcp|udp SIZE SECONDS [spin]   -> one-way latency, microseconds (RTT/2)
- *   reference stream SECONDS [WRITE_SIZE]             -> receiver throughput, bit/s
+ *   reference stream SECONDS [WRITE_SIZE [rcvlowat]]  -> receiver throughput, bit/s
+ * "rcvlowat" sets SO_RCVLOWAT to one read on the receiver, so that it wakes once per read rather
+ * than once per segment (what wirebench's TCP receivers do by default).
  * With REF_CLIENT_CPU / REF_SERVER_CPU set, each side is pinned to that CPU.
  */
 #define _GNU_SOURCE
@@ -61,7 +63,12 @@ int main(int argc, char **argv) {
         pin("REF_SERVER_CPU");
         int fd = ls;
         if (!udp) { fd = accept(ls, 0, 0); setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); }
-        if (stream) { while (recv(fd, buf, size, 0) > 0) {} return 0; }
+        if (stream) {
+            int lowat = (int)size;
+            if (argc > 4 && !strcmp(argv[4], "rcvlowat")) setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+            while (recv(fd, buf, size, 0) > 0) {}
+            return 0;
+        }
         for (;;) {
             if (udp) {
                 struct sockaddr_in p; socklen_t pl = sizeof p;

@@ -292,7 +292,7 @@ fn small_windows_limit_tcp_to_window_over_rtt_and_autotuning_fills_the_link() {
         got > 0.85 * limit && got < 1.01 * limit,
         "got {got} vs window/RTT {limit}"
     );
-    // No automatic wake-up threshold under a fixed receive buffer: the bytes it holds back
+    // No automatic wake-up threshold where a socket buffer is fixed: the bytes it holds back
     // would be taken from the window under test.
     assert!(
         s["receiver"]["rcvlowat_bytes"].is_null(),

@@ -492,6 +492,7 @@ fn tcp_receivers_wake_per_read_and_say_so() {
     for args in [
         &["stream", "-d", "200ms", "--rcvlowat", "off"][..],
         &["stream", "-d", "200ms", "--rcvbuf", "1M"][..],
+        &["stream", "-d", "200ms", "--server-sndbuf", "256K"][..],
         &["stream", "-d", "200ms", "--spin"][..],
         &["stream", "-d", "200ms", "--warmup", "0"][..],
     ] {

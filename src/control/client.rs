@@ -239,7 +239,6 @@ impl Session {
                         io_timeout: client.io_timeout,
                         loss_timeout: client.loss_timeout,
                         cpu: cpu_for(i),
-                        rcvbuf_fixed: client.socket.rcvbuf > 0,
                         end: &ends[i],
                         stop: &stop,
                         live: live.clone(),

@@ -78,6 +78,10 @@ pub struct PointSpec {
     /// Pacing of each sending stream.
     pub pace: Option<Pace>,
     pub server_socket: SocketOptions,
+    /// Some socket buffer of this point is fixed, on either end (SO_SNDBUF or SO_RCVBUF): the
+    /// point studies TCP under small buffers, so the receivers keep the kernel's wake-ups.
+    #[serde(default)]
+    pub buffers_fixed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -335,7 +335,6 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
                 io_timeout: config.io_timeout,
                 loss_timeout: config.io_timeout,
                 cpu: cpu_for(i),
-                rcvbuf_fixed: point.server_socket.rcvbuf > 0,
                 end: &ends[i],
                 stop: &stop,
                 live: None,

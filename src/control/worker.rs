@@ -32,8 +32,6 @@ pub struct WorkerPlan<'a> {
     pub io_timeout: Duration,
     pub loss_timeout: Duration,
     pub cpu: Option<usize>,
-    /// This side's receive buffer is fixed (SO_RCVBUF), not tuned by the kernel.
-    pub rcvbuf_fixed: bool,
     pub end: &'a EndSignal,
     pub stop: &'a AtomicBool,
     pub live: Option<mpsc::Sender<IntervalEvent>>,
@@ -73,7 +71,7 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
                 warmup_datagrams: p.warmup,
                 interval,
                 fast: plan.test.fast.clone(),
-                rcvbuf_fixed: plan.rcvbuf_fixed,
+                buffers_fixed: p.buffers_fixed,
             };
             stream::run_receiver(
                 &mut ch,

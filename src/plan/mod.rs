@@ -420,6 +420,9 @@ fn point(
                 rcvbuf: key.server_rcvbuf,
                 ..base.clone()
             },
+            buffers_fixed: [key.sndbuf, key.rcvbuf, key.server_sndbuf, key.server_rcvbuf]
+                .iter()
+                .any(|&b| b > 0),
         },
         client_socket: SocketOptions {
             sndbuf: key.sndbuf,

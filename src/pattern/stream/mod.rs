@@ -62,9 +62,9 @@ pub struct RecvPlan {
     pub warmup_datagrams: u64,
     pub interval: Option<Duration>,
     pub fast: FastPaths,
-    /// The receive buffer is fixed (SO_RCVBUF): the kernel will not grow it to hold a wake-up
-    /// threshold, so the automatic one stays off (it would take part of a window under test).
-    pub rcvbuf_fixed: bool,
+    /// A socket buffer is fixed on either end (see `PointSpec::buffers_fixed`): the automatic
+    /// wake-up threshold stays off.
+    pub buffers_fixed: bool,
 }
 
 /// Told to a receiver by its control thread: the sender finished, having sent `sent` timed

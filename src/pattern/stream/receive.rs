@@ -105,7 +105,7 @@ fn wake_threshold(
     let (want, auto) = match plan.fast.rcvlowat {
         RcvLowat::Off => return,
         RcvLowat::Bytes(b) => (Some(b), false),
-        RcvLowat::Auto if plan.rcvbuf_fixed => return,
+        RcvLowat::Auto if plan.buffers_fixed => return,
         RcvLowat::Auto => (
             warmup_rate.and_then(|r| auto_rcvlowat(r, plan.read_size)),
             true,
