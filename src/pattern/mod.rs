@@ -121,8 +121,9 @@ pub struct FastPaths {
     pub gro: bool,
     /// SO_BUSY_POLL on data sockets, microseconds.
     pub busy_poll_us: Option<u32>,
-    /// TCP stream receivers: how many queued bytes wake a blocking read (SO_RCVLOWAT).
-    #[serde(default)]
+    /// TCP stream receivers: how many queued bytes wake a blocking read (SO_RCVLOWAT). A
+    /// document without it (an older client, a stored older run) meant the kernel's default.
+    #[serde(default = "RcvLowat::off")]
     pub rcvlowat: RcvLowat,
 }
 
@@ -146,6 +147,12 @@ pub enum RcvLowat {
     Off,
     /// Wake at this many bytes (the kernel caps it at half the largest receive buffer).
     Bytes(u64),
+}
+
+impl RcvLowat {
+    fn off() -> RcvLowat {
+        RcvLowat::Off
+    }
 }
 
 /// When a timed phase ends: whichever limit is reached first.
@@ -235,4 +242,24 @@ pub fn nanos(from: Instant, to: Instant) -> u64 {
 /// Fills a payload with a fixed non-zero pattern, so that nothing compresses it to nothing.
 pub fn payload(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8 ^ 0x5a).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_document_without_the_wake_up_threshold_meant_the_kernel_s_default() {
+        let old = r#"{"zerocopy":false,"sendfile":false,"skip_rx_copy":false,"batch":1,
+                      "gso":false,"gro":false,"busy_poll_us":null}"#;
+        let fast: FastPaths = serde_json::from_str(old).unwrap();
+        assert_eq!(fast.rcvlowat, RcvLowat::Off);
+        let new = serde_json::to_string(&FastPaths {
+            rcvlowat: RcvLowat::Bytes(65_536),
+            ..fast
+        })
+        .unwrap();
+        let back: FastPaths = serde_json::from_str(&new).unwrap();
+        assert_eq!(back.rcvlowat, RcvLowat::Bytes(65_536));
+    }
 }
