@@ -568,7 +568,7 @@ fn report_renders_in_a_real_browser() {
         "Latency histogram",
         "Latency distribution (CDF)",
         "send buffer by receive buffer",
-        "congestion window, size 64K",
+        "congestion window, size 128K",
         "Derived metrics",
         "t0 = RTT/2",
         "Environment",
