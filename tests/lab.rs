@@ -378,12 +378,20 @@ fn the_delay_line_carries_a_gigabit_with_100_ms_delay_in_order() {
     );
     let t = total(&v);
     let (sent, got) = (f(&t["sender_bits_per_s"]), f(&t["receiver_bits_per_s"]));
-    // The delay line must carry what was offered. On the loaded two-CPU CI host the receiver
-    // once saw 908 Mbit/s, and the test did not say whether the paced sender had offered less:
-    // now the offer must be near the gigabit and the carriage near the offer, each apart.
+    println!(
+        "sender {sent} bit/s, receiver {got} bit/s, loss {}",
+        t["loss"]
+    );
+    // The delay line must carry what was offered: the paced sender's offer near the gigabit,
+    // then (nearly) every datagram delivered. The receiver's rate runs from its first to its
+    // last read, and on the two-CPU host the sender, the delay line's timer and the receiver
+    // share, the last read can trail the last arrival: with no datagram lost, the receiver has
+    // read 0.96-1.00 of the offer's rate (CI once 908 Mbit/s before the offer was checked,
+    // once 962 Mbit/s with the offer at 1 Gbit/s). So the rate's bound allows ~160 ms of
+    // trailing in 2 s, and the loss bound is the tight one.
     assert!(sent > 0.85e9, "sender {sent}, receiver {got}");
-    assert!(got > 0.97 * sent, "sender {sent}, receiver {got}");
     assert!(f(&t["loss"]["loss_ratio"]) < 0.01, "{}", t["loss"]);
+    assert!(got > 0.92 * sent, "sender {sent}, receiver {got}");
     assert_eq!(
         u(&t["loss"]["reordered"]),
         0,
