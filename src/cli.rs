@@ -193,6 +193,11 @@ pub struct RunArgs {
     /// bit/s of payload, split evenly over the streams) or packets/s ("10kpps").
     #[arg(long)]
     pub rate: Option<String>,
+    /// With --rate: writes or datagrams let out together at each pacing step (default 1: each
+    /// on its own schedule). The rate is the same; the sender sleeps between bursts, and with
+    /// --gso a burst leaves as one frame (iperf3's -b RATE/BURST).
+    #[arg(long, default_value_t = 1)]
+    pub pace_burst: u32,
     /// rr: transactions kept in flight per connection.
     #[arg(long, default_value_t = 1)]
     pub burst: u32,
@@ -248,6 +253,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub batch: Option<u32>,
     /// UDP sender: generic segmentation offload (UDP_SEGMENT), one send for up to 64 datagrams.
+    /// A paced sender (--rate) sends what its schedule lets out, mostly one datagram per frame:
+    /// add --pace-burst for whole frames.
     #[arg(long)]
     pub gso: bool,
     /// UDP receiver: generic receive offload (UDP_GRO), one receive for many datagrams.

@@ -208,6 +208,62 @@ fn udp_reverse_stream_counts_loss_on_the_client() {
 }
 
 #[test]
+fn a_paced_sender_lets_bursts_out_at_the_same_rate() {
+    // 20 Mbit/s of 1000-byte datagrams is a datagram every 400 us; in bursts of 10, ten every
+    // 4 ms. The rate is the same, the count is whole bursts, and nothing is lost on loopback.
+    for (t, extra) in [("udp", &["--gso"][..]), ("udp", &[][..]), ("tcp", &[][..])] {
+        let mut args = vec![
+            "stream",
+            "-t",
+            t,
+            "--size",
+            "1000",
+            "--rate",
+            "20M",
+            "-d",
+            "1s",
+            "--pace-burst",
+            "10",
+        ];
+        args.extend_from_slice(extra);
+        let v = run_json(&args);
+        assert_eq!(u(&v["settings"]["pace_burst"]), 10);
+        let tot = &only_point(&v)["stream"]["totals"][0];
+        let rate = f(&tot["sender_bits_per_s"]);
+        assert!(
+            (rate / 20e6 - 1.0).abs() < 0.01,
+            "{t} {extra:?}: sender {rate}"
+        );
+        if t == "udp" {
+            let sent = u(&tot["loss"]["sent"]);
+            // 250 bursts of 10 in the timed second (warm-up is not counted).
+            assert_eq!(sent, 2500, "{extra:?}");
+            assert_eq!(u(&tot["loss"]["lost"]), 0, "{extra:?}");
+        } else {
+            assert_eq!(tot["bytes_sent"], tot["bytes_received"]);
+        }
+    }
+    let out = common::run(&[
+        "run",
+        "stream",
+        "--rate",
+        "20M",
+        "-d",
+        "200ms",
+        "--size",
+        "1000",
+        "--pace-burst",
+        "10",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("# sender paced at 20 Mbit/s of payload per direction, split evenly over the streams, 10 writes/datagrams at a time"),
+        "{text}"
+    );
+}
+
+#[test]
 fn rr_over_every_transport() {
     for t in transports() {
         let v = run_json(&[

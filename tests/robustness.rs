@@ -67,6 +67,17 @@ fn other_bad_options_are_one_clear_line() {
     fails_with(&["run", "stream", "--rate", "fast"], "--rate");
     fails_with(&["run", "pingpong", "-d", "soon"], "soon");
     fails_with(&["run", "stream", "--rcvlowat", "0"], "\"off\"");
+    fails_with(&["run", "stream", "--pace-burst", "4"], "needs --rate");
+    fails_with(
+        &["run", "stream", "--rate", "1M", "--pace-burst", "0"],
+        "--pace-burst must be 1 to 65536",
+    );
+    fails_with(
+        &["run", "stream", "--rate", "1M", "--pace-burst", "70000"],
+        "--pace-burst must be 1 to 65536",
+    );
+    fails_with(&["run", "rr", "--pace-burst", "4"], "stream pattern only");
+    fails_with(&["run", "stream", "--pace-burst", "many"], "--pace-burst");
     fails_with(&["run", "stream", "--rcvlowat", "soon"], "--rcvlowat");
     fails_with(
         &["run", "pingpong", "--rcvlowat", "64K"],

@@ -121,7 +121,50 @@ impl Limits {
             if !(pace.interval_ns.is_finite() && pace.interval_ns >= 0.0) {
                 return Err("invalid pacing interval".into());
             }
+            if !(1..=u64::from(crate::pattern::stream::MAX_PACE_BURST)).contains(&pace.burst) {
+                return Err(format!(
+                    "pacing burst of {}; it must be 1 to {}",
+                    pace.burst,
+                    crate::pattern::stream::MAX_PACE_BURST
+                ));
+            }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Limits;
+    use crate::control::protocol::PointSpec;
+    use crate::pattern::stream::Pace;
+    use crate::transport::SocketOptions;
+
+    fn paced(interval_ns: f64, burst: u64) -> PointSpec {
+        PointSpec {
+            request_size: 1000,
+            response_size: 1000,
+            read_size: 65_536,
+            duration_ms: Some(1000),
+            bytes: None,
+            iterations: None,
+            warmup: 10,
+            pace: Some(Pace { interval_ns, burst }),
+            server_socket: SocketOptions::default(),
+            buffers_fixed: false,
+        }
+    }
+
+    #[test]
+    fn a_server_refuses_pacing_it_cannot_follow() {
+        let l = Limits::default();
+        assert!(l.check_point(&paced(400.0, 1)).is_ok());
+        assert!(l.check_point(&paced(400.0, 65_536)).is_ok());
+        assert_eq!(
+            l.check_point(&paced(400.0, 0)).unwrap_err(),
+            "pacing burst of 0; it must be 1 to 65536"
+        );
+        assert!(l.check_point(&paced(400.0, 65_537)).is_err());
+        assert!(l.check_point(&paced(f64::NAN, 1)).is_err());
     }
 }

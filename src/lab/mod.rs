@@ -356,8 +356,13 @@ pub fn run_delay_line(name: &str) -> Result<()> {
                 forward: fwd.snapshot(),
                 back: back.snapshot(),
             };
+            // Written aside and renamed, so that `lab status` never reads half a file.
             if let Ok(s) = serde_json::to_string(&stats) {
-                let _ = std::fs::write(stats_path(name), s);
+                let path = stats_path(name);
+                let tmp = path.with_extension("json.tmp");
+                if std::fs::write(&tmp, s).is_ok() {
+                    let _ = std::fs::rename(&tmp, &path);
+                }
             }
         }
     })();
@@ -387,6 +392,7 @@ pub fn down(name: &str) -> Result<()> {
     }
     let _ = std::fs::remove_file(state_path(name));
     let _ = std::fs::remove_file(stats_path(name));
+    let _ = std::fs::remove_file(stats_path(name).with_extension("json.tmp"));
     if !errors.is_empty() {
         bail!("{}", errors.join("; "));
     }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::cli::RunArgs;
 use crate::control::client::ClientSide;
 use crate::control::protocol::{PointSpec, TestSpec};
-use crate::pattern::stream::{Pace, DATAGRAM_HEADER};
+use crate::pattern::stream::{Pace, DATAGRAM_HEADER, MAX_PACE_BURST};
 use crate::pattern::{Direction, FastPaths, PatternKind};
 use crate::transport::{self, SocketOptions};
 use crate::units::{self, Rate};
@@ -110,6 +110,7 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
             (a.reverse, "--reverse"),
             (a.bidir, "--bidir"),
             (a.rate.is_some(), "--rate"),
+            (a.pace_burst != 1, "--pace-burst"),
             (a.interval.is_some(), "--interval"),
             (a.write_size.is_some(), "--write-size"),
             (a.read_size.is_some(), "--read-size"),
@@ -279,6 +280,12 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
         Some(r) => Some(units::parse_rate(r).map_err(|e| anyhow::anyhow!("--rate: {e}"))?),
         None => None,
     };
+    if a.pace_burst == 0 || a.pace_burst > MAX_PACE_BURST {
+        bail!("--pace-burst must be 1 to {MAX_PACE_BURST}");
+    }
+    if a.pace_burst != 1 && rate.is_none() {
+        bail!("--pace-burst needs --rate: it groups the paced sender's writes");
+    }
 
     let base_socket = SocketOptions {
         sndbuf: 0,
@@ -399,6 +406,7 @@ fn point(
             Rate::BitsPerSecond(bps) => key.size as f64 * 8.0 * 1e9 / (bps / streams as f64),
             Rate::PacketsPerSecond(pps) => 1e9 / (pps / streams as f64),
         },
+        burst: u64::from(a.pace_burst),
     });
     let bytes = match pattern {
         PatternKind::Stream => a.bytes.map(|b| b.div_ceil(streams)),

@@ -73,6 +73,7 @@ pub fn new_report(plan: &RunPlan, args: &RunArgs) -> RunReport {
             bytes: args.bytes,
             iterations: args.iterations,
             rate: args.rate.clone(),
+            pace_burst: args.pace_burst,
             interval_s: args.interval.map(|d| d.as_secs_f64()),
             nodelay: args.nodelay,
             cc: args.cc.clone(),

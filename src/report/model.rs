@@ -65,6 +65,9 @@ pub struct Settings {
     pub bytes: Option<u64>,
     pub iterations: Option<u64>,
     pub rate: Option<String>,
+    /// Writes or datagrams per pacing step (--pace-burst); 1 in runs saved before it existed.
+    #[serde(default = "one")]
+    pub pace_burst: u32,
     pub interval_s: Option<f64>,
     pub nodelay: bool,
     pub cc: Option<String>,
@@ -211,4 +214,8 @@ pub struct SweepGroup {
     pub server_sndbuf: u64,
     pub server_rcvbuf: u64,
     pub metrics: SweepMetrics,
+}
+
+fn one() -> u32 {
+    1
 }

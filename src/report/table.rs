@@ -150,6 +150,25 @@ impl Sink for TableSink {
                 .map(|t| format!(", until CI < {}% of mean (max {})", t * 100.0, st.max_repeat))
                 .unwrap_or_default()
         ));
+        if let Some(rate) = &st.rate {
+            let rate = match crate::units::parse_rate(rate) {
+                Ok(crate::units::Rate::BitsPerSecond(b)) => {
+                    format!("{} Mbit/s of payload", b / 1e6)
+                }
+                Ok(crate::units::Rate::PacketsPerSecond(p)) => {
+                    format!("{p} writes/datagrams per s")
+                }
+                Err(_) => rate.clone(),
+            };
+            out(&format!(
+                "# sender paced at {rate} per direction, split evenly over the streams, {}",
+                if st.pace_burst > 1 {
+                    format!("{} writes/datagrams at a time", st.pace_burst)
+                } else {
+                    "each write/datagram on its own schedule".into()
+                }
+            ));
+        }
         let bufs = self.buffer_headers();
         match plan.test.pattern {
             PatternKind::Pingpong => {

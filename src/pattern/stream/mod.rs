@@ -38,10 +38,51 @@ pub const DRAIN_IDLE: Duration = Duration::from_millis(500);
 /// (see [`crate::pattern::RcvLowat::Auto`]): far below any interval report's length.
 pub const LOWAT_HOLD: Duration = Duration::from_millis(1);
 
-/// Pacing of the sender: one write every `interval_ns`.
+/// Pacing of the sender: one write (or datagram) every `interval_ns` on average, let out
+/// `burst` at a time at the start of each `burst * interval_ns` step.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Pace {
     pub interval_ns: f64,
+    /// Absent in documents of clients before --pace-burst: one at a time.
+    #[serde(default = "one")]
+    pub burst: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// Largest --pace-burst: a burst must stay far below any socket buffer's worth of writes.
+pub const MAX_PACE_BURST: u32 = 65_536;
+
+impl Pace {
+    /// Nanoseconds after the start at which write `k` (0-based) may leave: the start of its
+    /// burst's step.
+    #[inline]
+    pub fn due_ns(&self, k: u64) -> f64 {
+        let b = self.burst.max(1);
+        ((k / b) * b) as f64 * self.interval_ns
+    }
+
+    /// Nanoseconds after the start at which the step holding write `k - 1` ends: a sender
+    /// that made `k` writes on schedule owns its time up to there.
+    #[inline]
+    pub fn end_ns(&self, k: u64) -> f64 {
+        let b = self.burst.max(1);
+        (k.div_ceil(b) * b) as f64 * self.interval_ns
+    }
+
+    /// How many writes have been let out `elapsed_ns` after the start: every write of each
+    /// step begun.
+    #[inline]
+    pub fn released(&self, elapsed_ns: f64) -> u64 {
+        let b = self.burst.max(1);
+        let step = self.interval_ns * b as f64;
+        if step <= 0.0 {
+            return u64::MAX;
+        }
+        ((elapsed_ns / step) as u64 + 1).saturating_mul(b)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -176,5 +217,49 @@ fn rate(bytes: u64, secs: f64) -> f64 {
         bytes as f64 * 8.0 / secs
     } else {
         0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pace;
+
+    #[test]
+    fn a_burst_leaves_at_the_start_of_its_step_and_owns_the_whole_step() {
+        let one = Pace {
+            interval_ns: 100.0,
+            burst: 1,
+        };
+        assert_eq!((one.due_ns(3), one.end_ns(3)), (300.0, 300.0));
+        assert_eq!(one.released(0.0), 1);
+        assert_eq!(one.released(250.0), 3);
+        let four = Pace {
+            interval_ns: 100.0,
+            burst: 4,
+        };
+        // Writes 0-3 leave at 0, 4-7 at 400.
+        assert_eq!(four.due_ns(3), 0.0);
+        assert_eq!(four.due_ns(4), 400.0);
+        assert_eq!(four.due_ns(7), 400.0);
+        // Five writes made: the second step is begun, so its time is theirs.
+        assert_eq!(four.end_ns(5), 800.0);
+        assert_eq!(four.end_ns(8), 800.0);
+        assert_eq!(four.released(0.0), 4);
+        assert_eq!(four.released(399.0), 4);
+        assert_eq!(four.released(400.0), 8);
+        // Same average rate: 8 writes over 800 ns either way.
+        assert_eq!(four.end_ns(8), one.end_ns(8));
+        // A zero interval (no pacing to speak of) lets everything out.
+        let zero = Pace {
+            interval_ns: 0.0,
+            burst: 4,
+        };
+        assert_eq!(zero.released(0.0), u64::MAX);
+    }
+
+    #[test]
+    fn a_pace_from_a_client_before_bursts_is_one_at_a_time() {
+        let p: Pace = serde_json::from_str(r#"{"interval_ns": 50.0}"#).unwrap();
+        assert_eq!(p.burst, 1);
     }
 }

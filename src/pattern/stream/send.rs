@@ -84,17 +84,19 @@ impl Progress {
         }
     }
 
-    /// The time pacing slot `k` begins.
+    /// The time write (or datagram) `k` may leave: the start of its pacing step.
     #[inline]
     fn slot(&self, plan: &SendPlan, k: u64) -> Option<Instant> {
         plan.pace
-            .map(|p| self.start + Duration::from_nanos((k as f64 * p.interval_ns) as u64))
+            .map(|p| self.start + Duration::from_nanos(p.due_ns(k) as u64))
     }
 
-    /// A paced sender owns one pacing slot per write: its phase ends where its last slot does,
-    /// so that a sender on schedule reports exactly the configured rate.
+    /// A paced sender owns one pacing slot per write: its phase ends where the step of its
+    /// last write does, so that a sender on schedule reports exactly the configured rate.
     fn end(&self, plan: &SendPlan, now: Instant) -> Instant {
-        self.slot(plan, self.attempts).map_or(now, |s| now.max(s))
+        plan.pace.map_or(now, |p| {
+            now.max(self.start + Duration::from_nanos(p.end_ns(self.attempts) as u64))
+        })
     }
 }
 
@@ -444,7 +446,8 @@ fn send_datagrams(
     let mut now = start;
     while p.more(now) {
         // How many datagrams to send now: as many as the call takes, or, when paced, as many
-        // pacing slots as have begun (one on schedule, more when behind).
+        // as the pacing steps begun have let out (one step's burst on schedule, more when
+        // behind).
         let mut n = per_call.min(iter_limit - p.attempts);
         if let Some(next) = p.slot(plan, p.attempts) {
             if p.deadline.is_some_and(|d| next >= d) {
@@ -454,10 +457,10 @@ fn send_datagrams(
                 wait_until(next, now);
                 now = Instant::now();
             }
-            let interval = plan.pace.map_or(1.0, |pc| pc.interval_ns.max(1e-9));
-            let begun =
-                (now.saturating_duration_since(start).as_nanos() as f64 / interval) as u64 + 1;
-            n = n.min(begun.saturating_sub(p.attempts).max(1));
+            let released = plan.pace.map_or(u64::MAX, |pc| {
+                pc.released(now.saturating_duration_since(start).as_nanos() as f64)
+            });
+            n = n.min(released.saturating_sub(p.attempts).max(1));
         }
         let n = n as usize;
         let sent_ns = nanos(epoch, Instant::now());
