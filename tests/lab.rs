@@ -33,6 +33,22 @@ impl Drop for LabName {
     }
 }
 
+/// `wirebench lab up --name N LINK...`, asserted to succeed; the lab goes down when the name
+/// is dropped. Returns the name and what `lab up` printed.
+fn lab_up(tag: &str, link: &[&str]) -> (LabName, String) {
+    let name = LabName::new(tag);
+    let mut args = vec!["lab", "up", "--name", &name.0];
+    args.extend_from_slice(link);
+    let up = common::run(&args);
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let text = String::from_utf8_lossy(&up.stdout).into_owned();
+    (name, text)
+}
+
 /// `wirebench lab run --name N LINK... -- TEST... --json`, parsed.
 fn lab_run(tag: &str, link: &[&str], test: &[&str]) -> Value {
     let name = LabName::new(tag);
@@ -147,13 +163,7 @@ fn udp_above_the_link_rate_is_cut_to_its_goodput_and_the_rest_is_lost() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // By hand, so that the shaper's own counters can be read before the lab goes down.
-    let name = LabName::new("uo");
-    let up = common::run(&["lab", "up", "--name", &name.0, "--rate", "50mbit"]);
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
+    let (name, _) = lab_up("uo", &["--rate", "50mbit"]);
     let overflows_before = udp_receive_buffer_errors(&format!("wb-{}-b", name.0));
     let v = run_on_lab(
         &name.0,
@@ -383,13 +393,7 @@ fn the_delay_line_carries_a_gigabit_with_100_ms_delay_in_order() {
     // line and the receiver then share two CPUs so tightly that a hiccup of the CI host lost
     // 7.5% at the receiver. By hand, so that the delay line's and the receiving kernel's
     // counters can say where any loss happened.
-    let name = LabName::new("gb");
-    let up = common::run(&["lab", "up", "--name", &name.0, "--delay", "100ms"]);
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
+    let (name, _) = lab_up("gb", &["--delay", "100ms"]);
     let ns_b = format!("wb-{}-b", name.0);
     let overflows_before = udp_receive_buffer_errors(&ns_b);
     let v = run_on_lab(
@@ -484,14 +488,7 @@ fn lab_up_status_exec_down() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let name = LabName::new("lc");
-    let up = common::run(&["lab", "up", "--name", &name.0, "--profile", "wan"]);
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
-    let text = String::from_utf8_lossy(&up.stdout);
+    let (name, text) = lab_up("lc", &["--profile", "wan"]);
     assert!(
         text.contains("10.77.0.1") && text.contains("10.77.0.2"),
         "{text}"
