@@ -52,7 +52,8 @@ fn one() -> u64 {
     1
 }
 
-/// Largest --pace-burst: a burst must stay far below any socket buffer's worth of writes.
+/// Largest --pace-burst the client takes and a server accepts: a bound on what a peer may ask,
+/// far above any useful burst (a GSO frame holds at most 64 datagrams).
 pub const MAX_PACE_BURST: u32 = 65_536;
 
 impl Pace {
