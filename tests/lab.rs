@@ -367,16 +367,27 @@ fn the_automatic_wake_up_threshold_leaves_a_fast_link_s_goodput_alone() {
 }
 
 /// The delay line's counters of lab `name`, direction a->b: (frames forwarded, frames dropped),
-/// once it has written them after the traffic (it writes them every second).
-fn delay_line_forward(name: &str) -> (u64, u64) {
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let out = common::run(&["lab", "status", "--name", name, "--json"]);
-    let v: Value = serde_json::from_slice(&out.stdout).expect("lab status --json");
-    let fwd = &v[0]["delay_line"]["forward"];
-    (
-        u(&fwd["frames_out"]),
-        u(&fwd["dropped_queue_full"]) + u(&fwd["dropped_send"]),
-    )
+/// from the first report (it writes one every second) in which it has forwarded at least the
+/// `delivered` bytes the receiver got: a report written after the traffic.
+fn delay_line_forward(name: &str, delivered: u64) -> (u64, u64) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let out = common::run(&["lab", "status", "--name", name, "--json"]);
+        let v: Value = serde_json::from_slice(&out.stdout).expect("lab status --json");
+        let fwd = &v[0]["delay_line"]["forward"];
+        let forwarded = fwd["bytes_out"].as_u64().unwrap_or(0);
+        if forwarded >= delivered || std::time::Instant::now() > until {
+            assert!(
+                forwarded >= delivered,
+                "the delay line reported {forwarded} bytes out, the receiver got {delivered}"
+            );
+            return (
+                u(&fwd["frames_out"]),
+                u(&fwd["dropped_queue_full"]) + u(&fwd["dropped_send"]),
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
 }
 
 #[test]
@@ -416,8 +427,8 @@ fn the_delay_line_carries_a_gigabit_with_100_ms_delay_in_order() {
         ],
     );
     let overflows = udp_receive_buffer_errors(&ns_b) - overflows_before;
-    let (frames, line_drops) = delay_line_forward(&name.0);
     let t = total(&v);
+    let (frames, line_drops) = delay_line_forward(&name.0, u(&t["bytes_received"]));
     let (sent, got) = (f(&t["sender_bits_per_s"]), f(&t["receiver_bits_per_s"]));
     let datagrams = u(&t["loss"]["sent"]);
     println!(
