@@ -5,218 +5,11 @@
 
 mod common;
 
-use std::sync::Mutex;
-
+use common::lab::{
+    delay_line_forward, lab_run, lab_up, run_on_lab, skip, total, udp_receive_buffer_errors, SERIAL,
+};
 use common::{f, u};
 use serde_json::Value;
-
-/// Lab tests measure rates and delays: they run one at a time so that they do not compete
-/// for the CPU with each other.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn skip() -> bool {
-    std::env::var_os("WIREBENCH_SKIP_LAB").is_some()
-}
-
-/// A unique lab name per test, removed on drop whatever happened.
-struct LabName(String);
-
-impl LabName {
-    fn new(tag: &str) -> LabName {
-        LabName(format!("t{}{tag}", std::process::id() % 100_000))
-    }
-}
-
-impl Drop for LabName {
-    fn drop(&mut self) {
-        let _ = common::run(&["lab", "down", "--name", &self.0]);
-    }
-}
-
-/// `wirebench lab up --name N LINK...`, asserted to succeed; the lab goes down when the name
-/// is dropped. Returns the name and what `lab up` printed.
-fn lab_up(tag: &str, link: &[&str]) -> (LabName, String) {
-    let name = LabName::new(tag);
-    let mut args = vec!["lab", "up", "--name", &name.0];
-    args.extend_from_slice(link);
-    let up = common::run(&args);
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
-    let text = String::from_utf8_lossy(&up.stdout).into_owned();
-    (name, text)
-}
-
-/// `wirebench lab run --name N LINK... -- TEST... --json`, parsed.
-fn lab_run(tag: &str, link: &[&str], test: &[&str]) -> Value {
-    let name = LabName::new(tag);
-    let mut args = vec!["lab", "run", "--name", &name.0];
-    args.extend_from_slice(link);
-    args.push("--");
-    args.extend_from_slice(test);
-    args.push("--json");
-    let out = common::run(&args);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // The lab removed itself.
-    assert!(!std::path::Path::new(&format!("/run/netns/wb-{}-a", name.0)).exists());
-    serde_json::from_str(&stdout).expect("one JSON document")
-}
-
-fn total(v: &Value) -> &Value {
-    &v["points"][0]["stream"]["totals"][0]
-}
-
-/// A test run by hand on a lab that is up: server on host b, client on host a, `--json`.
-fn run_on_lab(name: &str, test: &[&str]) -> Value {
-    let exe = env!("CARGO_BIN_EXE_wirebench");
-    let mut server = std::process::Command::new(exe)
-        .args([
-            "lab",
-            "exec",
-            "--name",
-            name,
-            "b",
-            "--",
-            exe,
-            "serve",
-            "--listen",
-            "10.77.0.2",
-            "-q",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let mut args = vec!["lab", "exec", "--name", name, "a", "--", exe, "run"];
-    args.extend_from_slice(test);
-    args.extend_from_slice(&["--to", "10.77.0.2", "--json"]);
-    let out = common::run(&args);
-    let _ = server.kill();
-    let _ = server.wait();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON document")
-}
-
-/// UDP datagrams the kernel of namespace `ns` dropped for a full receive buffer so far.
-fn udp_receive_buffer_errors(ns: &str) -> u64 {
-    let out = std::process::Command::new("ip")
-        .args(["netns", "exec", ns, "cat", "/proc/net/snmp"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
-    let (names, values) = (udp.next().unwrap_or(""), udp.next().unwrap_or(""));
-    names
-        .split_whitespace()
-        .zip(values.split_whitespace())
-        .find(|(n, _)| *n == "RcvbufErrors")
-        .and_then(|(_, v)| v.parse().ok())
-        .expect("RcvbufErrors in /proc/net/snmp")
-}
-
-#[test]
-fn tcp_goodput_over_a_shaped_link_matches_the_theory() {
-    if skip() {
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let v = lab_run(
-        "tg",
-        &["--rate", "100mbit"],
-        &["stream", "-d", "3s", "--cc", "cubic", "--rcvbuf", "256K"],
-    );
-    let t = total(&v);
-    let theory = f(&t["theoretical_goodput_bits_per_s"]);
-    // 100 Mbit/s x 1448 payload bytes / 1514 frame bytes.
-    assert!((theory - 95.6407e6).abs() < 1e3, "theory {theory}");
-    let got = f(&t["receiver_bits_per_s"]);
-    // High side: tbf meters exactly; its 12.5 kB bucket adds 0.03% over 3 s: 1%. Low side:
-    // tbf releases frames from a kernel timer, which on a virtualised host with descheduled
-    // CPUs fires late, so the link itself carries less than its rate (seen down to 86% under
-    // host load, 99.9% on a quiet host); the exactness of wirebench's own counting is checked
-    // against the shaper's counters in the UDP test. The fixed 256 KiB receive buffer keeps
-    // the window above the path's tiny BDP and below the shaper's 625 kB queue, so the link
-    // never idles for want of data and never drops: 85%.
-    assert!(
-        got > 0.85 * theory && got < 1.01 * theory,
-        "receiver {got} vs {theory}"
-    );
-    assert_eq!(v["lab"]["mechanism"], "bridge");
-}
-
-#[test]
-fn udp_above_the_link_rate_is_cut_to_its_goodput_and_the_rest_is_lost() {
-    if skip() {
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // By hand, so that the shaper's own counters can be read before the lab goes down.
-    let (name, _) = lab_up("uo", &["--rate", "50mbit"]);
-    let overflows_before = udp_receive_buffer_errors(&format!("wb-{}-b", name.0));
-    let v = run_on_lab(
-        &name.0,
-        &[
-            "stream", "-t", "udp", "--size", "1400", "--rate", "80M", "-d", "3s", "--rcvbuf", "4M",
-        ],
-    );
-    let overflows = udp_receive_buffer_errors(&format!("wb-{}-b", name.0)) - overflows_before;
-    let qdisc = std::process::Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &format!("wb-{}-m", name.0),
-            "tc",
-            "-s",
-            "-j",
-            "qdisc",
-            "show",
-            "dev",
-            "wbb",
-        ])
-        .output()
-        .unwrap();
-    let q: Value = serde_json::from_slice(&qdisc.stdout).expect("tc -j output");
-    let shaper_drops = u(&q[0]["drops"]);
-
-    let t = total(&v);
-    // Exact ground truth: every datagram wirebench counts as lost was dropped either by the
-    // shaper's full queue or by the receiving host's kernel for want of socket buffer (a
-    // receiver the host deschedules for long enough), and every such drop is counted. The
-    // link loses nothing else, and the warm-up datagrams pass an empty queue.
-    assert_eq!(
-        u(&t["loss"]["lost"]),
-        shaper_drops + overflows,
-        "wirebench loss vs tbf drops"
-    );
-    assert_eq!(
-        u(&t["send_failures"]),
-        0,
-        "the sender's kernel refused nothing"
-    );
-    // Rate: 50 Mbit/s x 1400 / (1400 + 8 + 20 + 14) bytes per datagram at most. tbf releases
-    // frames from a kernel timer; on a virtualised host whose CPUs are descheduled the timer
-    // fires late and the link carries less than its rate (seen down to 84% under host load,
-    // with tc's own byte counter agreeing with wirebench). So: at most 1% above the theory,
-    // at least 80% of it.
-    let theory = 50e6 * 1400.0 / 1442.0;
-    let got = f(&t["receiver_bits_per_s"]);
-    assert!(
-        got > 0.80 * theory && got < 1.01 * theory,
-        "receiver {got} vs {theory}"
-    );
-}
 
 #[test]
 fn random_loss_agrees_with_the_configured_probability() {
@@ -275,44 +68,15 @@ fn pingpong_over_a_delayed_link_reports_the_delay() {
 }
 
 #[test]
-fn small_windows_limit_tcp_to_window_over_rtt_and_autotuning_fills_the_link() {
+fn autotuning_fills_a_long_link() {
     if skip() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // Fixed 64 KiB receive buffers on a 20 ms RTT path: far below the delay line's bandwidth.
-    let v = lab_run(
-        "ws",
-        &["--delay", "10ms"],
-        &["stream", "-d", "3s", "--cc", "cubic", "--rcvbuf", "64K"],
-    );
-    let s = &v["points"][0]["stream"]["streams"][0];
-    let info = &s["sender"]["tcp_info"];
-    let window = u(&info["snd_wnd"]) as f64;
-    let rtt = u(&info["min_rtt_us"]) as f64 / 1e6;
-    assert!(
-        window > 0.0 && (0.0195..0.025).contains(&rtt),
-        "window {window}, rtt {rtt}"
-    );
-    let limit = window * 8.0 / rtt;
-    let got = f(&s["receiver"]["bits_per_s"]);
-    // At most one window per round trip can be in flight, so got <= limit (1% for timing);
-    // ACK clocking and delayed ACKs leave a few percent of the window idle: 15% margin.
-    assert!(
-        got > 0.85 * limit && got < 1.01 * limit,
-        "got {got} vs window/RTT {limit}"
-    );
-    // No automatic wake-up threshold where a socket buffer is fixed: the bytes it holds back
-    // would be taken from the window under test.
-    assert!(
-        s["receiver"]["rcvlowat_bytes"].is_null(),
-        "{}",
-        s["receiver"]
-    );
-
     // With autotuning (no fixed buffers) on a 100 Mbit/s, 20 ms RTT path, TCP approaches the
-    // link's goodput: slow start needs about 10 RTTs (0.2 s, 5%) of a 4 s run, and the
-    // shaper's timer may cost up to 10% on a loaded virtual host (see above): >= 80%.
+    // link's goodput: slow start needs about 10 RTTs (0.2 s, 5%) of a 4 s run, and a sender
+    // or delay line descheduled on a loaded host idles the wire now and then: >= 80%. (The
+    // window-limited case with fixed buffers is in tests/truth.rs.)
     let v = lab_run(
         "wa",
         &["--rate", "100mbit", "--delay", "10ms"],
@@ -326,7 +90,7 @@ fn small_windows_limit_tcp_to_window_over_rtt_and_autotuning_fills_the_link() {
         "got {got} vs {theory}"
     );
     // With autotuning the receiver's automatic wake-up threshold is at most what the link
-    // carries in a millisecond (12 500 bytes at 100 Mbit/s; 2x for a burst from tbf's bucket).
+    // carries in a millisecond (12 500 bytes at 100 Mbit/s; 2x for a GSO frame's burst).
     let r = &v["points"][0]["stream"]["streams"][0]["receiver"];
     if let Some(lowat) = r["rcvlowat_bytes"].as_u64() {
         assert!(lowat <= 25_000, "threshold {lowat} B at 100 Mbit/s");
@@ -363,30 +127,6 @@ fn the_automatic_wake_up_threshold_leaves_a_fast_link_s_goodput_alone() {
             got > 0.85 * theory && got < 1.01 * theory,
             "{name}: got {got} vs {theory}"
         );
-    }
-}
-
-/// The delay line's counters of lab `name`, direction a->b: (frames forwarded, frames dropped),
-/// from the first report (it writes one every second) in which it has forwarded at least the
-/// `delivered` bytes the receiver got: a report written after the traffic.
-fn delay_line_forward(name: &str, delivered: u64) -> (u64, u64) {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        let out = common::run(&["lab", "status", "--name", name, "--json"]);
-        let v: Value = serde_json::from_slice(&out.stdout).expect("lab status --json");
-        let fwd = &v[0]["delay_line"]["forward"];
-        let forwarded = fwd["bytes_out"].as_u64().unwrap_or(0);
-        if forwarded >= delivered || std::time::Instant::now() > until {
-            assert!(
-                forwarded >= delivered,
-                "the delay line reported {forwarded} bytes out, the receiver got {delivered}"
-            );
-            return (
-                u(&fwd["frames_out"]),
-                u(&fwd["dropped_queue_full"]) + u(&fwd["dropped_send"]),
-            );
-        }
-        std::thread::sleep(std::time::Duration::from_millis(250));
     }
 }
 
@@ -788,7 +528,7 @@ fn raw_ethernet_fills_a_shaped_link_to_its_goodput() {
             "-t",
             "raw",
             "--size",
-            "4000",
+            "1400",
             "--rate",
             "120M",
             "-d",
@@ -801,10 +541,13 @@ fn raw_ethernet_fills_a_shaped_link_to_its_goodput() {
     );
     let t = total(&v);
     let theory = f(&t["theoretical_goodput_bits_per_s"]);
-    // 3 frames of 38 header bytes per 4000-byte message: 97.23 Mbit/s of payload.
-    assert!((theory - 100e6 * 4000.0 / 4114.0).abs() < 1e3, "{theory}");
+    // One frame of 38 header bytes per 1400-byte message: 97.36 Mbit/s of payload. (Messages
+    // of several frames lose far more than the queue's share at overload: a tail-drop queue
+    // drops one frame of nearly every message, and the message is lost whole.)
+    assert!((theory - 100e6 * 1400.0 / 1438.0).abs() < 1e3, "{theory}");
     let got = f(&t["receiver_bits_per_s"]);
-    // The shaper's own delivery varies under host load (see the TCP rate test).
+    // Offered 120% of the rate, the wire is busy throughout: the goodput, less what a sender
+    // or delay line descheduled on a loaded host lets the wire idle.
     assert!(
         got > 0.85 * theory && got < 1.01 * theory,
         "receiver {got} vs {theory}"

@@ -105,8 +105,8 @@ pub fn print_state(s: &LabState) {
     );
     println!("  host a: {} in netns {}", s.host_a.address, s.host_a.netns);
     println!("  host b: {} in netns {}", s.host_b.address, s.host_b.netns);
-    println!("  a -> b: {}", s.config.forward.describe());
-    println!("  b -> a: {}", s.config.back.describe());
+    println!("  a -> b: {}", s.config.forward.describe(s.config.mtu));
+    println!("  b -> a: {}", s.config.back.describe(s.config.mtu));
     for (dir, g) in [
         ("a -> b", &s.tcp_goodput_forward),
         ("b -> a", &s.tcp_goodput_back),
@@ -158,16 +158,19 @@ fn status(name: Option<String>, json: bool) -> Result<i32> {
         }
         print_state(&state);
         match (running, stats) {
-            (Some(true), Some(s)) => println!(
-                "  delay line running (pid {}): a->b {} frames forwarded, {} dropped; b->a {} forwarded, {} dropped",
-                state.delay_line_pid.unwrap_or_default(),
-                s.forward.frames_out,
-                s.forward.dropped_queue_full + s.forward.dropped_send,
-                s.back.frames_out,
-                s.back.dropped_queue_full + s.back.dropped_send
-            ),
+            (Some(true), Some(s)) => {
+                println!(
+                    "  delay line running (pid {})",
+                    state.delay_line_pid.unwrap_or_default()
+                );
+                for (dir, c) in [("a -> b", &s.forward), ("b -> a", &s.back)] {
+                    println!("  {dir}: {}", describe_counters(c));
+                }
+            }
             (Some(true), None) => println!("  delay line running"),
-            (Some(false), _) => println!("  delay line NOT running: the link carries nothing; take the lab down"),
+            (Some(false), _) => {
+                println!("  delay line NOT running: the link carries nothing; take the lab down")
+            }
             (None, _) => {}
         }
     }
@@ -177,6 +180,26 @@ fn status(name: Option<String>, json: bool) -> Result<i32> {
         println!("no labs");
     }
     Ok(0)
+}
+
+/// One direction's delay-line counters for people: what crossed, what the queue dropped, and
+/// how late frames left (whether the host kept up with the emulation).
+pub fn describe_counters(c: &super::delayline::CountersSnapshot) -> String {
+    format!(
+        "{} frames ({} segments, {} wire bytes) forwarded; queue drops {} frames ({} segments), peak {} bytes; \
+         refused by the link {}, over the memory bound {}; released late (>100 us) {}, lateness mean {:.1} us, max {:.1} us",
+        c.frames_out,
+        c.segments_out,
+        c.wire_bytes_out,
+        c.dropped_queue_full,
+        c.dropped_queue_segments,
+        c.queue_peak_bytes,
+        c.dropped_send,
+        c.dropped_memory,
+        c.late_frames,
+        c.late_mean_ns() / 1e3,
+        c.late_max_ns as f64 / 1e3
+    )
 }
 
 fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i32> {
@@ -220,6 +243,16 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
     let code = super::in_netns(&lab.state.host_a.netns, move || {
         Ok(crate::app::run_measurement(*args, Some(state)))
     })?;
+    // What the link did during the test, from the delay line's next report: on stderr, so
+    // that --json keeps stdout to one document.
+    if lab.state.delay_line_pid.is_some() {
+        std::thread::sleep(super::STATS_EVERY + std::time::Duration::from_millis(50));
+        if let Some(s) = super::delay_line_stats(&lab.state.name) {
+            for (dir, c) in [("a -> b", &s.forward), ("b -> a", &s.back)] {
+                eprintln!("# lab link {dir}: {}", describe_counters(c));
+            }
+        }
+    }
     drop(lab);
     Ok(code)
 }

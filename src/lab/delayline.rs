@@ -1,12 +1,21 @@
-//! wirebench's own delay line, for kernels without netem: a middle namespace forwards every
-//! Ethernet frame between the two hosts' links after holding it for the configured delay.
+//! wirebench's delay line: the emulated link itself. A process in the middle namespace
+//! forwards every Ethernet frame between the two hosts' links after the time a real link
+//! would take: its queue, its wire at the link's rate ([`super::link::Wire`]), and the
+//! propagation delay with jitter.
 //!
-//! Each direction is one thread: it receives frames from one packet socket, stamps each with
-//! its release time (arrival + delay + uniform jitter), and sends it out of the other packet
-//! socket when that time comes. Without jitter release times only grow, so a FIFO keeps the
-//! frames in order; with jitter a heap releases them by time and they may be reordered, as on
-//! a real path with varying delay. The virtio-net header on both sockets carries GSO
-//! super-frames and partial checksums through unchanged, so one frame can be 64 KiB of TCP.
+//! Each direction is one thread: it receives frames from one packet socket, passes each to the
+//! wire model (which drops it when the queue is full, or gives the time its last bit leaves
+//! the wire), stamps it with its release time (that time + delay + uniform jitter), and sends
+//! it out of the other packet socket when the time comes. Without jitter release times only
+//! grow, so a FIFO keeps the frames in order; with jitter a heap releases them by time and
+//! they may be reordered, as on a real path with varying delay. The virtio-net header on both
+//! sockets carries GSO super-frames and partial checksums through unchanged, so one frame can
+//! be 64 KiB of TCP; it crosses the wire in the time of all its segments and arrives whole
+//! when its last segment would have (as a receiver's GRO would hand it up).
+//!
+//! The thread sleeps until shortly before the next release and spins the last stretch, so
+//! that frames leave on time; how late each one left is counted (`late_*`), so that `lab
+//! status` shows whether the host kept up with the emulation.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -19,10 +28,17 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::config::DirectionConfig;
+use super::link::{self, QueueLimit, Wire};
 use crate::sys::packet;
 
-/// Most bytes one direction holds at once (a router's buffer): 1 Gbit/s for 0.5 s.
-const QUEUE_LIMIT: usize = 64 << 20;
+/// Most frame bytes one direction holds at once, queued and in flight (a bound on memory, not
+/// part of the emulated link: 1 Gbit/s for 0.5 s). Frames beyond it are counted apart.
+const MEMORY_LIMIT: usize = 64 << 20;
+/// Sleep until this long before a release, then spin: a sleeping thread wakes tens of
+/// microseconds late on a VM, which at 1 Gbit/s is several frames' wire time.
+const SPIN_AHEAD: Duration = Duration::from_micros(50);
+/// A frame released later than this after its time counts as late.
+const LATE: Duration = Duration::from_micros(100);
 /// Largest frame accepted (a GSO super-frame plus its header).
 const MAX_FRAME: usize = 256 << 10;
 /// How long an idle direction sleeps before looking again.
@@ -32,29 +48,88 @@ const IDLE: Duration = Duration::from_millis(100);
 #[derive(Debug, Default)]
 pub struct Counters {
     pub frames_in: AtomicU64,
+    pub segments_in: AtomicU64,
     pub frames_out: AtomicU64,
+    pub segments_out: AtomicU64,
     pub bytes_out: AtomicU64,
+    pub wire_bytes_out: AtomicU64,
     pub dropped_queue_full: AtomicU64,
+    pub dropped_queue_segments: AtomicU64,
+    pub dropped_queue_udp_segments: AtomicU64,
+    pub dropped_queue_tcp_segments: AtomicU64,
     pub dropped_send: AtomicU64,
+    pub dropped_memory: AtomicU64,
+    pub queue_peak_bytes: AtomicU64,
+    pub late_frames: AtomicU64,
+    pub late_max_ns: AtomicU64,
+    pub late_sum_ns: AtomicU64,
 }
 
+/// One direction's counters at one moment. Fields absent in files of older wirebench read 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CountersSnapshot {
+    /// Frames taken from the sending host's link (a GSO super-frame is one frame).
     pub frames_in: u64,
+    /// The segments those frames stand for (what a real link would have carried).
+    pub segments_in: u64,
+    /// Frames handed to the receiving host's link.
     pub frames_out: u64,
+    pub segments_out: u64,
+    /// Frame bytes handed on (as the kernel holds a frame: GSO super-frames once).
     pub bytes_out: u64,
+    /// Bytes the emulated wire carried: every segment with its headers.
+    pub wire_bytes_out: u64,
+    /// Frames (and their segments) dropped because the queue in front of the wire was full.
     pub dropped_queue_full: u64,
+    pub dropped_queue_segments: u64,
+    /// Of those segments, the UDP ones and the TCP ones (a UDP test's loss and its control
+    /// connection's retransmissions apart).
+    pub dropped_queue_udp_segments: u64,
+    pub dropped_queue_tcp_segments: u64,
+    /// Frames the receiving host's link refused.
     pub dropped_send: u64,
+    /// Frames dropped because the delay line held its memory bound (not link behaviour).
+    pub dropped_memory: u64,
+    /// The most wire bytes the queue held.
+    pub queue_peak_bytes: u64,
+    /// Frames released more than 100 us after their time, the largest and the summed lateness.
+    pub late_frames: u64,
+    pub late_max_ns: u64,
+    pub late_sum_ns: u64,
 }
 
 impl Counters {
     pub fn snapshot(&self) -> CountersSnapshot {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         CountersSnapshot {
-            frames_in: self.frames_in.load(Ordering::Relaxed),
-            frames_out: self.frames_out.load(Ordering::Relaxed),
-            bytes_out: self.bytes_out.load(Ordering::Relaxed),
-            dropped_queue_full: self.dropped_queue_full.load(Ordering::Relaxed),
-            dropped_send: self.dropped_send.load(Ordering::Relaxed),
+            frames_in: l(&self.frames_in),
+            segments_in: l(&self.segments_in),
+            frames_out: l(&self.frames_out),
+            segments_out: l(&self.segments_out),
+            bytes_out: l(&self.bytes_out),
+            wire_bytes_out: l(&self.wire_bytes_out),
+            dropped_queue_full: l(&self.dropped_queue_full),
+            dropped_queue_segments: l(&self.dropped_queue_segments),
+            dropped_queue_udp_segments: l(&self.dropped_queue_udp_segments),
+            dropped_queue_tcp_segments: l(&self.dropped_queue_tcp_segments),
+            dropped_send: l(&self.dropped_send),
+            dropped_memory: l(&self.dropped_memory),
+            queue_peak_bytes: l(&self.queue_peak_bytes),
+            late_frames: l(&self.late_frames),
+            late_max_ns: l(&self.late_max_ns),
+            late_sum_ns: l(&self.late_sum_ns),
+        }
+    }
+}
+
+impl CountersSnapshot {
+    /// Mean lateness of a released frame, nanoseconds.
+    pub fn late_mean_ns(&self) -> f64 {
+        if self.frames_out + self.dropped_send == 0 {
+            0.0
+        } else {
+            self.late_sum_ns as f64 / (self.frames_out + self.dropped_send) as f64
         }
     }
 }
@@ -62,6 +137,8 @@ impl Counters {
 struct Held {
     release: Instant,
     seq: u64,
+    segments: u64,
+    wire_bytes: u64,
     frame: Vec<u8>,
 }
 
@@ -166,12 +243,24 @@ fn hold_time(cfg: &DirectionConfig, rng: &mut Rng) -> Duration {
     Duration::from_secs_f64(d.max(0.0))
 }
 
-/// Forwards frames from `rx` to `tx` with the delay of `cfg`, forever (until an I/O error
-/// other than a dropped frame).
+/// The GSO size a frame's virtio-net header announces (0: not a GSO frame).
+fn gso_size(vnet: &[u8]) -> u16 {
+    const GSO_NONE: u8 = 0;
+    match vnet {
+        [_, gso_type, _, _, lo, hi, ..] if *gso_type & 0x7f != GSO_NONE => {
+            u16::from_le_bytes([*lo, *hi])
+        }
+        _ => 0,
+    }
+}
+
+/// Forwards frames from `rx` to `tx` through the emulated link `cfg` (MTU `mtu`), forever
+/// (until an I/O error other than a dropped frame).
 pub fn forward(
     rx: &OwnedFd,
     tx: &OwnedFd,
     cfg: DirectionConfig,
+    mtu: u64,
     counters: Arc<Counters>,
 ) -> io::Result<()> {
     let _ = crate::sys::precise_timers();
@@ -181,61 +270,103 @@ pub fn forward(
     } else {
         Queue::ByTime(BinaryHeap::with_capacity(4096))
     };
+    let limit = cfg
+        .effective_queue(mtu)
+        .unwrap_or(QueueLimit::Bytes(u64::MAX));
+    let mut wire = Wire::new(cfg.rate_bits_per_s, limit);
+    let epoch = Instant::now();
     let mut pool = Pool::default();
     let mut rng = Rng::new();
-    let mut queued = 0usize;
+    let mut held = 0usize;
     let mut seq = 0u64;
     loop {
         // Release everything that is due.
         let now = Instant::now();
         while queue.next_release().is_some_and(|r| r <= now) {
             let Some(h) = queue.pop() else { break };
-            queued -= h.frame.len();
+            held -= h.frame.len();
+            let late = Instant::now().saturating_duration_since(h.release);
             match packet::send(tx.as_fd(), &h.frame) {
                 Ok(_) => {
                     counters.frames_out.fetch_add(1, Ordering::Relaxed);
+                    counters
+                        .segments_out
+                        .fetch_add(h.segments, Ordering::Relaxed);
                     counters.bytes_out.fetch_add(
                         (h.frame.len() - packet::VNET_HDR_LEN) as u64,
                         Ordering::Relaxed,
                     );
+                    counters
+                        .wire_bytes_out
+                        .fetch_add(h.wire_bytes, Ordering::Relaxed);
                 }
-                // The egress shaper's queue is full (ENOBUFS) or the frame does not fit:
-                // the frame is dropped, as a router would drop it.
+                // The receiving link refused it (ENOBUFS) or it does not fit: the frame is
+                // dropped, as a router would drop it.
                 Err(_) => {
                     counters.dropped_send.fetch_add(1, Ordering::Relaxed);
                 }
             }
+            let late_ns = late.as_nanos() as u64;
+            counters.late_sum_ns.fetch_add(late_ns, Ordering::Relaxed);
+            counters.late_max_ns.fetch_max(late_ns, Ordering::Relaxed);
+            if late > LATE {
+                counters.late_frames.fetch_add(1, Ordering::Relaxed);
+            }
             pool.give(h.frame);
         }
-        // Sleep until the next release or the next frame, whichever is first.
+        // Sleep until shortly before the next release or until the next frame, whichever is
+        // first; closer than that, go round again (spin) so the release is on time.
         let wait = queue
             .next_release()
             .map(|r| r.saturating_duration_since(Instant::now()))
             .unwrap_or(IDLE);
-        if !wait.is_zero() {
-            crate::sys::wait_readable_precise(rx.as_fd(), wait)?;
+        if wait > SPIN_AHEAD {
+            crate::sys::wait_readable_precise(rx.as_fd(), wait - SPIN_AHEAD)?;
         }
         // Take in everything that has arrived.
         loop {
             match packet::recv(rx.as_fd(), &mut scratch) {
                 Ok(n) if n > scratch.len() || n <= packet::VNET_HDR_LEN => {
-                    counters.dropped_queue_full.fetch_add(1, Ordering::Relaxed);
+                    counters.dropped_memory.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok(n) => {
+                    let arrived = Instant::now();
+                    let (vnet, frame) = scratch[..n].split_at(packet::VNET_HDR_LEN);
+                    let (wire_bytes, segments) = link::wire_size(frame, gso_size(vnet));
                     counters.frames_in.fetch_add(1, Ordering::Relaxed);
-                    if queued + n > QUEUE_LIMIT {
-                        counters.dropped_queue_full.fetch_add(1, Ordering::Relaxed);
+                    counters.segments_in.fetch_add(segments, Ordering::Relaxed);
+                    if held + n > MEMORY_LIMIT {
+                        counters.dropped_memory.fetch_add(1, Ordering::Relaxed);
                         continue;
                     }
-                    let arrived = Instant::now();
-                    let mut frame = pool.take(n);
-                    frame.extend_from_slice(&scratch[..n]);
-                    queued += n;
+                    let now_ns = arrived.saturating_duration_since(epoch).as_nanos() as f64;
+                    let Some(off_wire_ns) = wire.admit(now_ns, wire_bytes, segments) else {
+                        counters.dropped_queue_full.fetch_add(1, Ordering::Relaxed);
+                        counters
+                            .dropped_queue_segments
+                            .fetch_add(segments, Ordering::Relaxed);
+                        match link::ipv4_protocol(frame) {
+                            Some(17) => &counters.dropped_queue_udp_segments,
+                            Some(6) => &counters.dropped_queue_tcp_segments,
+                            _ => continue,
+                        }
+                        .fetch_add(segments, Ordering::Relaxed);
+                        continue;
+                    };
+                    counters
+                        .queue_peak_bytes
+                        .fetch_max(wire.peak_bytes, Ordering::Relaxed);
+                    let off_wire = epoch + Duration::from_nanos(off_wire_ns.ceil() as u64);
+                    let mut frame_buf = pool.take(n);
+                    frame_buf.extend_from_slice(&scratch[..n]);
+                    held += n;
                     seq += 1;
                     queue.push(Held {
-                        release: arrived + hold_time(&cfg, &mut rng),
+                        release: off_wire + hold_time(&cfg, &mut rng),
                         seq,
-                        frame,
+                        segments,
+                        wire_bytes,
+                        frame: frame_buf,
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -257,6 +388,7 @@ mod tests {
             delay: Duration::from_millis(10),
             jitter: Duration::from_millis(2),
             loss: 0.0,
+            queue: None,
         };
         let mut rng = Rng::new();
         let n = 100_000;
@@ -278,6 +410,8 @@ mod tests {
             q.push(Held {
                 release: t + Duration::from_millis(ms),
                 seq,
+                segments: 1,
+                wire_bytes: 0,
                 frame: Vec::new(),
             });
         }

@@ -45,6 +45,32 @@ pub fn udp_wire_bytes(payload: u64, mtu: u64) -> u64 {
     ip_payload + fragments * (IPV4_HEADER + ETHERNET_HEADER)
 }
 
+/// Frames one UDP datagram of `payload` bytes takes (IPv4 fragments).
+pub fn udp_frames(payload: u64, mtu: u64) -> u64 {
+    let ip_payload = payload + UDP_HEADER;
+    let per_fragment = (mtu.saturating_sub(IPV4_HEADER) / 8) * 8;
+    if ip_payload + IPV4_HEADER <= mtu || per_fragment == 0 {
+        1
+    } else {
+        ip_payload.div_ceil(per_fragment)
+    }
+}
+
+/// Frames one raw-transport message of `payload` bytes takes.
+pub fn raw_frames(payload: u64, mtu: u64) -> u64 {
+    payload
+        .div_ceil(mtu.saturating_sub(RAW_HEADER).max(1))
+        .max(1)
+}
+
+/// The share of goodput left by random loss `p` per frame for messages of `frames` frames
+/// that are lost whole when any frame is (datagrams, raw messages): (1 - p)^frames. For TCP
+/// (`frames` = 1) it is an upper bound: each lost segment takes the wire again when it is
+/// resent, and congestion control may keep TCP far below it.
+pub fn loss_share(p: f64, frames: u64) -> f64 {
+    (1.0 - p.clamp(0.0, 1.0)).powi(frames.min(i32::MAX as u64) as i32)
+}
+
 /// Payload bits per second of UDP datagrams of `payload` bytes at full link rate.
 pub fn udp(rate_bits_per_s: f64, mtu: u64, payload: u64) -> f64 {
     rate_bits_per_s * payload as f64 / udp_wire_bytes(payload, mtu) as f64
@@ -77,6 +103,16 @@ mod tests {
         assert_eq!(raw_wire_bytes(1476, 1500), 1476 + 38);
         assert_eq!(raw_wire_bytes(1477, 1500), 1477 + 2 * 38);
         assert_eq!(raw_wire_bytes(0, 1500), 38);
+    }
+
+    #[test]
+    fn loss_takes_its_share_of_every_frame_of_a_message() {
+        assert_eq!(udp_frames(1400, 1500), 1);
+        assert_eq!(udp_frames(8000, 1500), 6);
+        assert_eq!(raw_frames(4000, 1500), 3);
+        assert!((loss_share(0.01, 1) - 0.99).abs() < 1e-12);
+        assert!((loss_share(0.05, 3) - 0.857_375).abs() < 1e-12);
+        assert_eq!(loss_share(0.0, 6), 1.0);
     }
 
     #[test]

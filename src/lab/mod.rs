@@ -13,6 +13,7 @@ pub mod config;
 pub mod delayline;
 pub mod goodput;
 mod host;
+pub mod link;
 mod shaping;
 
 use std::io::{BufRead, BufReader};
@@ -33,6 +34,39 @@ pub use host::in_netns;
 pub const ADDR_A: &str = "10.77.0.1";
 pub const ADDR_B: &str = "10.77.0.2";
 const PREFIX: &str = "/24";
+
+/// How often the delay line writes its counters.
+pub const STATS_EVERY: Duration = Duration::from_millis(200);
+
+/// The highest link rate at which the delay line was seen to stay faithful on the 2-CPU VM
+/// it is tested on (bench/RESULTS.md, "The lab's faithful rate"): TCP in GSO frames of up to
+/// 64 KiB reached 99.6% of the goodput at 1 and 5 Gbit/s. Where every frame holds one
+/// segment (random loss turns GSO off; datagrams sent one per call) each frame costs the delay
+/// line two system calls, and 1 Gbit/s (89 000 frames/s) is the most it was seen to carry.
+pub const FAITHFUL_RATE_GSO: f64 = 5e9;
+pub const FAITHFUL_RATE_PER_FRAME: f64 = 1e9;
+
+/// A warning when a link asks for more than the delay line was seen to emulate faithfully.
+pub fn faithfulness_warning(config: &LinkConfig) -> Option<String> {
+    let lossy = config.forward.loss > 0.0 || config.back.loss > 0.0;
+    let limit = if lossy {
+        FAITHFUL_RATE_PER_FRAME
+    } else {
+        FAITHFUL_RATE_GSO
+    };
+    let fastest = [config.forward, config.back]
+        .iter()
+        .filter_map(|d| d.rate_bits_per_s)
+        .fold(0.0, f64::max);
+    (fastest > limit).then(|| {
+        format!(
+            "warning: the delay line was seen to emulate links faithfully up to {} Gbit/s{}; at {} Gbit/s frames may leave late and the link carry less than its rate (lab status shows late frames)",
+            limit / 1e9,
+            if lossy { " with loss (one segment per frame)" } else { "" },
+            fastest / 1e9
+        )
+    })
+}
 
 /// Where running labs are recorded.
 fn state_dir() -> PathBuf {
@@ -129,6 +163,9 @@ impl Lab {
             bail!("lab '{name}' already exists (wirebench lab down --name {name})");
         }
         std::fs::create_dir_all(state_dir()).context("creating /run/wirebench/lab")?;
+        if let Some(w) = faithfulness_warning(&config) {
+            eprintln!("wirebench lab: {w}");
+        }
         let state = LabState {
             name: name.to_owned(),
             config: config.clone(),
@@ -238,18 +275,20 @@ fn build(state: &mut LabState) -> Result<()> {
         ],
     )?;
 
-    let netem = cfg.needs_delay()
+    // Rate, queue, delay and jitter all come from one place: the delay line (a user-space
+    // link that serialises every frame at the rate), or netem's delay and rate when asked.
+    let emulate = cfg.needs_emulation();
+    let netem = emulate
         && match cfg.mechanism {
-            Mechanism::DelayLine => false,
+            Mechanism::DelayLine | Mechanism::Auto => false,
             Mechanism::Netem => {
                 if !shaping::netem_available(&m, "wba") {
                     bail!("--mechanism netem: this kernel has no netem qdisc (use --mechanism delay-line or auto)");
                 }
                 true
             }
-            Mechanism::Auto => shaping::netem_available(&m, "wba"),
         };
-    let delay_line = cfg.needs_delay() && !netem;
+    let delay_line = emulate && !netem;
     if !delay_line {
         host::sh("ip", &["-n", &m, "link", "add", "wbbr", "type", "bridge"])?;
         host::sh("ip", &["-n", &m, "link", "set", "dev", "wbbr", "mtu", &mtu])?;
@@ -262,8 +301,10 @@ fn build(state: &mut LabState) -> Result<()> {
         host::sh("ip", &["-n", &m, "link", "set", "dev", "wbbr", "up"])?;
     }
     // a->b leaves the middle through wbb; b->a through wba.
-    shaping::shape(&m, "wbb", &cfg.forward, cfg.mtu, netem)?;
-    shaping::shape(&m, "wba", &cfg.back, cfg.mtu, netem)?;
+    if netem {
+        shaping::netem(&m, "wbb", &cfg.forward, cfg.mtu)?;
+        shaping::netem(&m, "wba", &cfg.back, cfg.mtu)?;
+    }
     if cfg.forward.loss > 0.0 {
         shaping::segment_per_frame(&a, "wb0")?;
         shaping::random_loss(&b, "wb0", cfg.forward.loss)?;
@@ -336,6 +377,7 @@ pub fn run_delay_line(name: &str) -> Result<()> {
             Arc::new(crate::sys::packet::open("wbb", 16 << 20).context("packet socket on wbb")?);
         let fwd = Arc::new(Counters::default());
         let back = Arc::new(Counters::default());
+        let mtu = state.config.mtu;
         for (rx, tx, cfg, c) in [
             (wba.clone(), wbb.clone(), state.config.forward, fwd.clone()),
             (wbb.clone(), wba.clone(), state.config.back, back.clone()),
@@ -343,7 +385,7 @@ pub fn run_delay_line(name: &str) -> Result<()> {
             std::thread::Builder::new()
                 .name("wb-delay".into())
                 .spawn(move || {
-                    if let Err(e) = delayline::forward(&rx, &tx, cfg, c) {
+                    if let Err(e) = delayline::forward(&rx, &tx, cfg, mtu, c) {
                         eprintln!("wirebench delay line: {e}");
                         std::process::exit(1);
                     }
@@ -351,7 +393,8 @@ pub fn run_delay_line(name: &str) -> Result<()> {
         }
         println!("ready");
         loop {
-            std::thread::sleep(Duration::from_secs(1));
+            // Often enough that a report written after a test is at most this old.
+            std::thread::sleep(STATS_EVERY);
             let stats = DelayLineStats {
                 forward: fwd.snapshot(),
                 back: back.snapshot(),

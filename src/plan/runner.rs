@@ -285,10 +285,18 @@ fn add_theoretical_goodput(
         } else {
             &lab.config.back
         };
+        // With random loss, each message keeps the link's goodput only when all its frames
+        // arrive (for TCP an upper bound: see `goodput::loss_share`).
         t.theoretical_goodput_bits_per_s = dir.rate_bits_per_s.and_then(|r| match transport {
-            "tcp" => Some(goodput::tcp(r, mtu).tcp_bits_per_s),
-            "udp" => Some(goodput::udp(r, mtu, size)),
-            "raw" => Some(goodput::raw(r, mtu, size)),
+            "tcp" => Some(goodput::tcp(r, mtu).tcp_bits_per_s * goodput::loss_share(dir.loss, 1)),
+            "udp" => Some(
+                goodput::udp(r, mtu, size)
+                    * goodput::loss_share(dir.loss, goodput::udp_frames(size, mtu)),
+            ),
+            "raw" => Some(
+                goodput::raw(r, mtu, size)
+                    * goodput::loss_share(dir.loss, goodput::raw_frames(size, mtu)),
+            ),
             _ => None,
         });
     }

@@ -127,7 +127,7 @@ impl Sink for TableSink {
                 lab.name, lab.host_a.address, lab.host_b.address, lab.mechanism, lab.config.mtu
             ));
             for (dir, d) in [("a->b", &lab.config.forward), ("b->a", &lab.config.back)] {
-                out(&format!("#   {dir}: {}", d.describe()));
+                out(&format!("#   {dir}: {}", d.describe(lab.config.mtu)));
             }
         }
         let st = &r.settings;
@@ -420,8 +420,9 @@ impl Sink for TableSink {
                     }
                     if let Some(g) = t.theoretical_goodput_bits_per_s {
                         out(&format!(
-                            "{:>9}   link goodput allowed by the lab's rate: {} Mbit/s; receiver measured {:.2}% of it",
+                            "{:>9}   link goodput allowed by the lab's rate{}: {} Mbit/s; receiver measured {:.2}% of it",
                             "",
+                            goodput_loss_note(r, &t.direction),
                             mbit(g),
                             t.receiver_bits_per_s / g * 100.0
                         ));
@@ -547,6 +548,32 @@ impl Sink for TableSink {
 }
 
 /// The receivers' account of a transport's own numbered frames (raw), in one line.
+/// ", its queue and 2% loss per frame" when the lab's direction loses frames: the goodput then
+/// counts only messages whose every frame arrives (for TCP, an upper bound).
+fn goodput_loss_note(r: &RunReport, direction: &str) -> String {
+    let Some(lab) = &r.lab else {
+        return String::new();
+    };
+    let d = if direction == "client_to_server" {
+        &lab.config.forward
+    } else {
+        &lab.config.back
+    };
+    if d.loss > 0.0 {
+        format!(
+            " less its {}% loss per frame ({})",
+            d.loss * 100.0,
+            if r.transport == "tcp" {
+                "an upper bound: TCP resends what is lost and may slow down far below it"
+            } else {
+                "messages lost whole when any frame is"
+            }
+        )
+    } else {
+        String::new()
+    }
+}
+
 fn frames_line(k: &LinkCounters) -> String {
     format!(
         "link frames (receiver, warm-up included): {} received, {} lost ({}%), {} reordered, {} duplicated, {} dropped late; {} messages incomplete",

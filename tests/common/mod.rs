@@ -6,6 +6,8 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
+pub mod lab;
+
 /// The binary, with its default results database in a per-process temporary directory:
 /// `run` saves every run by default, and tests must never write to the real home.
 pub fn bin() -> Command {

@@ -1,0 +1,155 @@
+//! Lab helpers shared by the tests that measure over emulated links (tests/lab.rs,
+//! tests/truth.rs): unique lab names removed on drop, `lab up`/`lab run`, a server on host b,
+//! and the lab's and the kernel's own counters.
+
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use super::u;
+
+/// Lab tests measure rates and delays: they run one at a time so that they do not compete
+/// for the CPU with each other (within one test binary; cargo runs the binaries in turn).
+pub static SERIAL: Mutex<()> = Mutex::new(());
+
+pub fn skip() -> bool {
+    std::env::var_os("WIREBENCH_SKIP_LAB").is_some()
+}
+
+/// A unique lab name per test, removed on drop whatever happened.
+pub struct LabName(pub String);
+
+impl LabName {
+    pub fn new(tag: &str) -> LabName {
+        LabName(format!("t{}{tag}", std::process::id() % 100_000))
+    }
+}
+
+impl Drop for LabName {
+    fn drop(&mut self) {
+        let _ = super::run(&["lab", "down", "--name", &self.0]);
+    }
+}
+
+/// `wirebench lab up --name N LINK...`, asserted to succeed; the lab goes down when the name
+/// is dropped. Returns the name and what `lab up` printed.
+pub fn lab_up(tag: &str, link: &[&str]) -> (LabName, String) {
+    let name = LabName::new(tag);
+    let mut args = vec!["lab", "up", "--name", &name.0];
+    args.extend_from_slice(link);
+    let up = super::run(&args);
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let text = String::from_utf8_lossy(&up.stdout).into_owned();
+    (name, text)
+}
+
+/// `wirebench lab run --name N LINK... -- TEST... --json`, parsed.
+pub fn lab_run(tag: &str, link: &[&str], test: &[&str]) -> Value {
+    let name = LabName::new(tag);
+    let mut args = vec!["lab", "run", "--name", &name.0];
+    args.extend_from_slice(link);
+    args.push("--");
+    args.extend_from_slice(test);
+    args.push("--json");
+    let out = super::run(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The lab removed itself.
+    assert!(!std::path::Path::new(&format!("/run/netns/wb-{}-a", name.0)).exists());
+    serde_json::from_str(&stdout).expect("one JSON document")
+}
+
+pub fn total(v: &Value) -> &Value {
+    &v["points"][0]["stream"]["totals"][0]
+}
+
+/// A test run by hand on a lab that is up: server on host b, client on host a, `--json`.
+pub fn run_on_lab(name: &str, test: &[&str]) -> Value {
+    let exe = env!("CARGO_BIN_EXE_wirebench");
+    let mut server = std::process::Command::new(exe)
+        .args([
+            "lab",
+            "exec",
+            "--name",
+            name,
+            "b",
+            "--",
+            exe,
+            "serve",
+            "--listen",
+            "10.77.0.2",
+            "-q",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut args = vec!["lab", "exec", "--name", name, "a", "--", exe, "run"];
+    args.extend_from_slice(test);
+    args.extend_from_slice(&["--to", "10.77.0.2", "--json"]);
+    let out = super::run(&args);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+/// UDP datagrams the kernel of namespace `ns` dropped for a full receive buffer so far.
+pub fn udp_receive_buffer_errors(ns: &str) -> u64 {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "cat", "/proc/net/snmp"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+    let (names, values) = (udp.next().unwrap_or(""), udp.next().unwrap_or(""));
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == "RcvbufErrors")
+        .and_then(|(_, v)| v.parse().ok())
+        .expect("RcvbufErrors in /proc/net/snmp")
+}
+
+/// The delay line's counters of lab `name`, direction a->b (`lab status --json`), from the
+/// first report (it writes one every second) in which it has forwarded at least the
+/// `delivered` bytes the receiver got: a report written after the traffic.
+pub fn delay_line_forward_counters(name: &str, delivered: u64) -> Value {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let out = super::run(&["lab", "status", "--name", name, "--json"]);
+        let v: Value = serde_json::from_slice(&out.stdout).expect("lab status --json");
+        let fwd = v[0]["delay_line"]["forward"].clone();
+        let forwarded = fwd["bytes_out"].as_u64().unwrap_or(0);
+        if forwarded >= delivered || std::time::Instant::now() > until {
+            assert!(
+                forwarded >= delivered,
+                "the delay line reported {forwarded} bytes out, the receiver got {delivered}"
+            );
+            return fwd;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
+/// (frames forwarded, frames dropped) of [`delay_line_forward_counters`].
+pub fn delay_line_forward(name: &str, delivered: u64) -> (u64, u64) {
+    let fwd = delay_line_forward_counters(name, delivered);
+    (
+        u(&fwd["frames_out"]),
+        u(&fwd["dropped_queue_full"]) + u(&fwd["dropped_send"]),
+    )
+}
