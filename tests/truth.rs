@@ -34,6 +34,19 @@ fn tcp_goodput(rate: f64) -> f64 {
     rate * MSS as f64 / (MSS + TCP_FRAME_HEADERS) as f64
 }
 
+/// Least-squares line through (x, y): (intercept, slope).
+fn line(points: &[(f64, f64)]) -> (f64, f64) {
+    let n = points.len() as f64;
+    let (sx, sy) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+    let (mx, my) = (sx / n, sy / n);
+    let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = points.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
+    let slope = sxy / sxx;
+    (my - slope * mx, slope)
+}
+
 /// Per size: (one-way min s, one-way mean s, 2n/RTT bit/s), from a ping-pong's JSON.
 fn pingpong_points(v: &Value) -> Vec<(u64, f64, f64, f64)> {
     v["points"]
@@ -128,30 +141,41 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
                 "{n} B: n/min above goodput"
             );
         }
-        // Hockney's fit of the mean one-way times: its slope is the wire's per-byte time, so
-        // r_inf is the goodput (within 3%: the per-segment headers make the curve a staircase
-        // around the line, 66 B per 1448, 0.1% of the slope; the rest is the means' noise),
-        // and its intercept the delay plus the baseline (within 10%; the delays of 1-2 ms are
-        // ten times the baseline and its noise).
+        // Hockney's fit of the mean one-way times against the same fit of the physics at the
+        // same sizes (delay + wire time: a staircase of 66 header bytes per 1448, whose line
+        // has the goodput's slope and an intercept a little above the delay) plus the
+        // baseline: r_inf within 3% (the means' noise over wire times of 10 ms and more), t0
+        // within 10% (the delays of 1-2 ms are ten times the baseline and its noise).
+        let physics: Vec<(f64, f64)> = pingpong_points(&v)
+            .iter()
+            .map(|p| (p.0 as f64, delay + tcp_wire_s(p.0, rate)))
+            .collect();
+        let (physics_t0, physics_slope) = line(&physics);
+        let expected_t0 = physics_t0 + base_t0;
+        let expected_r_inf = 8.0 / physics_slope;
         let fit = &v["sweep_metrics"][0]["metrics"]["fit"];
         let r_inf = f(&fit["r_inf_bytes_per_s"]) * 8.0;
         let t0 = f(&fit["t0_s"]);
         println!(
-            "{} Mbit/s: fit r_inf {:.2} Mbit/s (goodput {:.2}), t0 {:.1} us (delay + baseline {:.1} us)",
+            "{} Mbit/s: fit r_inf {:.2} Mbit/s (physics {:.2}, goodput {:.2}), t0 {:.1} us (physics + baseline {:.1} us)",
             rate / 1e6,
             r_inf / 1e6,
+            expected_r_inf / 1e6,
             goodput / 1e6,
             t0 * 1e6,
-            (delay + base_t0) * 1e6
+            expected_t0 * 1e6
+        );
+        assert!(
+            (expected_r_inf / goodput - 1.0).abs() < 0.01,
+            "the physics' own slope {expected_r_inf} is the goodput {goodput}"
         );
         assert!(
             (r_inf / goodput - 1.0).abs() < 0.03,
             "r_inf {r_inf} vs goodput {goodput}"
         );
         assert!(
-            (t0 / (delay + base_t0) - 1.0).abs() < 0.10,
-            "t0 {t0} vs delay + baseline {}",
-            delay + base_t0
+            (t0 / expected_t0 - 1.0).abs() < 0.10,
+            "t0 {t0} vs physics + baseline {expected_t0}"
         );
     }
 }

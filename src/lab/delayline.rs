@@ -243,6 +243,17 @@ fn hold_time(cfg: &DirectionConfig, rng: &mut Rng) -> Duration {
     Duration::from_secs_f64(d.max(0.0))
 }
 
+/// When a frame arrived, on the monotonic clock: the kernel's wall-clock stamp moved by how long
+/// ago it was (never later than now; now when there is no stamp).
+fn arrival(stamp: Option<Duration>) -> Instant {
+    let now = Instant::now();
+    let Some(stamp) = stamp else { return now };
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    now.checked_sub(wall.saturating_sub(stamp)).unwrap_or(now)
+}
+
 /// The GSO size a frame's virtio-net header announces (0: not a GSO frame).
 fn gso_size(vnet: &[u8]) -> u16 {
     const GSO_NONE: u8 = 0;
@@ -264,6 +275,12 @@ pub fn forward(
     counters: Arc<Counters>,
 ) -> io::Result<()> {
     let _ = crate::sys::precise_timers();
+    // The delay line's lateness is the link's: ahead of ordinary load on the host.
+    let _ = crate::sys::realtime_priority(10);
+    // Frames are stamped by the kernel as they arrive, so that a delay line that was busy or
+    // descheduled still puts each frame on the wire at the time it arrived.
+    let stamped = packet::enable_timestamps(rx.as_fd()).is_ok();
+    let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
     let mut scratch = vec![0u8; MAX_FRAME];
     let mut queue = if cfg.jitter.is_zero() {
         Queue::Fifo(VecDeque::with_capacity(4096))
@@ -325,12 +342,17 @@ pub fn forward(
         }
         // Take in everything that has arrived.
         loop {
-            match packet::recv(rx.as_fd(), &mut scratch) {
-                Ok(n) if n > scratch.len() || n <= packet::VNET_HDR_LEN => {
+            let received = if stamped {
+                packet::recv_stamped(rx.as_fd(), &mut scratch, &mut cmsg)
+            } else {
+                packet::recv(rx.as_fd(), &mut scratch).map(|n| (n, None))
+            };
+            match received {
+                Ok((n, _)) if n > scratch.len() || n <= packet::VNET_HDR_LEN => {
                     counters.dropped_memory.fetch_add(1, Ordering::Relaxed);
                 }
-                Ok(n) => {
-                    let arrived = Instant::now();
+                Ok((n, stamp)) => {
+                    let arrived = arrival(stamp);
                     let (vnet, frame) = scratch[..n].split_at(packet::VNET_HDR_LEN);
                     let (wire_bytes, segments) = link::wire_size(frame, gso_size(vnet));
                     counters.frames_in.fetch_add(1, Ordering::Relaxed);

@@ -1,11 +1,11 @@
 //! The lab: emulated networks on one machine. Two hosts (network namespaces `a` and `b`)
-//! joined by a link through a middle namespace `m` that shapes it: tbf for rate, nftables for
-//! random loss, netem or wirebench's own delay line for delay and jitter. Needs root.
+//! joined by a link through a middle namespace `m`: wirebench's delay line there is the link
+//! (queue, serialisation at the rate, delay and jitter; see `link.rs`), nftables drops frames at
+//! random on the receiving host. With nothing to emulate, a bridge. Needs root.
 //!
 //! ```text
-//!  ns wb-NAME-a            ns wb-NAME-m                      ns wb-NAME-b
-//!  wb0 10.77.0.1 ==== wba [bridge or delay line] wbb ==== wb0 10.77.0.2
-//!                     tbf(b->a)                 tbf(a->b)
+//!  ns wb-NAME-a            ns wb-NAME-m                          ns wb-NAME-b
+//!  wb0 10.77.0.1 ==== wba [delay line: queue, wire, delay] wbb ==== wb0 10.77.0.2
 //! ```
 
 pub mod cli;

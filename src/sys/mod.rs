@@ -190,6 +190,23 @@ pub fn precise_timers() -> io::Result<()> {
     nix::sys::prctl::set_timerslack(1).map_err(io::Error::from)
 }
 
+/// Puts the calling thread in the real-time FIFO class at priority `priority` (1-99), so that
+/// ordinary load on the host does not delay it: the lab's delay line, whose lateness is the
+/// link's. The kernel's real-time throttling (by default 5% of every second left to others)
+/// keeps a runaway thread from locking the host.
+pub fn realtime_priority(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: sched_setscheduler(2) on the calling thread (pid 0) with a valid, initialised
+    // sched_param that outlives the call; the result is checked.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Waits until `fd` is readable or `timeout` passes, with nanosecond timeout resolution.
 pub fn wait_readable_precise(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
     use nix::sys::time::TimeSpec;
