@@ -275,3 +275,15 @@ pub fn set_int_option(
         Ok(())
     }
 }
+
+/// Bytes that have arrived on a stream socket and wait to be read (FIONREAD, i.e. SIOCINQ).
+pub fn bytes_queued(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, which points at `n` on the stack
+    // for the duration of the call; `fd` is a live descriptor borrowed for the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut n) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(u64::try_from(n).unwrap_or(0))
+}
