@@ -666,6 +666,19 @@ fn compare_transports_gives_the_table_with_overheads_against_the_lowest_layer() 
     let rr = f(&tcp["r_max_bytes_per_s"]["mean"]) / f(&unix["r_max_bytes_per_s"]["mean"]);
     assert!((f(&o["r_max_ratio"]) - rr).abs() < 1e-9 * rr);
     assert_eq!(f(&unix["overhead"]["t0_ratio"]), 1.0);
+    // Every row says whether its fit is a result and whether its curve flattened.
+    for r in [tcp, unix] {
+        let valid = r["fit_valid"].as_bool().unwrap();
+        assert_eq!(valid, r["fit_invalid_reason"].is_null(), "{r}");
+        let rising = r["r_max_at_largest"].as_bool().unwrap();
+        assert_eq!(rising, r["r_max_note"].is_string(), "{r}");
+        if rising {
+            assert!(r["r_max_note"]
+                .as_str()
+                .unwrap()
+                .contains("r_max is a lower bound"));
+        }
+    }
 }
 
 #[test]
