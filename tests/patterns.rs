@@ -666,6 +666,19 @@ fn compare_transports_gives_the_table_with_overheads_against_the_lowest_layer() 
     let rr = f(&tcp["r_max_bytes_per_s"]["mean"]) / f(&unix["r_max_bytes_per_s"]["mean"]);
     assert!((f(&o["r_max_ratio"]) - rr).abs() < 1e-9 * rr);
     assert_eq!(f(&unix["overhead"]["t0_ratio"]), 1.0);
+    // Every row says whether its fit is a result and whether its curve flattened.
+    for r in [tcp, unix] {
+        let valid = r["fit_valid"].as_bool().unwrap();
+        assert_eq!(valid, r["fit_invalid_reason"].is_null(), "{r}");
+        let rising = r["r_max_at_largest"].as_bool().unwrap();
+        assert_eq!(rising, r["r_max_note"].is_string(), "{r}");
+        if rising {
+            assert!(r["r_max_note"]
+                .as_str()
+                .unwrap()
+                .contains("r_max is a lower bound"));
+        }
+    }
 }
 
 #[test]
@@ -687,4 +700,81 @@ fn compare_transports_bad_input_is_one_line() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
+}
+
+#[test]
+fn figures_from_too_little_data_are_marked_with_the_reason() {
+    // 64 KiB after the warm-up: the sender times one write, the receiver a read or two at
+    // most, both in microseconds: no rate there is a measurement.
+    let v = run_json(&["stream", "--bytes", "64K"]);
+    let s = &only_point(&v)["stream"];
+    let sender = &s["streams"][0]["sender"];
+    assert_eq!(sender["valid"], false, "{sender}");
+    assert_eq!(u(&sender["messages_timed"]), 1);
+    let why = sender["invalid_reason"].as_str().unwrap();
+    assert!(
+        why.contains(", 65536 B in 1 write: below the floor of 10 ms and 10 writes"),
+        "{why}"
+    );
+    assert_eq!(s["streams"][0]["receiver"]["valid"], false);
+    let t = &s["totals"][0];
+    assert_eq!(t["sender_valid"], false);
+    assert_eq!(t["sender_invalid_reason"].as_str(), Some(why));
+    assert_eq!(t["receiver_valid"], false);
+    assert_eq!(u(&t["sender_bytes_timed"]), 65536);
+    assert_eq!(u(&t["sender_messages_timed"]), 1);
+    assert!(f(&t["sender_elapsed_s"]) < 0.01);
+    let h = &only_point(&v)["headline"];
+    assert_eq!(h["valid"], false);
+    assert!(h["invalid_reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("receiver: timed phase"));
+
+    // The table marks both figures and says why under them.
+    let out = common::run(&["run", "stream", "--bytes", "64K", "--no-save"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.contains("client_to_server"))
+        .unwrap();
+    assert_eq!(row.matches('!').count(), 2, "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("! sender: timed phase")
+                && l.contains("in 1 write: below the floor of 10 ms and 10 writes")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("! receiver: timed phase")),
+        "{text}"
+    );
+
+    // A latency point needs 30 samples for its mean and interval.
+    let out = common::run(&["run", "pingpong", "-n", "20", "--no-save"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("! 20 samples: below the floor of 30 for a mean and its confidence interval"),
+        "{text}"
+    );
+    let v = run_json(&["pingpong", "-n", "20"]);
+    let l = &only_point(&v)["latency"];
+    assert_eq!(l["valid"], false);
+    assert!(f(&l["elapsed_s"]) > 0.0);
+    let v = run_json(&["pingpong", "-n", "30"]);
+    assert_eq!(only_point(&v)["latency"]["valid"], true);
+    assert_eq!(only_point(&v)["headline"]["valid"], true);
+
+    // The CSV says it in two last columns, without commas inside a field.
+    let out = common::run(&["run", "pingpong", "-n", "20", "--csv", "--no-save"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].ends_with(",valid,invalid_reason"), "{text}");
+    assert!(
+        lines[1].ends_with(
+            ",false,20 samples: below the floor of 30 for a mean and its confidence interval"
+        ),
+        "{text}"
+    );
 }

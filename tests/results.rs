@@ -642,3 +642,109 @@ fn report_renders_in_a_real_browser() {
         png.len()
     );
 }
+
+#[test]
+fn figures_that_are_not_valid_stay_marked_in_history_show_compare_and_report() {
+    let t = Tmp::new();
+    let db = t.db();
+    // A stream of 64 KiB after its warm-up: one write, microseconds; no valid rate.
+    let table = ok(&["run", "stream", "--bytes", "64K", "--db", &db]);
+    assert!(table.contains("! receiver: timed phase"), "{table}");
+
+    let history = ok(&["history", "--db", &db]);
+    assert!(
+        history.contains("! Mbit/s (! not valid: receiver: timed phase"),
+        "{history}"
+    );
+    let shown = ok(&["show", "last", "--db", &db]);
+    assert!(shown.contains("! receiver: timed phase"), "{shown}");
+
+    let cmp = ok(&["compare", "last", "last", "--db", &db]);
+    assert!(
+        cmp.contains("NOT VALID: A: receiver: timed phase") && cmp.contains("B: receiver:"),
+        "{cmp}"
+    );
+    let gate = wb(&[
+        "compare",
+        "last",
+        "last",
+        "--fail-if-worse",
+        "5%",
+        "--db",
+        &db,
+    ]);
+    assert_eq!(
+        gate.status.code(),
+        Some(0),
+        "no worse figure: {}",
+        text(&gate.stderr)
+    );
+
+    let html = t.file("invalid.html");
+    ok(&["report", "last", "-o", &html, "--db", &db]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("that are not valid measurements")
+            && page.contains("receiver: timed phase")
+            && page.contains("not valid (! after a figure)"),
+        "{page}"
+    );
+}
+
+#[test]
+fn a_hockney_fit_that_is_not_valid_is_never_shown_as_a_result() {
+    let t = Tmp::new();
+    let db = t.db();
+    let mut doc: Value = serde_json::from_str(&ok(&[
+        "run",
+        "pingpong",
+        "--size",
+        "1,1K,64K",
+        "-n",
+        "100",
+        "--json",
+        "--no-save",
+    ]))
+    .unwrap();
+    // As a document from before fits were judged would hold it: a fit with a negative t0
+    // (the README's example once printed t0 = -0.02 us, n_1/2 = -66 B), no verdict.
+    let m = doc["sweep_metrics"][0]["metrics"].as_object_mut().unwrap();
+    for k in [
+        "fit_valid",
+        "fit_invalid_reason",
+        "largest_size",
+        "r_max_at_largest",
+        "r_max_note",
+        "n_half_note",
+    ] {
+        m.remove(k);
+    }
+    m["fit"]["t0_s"] = (-2.0e-8).into();
+    m["fit"]["n_half_bytes"] = (-66.0).into();
+    let file = t.file("old.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    ok(&["import", &file, "--db", &db]);
+
+    let shown = ok(&["show", "last", "--db", &db]);
+    let fit = shown.lines().find(|l| l.starts_with("# fit")).unwrap();
+    assert!(
+        fit.contains("no valid fit: the fitted t0 is not positive") && !fit.contains("-0.02"),
+        "{fit}"
+    );
+    // The numbers stay in the JSON, for inspection, with the verdict beside them.
+    let back: Value =
+        serde_json::from_str(&ok(&["export", "last", "--json", "--db", &db])).unwrap();
+    let m = &back["sweep_metrics"][0]["metrics"];
+    assert_eq!(m["fit_valid"], false);
+    assert_eq!(m["fit"]["n_half_bytes"], -66.0);
+    assert!(m["r_max_at_largest"].is_boolean());
+
+    let html = t.file("fit.html");
+    ok(&["report", "last", "-o", &html, "--db", &db]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("no valid fit: the fitted t0 is not positive"),
+        "{page}"
+    );
+    assert!(!page.contains("n_1/2 -66"), "{page}");
+}

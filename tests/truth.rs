@@ -153,7 +153,9 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
         let (physics_t0, physics_slope) = line(&physics);
         let expected_t0 = physics_t0 + base_t0;
         let expected_r_inf = 8.0 / physics_slope;
-        let fit = &v["sweep_metrics"][0]["metrics"]["fit"];
+        let metrics = &v["sweep_metrics"][0]["metrics"];
+        assert_eq!(metrics["fit_valid"], true, "{metrics}");
+        let fit = &metrics["fit"];
         let r_inf = f(&fit["r_inf_bytes_per_s"]) * 8.0;
         let t0 = f(&fit["t0_s"]);
         println!(

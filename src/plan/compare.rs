@@ -111,9 +111,19 @@ pub struct TransportRow {
     pub r_max_size: Option<u64>,
     /// Size reaching r_max / 2, bytes (interpolated).
     pub n_half_bytes: Option<Estimate>,
-    /// Hockney fit t(n) = t0 + n / r_inf, averaged over runs.
+    /// r_max was reached at the largest size in at least one run: the curve had not
+    /// flattened, so r_max is a lower bound and n_1/2 only an estimate against it.
+    pub r_max_at_largest: bool,
+    /// The same in words (with how many runs), null when every run's curve flattened.
+    pub r_max_note: Option<String>,
+    /// Hockney fit t(n) = t0 + n / r_inf, averaged over the runs that have one, valid or not:
+    /// for inspection; it is a result only when `fit_valid`.
     pub fit_t0_s: Option<f64>,
     pub fit_r_inf_bytes_per_s: Option<f64>,
+    /// Every run's fit is valid (see `stats::sweep::judge_fit`).
+    pub fit_valid: bool,
+    /// Why not, naming the first run whose fit is not valid.
+    pub fit_invalid_reason: Option<String>,
     pub overhead: Option<Overhead>,
     /// Why this transport has no figures, if it has none.
     pub error: Option<String>,
@@ -342,6 +352,31 @@ fn row(
     let n_half = Estimate::of(&pick(&|m| m.n_half_bytes), confidence);
     let fit_t0 = pick(&|m| m.fit.as_ref().map(|f| f.t0_s));
     let fit_r = pick(&|m| m.fit.as_ref().map(|f| f.r_inf_bytes_per_s));
+    let fit_invalid_reason = if runs.is_empty() {
+        Some("no sweep measured".to_owned())
+    } else {
+        runs.iter()
+            .enumerate()
+            .find(|(_, m)| m.valid_fit().is_none())
+            .map(|(k, m)| {
+                if runs.len() == 1 {
+                    m.fit_reason()
+                } else {
+                    format!("run {} of {}: {}", k + 1, runs.len(), m.fit_reason())
+                }
+            })
+    };
+    let at_largest = runs
+        .iter()
+        .filter(|m| m.r_max_at_largest == Some(true))
+        .count();
+    let r_max_note = (at_largest > 0).then(|| {
+        format!(
+            "r_max at the largest size ({} B) in {at_largest} of {} run(s): the curve had not flattened, r_max is a lower bound and n_1/2 only an estimate against it",
+            runs.iter().filter_map(|m| m.largest_size).max().unwrap_or(0),
+            runs.len()
+        )
+    });
     let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     // The size where r_max was reached in most runs.
     let mut at: Vec<u64> = runs.iter().map(|m| m.r_max_size).collect();
@@ -359,8 +394,12 @@ fn row(
         r_max_bytes_per_s: r_max,
         r_max_size,
         n_half_bytes: n_half,
+        r_max_at_largest: at_largest > 0,
+        r_max_note,
         fit_t0_s: mean(&fit_t0),
         fit_r_inf_bytes_per_s: mean(&fit_r),
+        fit_valid: fit_invalid_reason.is_none(),
+        fit_invalid_reason,
         overhead: None,
         error,
     }
@@ -396,4 +435,62 @@ pub fn run(a: CompareArgs) -> Result<i32> {
     } else {
         crate::app::EXIT_FAILURE
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::sweep::{derive, SweepPoint};
+
+    fn sweep(points: &[(u64, f64)]) -> SweepMetrics {
+        let pts: Vec<SweepPoint> = points
+            .iter()
+            .map(|&(size, one_way_s)| SweepPoint {
+                size,
+                one_way_s,
+                one_way_ci_s: None,
+            })
+            .collect();
+        derive(&pts).unwrap()
+    }
+
+    #[test]
+    fn a_row_shows_a_fit_only_when_every_run_has_a_valid_one() {
+        // Run 1: t(n) = 10 us + n * 1 ns/B, still rising at 3000 B. Run 2: the line through
+        // 1, 3 and 5 us at 1000, 2000 and 3000 B has t0 = -1 us.
+        let linear = sweep(&[(1000, 11e-6), (2000, 12e-6), (3000, 13e-6)]);
+        let negative = sweep(&[(1000, 1e-6), (2000, 3e-6), (3000, 5e-6)]);
+        assert_eq!(linear.fit_valid, Some(true));
+        assert_eq!(negative.fit_valid, Some(false));
+
+        let one = row(
+            "tcp",
+            &[1000, 2000, 3000],
+            std::slice::from_ref(&linear),
+            None,
+            0.95,
+        );
+        assert!(one.fit_valid && one.fit_invalid_reason.is_none());
+        assert!((one.fit_t0_s.unwrap() - 10e-6).abs() < 1e-15);
+        // 3000 B / 13 us is the peak: at the largest size.
+        assert!(one.r_max_at_largest);
+        assert_eq!(
+            one.r_max_note.as_deref(),
+            Some("r_max at the largest size (3000 B) in 1 of 1 run(s): the curve had not flattened, r_max is a lower bound and n_1/2 only an estimate against it")
+        );
+
+        let two = row("tcp", &[1000, 2000, 3000], &[linear, negative], None, 0.95);
+        assert!(!two.fit_valid);
+        assert_eq!(
+            two.fit_invalid_reason.as_deref(),
+            Some("run 2 of 2: the fitted t0 is not positive (nor, then, n_1/2 = r_inf*t0): the one-way times are not a line t0 + n/r_inf over these sizes")
+        );
+        // The fitted numbers stay for inspection: the mean of 10 us and -1 us.
+        assert!((two.fit_t0_s.unwrap() - 4.5e-6).abs() < 1e-15);
+        // Run 2 peaked at its smallest size; run 1 at its largest: flagged, 1 of 2.
+        assert!(two.r_max_note.unwrap().contains("in 1 of 2 run(s)"));
+
+        let none = row("udp", &[1, 2], &[], Some("refused".into()), 0.95);
+        assert!(!none.fit_valid && !none.r_max_at_largest);
+    }
 }

@@ -17,7 +17,7 @@ use crate::pattern::{Direction, PatternKind};
 use crate::report::model::{RunReport, ServerInfo, Settings, SweepGroup, SCHEMA, SCHEMA_VERSION};
 use crate::report::summarize::{headline_value, summarize};
 use crate::report::Sink;
-use crate::stats::sweep::{derive, SweepPoint};
+use crate::stats::sweep::{derive, LeftOut, SweepPoint};
 
 /// Set by the first Ctrl-C: the run stops after the point in progress and keeps what it has.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -226,9 +226,13 @@ fn run_points(
             runs.push(outcome);
             if let Some(target) = plan.until_ci {
                 let n = run_no + 1;
-                let met = crate::stats::MeanCi::from_samples(&values, plan.confidence)
-                    .and_then(|m| m.relative_half_width())
-                    .is_some_and(|w| w <= target);
+                // A value that is not a measurement (below the floors of stats::validity)
+                // cannot make the interval meet its target: the repeats go on.
+                let xs: Vec<f64> = values.iter().map(|(x, _)| *x).collect();
+                let met = values.iter().all(|(_, v)| !v.is_invalid())
+                    && crate::stats::MeanCi::from_samples(&xs, plan.confidence)
+                        .and_then(|m| m.relative_half_width())
+                        .is_some_and(|w| w <= target);
                 if n >= UNTIL_CI_MIN_RUNS && met {
                     break;
                 }
@@ -346,6 +350,8 @@ fn sweep_metrics(plan: &RunPlan, report: &RunReport) -> Vec<SweepGroup> {
         }
     }
     for k in keys {
+        // Points whose figures are not valid (too few samples) are left out, and said to be.
+        let mut left_out = Vec::new();
         let pts: Vec<SweepPoint> = report
             .points
             .iter()
@@ -359,14 +365,23 @@ fn sweep_metrics(plan: &RunPlan, report: &RunReport) -> Vec<SweepGroup> {
             })
             .filter_map(|p| {
                 let l = p.latency.as_ref()?;
+                let one_way = l.one_way_mean_ns?;
+                if l.validity.is_invalid() {
+                    left_out.push(LeftOut {
+                        size: p.key.size,
+                        reason: l.validity.reason().to_owned(),
+                    });
+                    return None;
+                }
                 Some(SweepPoint {
                     size: p.key.size,
-                    one_way_s: l.one_way_mean_ns? / 1e9,
+                    one_way_s: one_way / 1e9,
                     one_way_ci_s: l.one_way_ci_ns.map(|c| c / 1e9),
                 })
             })
             .collect();
-        if let Some(metrics) = derive(&pts) {
+        if let Some(mut metrics) = derive(&pts) {
+            metrics.left_out = left_out;
             groups.push(SweepGroup {
                 sndbuf: k.0,
                 rcvbuf: k.1,

@@ -3,18 +3,19 @@
 use super::us;
 use crate::plan::compare::{Comparison, Estimate};
 
-fn with_ci(e: &Option<Estimate>, scale: f64, decimals: usize) -> String {
+/// A mean with its interval, after `prefix` (">=" for a lower bound, "~" for an estimate).
+fn with_ci(e: &Option<Estimate>, scale: f64, decimals: usize, prefix: &str) -> String {
     match e {
         None => "-".into(),
         Some(e) => match e.ci_half_width {
             Some(h) => format!(
-                "{:.*} ±{:.*}",
+                "{prefix}{:.*} ±{:.*}",
                 decimals,
                 e.mean * scale,
                 decimals,
                 h * scale
             ),
-            None => format!("{:.*}", decimals, e.mean * scale),
+            None => format!("{prefix}{:.*}", decimals, e.mean * scale),
         },
     }
 }
@@ -68,16 +69,21 @@ pub fn print(c: &Comparison) {
             ),
             None => ("-".into(), "-".into(), "-".into()),
         };
+        let (bound, estimate) = if r.r_max_at_largest {
+            (">=", "~")
+        } else {
+            ("", "")
+        };
         println!(
             "{:<10} {:<28} {:>18} {:>22} {:>10} {:>20} {:>11} {:>9} {:>9}",
             r.transport,
             r.layer,
-            with_ci(&r.t0_s, 1e6, 2),
-            with_ci(&r.r_max_bytes_per_s, 1e-6, 1),
+            with_ci(&r.t0_s, 1e6, 2, ""),
+            with_ci(&r.r_max_bytes_per_s, 1e-6, 1, bound),
             r.r_max_size
                 .map(|s| s.to_string())
                 .unwrap_or_else(|| "-".into()),
-            with_ci(&r.n_half_bytes, 1.0, 0),
+            with_ci(&r.n_half_bytes, 1.0, 0, estimate),
             extra,
             t0x,
             rx
@@ -89,15 +95,31 @@ pub fn print(c: &Comparison) {
         );
     }
     for r in &c.transports {
-        if let (Some(t0), Some(ri)) = (r.fit_t0_s, r.fit_r_inf_bytes_per_s) {
-            println!(
-                "# {} fit t(n) = t0 + n/r_inf: t0 = {} us, r_inf = {:.1} MB/s, sizes {}..{} B",
+        if let Some(note) = &r.r_max_note {
+            println!("# {} >= and ~: {note}", r.transport);
+        }
+    }
+    for r in &c.transports {
+        if r.error.is_some() {
+            continue;
+        }
+        let sizes = format!(
+            "sizes {}..{} B",
+            r.sizes.first().copied().unwrap_or(0),
+            r.sizes.last().copied().unwrap_or(0)
+        );
+        match (r.fit_valid, r.fit_t0_s, r.fit_r_inf_bytes_per_s) {
+            (true, Some(t0), Some(ri)) => println!(
+                "# {} fit t(n) = t0 + n/r_inf: t0 = {} us, r_inf = {:.1} MB/s, {sizes}",
                 r.transport,
                 us(t0 * 1e9),
                 ri / 1e6,
-                r.sizes.first().copied().unwrap_or(0),
-                r.sizes.last().copied().unwrap_or(0)
-            );
+            ),
+            _ => println!(
+                "# {} fit t(n) = t0 + n/r_inf, {sizes}: no valid fit: {}",
+                r.transport,
+                r.fit_invalid_reason.as_deref().unwrap_or("no fit")
+            ),
         }
     }
 }

@@ -3,6 +3,7 @@
 use super::model::{PointResult, RunReport};
 use super::Sink;
 use crate::plan::RunPlan;
+use crate::stats::validity::{self, Validity};
 
 pub struct CsvSink;
 
@@ -51,10 +52,38 @@ pub const COLUMNS: &[&str] = &[
     "server_cpu_s",
     "client_us_per_kib",
     "server_us_per_kib",
+    "valid",
+    "invalid_reason",
 ];
 
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+/// The verdict on every figure of a point's row: its latency point, both sums of each stream
+/// direction, and the headline over runs.
+pub fn point_validity(p: &PointResult) -> Validity {
+    let mut parts: Vec<(String, Validity)> = Vec::new();
+    if let Some(l) = &p.latency {
+        parts.push((String::new(), l.validity.clone()));
+    }
+    if let Some(s) = &p.stream {
+        let dir = |t: &super::model::DirectionTotal| {
+            if s.totals.len() > 1 {
+                format!("{} ", t.direction)
+            } else {
+                String::new()
+            }
+        };
+        for t in &s.totals {
+            parts.push((format!("{}sender", dir(t)), t.sender_validity()));
+            parts.push((format!("{}receiver", dir(t)), t.receiver_validity()));
+        }
+    }
+    if p.runs > 1 {
+        parts.push(("over runs".into(), p.headline.validity.clone()));
+    }
+    validity::all(parts.iter().map(|(l, v)| (l.clone(), v)))
 }
 
 pub fn row(report: &RunReport, p: &PointResult) -> Vec<String> {
@@ -70,6 +99,7 @@ pub fn row(report: &RunReport, p: &PointResult) -> Vec<String> {
                 .map(|l| (acc.0 + l.sent, acc.1 + l.lost, acc.2.max(l.jitter_s)))
         })
     });
+    let verdict = point_validity(p);
     vec![
         p.index.to_string(),
         report.pattern.clone(),
@@ -121,6 +151,9 @@ pub fn row(report: &RunReport, p: &PointResult) -> Vec<String> {
         p.cpu.server.total_s().to_string(),
         opt(p.cpu.client_us_per_kib),
         opt(p.cpu.server_us_per_kib),
+        opt(verdict.valid),
+        // No quoting in these rows: a reason's commas become semicolons.
+        verdict.reason().replace(',', ";"),
     ]
 }
 

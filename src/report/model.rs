@@ -8,7 +8,8 @@ use crate::env::Environment;
 use crate::pattern::stream::{LossStats, StreamStats};
 use crate::pattern::CpuTime;
 use crate::plan::{PointKey, Swept};
-use crate::stats::{LatencySummary, MeanCi, SweepMetrics};
+use crate::stats::validity::{self, Timed};
+use crate::stats::{LatencySummary, MeanCi, SweepMetrics, Validity};
 use crate::transport::{EffectiveOptions, LinkCounters};
 
 pub const SCHEMA: &str = "wirebench.run";
@@ -38,6 +39,87 @@ pub struct RunReport {
     /// False when the run stopped early; `points` holds what was measured before that.
     pub complete: bool,
     pub error: Option<String>,
+}
+
+impl RunReport {
+    /// Fills in the verdicts on its figures that a document written before wirebench judged
+    /// them lacks, from the counts every document stored (timed bytes, calls and seconds of
+    /// each stream side, samples of each latency point, the sweep's sizes). Verdicts already
+    /// there are kept: they are what the run printed. Only a repeated point's earlier runs
+    /// cannot be judged (their figures were not kept): its headline stays unjudged (null)
+    /// unless the last run's figures are invalid.
+    pub fn fill_validity(&mut self) {
+        for p in &mut self.points {
+            if let Some(l) = &mut p.latency {
+                if !l.validity.is_judged() {
+                    l.validity = validity::latency(l.rtt.samples);
+                }
+            }
+            if let Some(StreamResult { streams, totals }) = &mut p.stream {
+                for pair in streams.iter_mut() {
+                    if !pair.sender.validity.is_judged() || !pair.receiver.validity.is_judged() {
+                        pair.judge(&self.transport);
+                    }
+                }
+                for t in totals.iter_mut() {
+                    if t.sender_valid.is_none() || t.receiver_valid.is_none() {
+                        let mine: Vec<&StreamPair> = streams
+                            .iter()
+                            .filter(|p| p.direction == t.direction)
+                            .collect();
+                        t.judge_from(&mine);
+                    }
+                }
+            }
+            if !p.headline.validity.is_judged() {
+                let last = p.figures_validity();
+                if p.runs <= 1 {
+                    p.headline.validity = last;
+                } else if last.is_invalid() {
+                    p.headline.validity = Validity::invalid(format!(
+                        "run {} of {}: {}",
+                        p.runs,
+                        p.runs,
+                        last.reason()
+                    ));
+                }
+            }
+        }
+        for g in &mut self.sweep_metrics {
+            let largest = self
+                .points
+                .iter()
+                .filter(|p| p.latency.is_some() && g.holds(&p.key))
+                .map(|p| p.key.size)
+                .max();
+            g.metrics.fill_validity(largest);
+        }
+    }
+}
+
+impl PointResult {
+    /// The verdict on the figures the point's headline comes from, in its last run: the
+    /// latency point (pingpong, rr, crr) or every receiver's rate (stream).
+    pub fn figures_validity(&self) -> Validity {
+        match (&self.latency, &self.stream) {
+            (Some(l), _) => l.validity.clone(),
+            (None, Some(s)) => s.receivers_validity(),
+            (None, None) => Validity::default(),
+        }
+    }
+}
+
+impl SweepGroup {
+    /// Whether a point with `key` belongs to this group (same buffers, any size).
+    pub fn holds(&self, key: &PointKey) -> bool {
+        (key.sndbuf, key.rcvbuf, key.server_sndbuf, key.server_rcvbuf)
+            == (
+                self.sndbuf,
+                self.rcvbuf,
+                self.server_sndbuf,
+                self.server_rcvbuf,
+            )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,8 +193,13 @@ pub struct Headline {
     pub values: Vec<f64>,
     /// Mean and confidence interval over the runs (half-width null with one run).
     pub over_runs: Option<MeanCi>,
-    /// With --until-ci: whether the interval reached the target before --max-repeat.
+    /// With --until-ci: whether the interval reached the target before --max-repeat; never
+    /// true when a run's value is not valid.
     pub target_met: Option<bool>,
+    /// Whether every run's value is a measurement (`valid`), or which runs' are not and why
+    /// (`invalid_reason`); `over_runs` then stands on figures that are not results.
+    #[serde(flatten)]
+    pub validity: Validity,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,6 +227,13 @@ pub struct LatencyResult {
     /// in increasing order. Empty in results written before this field existed.
     #[serde(default)]
     pub distribution: Vec<LatencyBin>,
+    /// The shortest connection's timed phase in the last run, seconds: with `transactions`,
+    /// the basis of `transactions_per_s`. Null in results written before this field existed.
+    #[serde(default)]
+    pub elapsed_s: Option<f64>,
+    /// Whether the point's figures stand on enough samples (`valid`), or why not.
+    #[serde(flatten)]
+    pub validity: Validity,
 }
 
 /// One bin of a latency distribution: `count` round trips took `low_ns <= t < high_ns`.
@@ -161,8 +255,84 @@ pub struct StreamPair {
     pub index: u32,
     /// "client_to_server" or "server_to_client".
     pub direction: String,
-    pub sender: StreamStats,
-    pub receiver: StreamStats,
+    pub sender: SideStats,
+    pub receiver: SideStats,
+}
+
+/// One side of a stream: what it measured, and next to it (`valid`, `invalid_reason`)
+/// whether its rate is a measurement. Reads and derefs as the [`StreamStats`] it holds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideStats {
+    #[serde(flatten)]
+    pub stats: StreamStats,
+    #[serde(flatten)]
+    pub validity: Validity,
+}
+
+impl SideStats {
+    /// The basis of this side's rate.
+    pub fn timed(&self) -> Timed {
+        Timed {
+            bytes: self.stats.bytes_timed,
+            messages: self.stats.messages_timed,
+            seconds: self.stats.elapsed_s,
+        }
+    }
+}
+
+impl std::ops::Deref for SideStats {
+    type Target = StreamStats;
+    fn deref(&self) -> &StreamStats {
+        &self.stats
+    }
+}
+
+impl std::ops::DerefMut for SideStats {
+    fn deref_mut(&mut self) -> &mut StreamStats {
+        &mut self.stats
+    }
+}
+
+impl StreamPair {
+    /// Pairs a sender and a receiver and judges both rates: each against the floors of
+    /// [`crate::stats::validity`], and each against the other side's timed phase.
+    pub fn judged(
+        index: u32,
+        direction: String,
+        sender: StreamStats,
+        receiver: StreamStats,
+        transport: &str,
+    ) -> StreamPair {
+        let mut pair = StreamPair {
+            index,
+            direction,
+            sender: SideStats {
+                stats: sender,
+                validity: Validity::default(),
+            },
+            receiver: SideStats {
+                stats: receiver,
+                validity: Validity::default(),
+            },
+        };
+        pair.judge(transport);
+        pair
+    }
+
+    /// (Re)judges both sides from their counts.
+    pub fn judge(&mut self, transport: &str) {
+        let (s, r) = (self.sender.timed(), self.receiver.timed());
+        self.sender.validity = validity::rate(
+            s,
+            validity::noun(transport, true),
+            Some(("receiver", r.seconds)),
+        );
+        self.receiver.validity = validity::rate(
+            r,
+            validity::noun(transport, false),
+            Some(("sender", s.seconds)),
+        );
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -173,6 +343,33 @@ pub struct DirectionTotal {
     pub sender_bits_per_s: f64,
     /// Sum over streams of each receiver's bytes / its own timed phase.
     pub receiver_bits_per_s: f64,
+    /// The basis of the two rates: timed bytes and writes/reads (datagrams) summed over the
+    /// streams, and the shortest of the streams' timed phases in seconds. 0 in results
+    /// written before these fields existed, until they are read (then filled in from the
+    /// streams).
+    #[serde(default)]
+    pub sender_bytes_timed: u64,
+    #[serde(default)]
+    pub sender_messages_timed: u64,
+    #[serde(default)]
+    pub sender_elapsed_s: f64,
+    #[serde(default)]
+    pub receiver_bytes_timed: u64,
+    #[serde(default)]
+    pub receiver_messages_timed: u64,
+    #[serde(default)]
+    pub receiver_elapsed_s: f64,
+    /// Whether `sender_bits_per_s` is a measurement: valid only when every stream's sender
+    /// rate is; otherwise the streams' reasons.
+    #[serde(default)]
+    pub sender_valid: Option<bool>,
+    #[serde(default)]
+    pub sender_invalid_reason: Option<String>,
+    /// The same for `receiver_bits_per_s`.
+    #[serde(default)]
+    pub receiver_valid: Option<bool>,
+    #[serde(default)]
+    pub receiver_invalid_reason: Option<String>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub send_failures: u64,
@@ -185,6 +382,64 @@ pub struct DirectionTotal {
     pub retransmits: Option<u64>,
     /// Over a lab link: the goodput its rate allows for this transport and message size.
     pub theoretical_goodput_bits_per_s: Option<f64>,
+}
+
+impl DirectionTotal {
+    pub fn sender_validity(&self) -> Validity {
+        Validity {
+            valid: self.sender_valid,
+            invalid_reason: self.sender_invalid_reason.clone(),
+        }
+    }
+
+    pub fn receiver_validity(&self) -> Validity {
+        Validity {
+            valid: self.receiver_valid,
+            invalid_reason: self.receiver_invalid_reason.clone(),
+        }
+    }
+
+    /// Sets the basis and the verdicts of both sums from this direction's streams.
+    pub fn judge_from(&mut self, streams: &[&StreamPair]) {
+        let several = streams.len() > 1;
+        let label = |p: &StreamPair| {
+            if several {
+                format!("stream {}", p.index)
+            } else {
+                String::new()
+            }
+        };
+        let shortest = |f: &dyn Fn(&StreamPair) -> f64| {
+            streams.iter().map(|p| f(p)).reduce(f64::min).unwrap_or(0.0)
+        };
+        self.sender_bytes_timed = streams.iter().map(|p| p.sender.bytes_timed).sum();
+        self.sender_messages_timed = streams.iter().map(|p| p.sender.messages_timed).sum();
+        self.sender_elapsed_s = shortest(&|p| p.sender.elapsed_s);
+        self.receiver_bytes_timed = streams.iter().map(|p| p.receiver.bytes_timed).sum();
+        self.receiver_messages_timed = streams.iter().map(|p| p.receiver.messages_timed).sum();
+        self.receiver_elapsed_s = shortest(&|p| p.receiver.elapsed_s);
+        let s = validity::all(streams.iter().map(|p| (label(p), &p.sender.validity)));
+        let r = validity::all(streams.iter().map(|p| (label(p), &p.receiver.validity)));
+        (self.sender_valid, self.sender_invalid_reason) = (s.valid, s.invalid_reason);
+        (self.receiver_valid, self.receiver_invalid_reason) = (r.valid, r.invalid_reason);
+    }
+}
+
+impl StreamResult {
+    /// Every receiver's rate in it, all directions: what a stream point's headline sums.
+    pub fn receivers_validity(&self) -> Validity {
+        let several = self.streams.len() > 1;
+        validity::all(self.streams.iter().map(|p| {
+            (
+                if several {
+                    format!("stream {} receiver", p.index)
+                } else {
+                    "receiver".to_owned()
+                },
+                &p.receiver.validity,
+            )
+        }))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

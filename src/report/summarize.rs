@@ -5,6 +5,7 @@ use crate::control::protocol::TestSpec;
 use crate::pattern::{CpuTime, PatternKind, Role};
 use crate::plan::PlannedPoint;
 use crate::results::distribution::log_bins;
+use crate::stats::validity::{self, Validity};
 use crate::stats::{LatencyRecorder, MeanCi};
 
 use super::model::{
@@ -12,24 +13,74 @@ use super::model::{
     StreamResult,
 };
 
-/// The headline figure of one run: what `--repeat` and `--until-ci` aggregate.
-pub fn headline_value(test: &TestSpec, o: &PointOutcome) -> Option<f64> {
+/// The headline figure of one run, what `--repeat` and `--until-ci` aggregate, with the
+/// verdict on the figures it comes from.
+pub fn headline_value(test: &TestSpec, o: &PointOutcome) -> Option<(f64, Validity)> {
     match test.pattern {
         PatternKind::Pingpong => {
             let mut rec = LatencyRecorder::new();
             for x in &o.exchanges {
                 rec.merge(&x.rtt);
             }
-            rec.summary(0.95).map(|s| s.mean_ns / 2.0)
+            rec.summary(0.95)
+                .map(|s| (s.mean_ns / 2.0, validity::latency(s.samples)))
         }
-        PatternKind::Rr => Some(
-            o.exchanges
-                .iter()
-                .map(|x| per_s(x.transactions, x.elapsed_s))
-                .sum(),
-        ),
-        PatternKind::Crr => o.crr.as_ref().map(|c| per_s(c.transactions, c.elapsed_s)),
-        PatternKind::Stream => Some(stream_pairs(o).iter().map(|p| p.receiver.bits_per_s).sum()),
+        PatternKind::Rr => {
+            let samples = o.exchanges.iter().map(|x| x.rtt.count()).sum();
+            Some((
+                o.exchanges
+                    .iter()
+                    .map(|x| per_s(x.transactions, x.elapsed_s))
+                    .sum(),
+                validity::latency(samples),
+            ))
+        }
+        PatternKind::Crr => o.crr.as_ref().map(|c| {
+            (
+                per_s(c.transactions, c.elapsed_s),
+                validity::latency(c.transaction.count()),
+            )
+        }),
+        PatternKind::Stream => {
+            let pairs = stream_pairs(o, &test.transport);
+            let result = StreamResult {
+                totals: Vec::new(),
+                streams: pairs,
+            };
+            Some((
+                result.streams.iter().map(|p| p.receiver.bits_per_s).sum(),
+                result.receivers_validity(),
+            ))
+        }
+    }
+}
+
+/// The shortest of some timed phases; None when there are none.
+fn shortest(secs: impl Iterator<Item = f64>) -> Option<f64> {
+    secs.reduce(f64::min)
+}
+
+/// The verdict on a point's headline from those on each run's value: invalid when any run's
+/// is, naming the first such run (and how many more there are).
+pub fn runs_validity(runs: &[Validity]) -> Validity {
+    let bad: Vec<(usize, &Validity)> = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.is_invalid())
+        .collect();
+    match bad.first() {
+        None => validity::all(runs.iter().map(|v| (String::new(), v))),
+        Some((_, v)) if runs.len() == 1 => (*v).clone(),
+        Some((k, v)) => Validity::invalid(format!(
+            "run {} of {}: {}{}",
+            k + 1,
+            runs.len(),
+            v.reason(),
+            match bad.len() {
+                1 => String::new(),
+                n => format!(" (and {} more of the runs)", n - 1),
+            }
+        )),
     }
 }
 
@@ -49,8 +100,9 @@ fn per_s(n: u64, secs: f64) -> f64 {
     }
 }
 
-/// Pairs each connection's client and server statistics into sender and receiver.
-fn stream_pairs(o: &PointOutcome) -> Vec<StreamPair> {
+/// Pairs each connection's client and server statistics into sender and receiver, and judges
+/// both rates.
+fn stream_pairs(o: &PointOutcome, transport: &str) -> Vec<StreamPair> {
     let mut pairs = Vec::new();
     for (k, (index, client)) in o.client_streams.iter().enumerate() {
         let Some(server) = o.server.streams.get(k) else {
@@ -62,9 +114,9 @@ fn stream_pairs(o: &PointOutcome) -> Vec<StreamPair> {
         } else {
             (server.clone(), client.clone())
         };
-        pairs.push(StreamPair {
-            index: *index,
-            direction: if client_sends {
+        pairs.push(StreamPair::judged(
+            *index,
+            if client_sends {
                 "client_to_server"
             } else {
                 "server_to_client"
@@ -72,7 +124,8 @@ fn stream_pairs(o: &PointOutcome) -> Vec<StreamPair> {
             .into(),
             sender,
             receiver,
-        });
+            transport,
+        ));
     }
     pairs
 }
@@ -114,7 +167,7 @@ fn totals(pairs: &[StreamPair]) -> Vec<DirectionTotal> {
             .iter()
             .map(|p| p.sender.tcp_info.map(|t| u64::from(t.total_retrans)))
             .sum::<Option<u64>>();
-        out.push(DirectionTotal {
+        let mut total = DirectionTotal {
             direction: dir.into(),
             streams: ps.len() as u32,
             sender_bits_per_s: ps.iter().map(|p| p.sender.bits_per_s).sum(),
@@ -126,7 +179,19 @@ fn totals(pairs: &[StreamPair]) -> Vec<DirectionTotal> {
             frames,
             retransmits,
             theoretical_goodput_bits_per_s: None,
-        });
+            sender_bytes_timed: 0,
+            sender_messages_timed: 0,
+            sender_elapsed_s: 0.0,
+            receiver_bytes_timed: 0,
+            receiver_messages_timed: 0,
+            receiver_elapsed_s: 0.0,
+            sender_valid: None,
+            sender_invalid_reason: None,
+            receiver_valid: None,
+            receiver_invalid_reason: None,
+        };
+        total.judge_from(&ps);
+        out.push(total);
     }
     out
 }
@@ -135,24 +200,29 @@ fn us_per(cpu: CpuTime, units: f64) -> Option<f64> {
     (units > 0.0).then(|| cpu.total_s() * 1e6 / units)
 }
 
-/// Summarises every run of one point; None when there was no run.
+/// Summarises every run of one point; None when there was no run. `values` holds each run's
+/// headline value with the verdict on it, as [`headline_value`] gave them.
 pub fn summarize(
     index: usize,
     test: &TestSpec,
     planned: &PlannedPoint,
     runs: &[PointOutcome],
-    values: Vec<f64>,
+    values: Vec<(f64, Validity)>,
     confidence: f64,
     target: Option<f64>,
 ) -> Option<PointResult> {
     let last = runs.last()?;
     let (name, unit) = headline_name(test.pattern);
+    let (values, verdicts): (Vec<f64>, Vec<Validity>) = values.into_iter().unzip();
+    let headline_validity = runs_validity(&verdicts);
     let over_runs = MeanCi::from_samples(&values, confidence);
+    // An interval over values that are not measurements meets no target.
     let target_met = target.map(|t| {
-        over_runs
-            .as_ref()
-            .and_then(|m| m.relative_half_width())
-            .is_some_and(|w| w <= t)
+        !headline_validity.is_invalid()
+            && over_runs
+                .as_ref()
+                .and_then(|m| m.relative_half_width())
+                .is_some_and(|w| w <= t)
     });
     let spec = &planned.spec;
 
@@ -175,9 +245,12 @@ pub fn summarize(
                     pingpong_bps += 2.0 * spec.request_size as f64 * 8.0 / (s.mean_ns / 1e9);
                 }
             }
+            let elapsed = shortest(last.exchanges.iter().map(|x| x.elapsed_s));
             rec.summary(confidence).map(|rtt| {
                 let pingpong = test.pattern == PatternKind::Pingpong;
                 LatencyResult {
+                    validity: validity::latency(rtt.samples),
+                    elapsed_s: elapsed,
                     one_way_mean_ns: pingpong.then_some(rtt.mean_ns / 2.0),
                     one_way_ci_ns: if pingpong {
                         rtt.ci_half_width_ns.map(|h| h / 2.0)
@@ -215,7 +288,10 @@ pub fn summarize(
                 .crr
                 .as_ref()
                 .map_or(0.0, |c| per_s(c.transactions, c.elapsed_s));
+            let elapsed = last.crr.as_ref().map(|c| c.elapsed_s);
             rec.summary(confidence).map(|rtt| LatencyResult {
+                validity: validity::latency(rtt.samples),
+                elapsed_s: elapsed,
                 rtt,
                 one_way_mean_ns: None,
                 one_way_ci_ns: None,
@@ -233,7 +309,7 @@ pub fn summarize(
     };
 
     let stream = (test.pattern == PatternKind::Stream).then(|| {
-        let pairs = stream_pairs(last);
+        let pairs = stream_pairs(last, &test.transport);
         StreamResult {
             totals: totals(&pairs),
             streams: pairs,
@@ -280,6 +356,7 @@ pub fn summarize(
             values,
             over_runs,
             target_met,
+            validity: headline_validity,
         },
         latency,
         stream,

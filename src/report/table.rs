@@ -8,6 +8,7 @@ use super::{mbit, us, IntervalPrinter, Sink};
 use crate::pattern::stream::IntervalEvent;
 use crate::pattern::{PatternKind, RcvLowat, Role};
 use crate::plan::{RunPlan, Swept};
+use crate::stats::Validity;
 use crate::transport::LinkCounters;
 use crate::units::format_bytes;
 
@@ -42,6 +43,23 @@ fn out(line: &str) {
 
 fn pct(x: f64) -> String {
     format!("{:.3}", x * 100.0)
+}
+
+/// A figure with "!" after it when it is not a valid measurement.
+fn marked(figure: String, v: &Validity) -> String {
+    format!("{figure}{}", v.mark())
+}
+
+/// The footnote under an invalid figure's row: "! WHAT: REASON".
+fn footnote(what: &str, v: &Validity) {
+    if v.is_invalid() {
+        let what = if what.is_empty() {
+            String::new()
+        } else {
+            format!("{what}: ")
+        };
+        out(&format!("{:>9}   ! {what}{}", "", v.reason()));
+    }
 }
 
 impl TableSink {
@@ -250,21 +268,22 @@ impl Sink for TableSink {
                     "{:>9}{bufs} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}{}",
                     p.key.size,
                     r.samples,
-                    us(r.mean_ns / 2.0),
+                    marked(us(r.mean_ns / 2.0), &l.validity),
                     r.ci_half_width_ns
-                        .map(|h| us(h / 2.0))
+                        .map(|h| marked(us(h / 2.0), &l.validity))
                         .unwrap_or_else(|| "-".into()),
                     us(r.min_ns as f64 / 2.0),
                     us(r.median_ns as f64 / 2.0),
                     us(r.p99_ns as f64 / 2.0),
                     us(r.max_ns as f64 / 2.0),
-                    mbit(l.throughput_bits_per_s),
+                    marked(mbit(l.throughput_bits_per_s), &l.validity),
                     if self.unreliable {
                         format!(" {:>7}", l.lost)
                     } else {
                         String::new()
                     }
                 ));
+                footnote("", &l.validity);
             }
             Some(PatternKind::Rr | PatternKind::Crr) => {
                 let Some(l) = &p.latency else {
@@ -276,23 +295,26 @@ impl Sink for TableSink {
                 };
                 let r = &l.rtt;
                 out(&format!(
-                    "{:>9} {:>9}{bufs} {:>9} {:>11.1} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}{}",
+                    "{:>9} {:>9}{bufs} {:>9} {:>11} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}{}",
                     p.request_size,
                     p.response_size,
                     l.transactions,
-                    l.transactions_per_s,
-                    us(r.mean_ns),
-                    r.ci_half_width_ns.map(us).unwrap_or_else(|| "-".into()),
+                    marked(format!("{:.1}", l.transactions_per_s), &l.validity),
+                    marked(us(r.mean_ns), &l.validity),
+                    r.ci_half_width_ns
+                        .map(|h| marked(us(h), &l.validity))
+                        .unwrap_or_else(|| "-".into()),
                     us(r.median_ns as f64),
                     us(r.p99_ns as f64),
                     us(r.max_ns as f64),
-                    mbit(l.throughput_bits_per_s),
+                    marked(mbit(l.throughput_bits_per_s), &l.validity),
                     match (&l.setup, self.unreliable) {
                         (Some(s), _) => format!(" {:>11}", us(s.mean_ns)),
                         (None, true) => format!(" {:>7}", l.lost),
                         _ => String::new(),
                     }
                 ));
+                footnote("", &l.validity);
             }
             Some(PatternKind::Stream) => {
                 let Some(s) = &p.stream else { return };
@@ -337,8 +359,8 @@ impl Sink for TableSink {
                             p.key.size,
                             st.index,
                             st.direction,
-                            mbit(st.sender.bits_per_s),
-                            mbit(st.receiver.bits_per_s),
+                            marked(mbit(st.sender.bits_per_s), &st.sender.validity),
+                            marked(mbit(st.receiver.bits_per_s), &st.receiver.validity),
                             st.sender.bytes_total,
                             st.receiver.bytes_total,
                             extra(
@@ -407,24 +429,34 @@ impl Sink for TableSink {
                             "0"
                         },
                         t.direction,
-                        mbit(t.sender_bits_per_s),
-                        mbit(t.receiver_bits_per_s),
+                        marked(mbit(t.sender_bits_per_s), &t.sender_validity()),
+                        marked(mbit(t.receiver_bits_per_s), &t.receiver_validity()),
                         t.bytes_sent,
                         t.bytes_received,
                         extra(t.loss, t.retransmits),
                         cpu(p.cpu.client_us_per_kib),
                         cpu(p.cpu.server_us_per_kib),
                     ));
+                    let dir = if s.totals.len() > 1 {
+                        format!("{} ", t.direction)
+                    } else {
+                        String::new()
+                    };
+                    footnote(&format!("{dir}sender"), &t.sender_validity());
+                    footnote(&format!("{dir}receiver"), &t.receiver_validity());
                     if let Some(k) = &t.frames {
                         out(&format!("{:>9}   {}", "", frames_line(k)));
                     }
                     if let Some(g) = t.theoretical_goodput_bits_per_s {
                         out(&format!(
-                            "{:>9}   link goodput allowed by the lab's rate{}: {} Mbit/s; receiver measured {:.2}% of it",
+                            "{:>9}   link goodput allowed by the lab's rate{}: {} Mbit/s; receiver measured {}% of it",
                             "",
                             goodput_loss_note(r, &t.direction),
                             mbit(g),
-                            t.receiver_bits_per_s / g * 100.0
+                            marked(
+                                format!("{:.2}", t.receiver_bits_per_s / g * 100.0),
+                                &t.receiver_validity()
+                            )
                         ));
                     }
                 }
@@ -434,11 +466,11 @@ impl Sink for TableSink {
         if p.runs > 1 {
             if let Some(m) = &p.headline.over_runs {
                 out(&format!(
-                    "{:>9}   over {} runs: {} mean {:.4e} {} ±{} ({}){}",
+                    "{:>9}   over {} runs: {} mean {} {} ±{} ({}){}",
                     "",
                     m.n,
                     p.headline.name,
-                    m.mean,
+                    marked(format!("{:.4e}", m.mean), &p.headline.validity),
                     p.headline.unit,
                     m.half_width
                         .map(|h| format!("{h:.3e}"))
@@ -452,6 +484,7 @@ impl Sink for TableSink {
                         None => "",
                     }
                 ));
+                footnote("over runs", &p.headline.validity);
             }
         }
     }
@@ -467,6 +500,16 @@ impl Sink for TableSink {
                 out(&format!(
                     "# sweep group: sndbuf {} rcvbuf {} server sndbuf {} server rcvbuf {} (0 = autotuning)",
                     g.sndbuf, g.rcvbuf, g.server_sndbuf, g.server_rcvbuf
+                ));
+            }
+            if !m.left_out.is_empty() {
+                out(&format!(
+                    "# left out of t0, r_max, n_1/2 and the fit, their figures not being valid: {}",
+                    m.left_out
+                        .iter()
+                        .map(|l| format!("{} B ({})", l.size, l.reason))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
             out(&format!(
@@ -486,26 +529,33 @@ impl Sink for TableSink {
                     .map(|(lo, hi)| format!(" [{} .. {}]", mbit(lo * 8.0), mbit(hi * 8.0)))
                     .unwrap_or_default()
             ));
+            if let Some(note) = &m.r_max_note {
+                out(&format!("#   {note}"));
+            }
             match m.n_half_bytes {
                 Some(n) => out(&format!(
                     "# n_1/2 = {n:.0} B (size reaching r_max/2, linear interpolation){}",
-                    if m.n_half_at_smallest {
-                        "; already reached at the smallest size"
-                    } else {
-                        ""
-                    }
+                    m.n_half_note
+                        .as_deref()
+                        .map(|n| format!("; {n}"))
+                        .unwrap_or_default()
                 )),
                 None => out("# n_1/2: not reached in the measured sizes"),
             }
-            if let Some(f) = &m.fit {
-                out(&format!(
+            match m.valid_fit() {
+                Some(f) => out(&format!(
                     "# fit t(n) = t0 + n/r_inf over {} sizes: t0 = {} us, r_inf = {} Mbit/s, n_1/2 = r_inf*t0 = {:.0} B, R^2 = {:.5}",
                     f.points,
                     us(f.t0_s * 1e9),
                     mbit(f.r_inf_bytes_per_s * 8.0),
                     f.n_half_bytes,
                     f.r_squared
-                ));
+                )),
+                None => out(&format!(
+                    "# fit t(n) = t0 + n/r_inf over {} sizes: no valid fit: {}",
+                    m.points,
+                    m.fit_reason()
+                )),
             }
         }
         let setups: Vec<u64> = r

@@ -7,6 +7,7 @@ use anyhow::{bail, Result};
 use super::series::describe_point;
 use super::welch::{welch, Sample};
 use crate::report::model::{PointResult, RunReport};
+use crate::stats::validity::{self, Validity};
 
 /// How a figure's difference was tested.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +37,9 @@ pub enum Verdict {
     NotSignificant,
     /// The figures differ (or not) but nothing says whether by chance.
     Untested,
+    /// A or B (or both) is not a valid measurement (see `stats::validity`): the difference
+    /// means nothing. The reason is [`Change::invalid`].
+    Invalid,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +56,11 @@ pub struct Change {
     pub higher_is_better: bool,
     pub test: Test,
     pub verdict: Verdict,
+    /// Why A's or B's figure is not valid ("A: ...; B: ..."), when one is not.
+    pub invalid: Option<String>,
+    /// Which of the two is not valid.
+    pub a_invalid: bool,
+    pub b_invalid: bool,
 }
 
 impl Change {
@@ -81,6 +90,8 @@ struct Figure {
     /// Value shown, in display units, and the samples tested (in any unit proportional).
     value: f64,
     sample: Option<(Sample, bool)>,
+    /// The verdict on the figure the value comes from.
+    validity: Validity,
 }
 
 fn over_runs(p: &PointResult) -> Option<Sample> {
@@ -114,6 +125,7 @@ fn figures(pattern: &str, p: &PointResult, repeated: bool) -> Vec<Figure> {
                         higher_is_better: false,
                         value: s.mean / 1e3,
                         sample: Some((s, true)),
+                        validity: p.headline.validity.clone(),
                     });
                 }
             } else if let Some(s) = rtt_samples(p) {
@@ -122,6 +134,7 @@ fn figures(pattern: &str, p: &PointResult, repeated: bool) -> Vec<Figure> {
                     higher_is_better: false,
                     value: s.mean / 2e3,
                     sample: Some((s, false)),
+                    validity: p.figures_validity(),
                 });
             }
         }
@@ -144,12 +157,18 @@ fn figures(pattern: &str, p: &PointResult, repeated: bool) -> Vec<Figure> {
                 } else {
                     rtt_samples(p).map(|s| (s, false))
                 },
+                validity: if repeated {
+                    p.headline.validity.clone()
+                } else {
+                    l.validity.clone()
+                },
             });
             out.push(Figure {
                 name: "transaction round trip, mean (us)",
                 higher_is_better: false,
                 value: l.rtt.mean_ns / 1e3,
                 sample: rtt_samples(p).map(|s| (s, false)),
+                validity: l.validity.clone(),
             });
         }
         _ => {
@@ -169,6 +188,11 @@ fn figures(pattern: &str, p: &PointResult, repeated: bool) -> Vec<Figure> {
                     over_runs(p).map(|s| (s, true))
                 } else {
                     None
+                },
+                validity: if repeated {
+                    p.headline.validity.clone()
+                } else {
+                    s.receivers_validity()
                 },
             });
         }
@@ -222,7 +246,9 @@ pub fn compare(a: &RunReport, b: &RunReport) -> Result<Comparison> {
             } else {
                 fb.value > fa.value
             };
+            let invalid = validity::all([("A".into(), &fa.validity), ("B".into(), &fb.validity)]);
             let verdict = match test.p_value() {
+                _ if invalid.is_invalid() => Verdict::Invalid,
                 None => Verdict::Untested,
                 Some(p) if p < alpha && worse => Verdict::Worse,
                 Some(p) if p < alpha && fb.value != fa.value => Verdict::Better,
@@ -237,6 +263,9 @@ pub fn compare(a: &RunReport, b: &RunReport) -> Result<Comparison> {
                 higher_is_better: fa.higher_is_better,
                 test,
                 verdict,
+                invalid: invalid.invalid_reason,
+                a_invalid: fa.validity.is_invalid(),
+                b_invalid: fb.validity.is_invalid(),
             });
         }
     }
@@ -258,13 +287,17 @@ pub fn compare(a: &RunReport, b: &RunReport) -> Result<Comparison> {
 }
 
 /// The changes that trip `--fail-if-worse`: worse by more than `threshold_percent`, and either
-/// significantly so or untested (a difference nothing shows to be chance is not waved through).
+/// significantly so, untested, or not valid (a difference nothing shows to be chance, or
+/// that stands on figures that are not measurements, is not waved through).
 pub fn failures(c: &Comparison, threshold_percent: f64) -> Vec<&Change> {
     c.changes
         .iter()
         .filter(|ch| {
             ch.worse_percent() > threshold_percent
-                && matches!(ch.verdict, Verdict::Worse | Verdict::Untested)
+                && matches!(
+                    ch.verdict,
+                    Verdict::Worse | Verdict::Untested | Verdict::Invalid
+                )
         })
         .collect()
 }
@@ -306,13 +339,19 @@ pub fn format(c: &Comparison, a_id: i64, b_id: i64, a: &RunReport, b: &RunReport
             (Verdict::NotSignificant, _) => "no significant change".to_owned(),
             (Verdict::Untested, Test::Untested(why)) => format!("untested: {why}"),
             (Verdict::Untested, _) => "untested".to_owned(),
+            (Verdict::Invalid, _) => format!(
+                "NOT VALID: {}",
+                ch.invalid.as_deref().unwrap_or("a figure is not valid")
+            ),
         };
+        // "!" after a figure that is not valid, as in the run's own table.
+        let mark = |invalid: bool| if invalid { "!" } else { " " };
         out.push_str(&format!(
-            "{:<18} {:<36} {:>14.3} {:>14.3} {:>8}% {:>9} {:<8} {}\n",
+            "{:<18} {:<36} {:>14} {:>14} {:>8}% {:>9} {:<8} {}\n",
             ch.point,
             ch.figure,
-            ch.a,
-            ch.b,
+            format!("{:.3}{}", ch.a, mark(ch.a_invalid)),
+            format!("{:.3}{}", ch.b, mark(ch.b_invalid)),
             if ch.percent.is_finite() {
                 format!("{:+.2}", ch.percent)
             } else {
@@ -332,6 +371,12 @@ pub fn format(c: &Comparison, a_id: i64, b_id: i64, a: &RunReport, b: &RunReport
         count(Verdict::NotSignificant),
         count(Verdict::Untested)
     ));
+    if count(Verdict::Invalid) > 0 {
+        out.push_str(&format!(
+            "# {} figure(s) NOT VALID in A or B (below the floors of a measurement: see the verdict), not compared\n",
+            count(Verdict::Invalid)
+        ));
+    }
     for (which, list) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
         if !list.is_empty() {
             out.push_str(&format!(
@@ -349,4 +394,38 @@ pub fn format(c: &Comparison, a_id: i64, b_id: i64, a: &RunReport, b: &RunReport
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::db::tests::report;
+
+    #[test]
+    fn a_figure_that_is_not_valid_is_not_compared_and_does_not_pass_a_gate() {
+        let a = report("pingpong", 2, 20_000.0);
+        let mut b = report("pingpong", 2, 30_000.0);
+        // B's first point rests on 12 samples: not a measurement.
+        let l = b.points[0].latency.as_mut().unwrap();
+        l.rtt.samples = 12;
+        l.validity = crate::stats::validity::latency(12);
+        let c = compare(&a, &b).unwrap();
+        let first = &c.changes[0];
+        assert_eq!(first.verdict, Verdict::Invalid);
+        assert!(!first.a_invalid && first.b_invalid);
+        assert_eq!(
+            first.invalid.as_deref(),
+            Some("B: 12 samples: below the floor of 30 for a mean and its confidence interval")
+        );
+        // The other point is measured on both sides and tested as before.
+        assert_eq!(c.changes[1].verdict, Verdict::Worse);
+        // 50 % worse: both fail a 5 % gate, the invalid one because nothing says it is not.
+        assert_eq!(failures(&c, 5.0).len(), 2);
+        let text = format(&c, 1, 2, &a, &b);
+        assert!(
+            text.contains("15.000! ") && text.contains("NOT VALID: B: 12 samples"),
+            "{text}"
+        );
+        assert!(text.contains("# 1 figure(s) NOT VALID in A or B"), "{text}");
+    }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use super::migrations::{LATEST, MIGRATIONS};
+use super::migrations::{HEADLINE_NOTE, LATEST, MIGRATIONS};
 use super::summary;
 use crate::report::model::{RunReport, SCHEMA, SCHEMA_VERSION};
 
@@ -70,6 +70,9 @@ pub struct RunRow {
     pub latency_ns: Option<f64>,
     pub throughput_bits_per_s: Option<f64>,
     pub transactions_per_s: Option<f64>,
+    /// What the headline figures left out, or that they are not valid (see
+    /// [`summary::RunHeadline::note`]).
+    pub headline_note: Option<String>,
 }
 
 /// What `history` lists; `None` fields do not filter.
@@ -166,6 +169,10 @@ impl Db {
             tx.execute_batch(sql)
                 .with_context(|| format!("migrating to schema version {}", step + 1))?;
         }
+        if found < HEADLINE_NOTE {
+            rejudge_headlines(&tx)
+                .with_context(|| format!("migrating to schema version {HEADLINE_NOTE}"))?;
+        }
         tx.execute("UPDATE schema_version SET version = ?1", [LATEST])?;
         tx.commit()?;
         Ok(())
@@ -178,8 +185,8 @@ impl Db {
         self.conn.execute(
             "INSERT INTO runs (started_at, finished_at, pattern, transport, server_address,
                  latency_ns, throughput_bits_per_s, transactions_per_s, report_json,
-                 complete, points, client_host, source)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                 complete, points, client_host, source, headline_note)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 report.started_at,
                 report.finished_at,
@@ -194,6 +201,7 @@ impl Db {
                 report.points.len() as i64,
                 report.client_environment.hostname,
                 source.as_str(),
+                h.note,
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -206,7 +214,7 @@ impl Db {
         let n = self.conn.execute(
             "UPDATE runs SET finished_at = ?2, server_address = ?3, latency_ns = ?4,
                  throughput_bits_per_s = ?5, transactions_per_s = ?6, report_json = ?7,
-                 complete = ?8, points = ?9
+                 complete = ?8, points = ?9, headline_note = ?10
              WHERE id = ?1",
             params![
                 id,
@@ -218,6 +226,7 @@ impl Db {
                 json,
                 report.complete,
                 report.points.len() as i64,
+                h.note,
             ],
         )?;
         if n != 1 {
@@ -276,7 +285,8 @@ impl Db {
     pub fn list(&self, filter: &Filter) -> Result<Vec<RunRow>> {
         let mut sql = String::from(
             "SELECT id, started_at, pattern, transport, server_address, client_host, points,
-                 complete, source, latency_ns, throughput_bits_per_s, transactions_per_s
+                 complete, source, latency_ns, throughput_bits_per_s, transactions_per_s,
+                 headline_note
              FROM runs WHERE 1 = 1",
         );
         let mut args: Vec<&str> = Vec::new();
@@ -316,10 +326,42 @@ impl Db {
                 latency_ns: r.get(9)?,
                 throughput_bits_per_s: r.get(10)?,
                 transactions_per_s: r.get(11)?,
+                headline_note: r.get(12)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
+}
+
+/// Recomputes every run's headline columns from its document with the judgements on its
+/// figures (run once, by the migration that added `headline_note`): rows written before
+/// wirebench judged figures may hold headlines from figures that are not measurements. A
+/// document that does not parse keeps its columns.
+fn rejudge_headlines(conn: &Connection) -> Result<()> {
+    let rows: Vec<(i64, String)> = {
+        let mut stmt = conn.prepare("SELECT id, report_json FROM runs")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for (id, json) in rows {
+        let Ok(report) = parse_report(&json) else {
+            continue;
+        };
+        let h = summary::headline(&report);
+        conn.execute(
+            "UPDATE runs SET latency_ns = ?2, throughput_bits_per_s = ?3,
+                 transactions_per_s = ?4, headline_note = ?5
+             WHERE id = ?1",
+            params![
+                id,
+                h.latency_ns,
+                h.throughput_bits_per_s,
+                h.transactions_per_s,
+                h.note
+            ],
+        )?;
+    }
+    Ok(())
 }
 
 fn version_of(conn: &Connection) -> Result<u32> {
@@ -371,15 +413,30 @@ pub fn parse_report(json: &str) -> Result<RunReport> {
         ),
         None => bail!("the result has no \"schema_version\""),
     }
-    serde_json::from_value(value).context("the result document does not match its schema")
+    let mut report: RunReport =
+        serde_json::from_value(value).context("the result document does not match its schema")?;
+    // Documents from before wirebench judged its figures get their verdicts now, from the
+    // counts they stored.
+    report.fill_validity();
+    Ok(report)
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::stats::Validity;
 
-    /// A small, valid result document with `points` one-byte-apart ping-pong points.
+    /// A small, valid result document with `points` one-byte-apart ping-pong points, its
+    /// figures judged as reading it does.
     pub(crate) fn report(pattern: &str, points: usize, mean_ns: f64) -> RunReport {
+        let mut r: RunReport = serde_json::from_value(report_json(pattern, points, mean_ns))
+            .expect("the test document matches the model");
+        r.fill_validity();
+        r
+    }
+
+    /// The same as a document written before wirebench judged its figures.
+    pub(crate) fn report_json(pattern: &str, points: usize, mean_ns: f64) -> serde_json::Value {
         let pts: Vec<serde_json::Value> = (0..points)
             .map(|i| {
                 serde_json::json!({
@@ -422,7 +479,7 @@ pub(crate) mod tests {
             "swept": {"size": points > 1, "sndbuf": false, "rcvbuf": false, "server_sndbuf": false, "server_rcvbuf": false},
             "points": pts, "sweep_metrics": [], "complete": true, "error": null
         });
-        serde_json::from_value(v).expect("the test document matches the model")
+        v
     }
 
     fn temp_db() -> (tempfile::TempDir, PathBuf) {
@@ -652,30 +709,46 @@ pub(crate) mod tests {
         .with_loss_ratio();
         let mut r = report("stream", 1, 1.0);
         r.points[0].latency = None;
-        r.points[0].stream = Some(StreamResult {
-            streams: vec![StreamPair {
-                index: 0,
-                direction: "client_to_server".into(),
-                sender: StreamStats::default(),
-                receiver: StreamStats {
-                    frames: Some(frames),
-                    ..StreamStats::default()
-                },
-            }],
-            totals: vec![DirectionTotal {
-                direction: "client_to_server".into(),
-                streams: 1,
-                sender_bits_per_s: 1e6,
-                receiver_bits_per_s: 1e6,
-                bytes_sent: 1000,
-                bytes_received: 1000,
-                send_failures: 0,
-                loss: None,
+        let pair = StreamPair::judged(
+            0,
+            "client_to_server".into(),
+            StreamStats::default(),
+            StreamStats {
                 frames: Some(frames),
-                retransmits: None,
-                theoretical_goodput_bits_per_s: None,
-            }],
+                ..StreamStats::default()
+            },
+            "raw",
+        );
+        let mut total = DirectionTotal {
+            direction: "client_to_server".into(),
+            streams: 1,
+            sender_bits_per_s: 1e6,
+            receiver_bits_per_s: 1e6,
+            bytes_sent: 1000,
+            bytes_received: 1000,
+            send_failures: 0,
+            loss: None,
+            frames: Some(frames),
+            retransmits: None,
+            theoretical_goodput_bits_per_s: None,
+            sender_bytes_timed: 0,
+            sender_messages_timed: 0,
+            sender_elapsed_s: 0.0,
+            receiver_bytes_timed: 0,
+            receiver_messages_timed: 0,
+            receiver_elapsed_s: 0.0,
+            sender_valid: None,
+            sender_invalid_reason: None,
+            receiver_valid: None,
+            receiver_invalid_reason: None,
+        };
+        total.judge_from(&[&pair]);
+        r.points[0].stream = Some(StreamResult {
+            streams: vec![pair],
+            totals: vec![total],
         });
+        r.points[0].headline.validity = Default::default();
+        r.fill_validity();
         let json = serde_json::to_string(&r).unwrap();
         let back = parse_report(&json).unwrap();
         assert_eq!(back, r);
@@ -697,6 +770,136 @@ pub(crate) mod tests {
         assert_eq!(
             (s.totals[0].frames, s.streams[0].receiver.frames),
             (None, None)
+        );
+    }
+
+    /// The lab stream of the truth issue as a document from before figures were judged: the
+    /// receiver timed 160 B in one read over 0.3 ms, its sender 300 ms.
+    fn old_tiny_stream() -> serde_json::Value {
+        let mut v = report_json("stream", 1, 1.0);
+        let side = |bytes: u64, messages: u64, secs: f64, role: &str| {
+            serde_json::json!({"role": role, "bytes_total": bytes + 1000, "bytes_timed": bytes,
+                "messages_timed": messages, "elapsed_s": secs,
+                "bits_per_s": bytes as f64 * 8.0 / secs, "io_path": "read"})
+        };
+        let p = &mut v["points"][0];
+        p["latency"] = serde_json::Value::Null;
+        p["headline"]["name"] = "receiver throughput, all streams".into();
+        p["stream"] = serde_json::json!({
+            "streams": [{"index": 0, "direction": "client_to_server",
+                         "sender": side(3000, 30, 0.3, "sender"),
+                         "receiver": side(160, 1, 0.0003, "receiver")}],
+            "totals": [{"direction": "client_to_server", "streams": 1,
+                        "sender_bits_per_s": 80_000.0, "receiver_bits_per_s": 4_266_666.7,
+                        "bytes_sent": 4000, "bytes_received": 1160, "send_failures": 0,
+                        "loss": null, "retransmits": 0, "theoretical_goodput_bits_per_s": null}]
+        });
+        v
+    }
+
+    #[test]
+    fn an_old_stream_document_is_judged_when_read() {
+        let r = parse_report(&old_tiny_stream().to_string()).unwrap();
+        let p = &r.points[0];
+        let s = p.stream.as_ref().unwrap();
+        let why = "timed phase 0.30 ms, 160 B in 1 read: below the floor of 10 ms and 10 reads; \
+                   timed phase 0.30 ms is 0.1% of the sender's 300.0 ms: under the floor of 10%, \
+                   it timed a burst, not the transfer";
+        assert_eq!(s.streams[0].receiver.validity.reason(), why);
+        assert!(!s.streams[0].sender.validity.is_invalid());
+        let t = &s.totals[0];
+        assert_eq!(
+            (t.receiver_valid, t.receiver_invalid_reason.as_deref()),
+            (Some(false), Some(why))
+        );
+        assert_eq!(t.sender_valid, Some(true));
+        assert_eq!(
+            (t.receiver_bytes_timed, t.receiver_messages_timed),
+            (160, 1)
+        );
+        assert_eq!(t.sender_elapsed_s, 0.3);
+        // One run: the headline is the receiver's figure, and as invalid.
+        assert_eq!(p.headline.validity.reason(), format!("receiver: {why}"));
+        // The JSON says it next to each figure.
+        let v = serde_json::to_value(&r).unwrap();
+        let st = &v["points"][0]["stream"];
+        assert_eq!(st["streams"][0]["receiver"]["valid"], false);
+        assert_eq!(st["streams"][0]["receiver"]["invalid_reason"], why);
+        assert_eq!(st["streams"][0]["sender"]["valid"], true);
+        assert_eq!(st["streams"][0]["receiver"]["bytes_timed"], 160);
+        assert_eq!(st["totals"][0]["receiver_valid"], false);
+        assert_eq!(v["points"][0]["headline"]["valid"], false);
+        // And it reads back as it was written.
+        assert_eq!(parse_report(&v.to_string()).unwrap(), r);
+    }
+
+    #[test]
+    fn a_repeated_point_of_an_old_document_is_judged_only_as_far_as_it_can_be() {
+        let mut v = old_tiny_stream();
+        v["points"][0]["runs"] = 3.into();
+        let r = parse_report(&v.to_string()).unwrap();
+        // The last run's receiver is invalid, so the headline over runs is.
+        assert!(r.points[0]
+            .headline
+            .validity
+            .reason()
+            .starts_with("run 3 of 3: receiver: timed phase 0.30 ms"));
+        // A valid last run says nothing of the two runs before it: unjudged.
+        let mut v = report_json("pingpong", 1, 20_000.0);
+        v["points"][0]["runs"] = 3.into();
+        let r = parse_report(&v.to_string()).unwrap();
+        assert_eq!(r.points[0].headline.validity, Validity::default());
+        assert_eq!(
+            r.points[0].latency.as_ref().unwrap().validity,
+            Validity::valid()
+        );
+    }
+
+    #[test]
+    fn migrating_rejudges_the_headlines_of_older_runs() {
+        let (_dir, path) = temp_db();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        // A ping-pong of two sizes whose smallest has 12 samples, and the tiny stream.
+        let mut ping = report_json("pingpong", 2, 30_000.0);
+        ping["points"][0]["latency"]["rtt"]["samples"] = 12.into();
+        ping["points"][1]["latency"]["one_way_mean_ns"] = 16_000.0.into();
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(V1_SCHEMA).unwrap();
+            for doc in [&ping, &old_tiny_stream()] {
+                conn.execute(
+                    "INSERT INTO runs (started_at, pattern, transport, latency_ns, report_json)
+                     VALUES (?1, ?2, ?3, 15000.0, ?4)",
+                    params![
+                        "2025-03-01T10:00:00.000Z",
+                        doc["pattern"].as_str().unwrap(),
+                        "tcp",
+                        doc.to_string()
+                    ],
+                )
+                .unwrap();
+            }
+        }
+        let db = Db::open_existing(&path).unwrap();
+        let rows = db.list(&Filter::default()).unwrap();
+        let (stream, ping) = (&rows[0], &rows[1]);
+        // t0 now comes from the valid point, and the row says what was left out.
+        assert_eq!(ping.latency_ns, Some(16_000.0));
+        assert_eq!(
+            ping.headline_note.as_deref(),
+            Some("1 of 2 points not valid, left out")
+        );
+        // The stream's only figure is not valid: kept, marked, with the reason.
+        assert_eq!(stream.throughput_bits_per_s, Some(4_266_666.7));
+        let note = stream.headline_note.as_deref().unwrap();
+        assert!(
+            note.starts_with("! not valid: receiver: timed phase 0.30 ms, 160 B in 1 read"),
+            "{note}"
+        );
+        let listing = super::super::history::format_history(&rows);
+        assert!(
+            listing.contains("peak receiver 4.27! Mbit/s (! not valid: receiver: timed phase"),
+            "{listing}"
         );
     }
 

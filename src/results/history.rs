@@ -26,6 +26,7 @@ pub fn format_history(rows: &[RunRow]) -> String {
             latency_ns: r.latency_ns,
             throughput_bits_per_s: r.throughput_bits_per_s,
             transactions_per_s: r.transactions_per_s,
+            note: r.headline_note.clone(),
         };
         let mut notes = Vec::new();
         if !r.complete {

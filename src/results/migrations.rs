@@ -33,4 +33,12 @@ pub const MIGRATIONS: &[&str] = &[
          points = coalesce(json_array_length(report_json, '$.points'), 0),
          client_host = json_extract(report_json, '$.client_environment.hostname');
      CREATE INDEX runs_client_host ON runs (client_host);",
+    // 3: what a run's headline left out for not being valid, or that its figures are not
+    // valid measurements (see stats::validity). Filled in for older rows, with their headline
+    // figures recomputed, by `db::rejudge_headlines` after this step.
+    "ALTER TABLE runs ADD COLUMN headline_note TEXT;",
 ];
+
+/// The step after which the headline columns of older rows are recomputed from their
+/// documents (in Rust: SQL cannot judge a document's figures).
+pub const HEADLINE_NOTE: u32 = 3;

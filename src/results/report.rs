@@ -124,31 +124,58 @@ fn metrics_table(runs: &[Run]) -> Option<String> {
             } else {
                 String::new()
             };
-            let fit = m.fit.map_or("-".to_owned(), |f| {
-                format!(
+            // A fit that is not valid is never shown as a result: its reason instead (the
+            // fitted numbers stay in the JSON for inspection).
+            let fit = match m.valid_fit() {
+                Some(f) => esc(&format!(
                     "t0 {} µs, r_inf {} Mbit/s, n_1/2 {} B, R² {:.5} ({} sizes)",
                     fmt_num(f.t0_s * 1e6),
                     fmt_num(f.r_inf_bytes_per_s * 8.0 / 1e6),
                     fmt_num(f.n_half_bytes),
                     f.r_squared,
                     f.points
+                )),
+                None => format!(
+                    "<span class=\"warn\">no valid fit: {}</span>",
+                    esc(&m.fit_reason())
+                ),
+            };
+            let note = |n: &Option<String>| {
+                n.as_deref()
+                    .map(|n| format!("<br><span class=\"warn\">{}</span>", esc(n)))
+                    .unwrap_or_default()
+            };
+            let left_out = if m.left_out.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "<br><span class=\"warn\">left out, not valid: {}</span>",
+                    esc(&m
+                        .left_out
+                        .iter()
+                        .map(|l| format!("{} B ({})", l.size, l.reason))
+                        .collect::<Vec<_>>()
+                        .join(", "))
                 )
-            });
+            };
             rows.push_str(&format!(
-                "<tr><td>#{}{}</td><td class=\"n\">{} ± {} (at {} B)</td><td class=\"n\">{} [{}] (at {} B)</td><td class=\"n\">{}{}</td><td>{}</td></tr>\n",
+                "<tr><td>#{}{}{}</td><td class=\"n\">{} ± {} (at {} B)</td><td class=\"n\">{}{} [{}] (at {} B){}</td><td class=\"n\">{}{}</td><td>{}</td></tr>\n",
                 run.id,
                 esc(&bufs),
+                left_out,
                 fmt_num(m.t0_s * 1e6),
                 opt_num(m.t0_ci_s.map(|c| c * 1e6)),
                 m.t0_size,
+                if m.r_max_at_largest == Some(true) { "≥ " } else { "" },
                 fmt_num(m.r_max_bytes_per_s * 8.0 / 1e6),
                 m.r_max_ci_bytes_per_s
                     .map(|(lo, hi)| format!("{} to {}", fmt_num(lo * 8.0 / 1e6), fmt_num(hi * 8.0 / 1e6)))
                     .unwrap_or_else(|| "-".into()),
                 m.r_max_size,
+                note(&m.r_max_note),
                 opt_num(m.n_half_bytes),
-                if m.n_half_at_smallest { " (at most: reached at the smallest size)" } else { "" },
-                esc(&fit),
+                note(&m.n_half_note),
+                fit,
             ));
         }
     }
@@ -173,15 +200,19 @@ fn points_table(run: &Run) -> String {
         .map(|p| p.headline.name.clone())
         .unwrap_or_default();
     let mut s = format!(
-        "<table><tr><th>point</th><th>runs</th><th>{} ({}), mean</th><th>± CI over runs</th><th>samples</th><th>p50 / p99 round trip (µs)</th></tr>\n",
+        "<table><tr><th>point</th><th>runs</th><th>{} ({}), mean</th><th>± CI over runs</th><th>samples</th><th>p50 / p99 round trip (µs)</th><th>not valid (! after a figure)</th></tr>\n",
         esc(&name),
         esc(&unit)
     );
     for p in &r.points {
         let m = p.headline.over_runs.as_ref();
         let l = p.latency.as_ref();
+        // Every figure of the row with its verdict: the headline's over the runs, and the
+        // last run's latency point or stream sums.
+        let verdict = crate::report::csv::point_validity(p);
+        let mark = p.headline.validity.mark();
         s.push_str(&format!(
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}{mark}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}{}</td><td class=\"warn\">{}</td></tr>\n",
             esc(&series::describe_point(r, p)),
             p.runs,
             opt_num(m.map(|m| m.mean)),
@@ -192,6 +223,8 @@ fn points_table(run: &Run) -> String {
                 fmt_num(l.rtt.median_ns as f64 / 1e3),
                 fmt_num(l.rtt.p99_ns as f64 / 1e3)
             )),
+            l.map_or("", |l| l.validity.mark()),
+            esc(verdict.reason()),
         ));
     }
     s.push_str("</table>\n");
@@ -283,6 +316,12 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
         } else {
             "Request plus response payload per second."
         };
+        let invalid = series::invalid_points(&group);
+        if invalid > 0 {
+            page.html.push_str(&format!(
+                "<p class=\"warn\">The figures leave out the figures of {invalid} point(s) that are not valid measurements (below the floors of a timed phase or of a sample count); the Points table below marks them with ! and says why.</p>\n"
+            ));
+        }
         page.figure(series::throughput(&group), throughput_caption)?;
         page.figure(
             series::latency(&group),
@@ -304,7 +343,7 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
             for h in series::heatmaps(run) {
                 page.figure(
                     Some(h),
-                    "Each cell is one point of the sweep; a blank cell was not measured. Buffer sizes are as requested (Linux doubles them; the effective values are in the JSON).",
+                    "Each cell is one point of the sweep; a blank cell was not measured, or its figure is not a valid measurement. Buffer sizes are as requested (Linux doubles them; the effective values are in the JSON).",
                 )?;
             }
             let with_intervals = series::points_with_intervals(run.report);

@@ -243,6 +243,15 @@ pub fn throughput(runs: &[Run]) -> Option<Figure> {
                     .totals
                     .iter()
                     .find(|t| t.direction == dir)?;
+                // A rate that is not a measurement is not drawn (the points table marks it).
+                let verdict = if sender {
+                    t.sender_validity()
+                } else {
+                    t.receiver_validity()
+                };
+                if verdict.is_invalid() {
+                    return None;
+                }
                 Some(
                     if sender {
                         t.sender_bits_per_s
@@ -279,7 +288,7 @@ pub fn throughput(runs: &[Run]) -> Option<Figure> {
         } else {
             "request + response payload"
         };
-        let value = |p: &PointResult| Some(p.latency.as_ref()?.throughput_bits_per_s / 1e6);
+        let value = |p: &PointResult| Some(valid_latency(p)?.throughput_bits_per_s / 1e6);
         curves(runs, x, &[(what, false, &value)])
     };
     if lines.is_empty() && hlines.is_empty() {
@@ -319,6 +328,27 @@ fn latency_axis_label(pattern: &str) -> &'static str {
     }
 }
 
+/// A point's latency figures, unless they are not valid (too few samples): figures leave
+/// those out, and the report's points table marks them.
+fn valid_latency(p: &PointResult) -> Option<&crate::report::model::LatencyResult> {
+    p.latency.as_ref().filter(|l| !l.validity.is_invalid())
+}
+
+/// How many of the runs' points have a figure that is not valid, and so is not drawn.
+pub fn invalid_points(runs: &[Run]) -> usize {
+    runs.iter()
+        .flat_map(|r| r.report.points.iter())
+        .filter(|p| {
+            p.latency.as_ref().is_some_and(|l| l.validity.is_invalid())
+                || p.stream.as_ref().is_some_and(|s| {
+                    s.totals.iter().any(|t| {
+                        t.sender_validity().is_invalid() || t.receiver_validity().is_invalid()
+                    })
+                })
+        })
+        .count()
+}
+
 /// Latency against message size: the mean, the median and a band from the median to the
 /// 99th percentile.
 pub fn latency(runs: &[Run]) -> Option<Figure> {
@@ -328,8 +358,8 @@ pub fn latency(runs: &[Run]) -> Option<Figure> {
     }
     let x = x_param(runs);
     let f = latency_factor(pattern);
-    let mean = move |p: &PointResult| Some(p.latency.as_ref()?.rtt.mean_ns * f);
-    let median = move |p: &PointResult| Some(p.latency.as_ref()?.rtt.median_ns as f64 * f);
+    let mean = move |p: &PointResult| Some(valid_latency(p)?.rtt.mean_ns * f);
+    let median = move |p: &PointResult| Some(valid_latency(p)?.rtt.median_ns as f64 * f);
     let (mut lines, hlines) = curves(
         runs,
         x,
@@ -345,7 +375,7 @@ pub fn latency(runs: &[Run]) -> Option<Figure> {
                 .iter()
                 .filter(|p| x == Param::Size || x.of(&p.key) > 0)
                 .filter_map(|p| {
-                    let r = &p.latency.as_ref()?.rtt;
+                    let r = &valid_latency(p)?.rtt;
                     Some((
                         x.of(&p.key) as f64,
                         r.median_ns as f64 * f,
@@ -405,7 +435,7 @@ pub fn signature(runs: &[Run]) -> Option<Figure> {
                 .points
                 .iter()
                 .filter_map(|p| {
-                    let l = p.latency.as_ref()?;
+                    let l = valid_latency(p)?;
                     Some((l.one_way_mean_ns? / 1e3, l.throughput_bits_per_s / 1e6))
                 })
                 .collect();
@@ -606,6 +636,9 @@ pub fn distribution(runs: &[Run], index: Option<usize>, kind: DistributionKind) 
 
 /// The point's headline as a heatmap shows it, with its label.
 fn heat_value(pattern: &str, p: &PointResult) -> Option<f64> {
+    if p.figures_validity().is_invalid() {
+        return None;
+    }
     match pattern {
         "stream" => Some(
             p.stream

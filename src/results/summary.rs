@@ -1,11 +1,14 @@
 //! The few figures that stand for a whole run in `history`: what a reader of a list of runs
-//! wants to see before opening one.
+//! wants to see before opening one. Figures that are not valid measurements (see
+//! `stats::validity`) are left out of them, and said to be; a run with no valid figure
+//! shows its figures marked with the reason.
 
-use crate::report::model::RunReport;
+use crate::report::model::{PointResult, RunReport};
 use crate::report::{mbit, us};
+use crate::stats::Validity;
 
-/// Every field is `None` when the run has no such figure (or no point at all).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// Every figure field is `None` when the run has no such figure (or no point at all).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunHeadline {
     /// pingpong: one-way latency (RTT/2) of the smallest message; rr, crr: the lowest mean
     /// transaction round trip over the points. Nanoseconds.
@@ -15,6 +18,34 @@ pub struct RunHeadline {
     pub throughput_bits_per_s: Option<f64>,
     /// rr, crr: the highest transactions per second over the points.
     pub transactions_per_s: Option<f64>,
+    /// Set when a point was left out for not being valid ("2 of 5 points not valid, left
+    /// out"), or when the figures come from points that are not valid, with the reason
+    /// ("! not valid: ..."): the figures are then marked wherever they are shown.
+    pub note: Option<String>,
+}
+
+impl RunHeadline {
+    /// The figures come from points that are not valid.
+    pub fn invalid(&self) -> bool {
+        self.note.as_deref().is_some_and(|n| n.starts_with('!'))
+    }
+}
+
+/// One point's figure with the verdict on it.
+struct Candidate<'a> {
+    point: &'a PointResult,
+    valid: Validity,
+}
+
+fn candidates(r: &RunReport) -> Vec<Candidate<'_>> {
+    r.points
+        .iter()
+        .filter(|p| p.latency.is_some() || p.stream.is_some())
+        .map(|p| Candidate {
+            point: p,
+            valid: p.figures_validity(),
+        })
+        .collect()
 }
 
 fn max(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -25,13 +56,47 @@ fn min(values: impl Iterator<Item = f64>) -> Option<f64> {
     values.filter(|v| v.is_finite()).reduce(f64::min)
 }
 
+fn stream_total(p: &PointResult) -> Option<f64> {
+    let s = p.stream.as_ref()?;
+    Some(s.totals.iter().map(|t| t.receiver_bits_per_s).sum())
+}
+
 pub fn headline(r: &RunReport) -> RunHeadline {
-    let latencies = || r.points.iter().filter_map(|p| p.latency.as_ref());
-    match r.pattern.as_str() {
+    let all = candidates(r);
+    let valid: Vec<&PointResult> = all
+        .iter()
+        .filter(|c| !c.valid.is_invalid())
+        .map(|c| c.point)
+        .collect();
+    let invalid: Vec<&Candidate> = all.iter().filter(|c| c.valid.is_invalid()).collect();
+    // The valid points when there are any; otherwise all of them, marked.
+    let (use_points, note): (Vec<&PointResult>, Option<String>) = if invalid.is_empty() {
+        (valid, None)
+    } else if valid.is_empty() {
+        let first = invalid[0];
+        (
+            all.iter().map(|c| c.point).collect(),
+            Some(format!(
+                "! not valid: {}{}",
+                first.valid.reason(),
+                match invalid.len() {
+                    1 => String::new(),
+                    n => format!(" (and {} more points)", n - 1),
+                }
+            )),
+        )
+    } else {
+        let n = invalid.len();
+        (
+            valid,
+            Some(format!("{n} of {} points not valid, left out", all.len())),
+        )
+    };
+    let latencies = || use_points.iter().filter_map(|p| p.latency.as_ref());
+    let mut h = match r.pattern.as_str() {
         "pingpong" => {
             // The smallest message's latency is t0, whether or not the run swept sizes.
-            let smallest = r
-                .points
+            let smallest = use_points
                 .iter()
                 .filter(|p| p.latency.as_ref().and_then(|l| l.one_way_mean_ns).is_some())
                 .min_by_key(|p| p.key.size);
@@ -39,45 +104,54 @@ pub fn headline(r: &RunReport) -> RunHeadline {
                 latency_ns: smallest.and_then(|p| p.latency.as_ref()?.one_way_mean_ns),
                 throughput_bits_per_s: max(latencies().map(|l| l.throughput_bits_per_s)),
                 transactions_per_s: None,
+                note: None,
             }
         }
         "rr" | "crr" => RunHeadline {
             latency_ns: min(latencies().map(|l| l.rtt.mean_ns)),
             throughput_bits_per_s: max(latencies().map(|l| l.throughput_bits_per_s)),
             transactions_per_s: max(latencies().map(|l| l.transactions_per_s)),
+            note: None,
         },
         _ => RunHeadline {
             latency_ns: None,
-            throughput_bits_per_s: max(r.points.iter().filter_map(|p| {
-                let s = p.stream.as_ref()?;
-                Some(s.totals.iter().map(|t| t.receiver_bits_per_s).sum())
-            })),
+            throughput_bits_per_s: max(use_points.iter().filter_map(|p| stream_total(p))),
             transactions_per_s: None,
+            note: None,
         },
-    }
+    };
+    h.note = note;
+    h
 }
 
-/// One short phrase, e.g. "t0 34.62 us, r_max 40797.31 Mbit/s".
+/// One short phrase, e.g. "t0 34.62 us, r_max 40797.31 Mbit/s"; figures from points that are
+/// not valid carry "!" and the reason.
 pub fn describe(pattern: &str, h: &RunHeadline) -> String {
+    let m = if h.invalid() { "!" } else { "" };
     let lat = h.latency_ns.map(us);
     let bps = h.throughput_bits_per_s.map(mbit);
     let parts: Vec<String> = match pattern {
         "pingpong" => vec![
-            lat.map(|v| format!("t0 {v} us")),
-            bps.map(|v| format!("r_max {v} Mbit/s")),
+            lat.map(|v| format!("t0 {v}{m} us")),
+            bps.map(|v| format!("r_max {v}{m} Mbit/s")),
         ],
         "rr" | "crr" => vec![
-            h.transactions_per_s.map(|v| format!("peak {v:.1} txn/s")),
-            lat.map(|v| format!("best rtt {v} us")),
+            h.transactions_per_s
+                .map(|v| format!("peak {v:.1}{m} txn/s")),
+            lat.map(|v| format!("best rtt {v}{m} us")),
         ],
-        _ => vec![bps.map(|v| format!("peak receiver {v} Mbit/s"))],
+        _ => vec![bps.map(|v| format!("peak receiver {v}{m} Mbit/s"))],
     }
     .into_iter()
     .flatten()
     .collect();
-    if parts.is_empty() {
+    let text = if parts.is_empty() {
         "no figures".into()
     } else {
         parts.join(", ")
+    };
+    match &h.note {
+        Some(note) => format!("{text} ({note})"),
+        None => text,
     }
 }

@@ -12,8 +12,10 @@ pub mod seq;
 pub mod sweep;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub mod validity;
 
 pub use ci::{parse_confidence, student_t_half_width, MeanCi};
 pub use latency::{LatencyRecorder, LatencySummary};
 pub use seq::SeqTracker;
 pub use sweep::{HockneyFit, SweepMetrics, SweepPoint};
+pub use validity::Validity;

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::validity::MIN_FIT_SIZES;
+
 /// One measured message size of a ping-pong sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
@@ -15,13 +17,14 @@ pub struct SweepPoint {
     pub one_way_ci_s: Option<f64>,
 }
 
-/// Least-squares fit of one_way(n) = t0 + n / r_inf.
+/// Least-squares fit of one_way(n) = t0 + n / r_inf, as fitted. It is kept for inspection
+/// whatever it came out as; whether it is a result is [`SweepMetrics::fit_valid`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct HockneyFit {
-    /// Intercept in seconds. Can come out negative when the data are far
-    /// from linear; it is reported as fitted rather than hidden.
+    /// Intercept in seconds. Can come out negative when the data are far from linear: the
+    /// fit is then not valid (see [`judge_fit`]).
     pub t0_s: f64,
-    /// Asymptotic throughput, 1 / slope.
+    /// Asymptotic throughput, 1 / slope; negative when the slope is.
     pub r_inf_bytes_per_s: f64,
     /// Hockney's half-performance length r_inf * t0.
     pub n_half_bytes: f64,
@@ -54,8 +57,145 @@ pub struct SweepMetrics {
     /// The smallest size already reaches r_max / 2, so `n_half_bytes` is
     /// that size and the true n_1/2 is at most that.
     pub n_half_at_smallest: bool,
-    /// `None` with fewer than 3 distinct sizes or a non-increasing fit.
+    /// The largest size the metrics were derived from. Null in documents written before it
+    /// existed, until [`SweepMetrics::fill_validity`] sets it from the points.
+    #[serde(default)]
+    pub largest_size: Option<u64>,
+    /// r_max was reached at the largest size: the throughput was still rising at the end of
+    /// the sweep, so r_max is a lower bound and n_1/2 only an estimate against it.
+    #[serde(default)]
+    pub r_max_at_largest: Option<bool>,
+    /// What `r_max_at_largest` means for the figures, in words; null when the curve flattened.
+    #[serde(default)]
+    pub r_max_note: Option<String>,
+    /// Why n_1/2 is a bound or an estimate rather than the size itself; null when it is.
+    #[serde(default)]
+    pub n_half_note: Option<String>,
+    /// The Hockney fit as computed, valid or not (null when not computable at all: fewer than
+    /// 2 sizes, or a slope of exactly 0, which has no r_inf).
     pub fit: Option<HockneyFit>,
+    /// Whether `fit` is a result (see [`judge_fit`]). Null only in documents written before
+    /// fits were judged, until [`SweepMetrics::fill_validity`] judges them.
+    #[serde(default)]
+    pub fit_valid: Option<bool>,
+    /// Why there is no valid fit; null when there is one.
+    #[serde(default)]
+    pub fit_invalid_reason: Option<String>,
+    /// Sizes measured but left out of these metrics because their figures are not valid
+    /// (too few samples), with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A measured size that the metrics do not use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeftOut {
+    pub size: u64,
+    pub reason: String,
+}
+
+impl SweepMetrics {
+    /// The fit, only when it is a valid result.
+    pub fn valid_fit(&self) -> Option<&HockneyFit> {
+        self.fit.as_ref().filter(|_| self.fit_valid == Some(true))
+    }
+
+    /// The reason there is no valid fit, for tables: "no valid fit: <reason>".
+    pub fn fit_reason(&self) -> String {
+        self.fit_invalid_reason
+            .clone()
+            .unwrap_or_else(|| "not judged".into())
+    }
+
+    /// Fills in the judgements a document written before they existed lacks, from what it
+    /// stored: `largest` is the largest size among the group's points.
+    pub fn fill_validity(&mut self, largest: Option<u64>) {
+        if self.fit_valid.is_none() {
+            let reason = judge_fit(self.fit.as_ref(), self.points).err();
+            self.fit_valid = Some(reason.is_none());
+            self.fit_invalid_reason = reason;
+        }
+        if self.largest_size.is_none() {
+            self.largest_size = largest;
+        }
+        if self.r_max_at_largest.is_none() {
+            if let Some(largest) = self.largest_size {
+                let (at, r_note, n_note) = flattening(
+                    self.r_max_bytes_per_s,
+                    self.r_max_size,
+                    largest,
+                    self.n_half_bytes.is_some(),
+                    self.n_half_at_smallest,
+                );
+                self.r_max_at_largest = Some(at);
+                self.r_max_note = r_note;
+                if self.n_half_note.is_none() {
+                    self.n_half_note = n_note;
+                }
+            }
+        }
+    }
+}
+
+/// Whether a fit is a result, or why not: it needs [`MIN_FIT_SIZES`] sizes, a positive slope
+/// (time growing with size: r_inf > 0), and a positive intercept t0 (a message takes time;
+/// with r_inf > 0 that also makes n_1/2 = r_inf * t0 positive).
+pub fn judge_fit(fit: Option<&HockneyFit>, sizes: usize) -> Result<(), String> {
+    if sizes < MIN_FIT_SIZES {
+        return Err(format!(
+            "{sizes} size{} measured, a fit needs at least {MIN_FIT_SIZES}",
+            if sizes == 1 { "" } else { "s" }
+        ));
+    }
+    let Some(f) = fit else {
+        return Err("the one-way time does not grow with size (fitted slope 0 or less)".into());
+    };
+    let finite = [f.t0_s, f.r_inf_bytes_per_s, f.n_half_bytes, f.r_squared]
+        .iter()
+        .all(|v| v.is_finite());
+    if !finite {
+        return Err("the fit is not finite".into());
+    }
+    if f.r_inf_bytes_per_s <= 0.0 {
+        return Err("the one-way time does not grow with size (fitted slope 0 or less)".into());
+    }
+    if f.t0_s <= 0.0 || f.n_half_bytes <= 0.0 {
+        return Err(
+            "the fitted t0 is not positive (nor, then, n_1/2 = r_inf*t0): the one-way times are not a line t0 + n/r_inf over these sizes"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// Whether r_max was reached at the largest size, and what that means for r_max and n_1/2
+/// in words; the n_1/2 note also covers n_1/2 reached at the smallest size.
+fn flattening(
+    r_max: f64,
+    r_max_size: u64,
+    largest: u64,
+    has_n_half: bool,
+    n_half_at_smallest: bool,
+) -> (bool, Option<String>, Option<String>) {
+    let at = r_max > 0.0 && r_max_size == largest;
+    let r_note = at.then(|| {
+        format!(
+            "r_max at the largest size ({largest} B): the curve had not flattened, r_max is a lower bound"
+        )
+    });
+    let n_note = if !has_n_half {
+        None
+    } else if n_half_at_smallest {
+        Some("already reached at the smallest size: n_1/2 is at most that".to_owned())
+    } else if at {
+        Some(
+            "an estimate against r_max, which is a lower bound: the true n_1/2 is likely larger"
+                .to_owned(),
+        )
+    } else {
+        None
+    };
+    (at, r_note, n_note)
 }
 
 /// One distinct size after merging repeated measurements.
@@ -98,6 +238,11 @@ pub fn derive(points: &[SweepPoint]) -> Option<SweepMetrics> {
     });
 
     let (n_half, at_smallest) = n_half(&merged, r_max);
+    let largest = merged[merged.len() - 1].size;
+    let (at_largest, r_note, n_note) =
+        flattening(r_max, peak.size, largest, n_half.is_some(), at_smallest);
+    let fit = hockney_fit(&merged);
+    let verdict = judge_fit(fit.as_ref(), merged.len()).err();
 
     Some(SweepMetrics {
         points: merged.len(),
@@ -109,7 +254,14 @@ pub fn derive(points: &[SweepPoint]) -> Option<SweepMetrics> {
         r_max_size: peak.size,
         n_half_bytes: n_half,
         n_half_at_smallest: at_smallest,
-        fit: hockney_fit(&merged),
+        largest_size: Some(largest),
+        r_max_at_largest: Some(at_largest),
+        r_max_note: r_note,
+        n_half_note: n_note,
+        fit,
+        fit_valid: Some(verdict.is_none()),
+        fit_invalid_reason: verdict,
+        left_out: Vec::new(),
     })
 }
 
@@ -166,9 +318,10 @@ fn n_half(merged: &[Merged], r_max: f64) -> (Option<f64>, bool) {
     (Some(n), false)
 }
 
-/// Ordinary least squares of one-way time against size.
+/// Ordinary least squares of one-way time against size, as fitted: `None` only when it
+/// cannot be computed (fewer than 2 sizes, a slope of exactly 0, anything not finite).
 fn hockney_fit(merged: &[Merged]) -> Option<HockneyFit> {
-    if merged.len() < 3 {
+    if merged.len() < 2 {
         return None;
     }
     let k = merged.len() as f64;
@@ -185,7 +338,7 @@ fn hockney_fit(merged: &[Merged]) -> Option<HockneyFit> {
         syy += dy * dy;
     }
     let slope = sxy / sxx;
-    if slope.is_nan() || slope <= 0.0 || slope.is_infinite() {
+    if !slope.is_finite() || slope == 0.0 {
         return None;
     }
     let t0 = y_mean - slope * x_mean;
@@ -196,7 +349,7 @@ fn hockney_fit(merged: &[Merged]) -> Option<HockneyFit> {
             r * r
         })
         .sum();
-    // A positive slope implies syy > 0.
+    // A non-zero slope implies syy > 0.
     let r_squared = 1.0 - ss_res / syy;
     let r_inf = 1.0 / slope;
     let fit = HockneyFit {
@@ -276,6 +429,61 @@ mod tests {
         );
         assert_eq!(m.t0_ci_s, None);
         assert_eq!(m.r_max_ci_bytes_per_s, None);
+
+        // A linear one-way time is what the fit is for: valid.
+        assert_eq!(m.fit_valid, Some(true));
+        assert_eq!(m.fit_invalid_reason, None);
+        assert_eq!(m.valid_fit(), m.fit.as_ref());
+        // But its throughput rises to the very end: r_max is a lower bound.
+        assert_eq!(m.largest_size, Some(4_194_304));
+        assert_eq!(m.r_max_at_largest, Some(true));
+        assert_eq!(
+            m.r_max_note.as_deref(),
+            Some("r_max at the largest size (4194304 B): the curve had not flattened, r_max is a lower bound")
+        );
+        assert_eq!(
+            m.n_half_note.as_deref(),
+            Some("an estimate against r_max, which is a lower bound: the true n_1/2 is likely larger")
+        );
+    }
+
+    #[test]
+    fn a_curve_that_flattened_is_not_flagged() {
+        // Throughput n / t: 1 MB/s at 1 B, 1e3/1e-5 = 100 MB/s at 1000 B, 4000/2e-5 = 200 MB/s
+        // at 4000 B, then 8000/5e-5 = 160 MB/s at 8000 B: the peak is before the end.
+        let m = derive(&[pt(1, 1e-6), pt(1000, 1e-5), pt(4000, 2e-5), pt(8000, 5e-5)]).unwrap();
+        assert_eq!(m.r_max_size, 4000);
+        assert_rel(m.r_max_bytes_per_s, 2e8, 1e-12);
+        assert_eq!(m.largest_size, Some(8000));
+        assert_eq!(m.r_max_at_largest, Some(false));
+        assert_eq!(m.r_max_note, None);
+        // Half of 2e8 is 1e8, reached exactly at 1000 B (1 B gives 1e6).
+        assert_rel(m.n_half_bytes.unwrap(), 1000.0, 1e-12);
+        assert_eq!(m.n_half_note, None);
+    }
+
+    #[test]
+    fn a_fit_with_a_negative_t0_is_refused_and_kept_for_inspection() {
+        // Sizes 1000, 2000, 3000 B taking 1, 3, 5 us: the line through them is
+        // t(n) = -1 us + n * 2 ns/B exactly (x mean 2000, y mean 3 us, Sxx = 2e6,
+        // Sxy = 4e-3, slope 2e-9 s/B), so r_inf = 5e8 B/s and n_1/2 = r_inf * t0 = -500 B:
+        // a message that takes negative time, which is what `run pingpong --size
+        // 1..10M:*1.2 -d 50ms` printed as t0 = -12.03 us.
+        let m = derive(&[pt(1000, 1e-6), pt(2000, 3e-6), pt(3000, 5e-6)]).unwrap();
+        let fit = m.fit.unwrap();
+        assert_rel(fit.t0_s, -1e-6, 1e-9);
+        assert_rel(fit.r_inf_bytes_per_s, 5e8, 1e-12);
+        assert_rel(fit.n_half_bytes, -500.0, 1e-9);
+        assert_rel(fit.r_squared, 1.0, 1e-12);
+        assert_eq!(fit.points, 3);
+        assert_eq!(m.fit_valid, Some(false));
+        assert_eq!(m.valid_fit(), None);
+        assert_eq!(
+            m.fit_invalid_reason.as_deref(),
+            Some("the fitted t0 is not positive (nor, then, n_1/2 = r_inf*t0): the one-way times are not a line t0 + n/r_inf over these sizes")
+        );
+        // Throughput 1e9, 6.67e8, 6e8 B/s: the peak at the smallest size, so flattened.
+        assert_eq!((m.r_max_size, m.r_max_at_largest), (1000, Some(false)));
     }
 
     #[test]
@@ -309,14 +517,35 @@ mod tests {
         assert_rel(hi, 1000.0 / 8e-6, 1e-12);
         assert_eq!(m.n_half_bytes, Some(1000.0));
         assert!(m.n_half_at_smallest);
+        assert_eq!(
+            m.n_half_note.as_deref(),
+            Some("already reached at the smallest size: n_1/2 is at most that")
+        );
         assert_eq!(m.fit, None);
+        assert_eq!(m.fit_valid, Some(false));
+        assert_eq!(
+            m.fit_invalid_reason.as_deref(),
+            Some("1 size measured, a fit needs at least 3")
+        );
+        // One size shows no curve at all, let alone a flat one.
+        assert_eq!(m.r_max_at_largest, Some(true));
     }
 
     #[test]
-    fn two_points_have_no_fit() {
+    fn two_points_have_no_valid_fit() {
+        // The line through two points: t0 = 10 us - 1 * 1e-5/999 s, exact, R^2 = 1, and
+        // meaningless; kept for inspection only.
         let m = derive(&[pt(1, 1e-5), pt(1000, 2e-5)]).unwrap();
         assert_eq!(m.points, 2);
-        assert_eq!(m.fit, None);
+        let fit = m.fit.unwrap();
+        assert_rel(fit.r_inf_bytes_per_s, 999.0 / 1e-5, 1e-9);
+        assert_eq!(fit.points, 2);
+        assert_eq!(m.fit_valid, Some(false));
+        assert_eq!(
+            m.fit_invalid_reason.as_deref(),
+            Some("2 sizes measured, a fit needs at least 3")
+        );
+        assert_eq!(m.valid_fit(), None);
     }
 
     #[test]
@@ -333,12 +562,24 @@ mod tests {
         assert_rel(m.n_half_bytes.unwrap(), 512.0, 1e-12);
         assert!(!m.n_half_at_smallest);
         assert_eq!(m.fit, None);
+        assert_eq!(m.fit_valid, Some(false));
+        assert_eq!(
+            m.fit_invalid_reason.as_deref(),
+            Some("the one-way time does not grow with size (fitted slope 0 or less)")
+        );
+        assert_eq!(m.r_max_at_largest, Some(true));
     }
 
     #[test]
-    fn decreasing_times_have_no_fit() {
+    fn decreasing_times_have_no_valid_fit() {
         let m = derive(&[pt(1, 3e-5), pt(2, 2e-5), pt(3, 1e-5)]).unwrap();
-        assert_eq!(m.fit, None);
+        // Slope -1e-5 s/B: r_inf = -1e5 B/s, kept as fitted, refused.
+        assert_rel(m.fit.unwrap().r_inf_bytes_per_s, -1e5, 1e-9);
+        assert_eq!(m.fit_valid, Some(false));
+        assert_eq!(
+            m.fit_invalid_reason.as_deref(),
+            Some("the one-way time does not grow with size (fitted slope 0 or less)")
+        );
         // Throughput 1/3e-5, 2/2e-5, 3/1e-5: peak at 3 is 3e5, half 1.5e5;
         // 33_333 at 1 and 100_000 at 2 are below, so n_1/2 lies between
         // 2 and 3: 2 + (150_000 - 100_000) / (300_000 - 100_000) = 2.25.
@@ -468,5 +709,45 @@ mod tests {
         assert_rel(fit.n_half_bytes, 1.3 / 0.8, 1e-12);
         assert_rel(fit.r_squared, 0.64, 1e-12);
         assert_eq!(fit.points, 4);
+    }
+
+    #[test]
+    fn documents_from_before_the_judgements_are_judged_when_read() {
+        // A sweep_metrics object as wirebench wrote it before fits were judged: a fit with a
+        // negative t0 (the README's example printed t0 = -0.02 us, n_1/2 = -66 B).
+        let old = serde_json::json!({
+            "points": 12, "t0_s": 3.4e-5, "t0_ci_s": 1e-7, "t0_size": 1,
+            "r_max_bytes_per_s": 5.1e9, "r_max_ci_bytes_per_s": null, "r_max_size": 4194304,
+            "n_half_bytes": 109843.0, "n_half_at_smallest": false,
+            "fit": {"t0_s": -2e-8, "r_inf_bytes_per_s": 3.3e9, "n_half_bytes": -66.0,
+                    "r_squared": 0.99, "points": 12}
+        });
+        let mut m: SweepMetrics = serde_json::from_value(old).unwrap();
+        assert_eq!(
+            (m.fit_valid, m.r_max_at_largest, m.largest_size),
+            (None, None, None)
+        );
+        m.fill_validity(Some(4194304));
+        assert_eq!(m.fit_valid, Some(false));
+        assert!(m
+            .fit_invalid_reason
+            .unwrap()
+            .starts_with("the fitted t0 is not positive"));
+        assert_eq!(m.r_max_at_largest, Some(true));
+        assert!(m.r_max_note.unwrap().contains("r_max is a lower bound"));
+        assert!(m
+            .n_half_note
+            .unwrap()
+            .starts_with("an estimate against r_max"));
+        // An old document without a fit and with three sizes or more had a non-positive slope.
+        let mut none: SweepMetrics = serde_json::from_value(serde_json::json!({
+            "points": 3, "t0_s": 1e-5, "t0_ci_s": null, "t0_size": 1,
+            "r_max_bytes_per_s": 1e5, "r_max_ci_bytes_per_s": null, "r_max_size": 2,
+            "n_half_bytes": 1.5, "n_half_at_smallest": false, "fit": null
+        }))
+        .unwrap();
+        none.fill_validity(Some(3));
+        assert_eq!(none.fit_valid, Some(false));
+        assert_eq!(none.r_max_at_largest, Some(false));
     }
 }
