@@ -1,6 +1,7 @@
 //! The receiving side of a stream: byte streams read (or discarded in the kernel with
 //! MSG_TRUNC) until end of stream; datagrams received one per call, batched with recvmmsg, or
-//! coalesced by the kernel (UDP GRO), and accounted by sequence number.
+//! coalesced by the kernel (UDP GRO), and accounted by sequence number (raw Ethernet messages
+//! take the datagram path too).
 
 use std::io;
 use std::sync::atomic::Ordering;

@@ -1,5 +1,8 @@
 //! The sending side of a stream: byte streams through write, sendfile or MSG_ZEROCOPY;
 //! datagrams one per call, batched with sendmmsg, or segmented by the kernel (UDP GSO).
+//!
+//! A paced sender paces its warm-up too, on the timed phase's schedule (see the `stream`
+//! module).
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -7,7 +10,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::intervals::IntervalClock;
-use super::{busy_poll, rate, IntervalEvent, SendPlan, StreamStats, DATAGRAM_HEADER};
+use super::{busy_poll, rate, IntervalEvent, Pace, SendPlan, StreamStats, DATAGRAM_HEADER};
 use crate::pattern::{nanos, payload, CpuMeter, DataChannel, Role};
 use crate::sys::fastpath::{self, Batch, ZerocopyCompletions, UDP_MAX_SEGMENTS};
 
@@ -18,6 +21,38 @@ fn is_send_failure(e: &io::Error) -> bool {
             e.kind(),
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
         )
+}
+
+/// `Instant` `ns` nanoseconds after `t`.
+#[inline]
+fn after(t: Instant, ns: f64) -> Instant {
+    t + Duration::from_nanos(ns as u64)
+}
+
+/// When warm-up write (or datagram) `i` may leave, `warm_start` being the warm-up's start: on
+/// the timed phase's schedule when paced, at once otherwise (None).
+#[inline]
+fn warmup_slot(pace: Option<Pace>, warm_start: Instant, i: u64) -> Option<Instant> {
+    pace.map(|p| after(warm_start, p.due_ns(i)))
+}
+
+/// When the timed phase of a paced sender begins after `warmup` paced writes: where the step
+/// of the last warm-up write ends, so that the two phases are one schedule and no step lets
+/// out more than its burst. None when unpaced: the timed phase begins when the warm-up ends.
+fn timed_start(pace: Option<Pace>, warm_start: Instant, warmup: u64) -> Option<Instant> {
+    pace.map(|p| after(warm_start, p.end_ns(warmup)))
+}
+
+/// Waits for the timed phase's start when the sender is paced; returns the start.
+fn begin_timed(plan: &SendPlan, warm_start: Instant) -> Instant {
+    let now = Instant::now();
+    match timed_start(plan.pace, warm_start, plan.warmup) {
+        Some(due) if due > now => {
+            wait_until(due, now);
+            due
+        }
+        _ => now,
+    }
 }
 
 /// Sleeps for most of the wait and spins the last stretch, so pacing is exact without
@@ -257,8 +292,13 @@ fn send_bytes(
     stats.io_path = writer.name().into();
     let mut calls: u64 = 0;
 
-    // Warm-up: whole writes, so that the receiver can count warm-up bytes exactly.
+    // Warm-up: whole writes, so that the receiver can count warm-up bytes exactly; paced on
+    // the timed phase's schedule.
+    let warm_start = Instant::now();
     for i in 0..plan.warmup {
+        if let Some(due) = warmup_slot(plan.pace, warm_start, i) {
+            wait_until(due, Instant::now());
+        }
         let t = Instant::now();
         let mut off = 0;
         while off < write_size {
@@ -271,7 +311,7 @@ fn send_bytes(
         stats.bytes_total += write_size as u64;
     }
 
-    let start = Instant::now();
+    let start = begin_timed(plan, warm_start);
     let mut p = Progress::new(plan, start);
     let byte_limit = p.byte_limit;
     let mut intervals = sender_intervals(plan, start, stream, live);
@@ -418,9 +458,14 @@ fn send_datagrams(
     let epoch = Instant::now();
     let mut seq: u64 = 0;
 
-    // Warm-up: one datagram per call, numbered 0..warmup.
+    // Warm-up: one datagram per call, numbered 0..warmup, paced on the timed phase's schedule
+    // so that nothing of it is still queued at a bottleneck when the timed phase begins.
     let mut single = payload(size);
+    let warm_start = Instant::now();
     for i in 0..plan.warmup {
+        if let Some(due) = warmup_slot(plan.pace, warm_start, i) {
+            wait_until(due, Instant::now());
+        }
         single[..8].copy_from_slice(&seq.to_le_bytes());
         single[8..16].copy_from_slice(&nanos(epoch, Instant::now()).to_le_bytes());
         let t = Instant::now();
@@ -439,7 +484,7 @@ fn send_datagrams(
     let mut writer = DatagramWriter::choose(ch, plan, size, stats);
     stats.io_path = writer.name();
     let per_call = writer.max_per_call() as u64;
-    let start = Instant::now();
+    let start = begin_timed(plan, warm_start);
     let mut p = Progress::new(plan, start);
     let iter_limit = p.iter_limit;
     let mut intervals = sender_intervals(plan, start, stream, live);
