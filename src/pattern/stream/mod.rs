@@ -17,6 +17,12 @@
 //! drained, so the receiver's span would be short and its rate high (seen in a lab: 144.8
 //! Mbit/s received from a sender paced at 140.0 over a 150 Mbit/s link; 139.99 without
 //! warm-up).
+//!
+//! The sender's rate counts the bytes handed to the transport over its timed phase; on TCP
+//! some of them may still sit in its socket buffer when the phase ends. Where the kernel keeps
+//! TCP_INFO, the sender also reports the bytes the peer acknowledged over the same phase
+//! (`bytes_acked_timed`, `acked_bits_per_s`): on a 100 Mbit/s link a 2 s stream's sender rate
+//! read 101.3 Mbit/s, the bytes left in its buffer counted as sent.
 
 #[cfg(test)]
 mod clock_tests;
@@ -146,6 +152,18 @@ pub struct Interval {
     pub tcp_info: Option<TcpInfo>,
     /// Segments retransmitted during the interval (TCP only).
     pub retransmits: Option<u32>,
+    /// Sender, where the kernel keeps TCP_INFO: bytes the peer acknowledged during the interval
+    /// (the change of `tcpi_bytes_acked`). Absent in documents written before it existed.
+    #[serde(default)]
+    pub acked_bytes: Option<u64>,
+}
+
+impl Interval {
+    /// The rate the peer acknowledged at over this interval (sender, TCP_INFO), bits/s.
+    pub fn acked_bits_per_s(&self) -> Option<f64> {
+        self.acked_bytes
+            .map(|b| rate(b, (self.end_s - self.start_s).max(0.0)))
+    }
 }
 
 /// An interval as it goes to a live display.
@@ -186,8 +204,16 @@ pub struct StreamStats {
     pub messages_timed: u64,
     /// Length of the timed phase on this side's clock, seconds.
     pub elapsed_s: f64,
-    /// bytes_timed * 8 / elapsed_s; 0 when nothing was timed.
+    /// bytes_timed * 8 / elapsed_s; 0 when nothing was timed. A sender's bytes are those
+    /// handed to the transport: some may still be in its socket buffer when its phase ends.
     pub bits_per_s: f64,
+    /// Sender, where the kernel keeps TCP_INFO (TCP, MPTCP): bytes the peer acknowledged over
+    /// the sender's timed phase (`tcpi_bytes_acked` at its end minus at its start). Warm-up
+    /// bytes acknowledged in the phase count, timed bytes not yet acknowledged at its end do
+    /// not. None for other transports and in documents written before it existed.
+    pub bytes_acked_timed: Option<u64>,
+    /// bytes_acked_timed * 8 / elapsed_s: the rate the peer acknowledged at.
+    pub acked_bits_per_s: Option<f64>,
     /// Duration of the first write (sender) or the wait for the first byte (receiver), ns.
     pub first_op_ns: Option<u64>,
     /// Sends the kernel refused for lack of buffer (ENOBUFS, EAGAIN): not network loss.

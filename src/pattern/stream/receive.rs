@@ -183,6 +183,7 @@ fn receive_bytes(
     let start = Instant::now();
     let mut intervals = IntervalClock::new(plan.interval, None, start, live);
     intervals.start_at(start);
+    intervals.baseline(ch.connection().tcp_info(), false);
     let mut bytes: u64 = 0;
     let mut reads: u64 = 0;
     let mut last = start;

@@ -161,6 +161,7 @@ pub fn run_sender(
     }
     stats.elapsed_s = end.saturating_duration_since(start).as_secs_f64();
     stats.bits_per_s = rate(stats.bytes_timed, stats.elapsed_s);
+    stats.acked_bits_per_s = stats.bytes_acked_timed.map(|b| rate(b, stats.elapsed_s));
     stats.cpu = cpu.stop();
     Ok(stats)
 }
@@ -315,6 +316,8 @@ fn send_bytes(
     let mut p = Progress::new(plan, start);
     let byte_limit = p.byte_limit;
     let mut intervals = sender_intervals(plan, start, stream, live);
+    let acked_from = ch.connection().tcp_info();
+    intervals.baseline(acked_from, true);
     let mut now = start;
     while p.more(now) {
         if let Some(due) = p.slot(plan, p.attempts) {
@@ -336,9 +339,13 @@ fn send_bytes(
             intervals.record(now, p.bytes, p.messages, ch);
         }
     }
+    let acked_to = ch.connection().tcp_info();
     let end = p.end(plan, now);
     intervals.finish(end, p.bytes, p.messages, ch);
     writer.finish(ch, calls, stats);
+    if let (Some(a), Some(b)) = (acked_from, acked_to) {
+        stats.bytes_acked_timed = Some(b.bytes_acked.saturating_sub(a.bytes_acked));
+    }
     stats.bytes_total += p.bytes;
     stats.bytes_timed = p.bytes;
     stats.messages_timed = p.messages;
