@@ -194,6 +194,30 @@ fn tcp_senders_report_what_the_peer_acknowledged_beside_what_they_wrote() {
 }
 
 #[test]
+fn a_stalled_tcp_sender_keeps_its_intervals_and_its_deadline() {
+    // Fixed tiny buffers stall a TCP stream on delayed acknowledgements, and a write that
+    // cannot complete used to hold the sender's loop: reports came every 0.42 s and a 1 s
+    // point ran 1.25 s. Whether a stall happens here or not, the sender must report each of
+    // its 4 intervals of 250 ms and end its timed phase at 1 s: intervals are recorded by the
+    // first pass at or after their due time, a blocked write returns within a few ms, and
+    // the last one is due at the deadline. A host that keeps the sender off its CPU for a
+    // whole interval merges two: 3 or 4.
+    let v = run_json(&[
+        "stream", "--sndbuf", "8K", "--rcvbuf", "8K", "--size", "4K", "-d", "1s", "-i", "250ms",
+    ]);
+    let s = &only_point(&v)["stream"]["streams"][0]["sender"];
+    let elapsed = f(&s["elapsed_s"]);
+    assert!(
+        (1.0..1.5).contains(&elapsed),
+        "sender's timed phase {elapsed} s"
+    );
+    let iv = s["intervals"].as_array().unwrap();
+    assert!((3..=4).contains(&iv.len()), "intervals: {iv:?}");
+    let total: u64 = iv.iter().map(|i| u(&i["bytes"])).sum();
+    assert_eq!(total, u(&s["bytes_timed"]));
+}
+
+#[test]
 fn datagram_streams_at_a_modest_rate_lose_nothing_on_loopback() {
     // 20 Mbit/s of 1000-byte messages is 2500 messages/s: far below what loopback carries.
     // Every transport that may lose messages is held to it (raw only as root).

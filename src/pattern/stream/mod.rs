@@ -18,6 +18,10 @@
 //! Mbit/s received from a sender paced at 140.0 over a 150 Mbit/s link; 139.99 without
 //! warm-up).
 //!
+//! Both sides keep time while the data path is stalled (see [`STALL_CHECK`]): interval reports
+//! come on their period, with 0 bytes when nothing moved, and the sender's timed phase ends at
+//! its deadline even when a write cannot complete.
+//!
 //! The sender's rate counts the bytes handed to the transport over its timed phase; on TCP
 //! some of them may still sit in its socket buffer when the phase ends. Where the kernel keeps
 //! TCP_INFO, the sender also reports the bytes the peer acknowledged over the same phase
@@ -53,6 +57,23 @@ const POLL: Duration = Duration::from_millis(50);
 /// After the sender is done, an unreliable receiver stops once nothing arrived for this long
 /// (datagrams still queued on a slow link keep it going).
 pub const DRAIN_IDLE: Duration = Duration::from_millis(500);
+
+/// The longest a blocked write or read of a byte-stream socket waits before the loop looks at
+/// its clock again (SO_SNDTIMEO, SO_RCVTIMEO), while a deadline or interval reports need it: so
+/// an interval report or the end of the timed phase comes about this late at most when the
+/// data path is stalled (a full socket buffer, a delayed-ACK stall); the kernel rounds it up to
+/// its clock tick (reports came up to 8 ms late on the 2-CPU VM). The timeout fires only when
+/// the call has waited this long, so while data moves it costs nothing; a sender bound by a
+/// slow link makes at most one extra call per this period. `--io-timeout` still fails a side
+/// once nothing moved for that long. Shorter intervals than this shorten it.
+pub const STALL_CHECK: Duration = Duration::from_millis(5);
+
+/// The wait of [`STALL_CHECK`] for interval reports every `interval` (at least 1 ms).
+pub(super) fn stall_check(interval: Option<Duration>) -> Duration {
+    interval
+        .map_or(STALL_CHECK, |i| i.min(STALL_CHECK))
+        .max(Duration::from_millis(1))
+}
 
 /// The longest a TCP receiver's automatic SO_RCVLOWAT lets arrived bytes wait for their read
 /// (see [`crate::pattern::RcvLowat::Auto`]): far below any interval report's length.

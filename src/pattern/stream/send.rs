@@ -2,7 +2,10 @@
 //! datagrams one per call, batched with sendmmsg, or segmented by the kernel (UDP GSO).
 //!
 //! A paced sender paces its warm-up too, on the timed phase's schedule (see the `stream`
-//! module).
+//! module). A byte-stream sender keeps time while its writes cannot complete: on a blocking
+//! socket the write timeout is [`super::STALL_CHECK`] for the timed phase, a write that times
+//! out is progress not made yet, and the loop records the intervals due and looks at its
+//! deadline before it tries again; only when no byte moved for `--io-timeout` does it fail.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -10,7 +13,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::intervals::IntervalClock;
-use super::{busy_poll, rate, IntervalEvent, Pace, SendPlan, StreamStats, DATAGRAM_HEADER};
+use super::{
+    busy_poll, rate, stall_check, IntervalEvent, Pace, SendPlan, StreamStats, DATAGRAM_HEADER,
+};
+use crate::pattern::channel::timed_out;
 use crate::pattern::{nanos, payload, CpuMeter, DataChannel, Role};
 use crate::sys::fastpath::{self, Batch, ZerocopyCompletions, UDP_MAX_SEGMENTS};
 
@@ -21,6 +27,16 @@ fn is_send_failure(e: &io::Error) -> bool {
             e.kind(),
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
         )
+}
+
+/// A call that took nothing because the kernel had no room: a spinning socket's WouldBlock,
+/// or a blocking one's write timeout. Progress not made yet, not a failure.
+#[inline]
+fn stalled(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 /// `Instant` `ns` nanoseconds after `t`.
@@ -77,7 +93,7 @@ struct Progress {
     deadline: Option<Instant>,
     bytes: u64,
     messages: u64,
-    /// Pacing slots used (writes or datagrams attempted).
+    /// Pacing slots used: writes completed (byte streams) or datagrams attempted.
     attempts: u64,
     byte_limit: u64,
     iter_limit: u64,
@@ -213,17 +229,18 @@ impl ByteWriter {
         }
     }
 
-    /// One call; Ok(n) bytes taken. Spinning (non-blocking) sockets retry on WouldBlock.
+    /// One call; Ok(n) bytes taken. When the kernel has no room (a spinning socket's
+    /// WouldBlock, a blocking one's write timeout) it returns that error, see [`stalled`]: the
+    /// caller keeps its clock and tries again.
     #[inline]
     fn write(&mut self, ch: &mut DataChannel, buf: &[u8]) -> io::Result<usize> {
         match self {
-            ByteWriter::Write => ch.send_some(buf),
+            ByteWriter::Write => ch.send_once(buf),
             ByteWriter::Sendfile(file) => loop {
                 let Some(fd) = ch.connection().socket_fd() else {
                     return Err(io::Error::other("no socket descriptor"));
                 };
                 match fastpath::sendfile(fd, file.as_fd(), buf.len()) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && ch.spinning() => {}
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     r => return r,
                 }
@@ -241,7 +258,6 @@ impl ByteWriter {
                             std::thread::sleep(Duration::from_micros(20));
                         }
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && ch.spinning() => {}
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     r => return r,
                 }
@@ -291,20 +307,38 @@ fn send_bytes(
     let buf = payload(write_size);
     let mut writer = ByteWriter::choose(ch, plan, &buf, stats);
     stats.io_path = writer.name().into();
+    let io_timeout = ch.io_timeout();
+    // Calls that took bytes: each is one MSG_ZEROCOPY completion to wait for.
     let mut calls: u64 = 0;
 
     // Warm-up: whole writes, so that the receiver can count warm-up bytes exactly; paced on
-    // the timed phase's schedule.
+    // the timed phase's schedule. The socket keeps its --io-timeout here.
     let warm_start = Instant::now();
+    let mut moved_at = warm_start;
     for i in 0..plan.warmup {
         if let Some(due) = warmup_slot(plan.pace, warm_start, i) {
             wait_until(due, Instant::now());
+            // Nothing could move before its slot: the wait is not a stall.
+            moved_at = moved_at.max(due);
         }
         let t = Instant::now();
         let mut off = 0;
         while off < write_size {
-            off += writer.write(ch, &buf[off..])?;
-            calls += 1;
+            let r = writer.write(ch, &buf[off..]);
+            let now = Instant::now();
+            match r {
+                Ok(n) if n > 0 => {
+                    off += n;
+                    calls += 1;
+                    moved_at = now;
+                }
+                Ok(_) => {}
+                Err(e) if stalled(&e) => {}
+                Err(e) => return Err(e),
+            }
+            if now.saturating_duration_since(moved_at) >= io_timeout {
+                return Err(timed_out());
+            }
         }
         if i == 0 {
             stats.first_op_ns = Some(nanos(t, Instant::now()));
@@ -312,6 +346,14 @@ fn send_bytes(
         stats.bytes_total += write_size as u64;
     }
 
+    // A blocking write waits at most STALL_CHECK in the timed phase, when a deadline or
+    // interval reports need the loop to look at its clock (set once, not per write).
+    let short = !ch.spinning()
+        && ch.connection().socket_fd().is_some()
+        && (plan.stop.duration.is_some() || plan.interval.is_some());
+    if short {
+        ch.set_write_timeout(stall_check(plan.interval))?;
+    }
     let start = begin_timed(plan, warm_start);
     let mut p = Progress::new(plan, start);
     let byte_limit = p.byte_limit;
@@ -319,22 +361,46 @@ fn send_bytes(
     let acked_from = ch.connection().tcp_info();
     intervals.baseline(acked_from, true);
     let mut now = start;
+    let mut moved_at = start;
+    // The write in progress: `off` of its `len` bytes taken. A write counts (as a message and
+    // a pacing slot) once all its bytes are taken.
+    let (mut off, mut len) = (0usize, 0usize);
     while p.more(now) {
-        if let Some(due) = p.slot(plan, p.attempts) {
-            // The next write would fall after the end of the test: the test is over.
-            if p.deadline.is_some_and(|d| due >= d) {
-                break;
+        if off == len {
+            if let Some(due) = p.slot(plan, p.attempts) {
+                // The next write would fall after the end of the test: the test is over.
+                if p.deadline.is_some_and(|d| due >= d) {
+                    break;
+                }
+                wait_until(due, now);
+                // Nothing could move before its slot: the wait is not a stall.
+                moved_at = moved_at.max(due);
             }
-            wait_until(due, now);
+            len = (byte_limit - p.bytes).min(write_size as u64) as usize;
+            off = 0;
         }
-        let len = (byte_limit - p.bytes).min(write_size as u64) as usize;
-        p.attempts += 1;
-        let n = writer.write(ch, &buf[..len])?;
-        calls += 1;
-        writer.tend(ch, calls)?;
-        p.bytes += n as u64;
-        p.messages += 1;
+        let r = writer.write(ch, &buf[off..len]);
         now = Instant::now();
+        match r {
+            Ok(n) if n > 0 => {
+                calls += 1;
+                writer.tend(ch, calls)?;
+                off += n;
+                p.bytes += n as u64;
+                if off == len {
+                    p.attempts += 1;
+                    p.messages += 1;
+                }
+                moved_at = now;
+            }
+            // Nothing taken: record the intervals due and look at the deadline, then try again.
+            Ok(_) => {}
+            Err(e) if stalled(&e) => {}
+            Err(e) => return Err(e),
+        }
+        if now.saturating_duration_since(moved_at) >= io_timeout {
+            return Err(timed_out());
+        }
         if intervals.due(now) {
             intervals.record(now, p.bytes, p.messages, ch);
         }
@@ -342,6 +408,9 @@ fn send_bytes(
     let acked_to = ch.connection().tcp_info();
     let end = p.end(plan, now);
     intervals.finish(end, p.bytes, p.messages, ch);
+    if short {
+        ch.set_write_timeout(io_timeout)?;
+    }
     writer.finish(ch, calls, stats);
     if let (Some(a), Some(b)) = (acked_from, acked_to) {
         stats.bytes_acked_timed = Some(b.bytes_acked.saturating_sub(a.bytes_acked));
