@@ -138,6 +138,86 @@ fn tcp_stream_reports_tcp_info_intervals() {
 }
 
 #[test]
+fn tcp_senders_report_what_the_peer_acknowledged_beside_what_they_wrote() {
+    let v = run_json(&["stream", "-d", "300ms", "-i", "100ms"]);
+    let p = only_point(&v);
+    let st = &p["stream"]["streams"][0];
+    let s = &st["sender"];
+    let acked = u(&s["bytes_acked_timed"]);
+    // The peer acknowledges only what was handed over before the phase ended: warm-up and
+    // timed bytes (and the 16-byte test cookie, or 20 bytes with the one-port prefix, should
+    // its acknowledgement come that late).
+    assert!(acked > 0);
+    assert!(acked <= u(&s["bytes_total"]) + 20, "acked {acked}: {s}");
+    let elapsed = f(&s["elapsed_s"]);
+    let rate = f(&s["acked_bits_per_s"]);
+    assert!(
+        (rate - acked as f64 * 8.0 / elapsed).abs() <= 1e-6 * rate,
+        "{rate}"
+    );
+    let total = &p["stream"]["totals"][0];
+    assert_eq!(f(&total["acked_bits_per_s"]), rate);
+    for iv in s["intervals"].as_array().unwrap() {
+        assert!(iv["acked_bytes"].is_u64(), "{iv}");
+    }
+    // The receiver acknowledges; it reports no acknowledged bytes of its own.
+    assert!(st["receiver"]["bytes_acked_timed"].is_null());
+    assert!(st["receiver"]["acked_bits_per_s"].is_null());
+    // No TCP_INFO, no acknowledged rate.
+    let v = run_json(&["stream", "-t", "udp", "--rate", "10M", "-d", "200ms"]);
+    let p = only_point(&v);
+    assert!(p["stream"]["streams"][0]["sender"]["bytes_acked_timed"].is_null());
+    assert!(p["stream"]["totals"][0]["acked_bits_per_s"].is_null());
+
+    // The table says what each rate counts, and has the acked column only where it applies.
+    let table = |args: &[&str]| {
+        let out = common::run(args);
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let tcp = table(&["run", "stream", "-d", "200ms"]);
+    for line in [
+        "# sender = bytes written to the transport over the sender's timed phase (bytes still in its socket buffer at the end count); receiver = bytes read over the receiver's timed phase",
+        "# acked = bytes the peer acknowledged over the sender's timed phase (TCP_INFO): what reached the receiver's kernel",
+    ] {
+        assert!(tcp.lines().any(|l| l == line), "{line}\n{tcp}");
+    }
+    let header = tcp.lines().find(|l| l.contains("size(B)")).unwrap();
+    let columns: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(columns[3..6], ["sender", "acked", "receiver"], "{header}");
+    let udp = table(&["run", "stream", "-t", "udp", "--rate", "10M", "-d", "200ms"]);
+    assert!(
+        udp.contains("# sender = bytes written to the transport"),
+        "{udp}"
+    );
+    assert!(!udp.contains("acked"), "{udp}");
+}
+
+#[test]
+fn a_stalled_tcp_sender_keeps_its_intervals_and_its_deadline() {
+    // Fixed tiny buffers stall a TCP stream on delayed acknowledgements, and a write that
+    // cannot complete used to hold the sender's loop: reports came every 0.42 s and a 1 s
+    // point ran 1.25 s. Whether a stall happens here or not, the sender must report each of
+    // its 4 intervals of 250 ms and end its timed phase at 1 s: intervals are recorded by the
+    // first pass at or after their due time, a blocked write returns within a few ms, and
+    // the last one is due at the deadline. A host that keeps the sender off its CPU for a
+    // whole interval merges two: 3 or 4.
+    let v = run_json(&[
+        "stream", "--sndbuf", "8K", "--rcvbuf", "8K", "--size", "4K", "-d", "1s", "-i", "250ms",
+    ]);
+    let s = &only_point(&v)["stream"]["streams"][0]["sender"];
+    let elapsed = f(&s["elapsed_s"]);
+    assert!(
+        (1.0..1.5).contains(&elapsed),
+        "sender's timed phase {elapsed} s"
+    );
+    let iv = s["intervals"].as_array().unwrap();
+    assert!((3..=4).contains(&iv.len()), "intervals: {iv:?}");
+    let total: u64 = iv.iter().map(|i| u(&i["bytes"])).sum();
+    assert_eq!(total, u(&s["bytes_timed"]));
+}
+
+#[test]
 fn datagram_streams_at_a_modest_rate_lose_nothing_on_loopback() {
     // 20 Mbit/s of 1000-byte messages is 2500 messages/s: far below what loopback carries.
     // Every transport that may lose messages is held to it (raw only as root).

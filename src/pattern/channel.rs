@@ -14,9 +14,12 @@ pub struct DataChannel {
     caps: Capabilities,
     spin: bool,
     read_timeout: Duration,
+    /// What `new` was given: how long a send or receive may make no progress at all.
+    io_timeout: Duration,
 }
 
-fn timed_out() -> io::Error {
+/// The error of a send or receive that made no progress within the I/O timeout.
+pub(crate) fn timed_out() -> io::Error {
     io::Error::new(io::ErrorKind::TimedOut, "no data within the timeout")
 }
 
@@ -46,7 +49,14 @@ impl DataChannel {
             caps,
             spin,
             read_timeout: io_timeout,
+            io_timeout,
         })
+    }
+
+    /// The I/O timeout the channel was made with (`--io-timeout`): a pattern that shortens a
+    /// socket's timeouts still fails once nothing moved for this long.
+    pub fn io_timeout(&self) -> Duration {
+        self.io_timeout
     }
 
     pub fn capabilities(&self) -> Capabilities {
@@ -67,6 +77,15 @@ impl DataChannel {
         self.read_timeout = t;
         if !self.spin {
             self.conn.set_read_timeout(Some(t))?;
+        }
+        Ok(())
+    }
+
+    /// Changes how long a blocking send may wait for buffer space before it returns what it
+    /// took so far, or `TimedOut` when it took nothing. Spinning sockets never wait.
+    pub fn set_write_timeout(&mut self, t: Duration) -> io::Result<()> {
+        if !self.spin {
+            self.conn.set_write_timeout(Some(t))?;
         }
         Ok(())
     }
@@ -110,6 +129,21 @@ impl DataChannel {
                     std::hint::spin_loop()
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if is_timeout(&e) => return Err(timed_out()),
+                r => return r,
+            }
+        }
+    }
+
+    /// One send call, never repeated: on a spinning socket `WouldBlock` when the kernel has no
+    /// room, on a blocking one `TimedOut` when the write timeout passed with nothing taken.
+    /// For a sender that keeps its own clock while the data path is stalled.
+    #[inline]
+    pub fn send_once(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match self.conn.send(buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && self.spin => return Err(e),
                 Err(e) if is_timeout(&e) => return Err(timed_out()),
                 r => return r,
             }

@@ -339,8 +339,14 @@ impl StreamPair {
 pub struct DirectionTotal {
     pub direction: String,
     pub streams: u32,
-    /// Sum over streams of each sender's bytes / its own timed phase.
+    /// Sum over streams of each sender's bytes / its own timed phase: bytes handed to the
+    /// transport, some of which may still have been in the sender's socket buffer at its end.
     pub sender_bits_per_s: f64,
+    /// Where every sender's kernel keeps TCP_INFO (TCP, MPTCP): sum over streams of the bytes
+    /// the peer acknowledged over each sender's timed phase / that phase. Null otherwise and
+    /// in results written before this field existed.
+    #[serde(default)]
+    pub acked_bits_per_s: Option<f64>,
     /// Sum over streams of each receiver's bytes / its own timed phase.
     pub receiver_bits_per_s: f64,
     /// The basis of the two rates: timed bytes and writes/reads (datagrams) summed over the

@@ -171,6 +171,7 @@ fn totals(pairs: &[StreamPair]) -> Vec<DirectionTotal> {
             direction: dir.into(),
             streams: ps.len() as u32,
             sender_bits_per_s: ps.iter().map(|p| p.sender.bits_per_s).sum(),
+            acked_bits_per_s: ps.iter().map(|p| p.sender.acked_bits_per_s).sum(),
             receiver_bits_per_s: ps.iter().map(|p| p.receiver.bits_per_s).sum(),
             bytes_sent: ps.iter().map(|p| p.sender.bytes_total).sum(),
             bytes_received: ps.iter().map(|p| p.receiver.bytes_total).sum(),

@@ -695,7 +695,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn stream_results_keep_link_frames_and_older_ones_still_read() {
+    fn stream_results_keep_link_frames_and_acked_rates_and_older_ones_still_read() {
         use crate::pattern::stream::StreamStats;
         use crate::report::model::{DirectionTotal, StreamPair, StreamResult};
         use crate::transport::LinkCounters;
@@ -712,7 +712,11 @@ pub(crate) mod tests {
         let pair = StreamPair::judged(
             0,
             "client_to_server".into(),
-            StreamStats::default(),
+            StreamStats {
+                bytes_acked_timed: Some(900),
+                acked_bits_per_s: Some(0.9e6),
+                ..StreamStats::default()
+            },
             StreamStats {
                 frames: Some(frames),
                 ..StreamStats::default()
@@ -723,6 +727,7 @@ pub(crate) mod tests {
             direction: "client_to_server".into(),
             streams: 1,
             sender_bits_per_s: 1e6,
+            acked_bits_per_s: Some(0.9e6),
             receiver_bits_per_s: 1e6,
             bytes_sent: 1000,
             bytes_received: 1000,
@@ -765,10 +770,27 @@ pub(crate) mod tests {
             let obj = v.pointer_mut(at).unwrap().as_object_mut().unwrap();
             assert!(obj.remove("frames").is_some(), "{at}");
         }
+        // Nor had they the sender's acknowledged bytes.
+        for (at, key) in [
+            ("/points/0/stream/totals/0", "acked_bits_per_s"),
+            ("/points/0/stream/streams/0/sender", "acked_bits_per_s"),
+            ("/points/0/stream/streams/0/sender", "bytes_acked_timed"),
+        ] {
+            let obj = v.pointer_mut(at).unwrap().as_object_mut().unwrap();
+            assert!(obj.remove(key).is_some(), "{at} {key}");
+        }
         let old = parse_report(&v.to_string()).unwrap();
         let s = old.points[0].stream.as_ref().unwrap();
         assert_eq!(
             (s.totals[0].frames, s.streams[0].receiver.frames),
+            (None, None)
+        );
+        assert_eq!(s.totals[0].acked_bits_per_s, None);
+        assert_eq!(
+            (
+                s.streams[0].sender.bytes_acked_timed,
+                s.streams[0].sender.acked_bits_per_s
+            ),
             (None, None)
         );
     }

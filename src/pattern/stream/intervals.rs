@@ -15,6 +15,10 @@ pub(super) struct IntervalClock<'a> {
     last_bytes: u64,
     last_messages: u64,
     last_retrans: u32,
+    /// `tcpi_bytes_acked` at the start of the timed phase and at the last record: a sender's
+    /// intervals say what the peer acknowledged in each (None: not tracked).
+    acked_base: Option<u64>,
+    last_acked: Option<u64>,
     pub(super) out: Vec<Interval>,
     live: Option<(&'a mpsc::Sender<IntervalEvent>, u32, Role)>,
 }
@@ -39,8 +43,34 @@ impl<'a> IntervalClock<'a> {
             last_bytes: 0,
             last_messages: 0,
             last_retrans: 0,
+            acked_base: None,
+            last_acked: None,
             out: Vec::with_capacity(cap.min(1 << 20)),
             live,
+        }
+    }
+
+    /// The kernel's TCP state at the start of the timed phase: each interval's retransmits and
+    /// (for a sender, `acked`) acknowledged bytes are counted from it, so that nothing of the
+    /// warm-up lands in the first interval.
+    pub(super) fn baseline(&mut self, info: Option<crate::sys::TcpInfo>, acked: bool) {
+        if let Some(t) = info {
+            self.last_retrans = t.total_retrans;
+            if acked {
+                self.acked_base = Some(t.bytes_acked);
+                self.last_acked = Some(t.bytes_acked);
+            }
+        }
+    }
+
+    /// Bytes acknowledged since the last record, by `info`, and the new mark.
+    fn acked_since(&self, info: Option<crate::sys::TcpInfo>) -> (Option<u64>, Option<u64>) {
+        match (self.last_acked, info) {
+            (Some(last), Some(t)) => (
+                Some(t.bytes_acked.saturating_sub(last)),
+                Some(t.bytes_acked),
+            ),
+            _ => (None, self.last_acked),
         }
     }
 
@@ -55,6 +85,8 @@ impl<'a> IntervalClock<'a> {
         if let Some(t) = tcp_info {
             self.last_retrans = t.total_retrans;
         }
+        let (acked_bytes, mark) = self.acked_since(tcp_info);
+        self.last_acked = mark;
         let secs = now.saturating_duration_since(self.last_at).as_secs_f64();
         let iv = Interval {
             start_s: self
@@ -67,6 +99,7 @@ impl<'a> IntervalClock<'a> {
             bits_per_s: rate(bytes - self.last_bytes, secs),
             tcp_info,
             retransmits,
+            acked_bytes,
         };
         self.out.push(iv);
         if let Some((tx, stream, role)) = self.live {
@@ -94,18 +127,35 @@ impl<'a> IntervalClock<'a> {
             return;
         }
         let stub = now.saturating_duration_since(self.last_at) < every / 2;
-        match self.out.last_mut() {
-            Some(prev) if stub => {
-                prev.bytes += bytes - self.last_bytes;
-                prev.messages += messages - self.last_messages;
-                prev.end_s = now.saturating_duration_since(self.start).as_secs_f64();
-                prev.bits_per_s = rate(prev.bytes, prev.end_s - prev.start_s);
-                self.last_at = now;
-                self.last_bytes = bytes;
-                self.last_messages = messages;
-            }
-            _ => self.record(now, bytes, messages, ch),
+        if !stub || self.out.is_empty() {
+            self.record(now, bytes, messages, ch);
+            return;
         }
+        // The stub's kernel state is the folded interval's new end.
+        let tcp_info = ch.connection().tcp_info();
+        let (acked, mark) = self.acked_since(tcp_info);
+        let retrans = tcp_info.map(|t| t.total_retrans.saturating_sub(self.last_retrans));
+        let end_s = now.saturating_duration_since(self.start).as_secs_f64();
+        if let Some(prev) = self.out.last_mut() {
+            if let (Some(n), Some(r)) = (retrans, prev.retransmits.as_mut()) {
+                *r += n;
+            }
+            if let (Some(a), Some(p)) = (acked, prev.acked_bytes.as_mut()) {
+                *p += a;
+            }
+            prev.tcp_info = tcp_info.or(prev.tcp_info);
+            prev.bytes += bytes - self.last_bytes;
+            prev.messages += messages - self.last_messages;
+            prev.end_s = end_s;
+            prev.bits_per_s = rate(prev.bytes, prev.end_s - prev.start_s);
+        }
+        if let Some(t) = tcp_info {
+            self.last_retrans = t.total_retrans;
+        }
+        self.last_acked = mark;
+        self.last_at = now;
+        self.last_bytes = bytes;
+        self.last_messages = messages;
     }
 
     /// Ends the intervals at `end`, before the newest ones (the receiver's cool-down, see
@@ -124,6 +174,10 @@ impl<'a> IntervalClock<'a> {
         }
         self.last_bytes = self.out.iter().map(|iv| iv.bytes).sum();
         self.last_messages = self.out.iter().map(|iv| iv.messages).sum();
+        if let Some(base) = self.acked_base {
+            let kept: u64 = self.out.iter().filter_map(|iv| iv.acked_bytes).sum();
+            self.last_acked = Some(base + kept);
+        }
         self.last_at = self.out.last().map_or(self.start, |iv| {
             self.start + Duration::from_secs_f64(iv.end_s)
         });

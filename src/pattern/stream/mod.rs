@@ -4,8 +4,32 @@
 //! Warm-up: the first `warmup` writes are not timed. The receiver's clock starts with the read
 //! that completes the warm-up bytes (or with the first read when there is no warm-up), and the
 //! bytes of that read are not counted, since they arrived before its clock started.
-//! On unreliable transports every datagram carries a sequence number and a send timestamp.
+//! On unreliable transports (UDP, and raw Ethernet, whose messages take the same sender and
+//! receiver paths) every datagram carries a sequence number and a send timestamp; the warm-up
+//! datagrams are numbered `0..warmup`, and the receiver starts its clock on the first datagram
+//! whose number is `warmup` or more, whenever that arrives: a warm-up datagram that comes late
+//! or out of order is never timed, and its arrival never starts the clock.
+//!
+//! A paced sender (`--rate`) paces its warm-up on the same schedule as its timed phase, which
+//! begins where the warm-up's last step ends. Were the warm-up let out back to back, it would
+//! queue at a bottleneck slower than the sender; the first timed datagram would then arrive
+//! late, behind that queue, and the timed ones after it at the link's rate while the queue
+//! drained, so the receiver's span would be short and its rate high (seen in a lab: 144.8
+//! Mbit/s received from a sender paced at 140.0 over a 150 Mbit/s link; 139.99 without
+//! warm-up).
+//!
+//! Both sides keep time while the data path is stalled (see [`STALL_CHECK`]): interval reports
+//! come on their period, with 0 bytes when nothing moved, and the sender's timed phase ends at
+//! its deadline even when a write cannot complete.
+//!
+//! The sender's rate counts the bytes handed to the transport over its timed phase; on TCP
+//! some of them may still sit in its socket buffer when the phase ends. Where the kernel keeps
+//! TCP_INFO, the sender also reports the bytes the peer acknowledged over the same phase
+//! (`bytes_acked_timed`, `acked_bits_per_s`): on a 100 Mbit/s link a 2 s stream's sender rate
+//! read 101.3 Mbit/s, the bytes left in its buffer counted as sent.
 
+#[cfg(test)]
+mod clock_tests;
 mod intervals;
 mod loss;
 mod receive;
@@ -33,6 +57,23 @@ const POLL: Duration = Duration::from_millis(50);
 /// After the sender is done, an unreliable receiver stops once nothing arrived for this long
 /// (datagrams still queued on a slow link keep it going).
 pub const DRAIN_IDLE: Duration = Duration::from_millis(500);
+
+/// The longest a blocked write or read of a byte-stream socket waits before the loop looks at
+/// its clock again (SO_SNDTIMEO, SO_RCVTIMEO), while a deadline or interval reports need it: so
+/// an interval report or the end of the timed phase comes about this late at most when the
+/// data path is stalled (a full socket buffer, a delayed-ACK stall); the kernel rounds it up to
+/// its clock tick (reports came up to 8 ms late on the 2-CPU VM). The timeout fires only when
+/// the call has waited this long, so while data moves it costs nothing; a sender bound by a
+/// slow link makes at most one extra call per this period. `--io-timeout` still fails a side
+/// once nothing moved for that long. Shorter intervals than this shorten it.
+pub const STALL_CHECK: Duration = Duration::from_millis(5);
+
+/// The wait of [`STALL_CHECK`] for interval reports every `interval` (at least 1 ms).
+pub(super) fn stall_check(interval: Option<Duration>) -> Duration {
+    interval
+        .map_or(STALL_CHECK, |i| i.min(STALL_CHECK))
+        .max(Duration::from_millis(1))
+}
 
 /// The longest a TCP receiver's automatic SO_RCVLOWAT lets arrived bytes wait for their read
 /// (see [`crate::pattern::RcvLowat::Auto`]): far below any interval report's length.
@@ -132,6 +173,18 @@ pub struct Interval {
     pub tcp_info: Option<TcpInfo>,
     /// Segments retransmitted during the interval (TCP only).
     pub retransmits: Option<u32>,
+    /// Sender, where the kernel keeps TCP_INFO: bytes the peer acknowledged during the interval
+    /// (the change of `tcpi_bytes_acked`). Absent in documents written before it existed.
+    #[serde(default)]
+    pub acked_bytes: Option<u64>,
+}
+
+impl Interval {
+    /// The rate the peer acknowledged at over this interval (sender, TCP_INFO), bits/s.
+    pub fn acked_bits_per_s(&self) -> Option<f64> {
+        self.acked_bytes
+            .map(|b| rate(b, (self.end_s - self.start_s).max(0.0)))
+    }
 }
 
 /// An interval as it goes to a live display.
@@ -172,8 +225,16 @@ pub struct StreamStats {
     pub messages_timed: u64,
     /// Length of the timed phase on this side's clock, seconds.
     pub elapsed_s: f64,
-    /// bytes_timed * 8 / elapsed_s; 0 when nothing was timed.
+    /// bytes_timed * 8 / elapsed_s; 0 when nothing was timed. A sender's bytes are those
+    /// handed to the transport: some may still be in its socket buffer when its phase ends.
     pub bits_per_s: f64,
+    /// Sender, where the kernel keeps TCP_INFO (TCP, MPTCP): bytes the peer acknowledged over
+    /// the sender's timed phase (`tcpi_bytes_acked` at its end minus at its start). Warm-up
+    /// bytes acknowledged in the phase count, timed bytes not yet acknowledged at its end do
+    /// not. None for other transports and in documents written before it existed.
+    pub bytes_acked_timed: Option<u64>,
+    /// bytes_acked_timed * 8 / elapsed_s: the rate the peer acknowledged at.
+    pub acked_bits_per_s: Option<f64>,
     /// Duration of the first write (sender) or the wait for the first byte (receiver), ns.
     pub first_op_ns: Option<u64>,
     /// Sends the kernel refused for lack of buffer (ENOBUFS, EAGAIN): not network loss.

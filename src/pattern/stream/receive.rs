@@ -1,6 +1,12 @@
 //! The receiving side of a stream: byte streams read (or discarded in the kernel with
 //! MSG_TRUNC) until end of stream; datagrams received one per call, batched with recvmmsg, or
-//! coalesced by the kernel (UDP GRO), and accounted by sequence number.
+//! coalesced by the kernel (UDP GRO), and accounted by sequence number (raw Ethernet messages
+//! take the datagram path too).
+//!
+//! With interval reports, a receiver whose reads block keeps time: a byte stream's socket gets
+//! a read timeout of [`STALL_CHECK`] for the timed phase (a datagram receiver polls at most
+//! that long), so that an interval with nothing read is reported on time, with 0 bytes; a
+//! byte stream still fails once nothing arrived for `--io-timeout`.
 
 use std::io;
 use std::sync::atomic::Ordering;
@@ -9,9 +15,11 @@ use std::time::{Duration, Instant};
 
 use super::intervals::IntervalClock;
 use super::loss::Jitter;
+#[cfg(doc)]
+use super::STALL_CHECK;
 use super::{
-    busy_poll, rate, EndSignal, IntervalEvent, LossStats, RecvPlan, StreamStats, DATAGRAM_HEADER,
-    DRAIN_IDLE, LOWAT_HOLD, POLL,
+    busy_poll, rate, stall_check, EndSignal, IntervalEvent, LossStats, RecvPlan, StreamStats,
+    DATAGRAM_HEADER, DRAIN_IDLE, LOWAT_HOLD, POLL,
 };
 use crate::pattern::{nanos, CpuMeter, DataChannel, RcvLowat, Role};
 use crate::stats::SeqTracker;
@@ -40,9 +48,13 @@ pub fn run_receiver(
     let live = live.map(|tx| (tx, stream, Role::Receiver));
     if ch.capabilities().reliable {
         ch.set_read_timeout(io_timeout)?;
-        receive_bytes(ch, plan, &mut stats, live, waiting_since)?;
+        receive_bytes(ch, plan, &mut stats, live, waiting_since, io_timeout)?;
     } else {
-        ch.set_read_timeout(POLL)?;
+        // Interval reports must not wait a whole POLL for a datagram that does not come.
+        ch.set_read_timeout(match plan.interval {
+            Some(_) => POLL.min(stall_check(plan.interval)),
+            None => POLL,
+        })?;
         receive_datagrams(ch, plan, end, &mut stats, live, waiting_since)?;
     }
     stats.tcp_info = ch.connection().tcp_info();
@@ -61,6 +73,9 @@ enum ByteReader {
 }
 
 impl ByteReader {
+    /// One read. Waiting too long is an error that [`is_timeout`] knows: the read timeout on a
+    /// blocking socket; on a spinning one, the channel's poll running out (Read) or at once
+    /// (Discard), so that the caller keeps its clock.
     #[inline]
     fn read(self, ch: &mut DataChannel, buf: &mut [u8]) -> io::Result<usize> {
         match self {
@@ -70,9 +85,8 @@ impl ByteReader {
                     return Err(io::Error::other("no socket descriptor"));
                 };
                 match fastpath::recv_trunc(fd, buf, buf.len()) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && ch.spinning() => {}
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && !ch.spinning() => {
                         return Err(io::Error::new(
                             io::ErrorKind::TimedOut,
                             "no data within the timeout",
@@ -83,6 +97,14 @@ impl ByteReader {
             },
         }
     }
+}
+
+/// A read that gave up waiting (its timeout, or a spinning socket's poll running out).
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 type Live<'a> = Option<(&'a mpsc::Sender<IntervalEvent>, u32, Role)>;
@@ -134,6 +156,7 @@ fn receive_bytes(
     stats: &mut StreamStats,
     live: Live<'_>,
     waiting_since: Instant,
+    io_timeout: Duration,
 ) -> io::Result<()> {
     let reader = if plan.fast.skip_rx_copy {
         if ch.capabilities().tcp_options && ch.connection().socket_fd().is_some() {
@@ -156,8 +179,17 @@ fn receive_bytes(
     let mut total: u64 = 0;
     // Warm-up and the read that completes it; the reads after the first one give its rate.
     let mut first: Option<(Instant, u64)> = None;
+    let mut moved_at = waiting_since;
     loop {
-        let n = reader.read(ch, &mut buf)? as u64;
+        let n = match reader.read(ch, &mut buf) {
+            Ok(n) => n as u64,
+            // A spinning MSG_TRUNC read that found nothing: poll again, up to --io-timeout.
+            Err(e) if ch.spinning() && is_timeout(&e) && moved_at.elapsed() < io_timeout => {
+                continue
+            }
+            Err(e) => return Err(e),
+        };
+        moved_at = Instant::now();
         if n == 0 {
             stats.bytes_total = total;
             return Ok(());
@@ -179,14 +211,36 @@ fn receive_bytes(
     wake_threshold(ch, plan, warmup_rate, stats);
     let lead = ch.connection().arrival_lead();
     let mut tail = Tail::new(lead, plan.read_size);
+    // Interval reports on a socket: a blocked read gives up after STALL_CHECK (set once), so
+    // that the loop records the intervals due; --io-timeout is then kept here.
+    let short = plan.interval.is_some() && ch.connection().socket_fd().is_some();
+    if short {
+        ch.set_read_timeout(stall_check(plan.interval))?;
+    }
     let start = Instant::now();
     let mut intervals = IntervalClock::new(plan.interval, None, start, live);
     intervals.start_at(start);
+    intervals.baseline(ch.connection().tcp_info(), false);
     let mut bytes: u64 = 0;
     let mut reads: u64 = 0;
     let mut last = start;
     loop {
-        let n = reader.read(ch, &mut buf)?;
+        let n = match reader.read(ch, &mut buf) {
+            Ok(n) => n,
+            // Nothing within the short timeout (or a spinning poll): record the intervals due;
+            // fail only once nothing came for --io-timeout.
+            Err(e) if (short || ch.spinning()) && is_timeout(&e) => {
+                let now = Instant::now();
+                if now.saturating_duration_since(last) >= io_timeout {
+                    return Err(e);
+                }
+                if intervals.due(now) {
+                    intervals.record(now, bytes, reads, ch);
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         if n == 0 {
             break;
         }
@@ -203,6 +257,12 @@ fn receive_bytes(
         Some((end, b, r)) if b > 0 => {
             intervals.finish_earlier(end, b, r, ch);
             (end, b, r)
+        }
+        // Intervals recorded while the read waited for the end of the stream after the last
+        // byte lie beyond the timed phase, which ends there: they go.
+        _ if intervals.last_at > last => {
+            intervals.finish_earlier(last, bytes, reads, ch);
+            (last, bytes, reads)
         }
         _ => {
             intervals.finish(last, bytes, reads, ch);
@@ -374,19 +434,13 @@ impl DatagramReader {
         counter: &mut DatagramCounter,
         intervals: &mut IntervalClock<'_>,
     ) -> io::Result<bool> {
-        let timed_out = |e: &io::Error| {
-            matches!(
-                e.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-            )
-        };
         match self {
             DatagramReader::Single(buf) => match ch.recv_some(buf) {
                 Ok(n) => {
                     counter.on_datagram(&buf[..n.min(buf.len())], n, Instant::now(), intervals, ch);
                     Ok(true)
                 }
-                Err(e) if timed_out(&e) => Ok(false),
+                Err(e) if is_timeout(&e) => Ok(false),
                 Err(e) => Err(e),
             },
             DatagramReader::HeaderOnly => {
@@ -400,7 +454,7 @@ impl DatagramReader {
                         counter.on_datagram(&head, n, Instant::now(), intervals, ch);
                         Ok(true)
                     }
-                    Err(e) if timed_out(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(false),
+                    Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(false),
                     Err(e) => Err(e),
                 }
             }
@@ -420,7 +474,7 @@ impl DatagramReader {
                         }
                         Ok(true)
                     }
-                    Err(e) if timed_out(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(false),
+                    Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(false),
                     Err(e) => Err(e),
                 }
             }
@@ -438,7 +492,7 @@ impl DatagramReader {
                         }
                         Ok(true)
                     }
-                    Err(e) if timed_out(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(false),
+                    Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(false),
                     Err(e) => Err(e),
                 }
             }
@@ -478,6 +532,11 @@ fn receive_datagrams(
         let now = Instant::now();
         if counter.total != before {
             last_arrival = now;
+        } else if counter.start.is_some() && intervals.due(now) && !end.done.load(Ordering::Relaxed)
+        {
+            // Nothing came while the sender is still sending: an interval of 0 bytes, on
+            // time. (Once it is done, silence is the end of the stream, not a stall.)
+            intervals.record(now, counter.bytes, counter.datagrams, ch);
         }
         if end.abort.load(Ordering::Relaxed) {
             break;
@@ -493,7 +552,13 @@ fn receive_datagrams(
     }
     let last = counter.last;
     let start = counter.start.unwrap_or(last);
-    intervals.finish(last, counter.bytes, counter.datagrams, ch);
+    if intervals.last_at > last {
+        // Intervals recorded in the silence after the last datagram (before the sender's end
+        // signal came) lie beyond the timed phase, which ends at that datagram: they go.
+        intervals.finish_earlier(last, counter.bytes, counter.datagrams, ch);
+    } else {
+        intervals.finish(last, counter.bytes, counter.datagrams, ch);
+    }
     let sent = end.sent_datagrams.load(Ordering::Acquire);
     let lost = sent.saturating_sub(counter.seqs.unique);
     stats.loss = Some(LossStats {

@@ -1,5 +1,11 @@
 //! The sending side of a stream: byte streams through write, sendfile or MSG_ZEROCOPY;
 //! datagrams one per call, batched with sendmmsg, or segmented by the kernel (UDP GSO).
+//!
+//! A paced sender paces its warm-up too, on the timed phase's schedule (see the `stream`
+//! module). A byte-stream sender keeps time while its writes cannot complete: on a blocking
+//! socket the write timeout is [`super::STALL_CHECK`] for the timed phase, a write that times
+//! out is progress not made yet, and the loop records the intervals due and looks at its
+//! deadline before it tries again; only when no byte moved for `--io-timeout` does it fail.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -7,7 +13,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::intervals::IntervalClock;
-use super::{busy_poll, rate, IntervalEvent, SendPlan, StreamStats, DATAGRAM_HEADER};
+use super::{
+    busy_poll, rate, stall_check, IntervalEvent, Pace, SendPlan, StreamStats, DATAGRAM_HEADER,
+};
+use crate::pattern::channel::timed_out;
 use crate::pattern::{nanos, payload, CpuMeter, DataChannel, Role};
 use crate::sys::fastpath::{self, Batch, ZerocopyCompletions, UDP_MAX_SEGMENTS};
 
@@ -18,6 +27,48 @@ fn is_send_failure(e: &io::Error) -> bool {
             e.kind(),
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
         )
+}
+
+/// A call that took nothing because the kernel had no room: a spinning socket's WouldBlock,
+/// or a blocking one's write timeout. Progress not made yet, not a failure.
+#[inline]
+fn stalled(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// `Instant` `ns` nanoseconds after `t`.
+#[inline]
+fn after(t: Instant, ns: f64) -> Instant {
+    t + Duration::from_nanos(ns as u64)
+}
+
+/// When warm-up write (or datagram) `i` may leave, `warm_start` being the warm-up's start: on
+/// the timed phase's schedule when paced, at once otherwise (None).
+#[inline]
+fn warmup_slot(pace: Option<Pace>, warm_start: Instant, i: u64) -> Option<Instant> {
+    pace.map(|p| after(warm_start, p.due_ns(i)))
+}
+
+/// When the timed phase of a paced sender begins after `warmup` paced writes: where the step
+/// of the last warm-up write ends, so that the two phases are one schedule and no step lets
+/// out more than its burst. None when unpaced: the timed phase begins when the warm-up ends.
+fn timed_start(pace: Option<Pace>, warm_start: Instant, warmup: u64) -> Option<Instant> {
+    pace.map(|p| after(warm_start, p.end_ns(warmup)))
+}
+
+/// Waits for the timed phase's start when the sender is paced; returns the start.
+fn begin_timed(plan: &SendPlan, warm_start: Instant) -> Instant {
+    let now = Instant::now();
+    match timed_start(plan.pace, warm_start, plan.warmup) {
+        Some(due) if due > now => {
+            wait_until(due, now);
+            due
+        }
+        _ => now,
+    }
 }
 
 /// Sleeps for most of the wait and spins the last stretch, so pacing is exact without
@@ -42,7 +93,7 @@ struct Progress {
     deadline: Option<Instant>,
     bytes: u64,
     messages: u64,
-    /// Pacing slots used (writes or datagrams attempted).
+    /// Pacing slots used: writes completed (byte streams) or datagrams attempted.
     attempts: u64,
     byte_limit: u64,
     iter_limit: u64,
@@ -126,6 +177,7 @@ pub fn run_sender(
     }
     stats.elapsed_s = end.saturating_duration_since(start).as_secs_f64();
     stats.bits_per_s = rate(stats.bytes_timed, stats.elapsed_s);
+    stats.acked_bits_per_s = stats.bytes_acked_timed.map(|b| rate(b, stats.elapsed_s));
     stats.cpu = cpu.stop();
     Ok(stats)
 }
@@ -177,17 +229,18 @@ impl ByteWriter {
         }
     }
 
-    /// One call; Ok(n) bytes taken. Spinning (non-blocking) sockets retry on WouldBlock.
+    /// One call; Ok(n) bytes taken. When the kernel has no room (a spinning socket's
+    /// WouldBlock, a blocking one's write timeout) it returns that error, see [`stalled`]: the
+    /// caller keeps its clock and tries again.
     #[inline]
     fn write(&mut self, ch: &mut DataChannel, buf: &[u8]) -> io::Result<usize> {
         match self {
-            ByteWriter::Write => ch.send_some(buf),
+            ByteWriter::Write => ch.send_once(buf),
             ByteWriter::Sendfile(file) => loop {
                 let Some(fd) = ch.connection().socket_fd() else {
                     return Err(io::Error::other("no socket descriptor"));
                 };
                 match fastpath::sendfile(fd, file.as_fd(), buf.len()) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && ch.spinning() => {}
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     r => return r,
                 }
@@ -205,7 +258,6 @@ impl ByteWriter {
                             std::thread::sleep(Duration::from_micros(20));
                         }
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && ch.spinning() => {}
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     r => return r,
                 }
@@ -255,15 +307,38 @@ fn send_bytes(
     let buf = payload(write_size);
     let mut writer = ByteWriter::choose(ch, plan, &buf, stats);
     stats.io_path = writer.name().into();
+    let io_timeout = ch.io_timeout();
+    // Calls that took bytes: each is one MSG_ZEROCOPY completion to wait for.
     let mut calls: u64 = 0;
 
-    // Warm-up: whole writes, so that the receiver can count warm-up bytes exactly.
+    // Warm-up: whole writes, so that the receiver can count warm-up bytes exactly; paced on
+    // the timed phase's schedule. The socket keeps its --io-timeout here.
+    let warm_start = Instant::now();
+    let mut moved_at = warm_start;
     for i in 0..plan.warmup {
+        if let Some(due) = warmup_slot(plan.pace, warm_start, i) {
+            wait_until(due, Instant::now());
+            // Nothing could move before its slot: the wait is not a stall.
+            moved_at = moved_at.max(due);
+        }
         let t = Instant::now();
         let mut off = 0;
         while off < write_size {
-            off += writer.write(ch, &buf[off..])?;
-            calls += 1;
+            let r = writer.write(ch, &buf[off..]);
+            let now = Instant::now();
+            match r {
+                Ok(n) if n > 0 => {
+                    off += n;
+                    calls += 1;
+                    moved_at = now;
+                }
+                Ok(_) => {}
+                Err(e) if stalled(&e) => {}
+                Err(e) => return Err(e),
+            }
+            if now.saturating_duration_since(moved_at) >= io_timeout {
+                return Err(timed_out());
+            }
         }
         if i == 0 {
             stats.first_op_ns = Some(nanos(t, Instant::now()));
@@ -271,34 +346,75 @@ fn send_bytes(
         stats.bytes_total += write_size as u64;
     }
 
-    let start = Instant::now();
+    // A blocking write waits at most STALL_CHECK in the timed phase, when a deadline or
+    // interval reports need the loop to look at its clock (set once, not per write).
+    let short = !ch.spinning()
+        && ch.connection().socket_fd().is_some()
+        && (plan.stop.duration.is_some() || plan.interval.is_some());
+    if short {
+        ch.set_write_timeout(stall_check(plan.interval))?;
+    }
+    let start = begin_timed(plan, warm_start);
     let mut p = Progress::new(plan, start);
     let byte_limit = p.byte_limit;
     let mut intervals = sender_intervals(plan, start, stream, live);
+    let acked_from = ch.connection().tcp_info();
+    intervals.baseline(acked_from, true);
     let mut now = start;
+    let mut moved_at = start;
+    // The write in progress: `off` of its `len` bytes taken. A write counts (as a message and
+    // a pacing slot) once all its bytes are taken.
+    let (mut off, mut len) = (0usize, 0usize);
     while p.more(now) {
-        if let Some(due) = p.slot(plan, p.attempts) {
-            // The next write would fall after the end of the test: the test is over.
-            if p.deadline.is_some_and(|d| due >= d) {
-                break;
+        if off == len {
+            if let Some(due) = p.slot(plan, p.attempts) {
+                // The next write would fall after the end of the test: the test is over.
+                if p.deadline.is_some_and(|d| due >= d) {
+                    break;
+                }
+                wait_until(due, now);
+                // Nothing could move before its slot: the wait is not a stall.
+                moved_at = moved_at.max(due);
             }
-            wait_until(due, now);
+            len = (byte_limit - p.bytes).min(write_size as u64) as usize;
+            off = 0;
         }
-        let len = (byte_limit - p.bytes).min(write_size as u64) as usize;
-        p.attempts += 1;
-        let n = writer.write(ch, &buf[..len])?;
-        calls += 1;
-        writer.tend(ch, calls)?;
-        p.bytes += n as u64;
-        p.messages += 1;
+        let r = writer.write(ch, &buf[off..len]);
         now = Instant::now();
+        match r {
+            Ok(n) if n > 0 => {
+                calls += 1;
+                writer.tend(ch, calls)?;
+                off += n;
+                p.bytes += n as u64;
+                if off == len {
+                    p.attempts += 1;
+                    p.messages += 1;
+                }
+                moved_at = now;
+            }
+            // Nothing taken: record the intervals due and look at the deadline, then try again.
+            Ok(_) => {}
+            Err(e) if stalled(&e) => {}
+            Err(e) => return Err(e),
+        }
+        if now.saturating_duration_since(moved_at) >= io_timeout {
+            return Err(timed_out());
+        }
         if intervals.due(now) {
             intervals.record(now, p.bytes, p.messages, ch);
         }
     }
+    let acked_to = ch.connection().tcp_info();
     let end = p.end(plan, now);
     intervals.finish(end, p.bytes, p.messages, ch);
+    if short {
+        ch.set_write_timeout(io_timeout)?;
+    }
     writer.finish(ch, calls, stats);
+    if let (Some(a), Some(b)) = (acked_from, acked_to) {
+        stats.bytes_acked_timed = Some(b.bytes_acked.saturating_sub(a.bytes_acked));
+    }
     stats.bytes_total += p.bytes;
     stats.bytes_timed = p.bytes;
     stats.messages_timed = p.messages;
@@ -418,9 +534,14 @@ fn send_datagrams(
     let epoch = Instant::now();
     let mut seq: u64 = 0;
 
-    // Warm-up: one datagram per call, numbered 0..warmup.
+    // Warm-up: one datagram per call, numbered 0..warmup, paced on the timed phase's schedule
+    // so that nothing of it is still queued at a bottleneck when the timed phase begins.
     let mut single = payload(size);
+    let warm_start = Instant::now();
     for i in 0..plan.warmup {
+        if let Some(due) = warmup_slot(plan.pace, warm_start, i) {
+            wait_until(due, Instant::now());
+        }
         single[..8].copy_from_slice(&seq.to_le_bytes());
         single[8..16].copy_from_slice(&nanos(epoch, Instant::now()).to_le_bytes());
         let t = Instant::now();
@@ -439,7 +560,7 @@ fn send_datagrams(
     let mut writer = DatagramWriter::choose(ch, plan, size, stats);
     stats.io_path = writer.name();
     let per_call = writer.max_per_call() as u64;
-    let start = Instant::now();
+    let start = begin_timed(plan, warm_start);
     let mut p = Progress::new(plan, start);
     let iter_limit = p.iter_limit;
     let mut intervals = sender_intervals(plan, start, stream, live);
