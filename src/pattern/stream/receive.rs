@@ -209,6 +209,30 @@ fn receive_bytes(
         (total > n && secs > 0.0).then(|| (total - n) as f64 / secs)
     });
     wake_threshold(ch, plan, warmup_rate, stats);
+    // Bytes already waiting in the socket when the clock would start arrived before it:
+    // counted as warm-up, they would have the receiver's rate run ahead of the link (by up to
+    // a millisecond of data under SO_RCVLOWAT, seen as 100.05% of a lab link's goodput).
+    if ch.connection().socket_fd().is_some() {
+        for _ in 0..4 {
+            let mut queued = ch
+                .connection()
+                .socket_fd()
+                .map_or(0, |fd| crate::sys::bytes_queued(fd).unwrap_or(0));
+            if queued == 0 {
+                break;
+            }
+            while queued > 0 {
+                let k = (queued as usize).min(buf.len());
+                let n = reader.read(ch, &mut buf[..k])? as u64;
+                if n == 0 {
+                    stats.bytes_total = total;
+                    return Ok(());
+                }
+                total += n;
+                queued = queued.saturating_sub(n);
+            }
+        }
+    }
     let lead = ch.connection().arrival_lead();
     let mut tail = Tail::new(lead, plan.read_size);
     // Interval reports on a socket: a blocked read gives up after STALL_CHECK (set once), so
