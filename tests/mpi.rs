@@ -408,7 +408,7 @@ fn stream_over_mpi_between_lab_hosts_fills_the_link_with_a_window() {
     let Some(lab) = campus_lab("mw") else {
         return;
     };
-    // TCP payload per 1514-byte frame on the wire (tbf counts the Ethernet header):
+    // TCP payload per 1514-byte frame on the wire (the lab's wire counts the Ethernet header):
     // 1448 of 1448 + 20 IP + 20 TCP + 12 timestamps + 14 Ethernet bytes.
     let goodput = 1e9 * 1448.0 / 1514.0;
     let size = 131_072.0;

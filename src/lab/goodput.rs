@@ -1,5 +1,5 @@
 //! The goodput a link can deliver: its rate times the payload share of each frame, with
-//! headers counted as the kernel's shaper counts them (Ethernet header, no preamble, FCS or
+//! headers counted as the lab's wire counts them (Ethernet header, no preamble, FCS or
 //! inter-frame gap: the lab's wire, src/lab/link.rs, meters the frame as the kernel holds it). Seed 004 did the same
 //! for ATM cells.
 
