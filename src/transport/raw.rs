@@ -215,10 +215,24 @@ fn open_socket(iface: &Iface, port: u16) -> Result<OwnedFd> {
     Ok(fd)
 }
 
-fn random_port() -> Result<u16> {
-    let mut b = [0u8; 2];
-    getrandom::fill(&mut b).map_err(|e| anyhow::anyhow!("no randomness for a raw port: {e}"))?;
-    Ok(u16::from_be_bytes(b).max(1))
+/// A port for a new raw endpoint: one after the other from a random start, so that one
+/// process does not hand out the same port twice in 65 535 connections. With a fresh random
+/// port each time, a crr client's new connection took the port of an earlier one about once
+/// in fifty runs (tens of connections each, 16-bit ports); the server, which remembers
+/// answered HELLOs by (MAC, port) to repeat lost ACKs, then answered with the old
+/// connection's ACK, and the request went to a closed port.
+fn next_port() -> Result<u16> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(u32::MAX);
+    if NEXT.load(Ordering::Relaxed) == u32::MAX {
+        let mut b = [0u8; 2];
+        getrandom::fill(&mut b)
+            .map_err(|e| anyhow::anyhow!("no randomness for a raw port: {e}"))?;
+        // Only the first caller's start counts.
+        let start = u32::from(u16::from_be_bytes(b));
+        let _ = NEXT.compare_exchange(u32::MAX, start, Ordering::Relaxed, Ordering::Relaxed);
+    }
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    Ok((n % 65_535 + 1) as u16)
 }
 
 /// HELLO and ACK payload: the cookie, then the sender's MTU.
@@ -306,7 +320,7 @@ impl Transport for Raw {
             Some(name) => Iface::named(name)?,
             None => Iface::holding(local)?,
         };
-        let port = random_port()?;
+        let port = next_port()?;
         let fd = Arc::new(open_socket(&iface, port)?);
         let accepted = Arc::new(Mutex::new(HashMap::new()));
         let stop = Arc::new(AtomicBool::new(false));
@@ -338,7 +352,7 @@ impl Transport for Raw {
     ) -> Result<Box<dyn Connection>> {
         let (server_mac, listener_port, server_mtu) = parse_endpoint(endpoint)?;
         let iface = Iface::for_peer(&self.config, control.ip())?;
-        let mut port = random_port()?;
+        let mut port = next_port()?;
         if port == listener_port {
             port = port.wrapping_add(1).max(1);
         }
@@ -478,7 +492,7 @@ impl Listener for RawListener {
             if already {
                 continue; // a repeat that raced with our own ACK
             }
-            let mut conn_port = random_port()?;
+            let mut conn_port = next_port()?;
             while conn_port == self.port || conn_port == h.src_port {
                 conn_port = conn_port.wrapping_add(1).max(1);
             }
@@ -755,6 +769,14 @@ impl Connection for RawConnection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_hands_out_no_port_twice_in_a_row_of_thousands() {
+        let ports: std::collections::HashSet<u16> =
+            (0..10_000).map(|_| next_port().unwrap()).collect();
+        assert_eq!(ports.len(), 10_000);
+        assert!(!ports.contains(&0));
+    }
 
     #[test]
     fn header_round_trips() {
