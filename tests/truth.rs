@@ -100,12 +100,13 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
         // The baseline: the same delay line with no rate and a delay of 1 us, i.e. what the
         // two hosts' stacks, the packet sockets and the delay line's own wake-ups cost.
         let base = pingpong_on(&["--delay", "1us"], "tb", sizes);
-        let base_min: Vec<f64> = pingpong_points(&base).iter().map(|p| p.1).collect();
-        let base_t0 = pingpong_points(&base)[0].2;
+        let base = pingpong_points(&base);
+        let base_t0 = base[0].2;
         let rate_arg = format!("{}bit", rate as u64);
         let v = pingpong_on(&["--rate", &rate_arg, "--delay", delay_arg], "tp", sizes);
         let goodput = tcp_goodput(rate);
-        for (i, (n, min, mean, tput)) in pingpong_points(&v).into_iter().enumerate() {
+        let points = pingpong_points(&v);
+        for (&(n, min, mean, tput), &(_, base_min, _, _)) in points.iter().zip(&base) {
             let physics = delay + tcp_wire_s(n, rate);
             println!(
                 "{} Mbit/s, {n} B: one-way min {:.1} us, mean {:.1} us; delay + wire {:.1} us; baseline min {:.1} us",
@@ -113,7 +114,7 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
                 min * 1e6,
                 mean * 1e6,
                 physics * 1e6,
-                base_min[i] * 1e6
+                base_min * 1e6
             );
             // Physics: no message arrives before its last bit crossed the wire and the
             // propagation delay passed. 1 us for the clock's and the scheduler's granularity.
@@ -126,9 +127,9 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
             // descheduling. 3% of the physics for TCP's own pauses (delayed ACKs between
             // GSO frames), plus 100 us for a loaded host's slower fastest wake-ups.
             assert!(
-                min <= physics * 1.03 + base_min[i] + 100e-6,
+                min <= physics * 1.03 + base_min + 100e-6,
                 "{n} B at {rate}: one-way {min} s, far above delay + wire {physics} s + baseline {} s",
-                base_min[i]
+                base_min
             );
             // 2n/RTT (over the mean) and n over the fastest one-way time are below the
             // link's goodput: a message cannot cross faster than its wire time.
@@ -146,7 +147,7 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
         // has the goodput's slope and an intercept a little above the delay) plus the
         // baseline: r_inf within 3% (the means' noise over wire times of 10 ms and more), t0
         // within 10% (the delays of 1-2 ms are ten times the baseline and its noise).
-        let physics: Vec<(f64, f64)> = pingpong_points(&v)
+        let physics: Vec<(f64, f64)> = points
             .iter()
             .map(|p| (p.0 as f64, delay + tcp_wire_s(p.0, rate)))
             .collect();

@@ -335,7 +335,7 @@ impl StreamPair {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DirectionTotal {
     pub direction: String,
     pub streams: u32,

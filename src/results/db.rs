@@ -735,17 +735,7 @@ pub(crate) mod tests {
             loss: None,
             frames: Some(frames),
             retransmits: None,
-            theoretical_goodput_bits_per_s: None,
-            sender_bytes_timed: 0,
-            sender_messages_timed: 0,
-            sender_elapsed_s: 0.0,
-            receiver_bytes_timed: 0,
-            receiver_messages_timed: 0,
-            receiver_elapsed_s: 0.0,
-            sender_valid: None,
-            sender_invalid_reason: None,
-            receiver_valid: None,
-            receiver_invalid_reason: None,
+            ..DirectionTotal::default()
         };
         total.judge_from(&[&pair]);
         r.points[0].stream = Some(StreamResult {

@@ -11,7 +11,7 @@ pub(super) struct IntervalClock<'a> {
     pub(super) every: Option<Duration>,
     next: Instant,
     start: Instant,
-    pub(super) last_at: Instant,
+    last_at: Instant,
     last_bytes: u64,
     last_messages: u64,
     last_retrans: u32,
@@ -182,6 +182,17 @@ impl<'a> IntervalClock<'a> {
             self.start + Duration::from_secs_f64(iv.end_s)
         });
         self.finish(end, bytes, messages, ch);
+    }
+
+    /// Closes the intervals at `last`, the timed phase's last byte or datagram: intervals
+    /// recorded after it (in the silence before the end of the stream was known) lie beyond
+    /// the phase and go.
+    pub(super) fn close_at(&mut self, last: Instant, bytes: u64, messages: u64, ch: &DataChannel) {
+        if self.last_at > last {
+            self.finish_earlier(last, bytes, messages, ch);
+        } else {
+            self.finish(last, bytes, messages, ch);
+        }
     }
 
     pub(super) fn start_at(&mut self, start: Instant) {

@@ -68,6 +68,16 @@ pub const DRAIN_IDLE: Duration = Duration::from_millis(500);
 /// once nothing moved for that long. Shorter intervals than this shorten it.
 pub const STALL_CHECK: Duration = Duration::from_millis(5);
 
+/// A call that gave up waiting and took or gave nothing: a blocking socket's timeout, or a
+/// spinning socket's WouldBlock. Progress not made yet, not a failure.
+#[inline]
+pub(super) fn gave_up_waiting(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
 /// The wait of [`STALL_CHECK`] for interval reports every `interval` (at least 1 ms).
 pub(super) fn stall_check(interval: Option<Duration>) -> Duration {
     interval

@@ -18,8 +18,8 @@ use super::loss::Jitter;
 #[cfg(doc)]
 use super::STALL_CHECK;
 use super::{
-    busy_poll, rate, stall_check, EndSignal, IntervalEvent, LossStats, RecvPlan, StreamStats,
-    DATAGRAM_HEADER, DRAIN_IDLE, LOWAT_HOLD, POLL,
+    busy_poll, gave_up_waiting, rate, stall_check, EndSignal, IntervalEvent, LossStats, RecvPlan,
+    StreamStats, DATAGRAM_HEADER, DRAIN_IDLE, LOWAT_HOLD, POLL,
 };
 use crate::pattern::{nanos, CpuMeter, DataChannel, RcvLowat, Role};
 use crate::stats::SeqTracker;
@@ -73,7 +73,7 @@ enum ByteReader {
 }
 
 impl ByteReader {
-    /// One read. Waiting too long is an error that [`is_timeout`] knows: the read timeout on a
+    /// One read. Waiting too long is an error that [`gave_up_waiting`] knows: the read timeout on a
     /// blocking socket; on a spinning one, the channel's poll running out (Read) or at once
     /// (Discard), so that the caller keeps its clock.
     #[inline]
@@ -97,14 +97,6 @@ impl ByteReader {
             },
         }
     }
-}
-
-/// A read that gave up waiting (its timeout, or a spinning socket's poll running out).
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
 }
 
 type Live<'a> = Option<(&'a mpsc::Sender<IntervalEvent>, u32, Role)>;
@@ -184,7 +176,7 @@ fn receive_bytes(
         let n = match reader.read(ch, &mut buf) {
             Ok(n) => n as u64,
             // A spinning MSG_TRUNC read that found nothing: poll again, up to --io-timeout.
-            Err(e) if ch.spinning() && is_timeout(&e) && moved_at.elapsed() < io_timeout => {
+            Err(e) if ch.spinning() && gave_up_waiting(&e) && moved_at.elapsed() < io_timeout => {
                 continue
             }
             Err(e) => return Err(e),
@@ -212,25 +204,11 @@ fn receive_bytes(
     // Bytes already waiting in the socket when the clock would start arrived before it:
     // counted as warm-up, they would have the receiver's rate run ahead of the link (by up to
     // a millisecond of data under SO_RCVLOWAT, seen as 100.05% of a lab link's goodput).
-    if ch.connection().socket_fd().is_some() {
-        for _ in 0..4 {
-            let mut queued = ch
-                .connection()
-                .socket_fd()
-                .map_or(0, |fd| crate::sys::bytes_queued(fd).unwrap_or(0));
-            if queued == 0 {
-                break;
-            }
-            while queued > 0 {
-                let k = (queued as usize).min(buf.len());
-                let n = reader.read(ch, &mut buf[..k])? as u64;
-                if n == 0 {
-                    stats.bytes_total = total;
-                    return Ok(());
-                }
-                total += n;
-                queued = queued.saturating_sub(n);
-            }
+    match read_already_queued(ch, reader, &mut buf)? {
+        Some(n) => total += n,
+        None => {
+            stats.bytes_total = total;
+            return Ok(());
         }
     }
     let lead = ch.connection().arrival_lead();
@@ -253,7 +231,7 @@ fn receive_bytes(
             Ok(n) => n,
             // Nothing within the short timeout (or a spinning poll): record the intervals due;
             // fail only once nothing came for --io-timeout.
-            Err(e) if (short || ch.spinning()) && is_timeout(&e) => {
+            Err(e) if (short || ch.spinning()) && gave_up_waiting(&e) => {
                 let now = Instant::now();
                 if now.saturating_duration_since(last) >= io_timeout {
                     return Err(e);
@@ -282,14 +260,8 @@ fn receive_bytes(
             intervals.finish_earlier(end, b, r, ch);
             (end, b, r)
         }
-        // Intervals recorded while the read waited for the end of the stream after the last
-        // byte lie beyond the timed phase, which ends there: they go.
-        _ if intervals.last_at > last => {
-            intervals.finish_earlier(last, bytes, reads, ch);
-            (last, bytes, reads)
-        }
         _ => {
-            intervals.finish(last, bytes, reads, ch);
+            intervals.close_at(last, bytes, reads, ch);
             (last, bytes, reads)
         }
     };
@@ -299,6 +271,36 @@ fn receive_bytes(
     stats.elapsed_s = end.saturating_duration_since(start).as_secs_f64();
     stats.intervals = intervals.out;
     Ok(())
+}
+
+/// Reads what a byte-stream socket holds already (FIONREAD), before the receiver's clock
+/// starts: the bytes read, or None at end of stream. Looks again a few times for what arrived
+/// meanwhile; bytes that arrive after that are the timed phase's. Nothing without a socket.
+fn read_already_queued(
+    ch: &mut DataChannel,
+    reader: ByteReader,
+    buf: &mut [u8],
+) -> io::Result<Option<u64>> {
+    let mut total = 0;
+    for _ in 0..4 {
+        let Some(fd) = ch.connection().socket_fd() else {
+            break;
+        };
+        let mut queued = crate::sys::bytes_queued(fd).unwrap_or(0);
+        if queued == 0 {
+            break;
+        }
+        while queued > 0 {
+            let k = (queued as usize).min(buf.len());
+            let n = reader.read(ch, &mut buf[..k])? as u64;
+            if n == 0 {
+                return Ok(None);
+            }
+            total += n;
+            queued = queued.saturating_sub(n);
+        }
+    }
+    Ok(Some(total))
 }
 
 /// The newest reads of a byte stream, to end the timed phase `lead` bytes before the last
@@ -464,7 +466,7 @@ impl DatagramReader {
                     counter.on_datagram(&buf[..n.min(buf.len())], n, Instant::now(), intervals, ch);
                     Ok(true)
                 }
-                Err(e) if is_timeout(&e) => Ok(false),
+                Err(e) if gave_up_waiting(&e) => Ok(false),
                 Err(e) => Err(e),
             },
             DatagramReader::HeaderOnly => {
@@ -478,7 +480,9 @@ impl DatagramReader {
                         counter.on_datagram(&head, n, Instant::now(), intervals, ch);
                         Ok(true)
                     }
-                    Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(false),
+                    Err(e) if gave_up_waiting(&e) || e.kind() == io::ErrorKind::Interrupted => {
+                        Ok(false)
+                    }
                     Err(e) => Err(e),
                 }
             }
@@ -498,7 +502,9 @@ impl DatagramReader {
                         }
                         Ok(true)
                     }
-                    Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(false),
+                    Err(e) if gave_up_waiting(&e) || e.kind() == io::ErrorKind::Interrupted => {
+                        Ok(false)
+                    }
                     Err(e) => Err(e),
                 }
             }
@@ -516,7 +522,9 @@ impl DatagramReader {
                         }
                         Ok(true)
                     }
-                    Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(false),
+                    Err(e) if gave_up_waiting(&e) || e.kind() == io::ErrorKind::Interrupted => {
+                        Ok(false)
+                    }
                     Err(e) => Err(e),
                 }
             }
@@ -576,13 +584,7 @@ fn receive_datagrams(
     }
     let last = counter.last;
     let start = counter.start.unwrap_or(last);
-    if intervals.last_at > last {
-        // Intervals recorded in the silence after the last datagram (before the sender's end
-        // signal came) lie beyond the timed phase, which ends at that datagram: they go.
-        intervals.finish_earlier(last, counter.bytes, counter.datagrams, ch);
-    } else {
-        intervals.finish(last, counter.bytes, counter.datagrams, ch);
-    }
+    intervals.close_at(last, counter.bytes, counter.datagrams, ch);
     let sent = end.sent_datagrams.load(Ordering::Acquire);
     let lost = sent.saturating_sub(counter.seqs.unique);
     stats.loss = Some(LossStats {

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use super::intervals::IntervalClock;
 use super::{
-    busy_poll, rate, stall_check, IntervalEvent, Pace, SendPlan, StreamStats, DATAGRAM_HEADER,
+    busy_poll, gave_up_waiting, rate, stall_check, IntervalEvent, Pace, SendPlan, StreamStats,
+    DATAGRAM_HEADER,
 };
 use crate::pattern::channel::timed_out;
 use crate::pattern::{nanos, payload, CpuMeter, DataChannel, Role};
@@ -22,21 +23,40 @@ use crate::sys::fastpath::{self, Batch, ZerocopyCompletions, UDP_MAX_SEGMENTS};
 
 /// Refusals by the sender's own kernel (no buffer space), counted apart from network loss.
 fn is_send_failure(e: &io::Error) -> bool {
-    e.raw_os_error() == Some(libc::ENOBUFS)
-        || matches!(
-            e.kind(),
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-        )
+    e.raw_os_error() == Some(libc::ENOBUFS) || gave_up_waiting(e)
 }
 
-/// A call that took nothing because the kernel had no room: a spinning socket's WouldBlock,
-/// or a blocking one's write timeout. Progress not made yet, not a failure.
-#[inline]
-fn stalled(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
+/// Whether a byte-stream sender still moves: when its last byte went, so that a write the
+/// kernel had no room for is progress not made yet, and only `--io-timeout` without a byte
+/// taken fails the test.
+struct StallWatch {
+    moved_at: Instant,
+    limit: std::time::Duration,
+}
+
+impl StallWatch {
+    /// The outcome of one write at `now`: the bytes taken (0 when the kernel had no room, see
+    /// [`gave_up_waiting`]), or the error that ends the test.
+    #[inline]
+    fn taken(&mut self, r: io::Result<usize>, now: Instant) -> io::Result<usize> {
+        let n = match r {
+            Ok(n) => n,
+            Err(e) if gave_up_waiting(&e) => 0,
+            Err(e) => return Err(e),
+        };
+        if n > 0 {
+            self.moved_at = now;
+        } else if now.saturating_duration_since(self.moved_at) >= self.limit {
+            return Err(timed_out());
+        }
+        Ok(n)
+    }
+
+    /// Nothing could move before a pacing slot at `due`: waiting for it is not a stall.
+    #[inline]
+    fn waited_until(&mut self, due: Instant) {
+        self.moved_at = self.moved_at.max(due);
+    }
 }
 
 /// `Instant` `ns` nanoseconds after `t`.
@@ -230,7 +250,7 @@ impl ByteWriter {
     }
 
     /// One call; Ok(n) bytes taken. When the kernel has no room (a spinning socket's
-    /// WouldBlock, a blocking one's write timeout) it returns that error, see [`stalled`]: the
+    /// WouldBlock, a blocking one's write timeout) it returns that error, see [`gave_up_waiting`]: the
     /// caller keeps its clock and tries again.
     #[inline]
     fn write(&mut self, ch: &mut DataChannel, buf: &[u8]) -> io::Result<usize> {
@@ -314,30 +334,23 @@ fn send_bytes(
     // Warm-up: whole writes, so that the receiver can count warm-up bytes exactly; paced on
     // the timed phase's schedule. The socket keeps its --io-timeout here.
     let warm_start = Instant::now();
-    let mut moved_at = warm_start;
+    let mut watch = StallWatch {
+        moved_at: warm_start,
+        limit: io_timeout,
+    };
     for i in 0..plan.warmup {
         if let Some(due) = warmup_slot(plan.pace, warm_start, i) {
             wait_until(due, Instant::now());
-            // Nothing could move before its slot: the wait is not a stall.
-            moved_at = moved_at.max(due);
+            watch.waited_until(due);
         }
         let t = Instant::now();
         let mut off = 0;
         while off < write_size {
             let r = writer.write(ch, &buf[off..]);
-            let now = Instant::now();
-            match r {
-                Ok(n) if n > 0 => {
-                    off += n;
-                    calls += 1;
-                    moved_at = now;
-                }
-                Ok(_) => {}
-                Err(e) if stalled(&e) => {}
-                Err(e) => return Err(e),
-            }
-            if now.saturating_duration_since(moved_at) >= io_timeout {
-                return Err(timed_out());
+            let n = watch.taken(r, Instant::now())?;
+            if n > 0 {
+                off += n;
+                calls += 1;
             }
         }
         if i == 0 {
@@ -361,7 +374,7 @@ fn send_bytes(
     let acked_from = ch.connection().tcp_info();
     intervals.baseline(acked_from, true);
     let mut now = start;
-    let mut moved_at = start;
+    watch.moved_at = start;
     // The write in progress: `off` of its `len` bytes taken. A write counts (as a message and
     // a pacing slot) once all its bytes are taken.
     let (mut off, mut len) = (0usize, 0usize);
@@ -373,33 +386,24 @@ fn send_bytes(
                     break;
                 }
                 wait_until(due, now);
-                // Nothing could move before its slot: the wait is not a stall.
-                moved_at = moved_at.max(due);
+                watch.waited_until(due);
             }
             len = (byte_limit - p.bytes).min(write_size as u64) as usize;
             off = 0;
         }
         let r = writer.write(ch, &buf[off..len]);
         now = Instant::now();
-        match r {
-            Ok(n) if n > 0 => {
-                calls += 1;
-                writer.tend(ch, calls)?;
-                off += n;
-                p.bytes += n as u64;
-                if off == len {
-                    p.attempts += 1;
-                    p.messages += 1;
-                }
-                moved_at = now;
+        // Nothing taken: record the intervals due and look at the deadline, then try again.
+        let n = watch.taken(r, now)?;
+        if n > 0 {
+            calls += 1;
+            writer.tend(ch, calls)?;
+            off += n;
+            p.bytes += n as u64;
+            if off == len {
+                p.attempts += 1;
+                p.messages += 1;
             }
-            // Nothing taken: record the intervals due and look at the deadline, then try again.
-            Ok(_) => {}
-            Err(e) if stalled(&e) => {}
-            Err(e) => return Err(e),
-        }
-        if now.saturating_duration_since(moved_at) >= io_timeout {
-            return Err(timed_out());
         }
         if intervals.due(now) {
             intervals.record(now, p.bytes, p.messages, ch);
