@@ -243,17 +243,6 @@ fn hold_time(cfg: &DirectionConfig, rng: &mut Rng) -> Duration {
     Duration::from_secs_f64(d.max(0.0))
 }
 
-/// When a frame arrived, on the monotonic clock: the kernel's wall-clock stamp moved by how long
-/// ago it was (never later than now; now when there is no stamp).
-fn arrival(stamp: Option<Duration>) -> Instant {
-    let now = Instant::now();
-    let Some(stamp) = stamp else { return now };
-    let wall = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    now.checked_sub(wall.saturating_sub(stamp)).unwrap_or(now)
-}
-
 /// The GSO size a frame's virtio-net header announces (0: not a GSO frame).
 fn gso_size(vnet: &[u8]) -> u16 {
     const GSO_NONE: u8 = 0;
@@ -279,7 +268,7 @@ pub fn forward(
     let _ = crate::sys::realtime_priority(10);
     // Frames are stamped by the kernel as they arrive, so that a delay line that was busy or
     // descheduled still puts each frame on the wire at the time it arrived.
-    let stamped = packet::enable_timestamps(rx.as_fd()).is_ok();
+    let stamped = crate::sys::rx_timestamps(rx.as_fd(), true).is_ok();
     let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
     let mut scratch = vec![0u8; MAX_FRAME];
     let mut queue = if cfg.jitter.is_zero() {
@@ -343,7 +332,7 @@ pub fn forward(
         // Take in everything that has arrived.
         loop {
             let received = if stamped {
-                packet::recv_stamped(rx.as_fd(), &mut scratch, &mut cmsg)
+                crate::sys::recv_stamped(rx.as_fd(), &mut scratch, &mut cmsg)
             } else {
                 packet::recv(rx.as_fd(), &mut scratch).map(|n| (n, None))
             };
@@ -352,7 +341,7 @@ pub fn forward(
                     counters.dropped_memory.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok((n, stamp)) => {
-                    let arrived = arrival(stamp);
+                    let arrived = crate::sys::arrival_instant(stamp);
                     let (vnet, frame) = scratch[..n].split_at(packet::VNET_HDR_LEN);
                     let (wire_bytes, segments) = link::wire_size(frame, gso_size(vnet));
                     counters.frames_in.fetch_add(1, Ordering::Relaxed);

@@ -287,3 +287,46 @@ pub fn bytes_queued(fd: BorrowedFd<'_>) -> io::Result<u64> {
     }
     Ok(u64::try_from(n).unwrap_or(0))
 }
+
+/// Asks the kernel to stamp every datagram or frame received on `fd` with the time it arrived
+/// (SO_TIMESTAMPNS, for [`recv_stamped`]), or stops it (`on` false): while on, the kernel
+/// stamps every incoming packet, so a fast path turns it off when done with it.
+pub fn rx_timestamps(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    nix::sys::socket::setsockopt(&fd, nix::sys::socket::sockopt::ReceiveTimestampns, &on)
+        .map_err(io::Error::from)
+}
+
+/// Receives one datagram or frame with the kernel's arrival time (CLOCK_REALTIME) when it gave
+/// one; `cmsg` is the control buffer (`nix::cmsg_space!(nix::sys::time::TimeSpec)`). Returns
+/// the full length (MSG_TRUNC), which may exceed `buf`. WouldBlock or TimedOut when nothing
+/// came within the socket's timeout.
+pub fn recv_stamped(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    cmsg: &mut [u8],
+) -> io::Result<(usize, Option<Duration>)> {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+    let mut iov = [io::IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(fd.as_raw_fd(), &mut iov, Some(cmsg), MsgFlags::MSG_TRUNC)
+        .map_err(io::Error::from)?;
+    let mut stamp = None;
+    if let Ok(cmsgs) = msg.cmsgs() {
+        for c in cmsgs {
+            if let ControlMessageOwned::ScmTimestampns(ts) = c {
+                stamp = Some(Duration::from(ts));
+            }
+        }
+    }
+    Ok((msg.bytes, stamp))
+}
+
+/// The monotonic time of a kernel arrival stamp (CLOCK_REALTIME since the epoch): now, moved
+/// back by how long ago the stamp was; never later than now, and now without a stamp.
+pub fn arrival_instant(stamp: Option<Duration>) -> std::time::Instant {
+    let now = std::time::Instant::now();
+    let Some(stamp) = stamp else { return now };
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    now.checked_sub(wall.saturating_sub(stamp)).unwrap_or(now)
+}

@@ -75,35 +75,6 @@ pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
         .map_err(io::Error::from)
 }
 
-/// Asks the kernel to stamp every received frame with the time it arrived (SO_TIMESTAMPNS),
-/// for [`recv_stamped`].
-pub fn enable_timestamps(fd: BorrowedFd<'_>) -> io::Result<()> {
-    nix::sys::socket::setsockopt(&fd, nix::sys::socket::sockopt::ReceiveTimestampns, &true)
-        .map_err(io::Error::from)
-}
-
-/// Receives one frame (virtio header included) with the kernel's arrival time (CLOCK_REALTIME)
-/// when it gave one. WouldBlock when none is waiting.
-pub fn recv_stamped(
-    fd: BorrowedFd<'_>,
-    buf: &mut [u8],
-    cmsg: &mut [u8],
-) -> io::Result<(usize, Option<std::time::Duration>)> {
-    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
-    let mut iov = [io::IoSliceMut::new(buf)];
-    let msg = recvmsg::<()>(fd.as_raw_fd(), &mut iov, Some(cmsg), MsgFlags::MSG_TRUNC)
-        .map_err(io::Error::from)?;
-    let mut stamp = None;
-    if let Ok(cmsgs) = msg.cmsgs() {
-        for c in cmsgs {
-            if let ControlMessageOwned::ScmTimestampns(ts) = c {
-                stamp = Some(std::time::Duration::from(ts));
-            }
-        }
-    }
-    Ok((msg.bytes, stamp))
-}
-
 /// Sends one frame (virtio header included).
 #[inline]
 pub fn send(fd: BorrowedFd<'_>, frame: &[u8]) -> io::Result<usize> {
