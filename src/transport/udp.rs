@@ -3,13 +3,17 @@
 //! UDP has no connections, so one is made: the client sends HELLO(cookie, nonce) to the
 //! listener port until an ACK names a fresh server socket (already connected to the client)
 //! and then connects its own socket to it. A repeated HELLO (same address and nonce) gets the
-//! same answer; the nonce keeps a client port that the kernel reuses for a later connection
-//! from being answered with an old, closed data port. Both data sockets are connected, so
+//! same answer, for as long as the listener lives (a thread reads the listener's socket, so
+//! that a HELLO repeated because its ACK was lost is answered after the test has started too,
+//! when nobody calls accept); the nonce keeps a client port that the kernel reuses for a later
+//! connection from being answered with an old, closed data port. Both data sockets are connected, so
 //! stray handshake datagrams never reach a test's data path.
 
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -56,12 +60,32 @@ impl Transport for Udp {
         }
     }
     fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>> {
-        let socket = udp_socket(SocketAddr::new(local, 0), &SocketOptions::default())?;
+        let socket = Arc::new(udp_socket(
+            SocketAddr::new(local, 0),
+            &SocketOptions::default(),
+        )?);
+        socket.set_read_timeout(Some(HELLO_POLL))?;
+        let answered = Arc::new(Mutex::new(HashMap::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, hellos) = mpsc::channel();
+        {
+            let (socket, answered, stop) = (
+                Arc::clone(&socket),
+                Arc::clone(&answered),
+                Arc::clone(&stop),
+            );
+            std::thread::Builder::new()
+                .name("wb-udp-hello".into())
+                .spawn(move || answer_hellos(&socket, &answered, &stop, &tx))
+                .context("starting the UDP handshake thread")?;
+        }
         Ok(Box::new(UdpListener {
             socket,
             local,
             opts: SocketOptions::default(),
-            answered: HashMap::new(),
+            answered,
+            hellos,
+            stop,
         }))
     }
     fn connect(
@@ -135,29 +159,96 @@ impl Transport for Udp {
     }
 }
 
+/// How often the handshake thread looks whether its listener is gone.
+const HELLO_POLL: Duration = Duration::from_millis(100);
+
+/// Handshakes already answered, (client address, nonce), with their cookie and data port.
+type Answered = Mutex<HashMap<(SocketAddr, [u8; 8]), ([u8; 16], u16)>>;
+
+/// A HELLO not answered yet: the client's address, cookie and nonce.
+type Hello = (SocketAddr, [u8; 16], [u8; 8]);
+
 struct UdpListener {
-    socket: UdpSocket,
+    socket: Arc<UdpSocket>,
     local: IpAddr,
     opts: SocketOptions,
-    /// Handshakes already answered (client address, nonce), so that a repeated HELLO gets
-    /// the same data port.
-    answered: HashMap<(SocketAddr, [u8; 8]), u16>,
+    answered: Arc<Answered>,
+    hellos: mpsc::Receiver<Hello>,
+    stop: Arc<AtomicBool>,
 }
 
-impl UdpListener {
-    fn send_ack(
-        &self,
-        to: SocketAddr,
-        cookie: &Cookie,
-        nonce: [u8; 8],
-        port: u16,
-    ) -> io::Result<()> {
-        let mut ack = [0u8; ACK_LEN];
-        ack[..4].copy_from_slice(ACK);
-        ack[4..20].copy_from_slice(&cookie.0);
-        ack[20..28].copy_from_slice(&nonce);
-        ack[28..].copy_from_slice(&port.to_be_bytes());
-        self.socket.send_to(&ack, to).map(|_| ())
+impl Drop for UdpListener {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn send_ack(
+    socket: &UdpSocket,
+    to: SocketAddr,
+    cookie: &[u8; 16],
+    nonce: [u8; 8],
+    port: u16,
+) -> io::Result<()> {
+    let mut ack = [0u8; ACK_LEN];
+    ack[..4].copy_from_slice(ACK);
+    ack[4..20].copy_from_slice(cookie);
+    ack[20..28].copy_from_slice(&nonce);
+    ack[28..].copy_from_slice(&port.to_be_bytes());
+    socket.send_to(&ack, to).map(|_| ())
+}
+
+/// Reads the listener's socket for as long as the listener lives: new HELLOs go to `accept`,
+/// and a HELLO repeated because its ACK was lost (2% of them over a lab link with 2% loss) gets
+/// the same ACK again, even after the test has started. Before this thread a lost ACK left the
+/// client repeating its HELLO to nobody until its timeout.
+fn answer_hellos(
+    socket: &UdpSocket,
+    answered: &Answered,
+    stop: &AtomicBool,
+    hellos: &mpsc::Sender<Hello>,
+) {
+    let mut buf = [0u8; 64];
+    while !stop.load(Ordering::Relaxed) {
+        let (n, from) = match socket.recv_from(&mut buf) {
+            Ok(r) => r,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            // Nothing else is expected of an unconnected socket; do not spin on it.
+            Err(_) => {
+                std::thread::sleep(HELLO_POLL);
+                continue;
+            }
+        };
+        if n != HELLO_LEN || &buf[..4] != HELLO {
+            continue;
+        }
+        let (mut cookie, mut nonce) = ([0u8; 16], [0u8; 8]);
+        cookie.copy_from_slice(&buf[4..20]);
+        nonce.copy_from_slice(&buf[20..28]);
+        let known = answered
+            .lock()
+            .ok()
+            .and_then(|a| a.get(&(from, nonce)).copied());
+        match known {
+            Some((c, port)) if c == cookie => {
+                let _ = send_ack(socket, from, &cookie, nonce, port);
+            }
+            Some(_) => {}
+            None => {
+                if hellos.send((from, cookie, nonce)).is_err() {
+                    return;
+                }
+            }
+        }
     }
 }
 
@@ -178,43 +269,38 @@ impl Listener for UdpListener {
         timeout: Duration,
     ) -> Result<Option<Box<dyn Connection>>> {
         let deadline = Instant::now() + timeout;
-        let mut buf = [0u8; 64];
         loop {
             let Some(left) = remaining(deadline) else {
                 return Ok(None);
             };
-            self.socket.set_read_timeout(Some(left))?;
-            let (n, from) = match self.socket.recv_from(&mut buf) {
-                Ok(r) => r,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Ok(None)
+            let (from, got, nonce) = match self.hellos.recv_timeout(left) {
+                Ok(hello) => hello,
+                Err(mpsc::RecvTimeoutError::Timeout) => return Ok(None),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    bail!("the UDP handshake thread stopped")
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e).context("receiving a UDP data handshake"),
             };
-            if n != HELLO_LEN || &buf[..4] != HELLO || buf[4..20] != cookie.0 {
+            if got != cookie.0 {
                 continue;
             }
-            let mut nonce = [0u8; 8];
-            nonce.copy_from_slice(&buf[20..28]);
-            if let Some(&port) = self.answered.get(&(from, nonce)) {
-                let _ = self.send_ack(from, cookie, nonce, port);
-                continue;
+            let mut answered = self
+                .answered
+                .lock()
+                .map_err(|_| anyhow::anyhow!("UDP handshake state poisoned"))?;
+            if answered.contains_key(&(from, nonce)) {
+                continue; // a repeat that raced with our own ACK
             }
             let socket = udp_socket(SocketAddr::new(self.local, 0), &self.opts)?;
             socket.connect(from)?;
             let port = socket.local_addr()?.port();
             // Bounded memory for a long connect-per-transaction test: old clients never return.
-            if self.answered.len() >= 4096 {
-                self.answered.clear();
+            if answered.len() >= 4096 {
+                answered.clear();
             }
-            self.answered.insert((from, nonce), port);
-            self.send_ack(from, cookie, nonce, port)?;
+            // Recorded before the ACK goes out, so that a repeated HELLO finds it.
+            answered.insert((from, nonce), (cookie.0, port));
+            drop(answered);
+            send_ack(&self.socket, from, &cookie.0, nonce, port)?;
             return Ok(Some(Box::new(UdpConnection { socket })));
         }
     }
@@ -250,5 +336,48 @@ impl Connection for UdpConnection {
     }
     fn effective_options(&self, requested: &SocketOptions) -> EffectiveOptions {
         sockopt::read_back(&SockRef::from(&self.socket), requested, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client whose first ACK is lost repeats its HELLO after the server's accept has
+    /// returned (the test has begun): the listener still answers, with the same data port.
+    #[test]
+    fn a_hello_repeated_after_accept_gets_the_same_ack() {
+        let local: IpAddr = Ipv4Addr::LOCALHOST.into();
+        let mut listener = Udp.listen(local).unwrap();
+        let to = SocketAddr::new(local, listener.endpoint().parse().unwrap());
+        let cookie = Cookie([7; 16]);
+        let client = UdpSocket::bind(SocketAddr::new(local, 0)).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut hello = [0u8; HELLO_LEN];
+        hello[..4].copy_from_slice(HELLO);
+        hello[4..20].copy_from_slice(&cookie.0);
+        hello[20..28].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        client.send_to(&hello, to).unwrap();
+        let _conn = listener
+            .accept(&cookie, Duration::from_secs(5))
+            .unwrap()
+            .expect("a connection");
+        let mut first = [0u8; 64];
+        let (n, _) = client.recv_from(&mut first).unwrap();
+        assert_eq!(n, ACK_LEN);
+        // That ACK "was lost": the client asks again, and nobody calls accept any more.
+        client.send_to(&hello, to).unwrap();
+        let mut again = [0u8; 64];
+        let (m, _) = client.recv_from(&mut again).unwrap();
+        assert_eq!(first[..n], again[..m]);
+        // A HELLO with the same address and nonce but another cookie is not answered.
+        hello[4..20].copy_from_slice(&[9; 16]);
+        client.send_to(&hello, to).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        assert!(client.recv_from(&mut again).is_err());
     }
 }
