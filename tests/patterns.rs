@@ -791,9 +791,12 @@ fn figures_from_too_little_data_are_marked_with_the_reason() {
     let sender = &s["streams"][0]["sender"];
     assert_eq!(sender["valid"], false, "{sender}");
     assert_eq!(u(&sender["messages_timed"]), 1);
+    // One write is below the floor of 10 writes whatever it took; whether it also took less
+    // than 10 ms depends on the host's load (a 64 KiB write into a fresh socket may wait for
+    // the reader), so the reason is checked for the count only.
     let why = sender["invalid_reason"].as_str().unwrap();
     assert!(
-        why.contains(", 65536 B in 1 write: below the floor of 10 ms and 10 writes"),
+        why.contains(", 65536 B in 1 write: below the floor of") && why.contains("10 writes"),
         "{why}"
     );
     assert_eq!(s["streams"][0]["receiver"]["valid"], false);
@@ -803,7 +806,7 @@ fn figures_from_too_little_data_are_marked_with_the_reason() {
     assert_eq!(t["receiver_valid"], false);
     assert_eq!(u(&t["sender_bytes_timed"]), 65536);
     assert_eq!(u(&t["sender_messages_timed"]), 1);
-    assert!(f(&t["sender_elapsed_s"]) < 0.01);
+    assert!(f(&t["sender_elapsed_s"]) > 0.0);
     let h = &only_point(&v)["headline"];
     assert_eq!(h["valid"], false);
     assert!(h["invalid_reason"]
@@ -822,7 +825,8 @@ fn figures_from_too_little_data_are_marked_with_the_reason() {
     assert!(
         text.lines()
             .any(|l| l.trim_start().starts_with("! sender: timed phase")
-                && l.contains("in 1 write: below the floor of 10 ms and 10 writes")),
+                && l.contains("in 1 write: below the floor of")
+                && l.contains("10 writes")),
         "{text}"
     );
     assert!(
