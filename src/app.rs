@@ -53,13 +53,20 @@ fn serve(a: ServeArgs) -> Result<()> {
         io_timeout: a.io_timeout,
         log: !a.quiet,
         transport: a.transport.config(),
+        access: a.access.config()?,
     };
+    let keyless = config.access.psk.is_none();
     let server = Server::bind(SocketAddr::new(a.listen, a.port), config)?;
     let addr = server.local_addr()?;
     eprintln!(
         "wirebench {} server listening on {addr}",
         env!("CARGO_PKG_VERSION")
     );
+    if keyless && !a.listen.is_loopback() {
+        eprintln!(
+            "wirebench serve: warning: no pre-shared key: anyone who can reach {addr} can run tests from it (--psk-file or WIREBENCH_PSK; see SECURITY.md)"
+        );
+    }
     server.serve()
 }
 

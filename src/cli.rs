@@ -86,6 +86,8 @@ pub struct ServeArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub transport: TransportArgs,
+    #[command(flatten)]
+    pub access: AccessArgs,
 }
 
 /// Settings of particular transports, for this side only.
@@ -128,6 +130,8 @@ pub struct RunArgs {
     /// inside this process.
     #[arg(long)]
     pub to: Option<String>,
+    #[command(flatten)]
+    pub auth: ClientAuthArgs,
     /// Transport: tcp, udp, unix, mptcp or quic.
     #[arg(long, short = 't', default_value = "tcp")]
     pub transport: String,
@@ -502,4 +506,57 @@ fn parse_rcvlowat(s: &str) -> Result<crate::pattern::RcvLowat, String> {
             Err(e) => Err(format!("{e} (or \"auto\", \"off\")")),
         },
     }
+}
+
+/// Who may use a server and how much of it one client may hold (`serve`; see SECURITY.md).
+#[derive(Debug, Clone, Args)]
+pub struct AccessArgs {
+    /// Pre-shared key, read from FILE (its content without the line end, at least 16 bytes):
+    /// clients must prove they hold the same key, by HMAC-SHA256 challenge-response, and the
+    /// server proves it back; the key never crosses the wire. Default: the key in the
+    /// environment variable WIREBENCH_PSK if set, else none: anyone who reaches the port may
+    /// run tests.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
+    /// Only clients in these address ranges may connect, CIDR[,CIDR...] (repeatable), e.g.
+    /// 10.0.0.0/8,2001:db8::/32. Default: all; --deny still applies.
+    #[arg(long, value_name = "CIDR", value_delimiter = ',')]
+    pub allow: Vec<crate::control::access::Cidr>,
+    /// Clients in these address ranges may not connect, even where --allow includes them,
+    /// CIDR[,CIDR...] (repeatable). They are refused at accept, before anything is read.
+    #[arg(long, value_name = "CIDR", value_delimiter = ',')]
+    pub deny: Vec<crate::control::access::Cidr>,
+    /// Most tests one client runs at once (a client: an IPv4 address or an IPv6 /64).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sessions_per_client: u32,
+    /// Most connections that have not yet sent their hello, at once (each has 5 s to); one
+    /// client may hold a quarter of them. Connections over it are closed at once.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_pending: u32,
+}
+
+impl AccessArgs {
+    pub fn config(&self) -> anyhow::Result<crate::control::admission::AccessConfig> {
+        let psk = crate::control::auth::Psk::load(self.psk_file.as_deref())?;
+        Ok(crate::control::admission::AccessConfig {
+            list: crate::control::access::AccessList {
+                allow: self.allow.clone(),
+                deny: self.deny.clone(),
+            },
+            max_sessions_per_client: self.max_sessions_per_client,
+            max_pending: self.max_pending,
+            psk: psk.map(std::sync::Arc::new),
+        })
+    }
+}
+
+/// The client's pre-shared key (`run`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ClientAuthArgs {
+    /// Pre-shared key of a server run with --psk-file, read from FILE: this side proves it
+    /// holds it and talks only to a server that proves the same. Default: the key in the
+    /// environment variable WIREBENCH_PSK if set, else none. A server started here (no --to)
+    /// uses the same key.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use super::auth::{Nonce, Psk, NEEDS_KEY, PSK_ENV};
 use super::framing::{read_frame, write_frame};
 use super::limits::Limits;
 use super::protocol::{
@@ -86,12 +87,14 @@ fn server_reply(ctrl: &mut TcpStream) -> Result<ServerMessage> {
 }
 
 impl Session {
-    /// Connects, checks the server speaks our protocol, and opens the test.
+    /// Connects, checks the server speaks our protocol (and, with a key, that both ends hold
+    /// it), and opens the test.
     pub fn open(
         addr: SocketAddr,
         spec: TestSpec,
         transport: &TransportConfig,
         timeout: Duration,
+        psk: Option<&Psk>,
     ) -> Result<Session> {
         let transport = transport::by_name(&spec.transport, transport)?;
         let mut ctrl = TcpStream::connect_timeout(&addr, timeout)
@@ -99,17 +102,52 @@ impl Session {
         ctrl.set_nodelay(true)?;
         ctrl.set_read_timeout(Some(timeout))?;
         ctrl.set_write_timeout(Some(timeout))?;
-        write_frame(
+        let nonce = psk.map(|_| Nonce::random()).transpose()?;
+        let sent = write_frame(
             &mut ctrl,
             &ClientMessage::Hello {
                 magic: MAGIC.into(),
                 protocol: PROTOCOL_VERSION,
                 version: env!("CARGO_PKG_VERSION").into(),
+                nonce: nonce.as_ref().map(Nonce::to_hex),
             },
-        )?;
-        let (server_env, limits, seen_as) = match server_reply(&mut ctrl)
-            .with_context(|| format!("{addr} did not answer as a wirebench server"))?
-        {
+        );
+        if let Err(e) = sent {
+            // A server that refuses at accept (access list, limits) may have closed before
+            // the hello was written: its reason may still be waiting to be read.
+            if let Ok(ServerMessage::Error { message }) = read_frame::<ServerMessage>(&mut ctrl) {
+                bail!("server: {message}");
+            }
+            return Err(e);
+        }
+        let first = read_frame::<ServerMessage>(&mut ctrl)
+            .with_context(|| format!("{addr} did not answer as a wirebench server"))?;
+        let (welcome, cookie_key) = match (first, psk, nonce) {
+            (ServerMessage::Error { message }, _, _) => bail!("server: {message}"),
+            (ServerMessage::Challenge { .. }, None, _) => bail!("server: {NEEDS_KEY}"),
+            (ServerMessage::Challenge { nonce: server }, Some(psk), Some(client)) => {
+                let server = Nonce::from_hex(&server)
+                    .with_context(|| format!("{addr} sent a malformed challenge"))?;
+                write_frame(
+                    &mut ctrl,
+                    &ClientMessage::Auth {
+                        proof: psk.client_proof(&server, &client),
+                    },
+                )?;
+                let welcome = server_reply(&mut ctrl)?;
+                let proven = matches!(&welcome, ServerMessage::Welcome { proof: Some(p), .. }
+                    if psk.verify_server(&server, &client, p));
+                if !proven {
+                    bail!("{addr} did not prove it holds the pre-shared key: authentication failed");
+                }
+                (welcome, Some(psk.cookie(&server, &client)))
+            }
+            (ServerMessage::Welcome { .. }, Some(_), _) => bail!(
+                "{addr} runs without a pre-shared key: this client has one (--psk-file or {PSK_ENV}) and talks only to a server that proves it holds it"
+            ),
+            (welcome, _, _) => (welcome, None),
+        };
+        let (server_env, limits, seen_as) = match welcome {
             ServerMessage::Welcome {
                 protocol,
                 environment,
@@ -140,8 +178,16 @@ impl Session {
             }
         }
         write_frame(&mut ctrl, &ClientMessage::Open { spec: spec.clone() })?;
-        let (endpoint, cookie) = match server_reply(&mut ctrl)? {
-            ServerMessage::Opened { endpoint, cookie } => (
+        let (endpoint, cookie) = match (server_reply(&mut ctrl)?, cookie_key) {
+            // After a key exchange the cookie is derived here, never taken from the wire.
+            (ServerMessage::Opened { endpoint, .. }, Some(derived)) => (endpoint, derived),
+            (
+                ServerMessage::Opened {
+                    endpoint,
+                    cookie: Some(cookie),
+                },
+                None,
+            ) => (
                 endpoint,
                 Cookie::from_hex(&cookie).context("server sent a malformed test cookie")?,
             ),

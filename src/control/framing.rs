@@ -4,6 +4,8 @@
 //! length is checked before anything is allocated, so garbage cannot make a peer allocate.
 
 use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde::{de::DeserializeOwned, Serialize};
@@ -38,6 +40,41 @@ pub fn read_frame<T: DeserializeOwned>(r: &mut impl Read) -> Result<T> {
     serde_json::from_slice(&body).map_err(|e| anyhow::anyhow!("malformed control message: {e}"))
 }
 
+/// A source whose reads can be bounded in time: a control connection.
+pub trait TimedRead: Read {
+    fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()>;
+}
+
+impl TimedRead for TcpStream {
+    fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        TcpStream::set_read_timeout(self, timeout)
+    }
+}
+
+/// Reads one frame that must be complete by `deadline`, however its bytes are spread out.
+/// A per-read timeout would let a peer that sends one byte just inside each timeout hold the
+/// reader forever (a 1-byte-per-second hello was once accepted after 78 s): each read here
+/// waits only for what is left of the frame's time.
+pub fn read_frame_by<T: DeserializeOwned>(r: &mut impl TimedRead, deadline: Instant) -> Result<T> {
+    read_frame(&mut Deadline { inner: r, deadline })
+}
+
+struct Deadline<'a, R> {
+    inner: &'a mut R,
+    deadline: Instant,
+}
+
+impl<R: TimedRead> Read for Deadline<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        self.inner.set_read_timeout(Some(left))?;
+        self.inner.read(buf)
+    }
+}
+
 fn describe(e: io::Error) -> anyhow::Error {
     match e.kind() {
         io::ErrorKind::UnexpectedEof => anyhow::anyhow!("control connection closed by peer"),
@@ -68,6 +105,75 @@ mod tests {
             let e = read_frame::<ClientMessage>(&mut bytes.as_slice()).unwrap_err();
             assert!(e.to_string().contains("malformed control frame"), "{e}");
         }
+    }
+
+    /// Gives one byte per read, each after `gap`, and honours the read timeout it is given
+    /// the way a socket does (waits at most that long, then fails).
+    struct Dribble {
+        bytes: Vec<u8>,
+        at: usize,
+        gap: Duration,
+        timeout: Option<Duration>,
+    }
+
+    impl Read for Dribble {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let t = self.timeout.expect("every read has a timeout");
+            if t < self.gap {
+                std::thread::sleep(t);
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            std::thread::sleep(self.gap);
+            if self.at == self.bytes.len() || buf.is_empty() {
+                return Ok(0);
+            }
+            buf[0] = self.bytes[self.at];
+            self.at += 1;
+            Ok(1)
+        }
+    }
+
+    impl TimedRead for Dribble {
+        fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+            self.timeout = timeout;
+            Ok(())
+        }
+    }
+
+    fn dribble(gap: Duration) -> Dribble {
+        let mut bytes = Vec::new();
+        write_frame(&mut bytes, &ClientMessage::EndPoint).unwrap();
+        Dribble {
+            bytes,
+            at: 0,
+            gap,
+            timeout: None,
+        }
+    }
+
+    #[test]
+    fn a_frame_dribbled_past_its_deadline_is_cut_off() {
+        // Every byte arrives well inside any per-read timeout; the frame as a whole cannot.
+        let mut slow = dribble(Duration::from_millis(20));
+        let total = slow.bytes.len();
+        let deadline = Instant::now() + Duration::from_millis(100);
+        let e = read_frame_by::<ClientMessage>(&mut slow, deadline).unwrap_err();
+        assert!(e.to_string().contains("timed out"), "{e}");
+        assert!(slow.at < total, "read all {total} bytes");
+        // Past the deadline, nothing more is read at all.
+        let before = slow.at;
+        assert!(read_frame_by::<ClientMessage>(&mut slow, deadline).is_err());
+        assert_eq!(slow.at, before);
+    }
+
+    #[test]
+    fn a_frame_inside_its_deadline_is_read() {
+        let mut quick = dribble(Duration::ZERO);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let m = read_frame_by::<ClientMessage>(&mut quick, deadline).unwrap();
+        assert_eq!(m, ClientMessage::EndPoint);
+        // Each read waited only for what was left of the frame's time, never more.
+        assert!(quick.timeout.unwrap() <= Duration::from_secs(60));
     }
 
     #[test]

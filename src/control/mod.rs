@@ -1,6 +1,9 @@
 //! The control plane: negotiating a test over its own TCP connection, apart from the data
 //! plane that moves and times bytes.
 
+pub mod access;
+pub mod admission;
+pub mod auth;
 pub mod client;
 pub mod framing;
 pub mod limits;

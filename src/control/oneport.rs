@@ -2,15 +2,10 @@
 //! cookie they present, to the test that is waiting for them.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::net::TcpStream;
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::Duration;
 
-use crate::transport::{Cookie, DATA_PREFIX};
-
-/// How long a data connection on the control port may take to present its cookie.
-const COOKIE_WAIT: Duration = Duration::from_secs(5);
+use crate::transport::Cookie;
 
 /// Whether a transport's data can share the control port: the control listener accepts TCP
 /// connections, so only plain TCP data can arrive there.
@@ -54,30 +49,10 @@ impl DataRoutes {
         )
     }
 
-    /// Routes a data connection whose prefix and cookie have already arrived, without
-    /// waiting and without a thread of its own (a crr test opens one per transaction).
-    /// Gives the connection back when that is not the case.
-    pub fn deliver_if_ready(&self, mut stream: TcpStream) -> Option<TcpStream> {
-        use nix::sys::socket::{recv, MsgFlags};
-        use std::os::fd::AsRawFd;
-        let mut hello = [0u8; 20];
-        // One non-blocking peek: the accept loop must not wait on any one connection.
-        let peeked = recv(
-            stream.as_raw_fd(),
-            &mut hello,
-            MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT,
-        );
-        if !matches!(peeked, Ok(20)) || hello[..4] != DATA_PREFIX {
-            return Some(stream);
-        }
-        // The peeked bytes are there: this read takes them at once.
-        if stream.read_exact(&mut hello).is_ok() {
-            self.hand_over(&hello[4..], stream);
-        }
-        None
-    }
-
-    fn hand_over(&self, cookie: &[u8], stream: TcpStream) {
+    /// Hands a data connection that has presented `cookie` (after the data prefix) to its
+    /// test. A connection with an unknown cookie is dropped. The server's acceptor reads the
+    /// prefix and the cookie, with a deadline and without a thread per connection.
+    pub fn hand_over(&self, cookie: &[u8], stream: TcpStream) {
         let tx = match self.waiting.lock() {
             Ok(w) => w.get(cookie).cloned(),
             Err(_) => None,
@@ -85,17 +60,5 @@ impl DataRoutes {
         if let Some(tx) = tx {
             let _ = tx.send(stream);
         }
-    }
-
-    /// Reads the cookie of a connection that opened with the data prefix and hands the
-    /// connection to its test. A connection with an unknown cookie is dropped.
-    pub fn deliver(&self, mut stream: TcpStream) {
-        let mut cookie = [0u8; 16];
-        if stream.set_read_timeout(Some(COOKIE_WAIT)).is_err()
-            || stream.read_exact(&mut cookie).is_err()
-        {
-            return;
-        }
-        self.hand_over(&cookie, stream);
     }
 }

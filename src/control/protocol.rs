@@ -4,7 +4,8 @@
 //! ```text
 //! client                         server
 //! Hello            ->
-//!                  <-  Welcome (version, environment, limits)
+//!                  [<- Challenge; Auth ->: a server with a pre-shared key, see auth.rs]
+//!                  <-  Welcome (version, environment, limits)  or Error
 //! Open(TestSpec)   ->
 //!                  <-  Opened (data endpoint, cookie)      or Error
 //! for each point:
@@ -91,6 +92,14 @@ pub enum ClientMessage {
         magic: String,
         protocol: u32,
         version: String,
+        /// The client's nonce, hex: present when the client holds a pre-shared key. Absent,
+        /// the hello is what it always was, so a keyless exchange is unchanged.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nonce: Option<String>,
+    },
+    /// The answer to the server's Challenge: HMAC of both nonces under the key, hex.
+    Auth {
+        proof: String,
     },
     Open {
         spec: TestSpec,
@@ -119,10 +128,20 @@ pub enum ServerMessage {
         /// the client's own, something (a relay, a proxy, NAT) sits in the path.
         #[serde(default)]
         client_seen_as: Option<String>,
+        /// A server with a pre-shared key proves it holds it too (after the client has).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        proof: Option<String>,
+    },
+    /// A server with a pre-shared key asks the client to prove it holds it: the server's
+    /// nonce, hex.
+    Challenge {
+        nonce: String,
     },
     Opened {
         endpoint: String,
-        cookie: String,
+        /// Absent after a key exchange: both sides derive the cookie, nobody sends it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cookie: Option<String>,
     },
     PointAccepted,
     Go {

@@ -1,16 +1,17 @@
 //! The wirebench server: answers any number of clients at once, each test on its own
 //! threads with its own data listener, and never lets one client's misbehaviour reach another.
 
-use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::framing::{read_frame, write_frame};
+use super::admission::{Acceptor, AccessConfig, Admitted, Slots};
+use super::auth::{Nonce, Psk, AUTH_FAILED, NEEDS_KEY};
+use super::framing::{read_frame, read_frame_by, write_frame};
 use super::limits::Limits;
 use super::oneport::DataRoutes;
 use super::protocol::{
@@ -22,14 +23,16 @@ use super::worker::{
 use crate::env::Environment;
 use crate::pattern::stream::EndSignal;
 use crate::pattern::{self, crr, DataChannel, PatternKind, Role, Side};
-use crate::transport::{self, Cookie, HandedOverListener, Listener, Transport, DATA_PREFIX};
+use crate::transport::{self, Cookie, HandedOverListener, Listener, Transport};
 
 /// The documented default control port.
 pub const DEFAULT_PORT: u16 = 5320;
 
-/// How long a new connection may take to say Hello.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a session may sit idle between points.
+/// How long after accept a session has to finish its handshake: the hello (which must come
+/// within admission::HELLO_DEADLINE), the key exchange and the test request. Each is a
+/// deadline for the whole frame, not a timeout per read.
+const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(15);
+/// How long a session may sit idle between points: the next request must be complete by then.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone)]
@@ -41,6 +44,8 @@ pub struct ServerConfig {
     pub log: bool,
     /// This side's transport settings (interface, certificates).
     pub transport: crate::transport::TransportConfig,
+    /// Who may connect, how much one client may hold, and the pre-shared key.
+    pub access: AccessConfig,
 }
 
 impl Default for ServerConfig {
@@ -50,6 +55,7 @@ impl Default for ServerConfig {
             io_timeout: Duration::from_secs(10),
             log: false,
             transport: Default::default(),
+            access: AccessConfig::default(),
         }
     }
 }
@@ -57,7 +63,7 @@ impl Default for ServerConfig {
 pub struct Server {
     listener: TcpListener,
     config: Arc<ServerConfig>,
-    sessions: Arc<AtomicU32>,
+    slots: Arc<Slots>,
     routes: Arc<DataRoutes>,
 }
 
@@ -68,7 +74,7 @@ impl Server {
         Ok(Server {
             listener,
             config: Arc::new(config),
-            sessions: Arc::new(AtomicU32::new(0)),
+            slots: Arc::new(Slots::default()),
             routes: Arc::new(DataRoutes::default()),
         })
     }
@@ -77,29 +83,31 @@ impl Server {
         Ok(self.listener.local_addr()?)
     }
 
-    /// Accepts clients forever, one thread per session.
+    /// Accepts clients forever: admission on this thread, one thread per admitted session.
     pub fn serve(self) -> Result<()> {
-        for conn in self.listener.incoming() {
-            let stream = match conn {
-                Ok(s) => s,
-                Err(e) => {
-                    // Out of descriptors and the like: say so, wait a little, keep serving.
-                    eprintln!("wirebench serve: accept failed: {e}");
-                    thread::sleep(Duration::from_millis(50));
-                    continue;
+        let mut acceptor = Acceptor::new(
+            &self.listener,
+            &self.config.access,
+            self.config.limits.max_sessions,
+            &self.routes,
+            Arc::clone(&self.slots),
+            self.config.log,
+        );
+        let (config, routes) = (&self.config, &self.routes);
+        acceptor
+            .run(&mut |admitted| {
+                let peer = admitted.peer;
+                let config = Arc::clone(config);
+                let routes = Arc::clone(routes);
+                let spawned = thread::Builder::new()
+                    .name("wb-session".into())
+                    .spawn(move || session_thread(admitted, config, routes));
+                // The connection and its slot went with the closure: both are given back.
+                if let Err(e) = spawned {
+                    eprintln!("wirebench serve: no thread for the session from {peer}: {e}");
                 }
-            };
-            let Some(stream) = self.routes.deliver_if_ready(stream) else {
-                continue;
-            };
-            let config = Arc::clone(&self.config);
-            let sessions = Arc::clone(&self.sessions);
-            let routes = Arc::clone(&self.routes);
-            let _ = thread::Builder::new()
-                .name("wb-session".into())
-                .spawn(move || session_thread(stream, config, sessions, routes));
-        }
-        Ok(())
+            })
+            .context("the control listener failed")
     }
 
     /// Serves in a background thread (the self-hosted server of `wirebench run`).
@@ -112,39 +120,16 @@ impl Server {
     }
 }
 
-fn session_thread(
-    mut stream: TcpStream,
-    config: Arc<ServerConfig>,
-    sessions: Arc<AtomicU32>,
-    routes: Arc<DataRoutes>,
-) {
-    // The first four bytes tell a control connection (a frame length) from a data
-    // connection of a --one-port test (the data prefix).
-    let mut first = [0u8; 4];
-    if stream.set_read_timeout(Some(HELLO_TIMEOUT)).is_err()
-        || stream.read_exact(&mut first).is_err()
-    {
-        return;
-    }
-    if first == DATA_PREFIX {
-        routes.deliver(stream);
-        return;
-    }
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "?".into());
-    let active = sessions.fetch_add(1, Ordering::SeqCst) + 1;
-    let result = if active > config.limits.max_sessions {
-        Err(anyhow::anyhow!(
-            "server busy: {} tests running, the limit is {}",
-            active - 1,
-            config.limits.max_sessions
-        ))
-    } else {
-        session(&mut stream, first, &config, &routes)
-    };
-    sessions.fetch_sub(1, Ordering::SeqCst);
+fn session_thread(admitted: Admitted, config: Arc<ServerConfig>, routes: Arc<DataRoutes>) {
+    let Admitted {
+        mut stream,
+        peer,
+        accepted,
+        hello,
+        slot,
+    } = admitted;
+    let result = session(&mut stream, &hello, accepted, &config, &routes);
+    drop(slot);
     if let Err(e) = result {
         // Tell the client why, if it is still listening; a failed write changes nothing.
         let _ = write_frame(
@@ -161,27 +146,79 @@ fn session_thread(
     }
 }
 
+/// What a key exchange settled: the server's proof for its Welcome and the test cookie.
+struct Keyed {
+    proof: String,
+    cookie: Cookie,
+}
+
+/// The server's side of the key exchange, when it has a key.
+fn authenticate(
+    ctrl: &mut TcpStream,
+    psk: &Psk,
+    client_nonce: Option<&str>,
+    deadline: Instant,
+) -> Result<Keyed> {
+    let Some(client) = client_nonce else {
+        bail!(NEEDS_KEY);
+    };
+    let Some(client) = Nonce::from_hex(client) else {
+        bail!("malformed hello: the client nonce is not 32 bytes of hex");
+    };
+    let server = Nonce::random()?;
+    write_frame(
+        ctrl,
+        &ServerMessage::Challenge {
+            nonce: server.to_hex(),
+        },
+    )?;
+    match read_frame_by::<ClientMessage>(ctrl, deadline)? {
+        ClientMessage::Auth { proof } if psk.verify_client(&server, &client, &proof) => Ok(Keyed {
+            proof: psk.server_proof(&server, &client),
+            cookie: psk.cookie(&server, &client),
+        }),
+        ClientMessage::Auth { .. } => bail!(AUTH_FAILED),
+        other => bail!("expected the key exchange, got {}", name(&other)),
+    }
+}
+
 fn session(
     ctrl: &mut TcpStream,
-    first: [u8; 4],
+    hello: &[u8],
+    accepted: Instant,
     config: &ServerConfig,
     routes: &Arc<DataRoutes>,
 ) -> Result<()> {
     ctrl.set_nodelay(true)?;
-    ctrl.set_read_timeout(Some(HELLO_TIMEOUT))?;
     ctrl.set_write_timeout(Some(config.io_timeout))?;
-    match read_frame::<ClientMessage>(&mut first.as_slice().chain(&mut *ctrl))? {
+    let handshake_done = accepted + HANDSHAKE_DEADLINE;
+    let client_nonce = match read_frame::<ClientMessage>(&mut &hello[..])? {
         ClientMessage::Hello {
-            magic, protocol, ..
+            magic,
+            protocol,
+            nonce,
+            ..
         } if magic == MAGIC => {
             if protocol != PROTOCOL_VERSION {
                 bail!(
                     "client speaks control protocol {protocol}, this server speaks {PROTOCOL_VERSION}: use the same wirebench version on both ends"
                 );
             }
+            nonce
         }
         _ => bail!("expected a wirebench hello"),
-    }
+    };
+    // A keyless server answers a client with a key as always: the client, which wants the
+    // server to prove it holds the key, is the one to refuse.
+    let keyed = match &config.access.psk {
+        Some(psk) => Some(authenticate(
+            ctrl,
+            psk,
+            client_nonce.as_deref(),
+            handshake_done,
+        )?),
+        None => None,
+    };
     write_frame(
         ctrl,
         &ServerMessage::Welcome {
@@ -190,10 +227,10 @@ fn session(
             environment: Environment::capture(),
             limits: config.limits.clone(),
             client_seen_as: ctrl.peer_addr().ok().map(|a| a.to_string()),
+            proof: keyed.as_ref().map(|k| k.proof.clone()),
         },
     )?;
-    ctrl.set_read_timeout(Some(IDLE_TIMEOUT))?;
-    let spec = match read_frame::<ClientMessage>(ctrl)? {
+    let spec = match read_frame_by::<ClientMessage>(ctrl, handshake_done)? {
         ClientMessage::Open { spec } => spec,
         ClientMessage::Bye => return Ok(()),
         other => bail!("expected a test request, got {}", name(&other)),
@@ -204,7 +241,14 @@ fn session(
         .map_err(anyhow::Error::msg)?;
     let transport = transport::by_name(&spec.transport, &config.transport)?;
     let local_ip = ctrl.local_addr()?.ip();
-    let cookie = Cookie::random()?;
+    // With a key, the cookie is derived on both ends and never sent.
+    let (cookie, sent_cookie) = match &keyed {
+        Some(k) => (k.cookie, None),
+        None => {
+            let c = Cookie::random()?;
+            (c, Some(c.to_hex()))
+        }
+    };
     // A --one-port test's route closes when the session ends (the guard drops).
     let mut _route = None;
     let mut listener: Box<dyn Listener> = if spec.one_port {
@@ -221,12 +265,11 @@ fn session(
         ctrl,
         &ServerMessage::Opened {
             endpoint: listener.endpoint(),
-            cookie: cookie.to_hex(),
+            cookie: sent_cookie,
         },
     )?;
     loop {
-        ctrl.set_read_timeout(Some(IDLE_TIMEOUT))?;
-        match read_frame::<ClientMessage>(ctrl)? {
+        match read_frame_by::<ClientMessage>(ctrl, Instant::now() + IDLE_TIMEOUT)? {
             ClientMessage::Point { spec: point } => {
                 if let Err(msg) = config.limits.check_point(&point) {
                     write_frame(ctrl, &ServerMessage::Error { message: msg })?;
@@ -253,6 +296,7 @@ fn session(
 fn name(m: &ClientMessage) -> &'static str {
     match m {
         ClientMessage::Hello { .. } => "hello",
+        ClientMessage::Auth { .. } => "auth",
         ClientMessage::Open { .. } => "open",
         ClientMessage::Point { .. } => "point",
         ClientMessage::Connected => "connected",

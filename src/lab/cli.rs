@@ -226,10 +226,17 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
     let lab = Lab::up(&name, config)?;
     let io_timeout = args.io_timeout;
     let transport = args.transport_args.config();
+    // The client takes its key from --psk-file or WIREBENCH_PSK: the lab's server holds it too.
+    let psk =
+        crate::control::auth::Psk::load(args.auth.psk_file.as_deref())?.map(std::sync::Arc::new);
     let server_addr = super::in_netns(&lab.state.host_b.netns, move || {
         let config = crate::control::server::ServerConfig {
             io_timeout,
             transport,
+            access: crate::control::admission::AccessConfig {
+                psk,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let server = crate::control::server::Server::bind(

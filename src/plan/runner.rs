@@ -3,13 +3,15 @@
 //! failure half-way keeps everything measured before it.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use super::{PlannedPoint, RunPlan};
 use crate::cli::RunArgs;
+use crate::control::admission::AccessConfig;
+use crate::control::auth::Psk;
 use crate::control::client::{resolve, ClientSide, PointOutcome, Session};
 use crate::control::server::{Server, ServerConfig, DEFAULT_PORT};
 use crate::pattern::stream::IntervalEvent;
@@ -134,12 +136,17 @@ impl<'a> ControlRunner<'a> {
 impl PointRunner for ControlRunner<'_> {
     fn open(&mut self, plan: &RunPlan, report: &mut RunReport) -> Result<()> {
         let args = self.args;
+        let psk = Psk::load(args.auth.psk_file.as_deref())?.map(Arc::new);
         let addr = match &args.to {
             Some(target) => resolve(target, DEFAULT_PORT)?,
             None => {
                 let config = ServerConfig {
                     io_timeout: args.io_timeout,
                     transport: args.transport_args.config(),
+                    access: AccessConfig {
+                        psk: psk.clone(),
+                        ..AccessConfig::default()
+                    },
                     ..ServerConfig::default()
                 };
                 let server = Server::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), config)
@@ -153,6 +160,7 @@ impl PointRunner for ControlRunner<'_> {
             plan.test.clone(),
             &args.transport_args.config(),
             args.io_timeout,
+            psk.as_deref(),
         )?;
         report.server_environment = Some(session.server_env.clone());
         report.server.one_port = session.one_port();

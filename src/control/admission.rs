@@ -1,0 +1,493 @@
+//! Admission: the accept loop of a server, which decides what a new connection may cost
+//! before it costs anything.
+//!
+//! One thread accepts and reads every connection that has not yet said what it is, with
+//! poll(2), up to a fixed number of them at once and each against a deadline counted from
+//! accept. A connection gets a thread of its own only once it has sent a complete hello and
+//! taken a session slot (within the server's total and its client's share); a `--one-port`
+//! data connection never does (it is handed to its test once its cookie is in). So silent,
+//! slow or vanished clients cost a descriptor and a few bytes each, for a few seconds, and
+//! never a thread or a test slot: once thousands of silent connections made as many threads,
+//! and 64 connections dribbling their hello locked everyone out.
+
+use std::collections::HashMap;
+use std::io::{self, Read};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsFd;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use super::access::{AccessList, ClientKey};
+use super::auth::Psk;
+use super::framing::write_frame;
+use super::oneport::DataRoutes;
+use super::protocol::ServerMessage;
+use crate::transport::DATA_PREFIX;
+
+/// How long after accept a connection has to send its whole hello (or, for a one-port data
+/// connection, its prefix and cookie), however slowly its bytes come.
+pub const HELLO_DEADLINE: Duration = Duration::from_secs(5);
+/// The largest hello accepted. A real one is under 200 bytes; the bound keeps what the
+/// waiting connections can hold to a few bytes each.
+pub const MAX_HELLO: u32 = 4096;
+/// Connections accepted per round before the waiting ones are read again, so that a burst of
+/// connections does not starve those already waiting (nor fill their client's share unread).
+const ACCEPT_BATCH: usize = 32;
+const COOKIE_LEN: usize = 16;
+
+/// Who may connect and how much of the server one client may hold.
+#[derive(Debug, Clone)]
+pub struct AccessConfig {
+    pub list: AccessList,
+    /// Most sessions (control connections past their hello) one client holds at once.
+    pub max_sessions_per_client: u32,
+    /// Most connections waiting for their hello at once, all clients together; a quarter of
+    /// them is one client's share.
+    pub max_pending: u32,
+    /// Clients must prove they hold this key (see auth.rs).
+    pub psk: Option<Arc<Psk>>,
+}
+
+impl Default for AccessConfig {
+    fn default() -> Self {
+        AccessConfig {
+            list: AccessList::default(),
+            max_sessions_per_client: 8,
+            max_pending: 256,
+            psk: None,
+        }
+    }
+}
+
+impl AccessConfig {
+    fn pending_per_client(&self) -> usize {
+        (self.max_pending as usize / 4).max(1)
+    }
+}
+
+/// The server's session slots, in total and per client.
+#[derive(Default)]
+pub struct Slots {
+    counts: Mutex<SlotCounts>,
+}
+
+#[derive(Default)]
+struct SlotCounts {
+    total: u32,
+    per_client: HashMap<ClientKey, u32>,
+}
+
+/// A session's slot, given back when it drops.
+pub struct SessionSlot {
+    slots: Arc<Slots>,
+    client: ClientKey,
+}
+
+impl Slots {
+    /// Takes a slot for `client`, or says why not.
+    pub fn take(
+        self: &Arc<Self>,
+        client: ClientKey,
+        max_total: u32,
+        max_per_client: u32,
+    ) -> Result<SessionSlot, String> {
+        let mut c = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        if c.total >= max_total {
+            return Err(format!(
+                "server busy: {} tests running, the limit is {max_total}",
+                c.total
+            ));
+        }
+        let mine = c.per_client.entry(client).or_default();
+        if *mine >= max_per_client {
+            return Err(format!(
+                "too many tests from {client}: the limit is {max_per_client}"
+            ));
+        }
+        *mine += 1;
+        c.total += 1;
+        Ok(SessionSlot {
+            slots: Arc::clone(self),
+            client,
+        })
+    }
+
+    /// Sessions held now, in total.
+    pub fn held(&self) -> u32 {
+        self.counts.lock().unwrap_or_else(|e| e.into_inner()).total
+    }
+}
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        let mut c = self.slots.counts.lock().unwrap_or_else(|e| e.into_inner());
+        c.total = c.total.saturating_sub(1);
+        if let Some(n) = c.per_client.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                c.per_client.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// A control connection past its hello, with its slot: the session's to serve.
+pub struct Admitted {
+    pub stream: TcpStream,
+    pub peer: SocketAddr,
+    pub accepted: Instant,
+    /// The hello frame as it came, length prefix included.
+    pub hello: Vec<u8>,
+    pub slot: SessionSlot,
+}
+
+/// A connection that has not yet said what it is.
+struct Pending {
+    stream: TcpStream,
+    peer: SocketAddr,
+    client: ClientKey,
+    accepted: Instant,
+    buf: Vec<u8>,
+    /// Bytes wanted in `buf` before the next decision.
+    need: usize,
+}
+
+enum Progress {
+    Waiting,
+    Gone,
+    Refuse(String),
+    Control,
+    Data,
+}
+
+impl Pending {
+    /// Reads what has arrived, without waiting.
+    fn progress(&mut self) -> Progress {
+        let mut chunk = [0u8; 512];
+        loop {
+            let want = (self.need - self.buf.len()).min(chunk.len());
+            match self.stream.read(&mut chunk[..want]) {
+                Ok(0) => return Progress::Gone,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Progress::Waiting,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return Progress::Gone,
+            }
+            if self.buf.len() < self.need {
+                continue;
+            }
+            if self.need > 4 {
+                return if self.buf[..4] == DATA_PREFIX {
+                    Progress::Data
+                } else {
+                    Progress::Control
+                };
+            }
+            // The first four bytes: a data connection's prefix, or a frame's length.
+            if self.buf[..] == DATA_PREFIX {
+                self.need = 4 + COOKIE_LEN;
+                continue;
+            }
+            let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+            if len == 0 || len > MAX_HELLO {
+                return Progress::Refuse(format!(
+                    "malformed control frame (length {len}, limit {MAX_HELLO} for a hello): not a wirebench peer?"
+                ));
+            }
+            self.need = 4 + len as usize;
+        }
+    }
+}
+
+/// One line per refusal on stderr, when the server logs, but no more than a few a second: a
+/// flood of refused connections must not become a flood of log lines.
+struct RefusalLog {
+    on: bool,
+    window: Instant,
+    lines: u32,
+    unlogged: u64,
+}
+
+const LOG_LINES_PER_SECOND: u32 = 10;
+
+impl RefusalLog {
+    fn note(&mut self, peer: SocketAddr, why: &str) {
+        if !self.on {
+            return;
+        }
+        let now = Instant::now();
+        if now.duration_since(self.window) >= Duration::from_secs(1) {
+            if self.unlogged > 0 {
+                eprintln!(
+                    "wirebench serve: {} more connections refused in the last second",
+                    self.unlogged
+                );
+            }
+            self.window = now;
+            self.lines = 0;
+            self.unlogged = 0;
+        }
+        if self.lines < LOG_LINES_PER_SECOND {
+            self.lines += 1;
+            eprintln!("wirebench serve: refused {peer}: {why}");
+        } else {
+            self.unlogged += 1;
+        }
+    }
+}
+
+/// The accept loop.
+pub struct Acceptor<'a> {
+    listener: &'a TcpListener,
+    access: &'a AccessConfig,
+    max_sessions: u32,
+    routes: &'a DataRoutes,
+    slots: Arc<Slots>,
+    pending: Vec<Pending>,
+    log: RefusalLog,
+}
+
+impl<'a> Acceptor<'a> {
+    pub fn new(
+        listener: &'a TcpListener,
+        access: &'a AccessConfig,
+        max_sessions: u32,
+        routes: &'a DataRoutes,
+        slots: Arc<Slots>,
+        log: bool,
+    ) -> Acceptor<'a> {
+        Acceptor {
+            listener,
+            access,
+            max_sessions,
+            routes,
+            slots,
+            pending: Vec::new(),
+            log: RefusalLog {
+                on: log,
+                window: Instant::now(),
+                lines: 0,
+                unlogged: 0,
+            },
+        }
+    }
+
+    /// Accepts forever; `start` serves each admitted session (on a thread of its own).
+    pub fn run(&mut self, start: &mut dyn FnMut(Admitted)) -> io::Result<()> {
+        self.listener.set_nonblocking(true)?;
+        loop {
+            self.expire(Instant::now());
+            let (listener_ready, ready) = self.wait()?;
+            // Highest index first: swap_remove only moves entries already looked at.
+            for i in (0..ready.len()).rev() {
+                if ready[i] {
+                    let outcome = self.pending[i].progress();
+                    self.settle(i, outcome, start);
+                }
+            }
+            if listener_ready {
+                self.accept_some(start);
+            }
+        }
+    }
+
+    /// Waits until the listener or a waiting connection is readable, or the next deadline.
+    fn wait(&self) -> io::Result<(bool, Vec<bool>)> {
+        let next = self
+            .pending
+            .iter()
+            .map(|p| p.accepted + HELLO_DEADLINE)
+            .min();
+        let timeout = match next {
+            // Rounded up: a deadline a fraction of a millisecond away must not spin.
+            Some(d) => {
+                let ms = d
+                    .saturating_duration_since(Instant::now())
+                    .as_micros()
+                    .div_ceil(1000);
+                PollTimeout::from(u16::try_from(ms).unwrap_or(u16::MAX))
+            }
+            None => PollTimeout::NONE,
+        };
+        let mut fds = Vec::with_capacity(1 + self.pending.len());
+        fds.push(PollFd::new(self.listener.as_fd(), PollFlags::POLLIN));
+        for p in &self.pending {
+            fds.push(PollFd::new(p.stream.as_fd(), PollFlags::POLLIN));
+        }
+        match poll(&mut fds, timeout) {
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => return Ok((false, vec![false; self.pending.len()])),
+            Err(e) => return Err(e.into()),
+        }
+        // Hang-ups and errors count as ready: the read then tells what happened.
+        let ready = |f: &PollFd| f.revents().is_none_or(|r| !r.is_empty());
+        Ok((ready(&fds[0]), fds[1..].iter().map(ready).collect()))
+    }
+
+    fn expire(&mut self, now: Instant) {
+        let mut i = 0;
+        while i < self.pending.len() {
+            if self.pending[i].accepted + HELLO_DEADLINE <= now {
+                let p = self.pending.swap_remove(i);
+                self.refuse(
+                    p.stream,
+                    p.peer,
+                    &format!(
+                        "no complete hello within {} s of connecting",
+                        HELLO_DEADLINE.as_secs()
+                    ),
+                );
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn accept_some(&mut self, start: &mut dyn FnMut(Admitted)) {
+        for _ in 0..ACCEPT_BATCH {
+            match self.listener.accept() {
+                Ok((stream, peer)) => self.admit(stream, peer, start),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // Out of descriptors and the like: say so, wait a little, keep serving.
+                    eprintln!("wirebench serve: accept failed: {e}");
+                    std::thread::sleep(Duration::from_millis(50));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The checks that need no byte from the peer, then the first read.
+    fn admit(&mut self, stream: TcpStream, peer: SocketAddr, start: &mut dyn FnMut(Admitted)) {
+        let ip = peer.ip().to_canonical();
+        if !self.access.list.permits(ip) {
+            return self.refuse(
+                stream,
+                peer,
+                &format!("access denied: {ip} may not use this server"),
+            );
+        }
+        if self.pending.len() >= self.access.max_pending as usize {
+            return self.refuse(
+                stream,
+                peer,
+                &format!(
+                    "server busy: {} connections are waiting to say hello",
+                    self.pending.len()
+                ),
+            );
+        }
+        let client = ClientKey::of(ip);
+        let share = self.access.pending_per_client();
+        if self.pending.iter().filter(|p| p.client == client).count() >= share {
+            return self.refuse(
+                stream,
+                peer,
+                &format!(
+                    "too many connections from {client} waiting to say hello: the limit is {share}"
+                ),
+            );
+        }
+        if stream.set_nonblocking(true).is_err() {
+            return;
+        }
+        self.pending.push(Pending {
+            stream,
+            peer,
+            client,
+            accepted: Instant::now(),
+            buf: Vec::new(),
+            need: 4,
+        });
+        // Most connections have sent everything by now (a crr --one-port test opens one per
+        // transaction): settle them without a round through poll.
+        let last = self.pending.len() - 1;
+        let outcome = self.pending[last].progress();
+        self.settle(last, outcome, start);
+    }
+
+    fn settle(&mut self, i: usize, outcome: Progress, start: &mut dyn FnMut(Admitted)) {
+        match outcome {
+            Progress::Waiting => {}
+            Progress::Gone => {
+                self.pending.swap_remove(i);
+            }
+            Progress::Refuse(why) => {
+                let p = self.pending.swap_remove(i);
+                self.refuse(p.stream, p.peer, &why);
+            }
+            Progress::Data => {
+                let p = self.pending.swap_remove(i);
+                if p.stream.set_nonblocking(false).is_ok() {
+                    self.routes.hand_over(&p.buf[4..], p.stream);
+                }
+            }
+            Progress::Control => {
+                let p = self.pending.swap_remove(i);
+                let max_per_client = self.access.max_sessions_per_client;
+                match self.slots.take(p.client, self.max_sessions, max_per_client) {
+                    Err(why) => self.refuse(p.stream, p.peer, &why),
+                    Ok(slot) => {
+                        if p.stream.set_nonblocking(false).is_ok() {
+                            start(Admitted {
+                                stream: p.stream,
+                                peer: p.peer,
+                                accepted: p.accepted,
+                                hello: p.buf,
+                                slot,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Tells the peer why, if its socket takes the few bytes at once (it never waits), and
+    /// closes the connection.
+    fn refuse(&mut self, mut stream: TcpStream, peer: SocketAddr, why: &str) {
+        let _ = stream.set_nonblocking(true);
+        let _ = write_frame(
+            &mut stream,
+            &ServerMessage::Error {
+                message: why.to_owned(),
+            },
+        );
+        self.log.note(peer, why);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(s: &str) -> ClientKey {
+        ClientKey::of(s.parse().unwrap())
+    }
+
+    #[test]
+    fn slots_count_in_total_and_per_client_and_come_back() {
+        let slots = Arc::new(Slots::default());
+        let a1 = slots.take(key("10.0.0.1"), 3, 2).unwrap();
+        let a2 = slots.take(key("10.0.0.1"), 3, 2).unwrap();
+        assert_eq!(
+            slots.take(key("10.0.0.1"), 3, 2).err().unwrap(),
+            "too many tests from 10.0.0.1: the limit is 2"
+        );
+        let b1 = slots.take(key("10.0.0.2"), 3, 2).unwrap();
+        assert_eq!(
+            slots.take(key("10.0.0.3"), 3, 2).err().unwrap(),
+            "server busy: 3 tests running, the limit is 3"
+        );
+        assert_eq!(slots.held(), 3);
+        drop(a1);
+        let a3 = slots.take(key("10.0.0.1"), 3, 2).unwrap();
+        drop((a2, a3, b1));
+        assert_eq!(slots.held(), 0);
+        assert!(slots.counts.lock().unwrap().per_client.is_empty());
+    }
+}
