@@ -530,7 +530,8 @@ pub struct AccessArgs {
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_sessions_per_client: u32,
     /// Most connections that have not yet sent their hello, at once (each has 5 s to); one
-    /// client may hold a quarter of them. Connections over it are closed at once.
+    /// client may hold a quarter of them, or --max-sessions-per-client if more. Over either, the oldest waiting connection is closed
+    /// to make room: a real hello comes at once, silent connections are the ones that age.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pending: u32,
 }

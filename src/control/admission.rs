@@ -44,7 +44,8 @@ pub struct AccessConfig {
     /// Most sessions (control connections past their hello) one client holds at once.
     pub max_sessions_per_client: u32,
     /// Most connections waiting for their hello at once, all clients together; a quarter of
-    /// them is one client's share.
+    /// them (or max_sessions_per_client, if more) is one client's share. Over either, the
+    /// oldest waiting connection is closed.
     pub max_pending: u32,
     /// Clients must prove they hold this key (see auth.rs).
     pub psk: Option<Arc<Psk>>,
@@ -62,8 +63,13 @@ impl Default for AccessConfig {
 }
 
 impl AccessConfig {
+    /// One client's share of the waiting set: a quarter of it, or as many as the tests it may
+    /// run if that is more (a client allowed 400 tests at once may open that many at once).
     fn pending_per_client(&self) -> usize {
-        (self.max_pending as usize / 4).max(1)
+        let all = self.max_pending as usize;
+        (all / 4)
+            .max(self.max_sessions_per_client as usize)
+            .clamp(1, all.max(1))
     }
 }
 
@@ -371,24 +377,28 @@ impl<'a> Acceptor<'a> {
                 &format!("access denied: {ip} may not use this server"),
             );
         }
-        if self.pending.len() >= self.access.max_pending as usize {
-            return self.refuse(
-                stream,
-                peer,
-                &format!(
-                    "server busy: {} connections are waiting to say hello",
-                    self.pending.len()
-                ),
-            );
-        }
+        // Full, the oldest waiting connection makes room (of this client, if it has its
+        // share waiting; else of anyone): a real hello comes within a round trip of connect,
+        // so silent connections are the ones that grow old, and to keep a client out an
+        // attacker must open connections faster than that client can say hello. Refusing the
+        // newest instead would let a few silent connections, renewed every few seconds, keep
+        // everyone out.
         let client = ClientKey::of(ip);
         let share = self.access.pending_per_client();
-        if self.pending.iter().filter(|p| p.client == client).count() >= share {
-            return self.refuse(
-                stream,
-                peer,
+        let (mine, oldest_mine) = self.oldest(|p| p.client == client);
+        if mine >= share {
+            self.evict(
+                oldest_mine,
                 &format!(
-                    "too many connections from {client} waiting to say hello: the limit is {share}"
+                    "too many connections from {client} waiting to say hello, the limit is {share}: this one, the oldest, is closed"
+                ),
+            );
+        } else if self.pending.len() >= self.access.max_pending as usize {
+            let (n, oldest) = self.oldest(|_| true);
+            self.evict(
+                oldest,
+                &format!(
+                    "server busy: {n} connections are waiting to say hello, the most it keeps: this one, the oldest, is closed"
                 ),
             );
         }
@@ -408,6 +418,26 @@ impl<'a> Acceptor<'a> {
         let last = self.pending.len() - 1;
         let outcome = self.pending[last].progress();
         self.settle(last, outcome, start);
+    }
+
+    /// How many waiting connections match, and the index of the oldest of them.
+    fn oldest(&self, which: impl Fn(&Pending) -> bool) -> (usize, Option<usize>) {
+        let mut n = 0;
+        let mut oldest: Option<usize> = None;
+        for (i, p) in self.pending.iter().enumerate().filter(|(_, p)| which(p)) {
+            n += 1;
+            if oldest.is_none_or(|o| p.accepted < self.pending[o].accepted) {
+                oldest = Some(i);
+            }
+        }
+        (n, oldest)
+    }
+
+    fn evict(&mut self, i: Option<usize>, why: &str) {
+        if let Some(i) = i {
+            let p = self.pending.swap_remove(i);
+            self.refuse(p.stream, p.peer, why);
+        }
     }
 
     fn settle(&mut self, i: usize, outcome: Progress, start: &mut dyn FnMut(Admitted)) {

@@ -1,0 +1,486 @@
+//! Admission and authentication of `wirebench serve`: what a connection may cost before it
+//! has said who it is, deadlines instead of per-read timeouts, the access lists, the
+//! per-client limits and the pre-shared key.
+//!
+//! Hostile clients come from other loopback addresses (127.0.0.2 and up: Linux routes all of
+//! 127/8 to lo) so that the well-behaved client, on 127.0.0.1, is another host to the server.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{bin, u, Server};
+use serde_json::Value;
+
+const NEEDS_KEY: &str = "this server requires a pre-shared key (--psk-file or WIREBENCH_PSK)";
+
+/// `wirebench ARGS` with no key in its environment unless `key` is given.
+fn wb(args: &[&str], key: Option<&str>) -> Output {
+    let mut c = bin();
+    c.args(args)
+        .stdin(Stdio::null())
+        .env_remove("WIREBENCH_PSK");
+    if let Some(k) = key {
+        c.env("WIREBENCH_PSK", k);
+    }
+    c.output().expect("wirebench runs")
+}
+
+/// `wirebench run ARGS --json`, which must succeed.
+fn run_ok(args: &[&str]) -> Value {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let out = wb(&all, None);
+    assert!(
+        out.status.success(),
+        "wirebench {all:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(v["complete"], true);
+    v
+}
+
+/// `wirebench ARGS` fails with one line of error that contains `needle`.
+fn refused(args: &[&str], key: Option<&str>, needle: &str) {
+    let out = wb(args, key);
+    assert!(!out.status.success(), "{args:?} should fail");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line of error for {args:?}, got: {err}");
+    assert!(
+        lines[0].contains(needle),
+        "{args:?}: '{}' should say '{needle}'",
+        lines[0]
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// A `wirebench serve` on 127.0.0.1 (as common's, without a key from the environment).
+fn started(args: &[&str]) -> Server {
+    use std::io::{BufRead, BufReader};
+    let mut child = bin()
+        .args(["serve", "--listen", "127.0.0.1", "--port", "0"])
+        .args(args)
+        .env_remove("WIREBENCH_PSK")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server starts");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().expect("server prints its address").unwrap();
+    let addr = first.rsplit(' ').next().unwrap().to_owned();
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Server { child, addr }
+}
+
+/// A TCP connection to `server` from the loopback address `from`.
+fn connect_from(from: &str, server: &str) -> TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let server: SocketAddr = server.parse().unwrap();
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    let local: SocketAddr = format!("{from}:0").parse().unwrap();
+    s.bind(&local.into()).unwrap();
+    s.connect(&server.into()).unwrap();
+    s.into()
+}
+
+fn hello() -> Vec<u8> {
+    let body = br#"{"type":"hello","magic":"wirebench","protocol":1,"version":"test"}"#;
+    let mut f = (body.len() as u32).to_be_bytes().to_vec();
+    f.extend_from_slice(body);
+    f
+}
+
+/// Everything the server sends until it closes (or 60 s pass).
+fn reply_of(s: &mut TcpStream) -> String {
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut reply = Vec::new();
+    let _ = s.read_to_end(&mut reply);
+    String::from_utf8_lossy(&reply).into_owned()
+}
+
+/// Reads one frame (its JSON text).
+fn frame_of(s: &mut TcpStream) -> String {
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).expect("a frame");
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).expect("a whole frame");
+    String::from_utf8(body).unwrap()
+}
+
+/// A field of the server process's /proc status, e.g. "Threads".
+fn status(server: &Server, field: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc status"))
+}
+
+fn descriptors(server: &Server) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", server.child.id()))
+        .unwrap()
+        .count()
+}
+
+/// Waits up to 30 s for `cond`.
+fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !cond() {
+        assert!(t.elapsed() < Duration::from_secs(30), "never: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn key_file(dir: &tempfile::TempDir, name: &str, key: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.path().join(name);
+    std::fs::write(&p, format!("{key}\n")).unwrap();
+    // Readable by its owner only, as a key should be (else both ends warn).
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+/// Defect 4: a hello dribbled one byte every 500 ms would take 30 s and more; it is cut off at
+/// its deadline (5 s from accept), never welcomed, and a client served meanwhile.
+#[test]
+fn a_dribbled_hello_is_cut_off_at_its_deadline() {
+    let server = started(&[]);
+    let frame = hello();
+    let mut conn = connect_from("127.0.0.2", &server.addr);
+    let mut reader = conn.try_clone().unwrap();
+    let closed = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicUsize::new(0));
+    let writer = {
+        let (closed, sent, frame) = (Arc::clone(&closed), Arc::clone(&sent), frame.clone());
+        std::thread::spawn(move || {
+            for b in &frame {
+                if closed.load(Ordering::SeqCst) || conn.write_all(&[*b]).is_err() {
+                    return;
+                }
+                sent.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        })
+    };
+    // A well-behaved client meanwhile.
+    let v = run_ok(&["pingpong", "--to", &server.addr, "-n", "200"]);
+    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 200);
+
+    let reply = reply_of(&mut reader);
+    closed.store(true, Ordering::SeqCst);
+    let sent_when_closed = sent.load(Ordering::SeqCst);
+    writer.join().unwrap();
+    assert!(
+        !reply.contains("welcome"),
+        "the dribbler was welcomed: {reply}"
+    );
+    assert!(
+        reply.contains("no complete hello within 5 s"),
+        "reply: {reply}"
+    );
+    assert!(
+        sent_when_closed < frame.len(),
+        "closed only after the whole hello ({sent_when_closed} of {} bytes)",
+        frame.len()
+    );
+}
+
+/// Defect 4 again, after the hello: the test request dribbled byte by byte is cut off at the
+/// handshake's deadline (15 s from accept) although every byte comes well inside any
+/// per-read timeout.
+#[test]
+fn a_dribbled_request_after_the_hello_is_cut_off() {
+    let server = started(&[]);
+    let mut conn = connect_from("127.0.0.3", &server.addr);
+    conn.write_all(&hello()).unwrap();
+    assert!(frame_of(&mut conn).contains("\"welcome\""));
+    // A test request as a client sends it, some 400 bytes: 200 s at this pace.
+    let open = br#"{"type":"open","spec":{"pattern":"pingpong","transport":"tcp","streams":1,"direction":"forward","spin":false,"server_cpus":[],"interval_ms":null,"burst":1,"fast":{}}}"#;
+    let mut frame = (open.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(open);
+    let mut reader = conn.try_clone().unwrap();
+    let closed = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicUsize::new(0));
+    let total = frame.len();
+    let writer = {
+        let (closed, sent) = (Arc::clone(&closed), Arc::clone(&sent));
+        std::thread::spawn(move || {
+            for b in &frame {
+                if closed.load(Ordering::SeqCst) || conn.write_all(&[*b]).is_err() {
+                    return;
+                }
+                sent.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        })
+    };
+    let reply = reply_of(&mut reader);
+    closed.store(true, Ordering::SeqCst);
+    let sent_when_closed = sent.load(Ordering::SeqCst);
+    writer.join().unwrap();
+    assert!(reply.contains("timed out"), "reply: {reply}");
+    assert!(
+        sent_when_closed < total,
+        "closed only after the whole request ({sent_when_closed} of {total} bytes)"
+    );
+}
+
+/// Defect 4: 64 connections that send the first 4 bytes of a hello and stall once held every
+/// test slot ("server busy" for everyone). Now they hold no slot. They come from 8 addresses,
+/// and 100 more from the client's own.
+#[test]
+fn stalled_hellos_do_not_lock_out_a_client() {
+    let server = started(&[]);
+    let prefix = &hello()[..4];
+    let held: Vec<TcpStream> = (0..164)
+        .map(|i| {
+            let from = if i < 64 {
+                format!("127.0.0.{}", 10 + i % 8)
+            } else {
+                "127.0.0.1".to_owned()
+            };
+            let mut s = connect_from(&from, &server.addr);
+            s.write_all(prefix).unwrap();
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let v = run_ok(&["pingpong", "--to", &server.addr, "-n", "200"]);
+    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 200);
+    // And a one-port test, whose data connections go through the same door.
+    let v = run_ok(&["pingpong", "--to", &server.addr, "-n", "200", "--one-port"]);
+    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 200);
+    drop(held);
+}
+
+/// Defect 4: every accepted connection got a thread before any limit was checked (5 000
+/// silent connections, 1 994 threads). Now 500 silent connections cost no thread, no more of
+/// them are kept than the waiting limit (the oldest make room), a client is served meanwhile,
+/// and threads and descriptors come back down.
+#[test]
+fn silent_connections_cost_no_thread_each() {
+    let server = started(&[]);
+    eventually("the server is up", || status(&server, "Threads") >= 1);
+    let fds_before = descriptors(&server);
+    let held: Vec<TcpStream> = (0..500)
+        .map(|i| connect_from(&format!("127.0.0.{}", 20 + i % 10), &server.addr))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let threads = status(&server, "Threads");
+    assert!(threads < 32, "{threads} threads for 500 silent connections");
+    // The waiting set is bounded (256 by default): the server holds no more descriptors.
+    let fds = descriptors(&server);
+    assert!(
+        fds < fds_before + 300,
+        "{fds} descriptors (from {fds_before})"
+    );
+    // Served meanwhile.
+    let v = run_ok(&["pingpong", "--to", &server.addr, "-n", "100"]);
+    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 100);
+    assert!(status(&server, "Threads") < 32);
+    drop(held);
+    eventually("descriptors back to where they were", || {
+        descriptors(&server) <= fds_before + 2
+    });
+}
+
+/// The per-client limit: sessions one address holds at once; others are still served, and a
+/// slot comes back when its session ends.
+#[test]
+fn one_client_holds_at_most_its_share() {
+    let server = started(&["--max-sessions-per-client", "2"]);
+    let hold = || {
+        let mut s = connect_from("127.0.0.40", &server.addr);
+        s.write_all(&hello()).unwrap();
+        s
+    };
+    let mut a = hold();
+    let mut b = hold();
+    assert!(frame_of(&mut a).contains("\"welcome\""));
+    assert!(frame_of(&mut b).contains("\"welcome\""));
+    let mut c = hold();
+    let reply = reply_of(&mut c);
+    assert!(
+        reply.contains("too many tests from 127.0.0.40: the limit is 2"),
+        "reply: {reply}"
+    );
+    // Another client is served.
+    run_ok(&["pingpong", "--to", &server.addr, "-n", "50"]);
+    // A session that ends gives its slot back.
+    drop(a);
+    eventually("the slot comes back", || {
+        let mut d = hold();
+        frame_of(&mut d).contains("\"welcome\"")
+    });
+    drop(b);
+}
+
+#[test]
+fn one_client_over_its_share_gets_a_readable_error() {
+    let server = started(&["--max-sessions-per-client", "1"]);
+    let mut held = connect_from("127.0.0.1", &server.addr);
+    held.write_all(&hello()).unwrap();
+    assert!(frame_of(&mut held).contains("\"welcome\""));
+    refused(
+        &["run", "pingpong", "--to", &server.addr, "-n", "10"],
+        None,
+        "too many tests from 127.0.0.1: the limit is 1",
+    );
+}
+
+#[test]
+fn denied_clients_are_refused_at_accept_with_the_reason() {
+    let server = started(&["--deny", "127.0.0.0/8"]);
+    refused(
+        &["run", "pingpong", "--to", &server.addr, "-n", "10"],
+        None,
+        "access denied: 127.0.0.1 may not use this server",
+    );
+    // Refused before anything is read: a silent connection hears it at once.
+    let mut s = connect_from("127.0.0.50", &server.addr);
+    assert!(reply_of(&mut s).contains("access denied: 127.0.0.50"));
+
+    // Deny wins over allow.
+    let server = started(&["--allow", "127.0.0.0/8", "--deny", "127.0.0.1"]);
+    refused(
+        &["run", "pingpong", "--to", &server.addr, "-n", "10"],
+        None,
+        "access denied",
+    );
+}
+
+#[test]
+fn only_allowed_clients_are_served() {
+    let server = started(&["--allow", "10.0.0.0/8,127.0.0.1/32"]);
+    let v = run_ok(&["pingpong", "--to", &server.addr, "-n", "50"]);
+    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 50);
+    let mut other = connect_from("127.0.0.2", &server.addr);
+    other.write_all(&hello()).unwrap();
+    assert!(reply_of(&mut other).contains("access denied: 127.0.0.2"));
+
+    let server = started(&["--allow", "10.0.0.0/8"]);
+    refused(
+        &["run", "pingpong", "--to", &server.addr, "-n", "10"],
+        None,
+        "access denied",
+    );
+    refused(&["serve", "--allow", "10.0.0.0/33"], None, "0 to 32");
+}
+
+#[test]
+fn the_right_key_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(&dir, "key", "0123456789abcdef-the-right-key");
+    let server = started(&["--psk-file", &key]);
+    for extra in [
+        &["pingpong", "-d", "200ms"][..],
+        &["pingpong", "-t", "udp", "-n", "100"],
+        &["stream", "-d", "200ms", "--one-port"],
+        &["crr", "-n", "50", "--one-port"],
+    ] {
+        let mut args = extra.to_vec();
+        args.extend(["--to", server.addr.as_str(), "--psk-file", key.as_str()]);
+        run_ok(&args);
+    }
+    // From the environment as well.
+    let out = wb(
+        &["run", "pingpong", "--to", &server.addr, "-n", "50"],
+        Some("0123456789abcdef-the-right-key"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The server started by `run` itself takes the client's key.
+    run_ok(&["pingpong", "-n", "50", "--psk-file", &key]);
+}
+
+#[test]
+fn a_missing_or_wrong_key_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(&dir, "key", "0123456789abcdef-the-right-key");
+    let wrong = key_file(&dir, "wrong", "0123456789abcdef-the-wrong-key");
+    let server = started(&["--psk-file", &key]);
+    let to = server.addr.as_str();
+    refused(
+        &["run", "pingpong", "--to", to, "-n", "10"],
+        None,
+        NEEDS_KEY,
+    );
+    refused(
+        &[
+            "run",
+            "pingpong",
+            "--to",
+            to,
+            "-n",
+            "10",
+            "--psk-file",
+            &wrong,
+        ],
+        None,
+        "authentication failed",
+    );
+    refused(
+        &["run", "pingpong", "--to", to, "-n", "10"],
+        Some("0123456789abcdef-the-wrong-key"),
+        "authentication failed",
+    );
+    // A raw keyless hello hears why, and nothing else.
+    let mut s = connect_from("127.0.0.60", to);
+    s.write_all(&hello()).unwrap();
+    let reply = reply_of(&mut s);
+    assert!(
+        reply.contains(NEEDS_KEY) && !reply.contains("welcome"),
+        "{reply}"
+    );
+    // The server is unharmed.
+    run_ok(&["pingpong", "--to", to, "-n", "50", "--psk-file", &key]);
+}
+
+/// Mutual: a client with a key does not talk to a server that cannot prove it holds it.
+#[test]
+fn a_client_with_a_key_refuses_a_server_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(&dir, "key", "0123456789abcdef-the-right-key");
+    let server = started(&[]);
+    refused(
+        &[
+            "run",
+            "pingpong",
+            "--to",
+            &server.addr,
+            "-n",
+            "10",
+            "--psk-file",
+            &key,
+        ],
+        None,
+        "runs without a pre-shared key",
+    );
+    let short = key_file(&dir, "short", "tiny");
+    refused(
+        &[
+            "run",
+            "pingpong",
+            "--to",
+            &server.addr,
+            "--psk-file",
+            &short,
+        ],
+        None,
+        "at least 16",
+    );
+}
