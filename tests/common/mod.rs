@@ -6,7 +6,9 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
+pub mod hostile;
 pub mod lab;
+pub mod proc;
 
 /// The binary, with its default results database in a per-process temporary directory:
 /// `run` saves every run by default, and tests must never write to the real home.
