@@ -108,6 +108,22 @@ fn reply_of(s: &mut TcpStream) -> String {
     String::from_utf8_lossy(&reply).into_owned()
 }
 
+/// Says hello and opens a test, as a client does: the session then waits for its first point
+/// (up to 60 s), holding its slot.
+fn hold_session(from: &str, server: &str) -> TcpStream {
+    use common::hostile::{read_frame, test_spec, write_frame};
+    let mut s = connect_from(from, server);
+    s.write_all(&hello()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let welcome = read_frame(&mut s).unwrap();
+    assert_eq!(welcome["type"], "welcome", "{welcome}");
+    let open = serde_json::json!({"type": "open", "spec": test_spec("pingpong", "tcp", "forward")});
+    write_frame(&mut s, &open).unwrap();
+    let opened = read_frame(&mut s).unwrap();
+    assert_eq!(opened["type"], "opened", "{opened}");
+    s
+}
+
 /// Reads one frame (its JSON text).
 fn frame_of(s: &mut TcpStream) -> String {
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -300,16 +316,10 @@ fn silent_connections_cost_no_thread_each() {
 #[test]
 fn one_client_holds_at_most_its_share() {
     let server = started(&["--max-sessions-per-client", "2"]);
-    let hold = || {
-        let mut s = connect_from("127.0.0.40", &server.addr);
-        s.write_all(&hello()).unwrap();
-        s
-    };
-    let mut a = hold();
-    let mut b = hold();
-    assert!(frame_of(&mut a).contains("\"welcome\""));
-    assert!(frame_of(&mut b).contains("\"welcome\""));
-    let mut c = hold();
+    let a = hold_session("127.0.0.40", &server.addr);
+    let b = hold_session("127.0.0.40", &server.addr);
+    let mut c = connect_from("127.0.0.40", &server.addr);
+    c.write_all(&hello()).unwrap();
     let reply = reply_of(&mut c);
     assert!(
         reply.contains("too many tests from 127.0.0.40: the limit is 2"),
@@ -320,7 +330,8 @@ fn one_client_holds_at_most_its_share() {
     // A session that ends gives its slot back.
     drop(a);
     eventually("the slot comes back", || {
-        let mut d = hold();
+        let mut d = connect_from("127.0.0.40", &server.addr);
+        d.write_all(&hello()).unwrap();
         frame_of(&mut d).contains("\"welcome\"")
     });
     drop(b);
@@ -329,9 +340,7 @@ fn one_client_holds_at_most_its_share() {
 #[test]
 fn one_client_over_its_share_gets_a_readable_error() {
     let server = started(&["--max-sessions-per-client", "1"]);
-    let mut held = connect_from("127.0.0.1", &server.addr);
-    held.write_all(&hello()).unwrap();
-    assert!(frame_of(&mut held).contains("\"welcome\""));
+    let _held = hold_session("127.0.0.1", &server.addr);
     refused(
         &["run", "pingpong", "--to", &server.addr, "-n", "10"],
         None,
@@ -483,4 +492,52 @@ fn a_client_with_a_key_refuses_a_server_without_one() {
         None,
         "at least 16",
     );
+}
+
+/// A server open to the network without a key says so when it starts (after its address, which
+/// is the first line); on loopback it does not.
+#[test]
+fn an_open_server_without_a_key_warns() {
+    use std::io::{BufRead, BufReader};
+    // The lines the server prints at start: at least `want` of them (waiting up to 30 s for
+    // each), then whatever else it printed before it was stopped.
+    let lines_of = |listen: &str, extra: &[&str], want: usize| {
+        let mut child = bin()
+            .args(["serve", "--listen", listen, "--port", "0"])
+            .args(extra)
+            .env_remove("WIREBENCH_PSK")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        let mut lines: Vec<String> = (0..want)
+            .map_while(|_| rx.recv_timeout(Duration::from_secs(30)).ok())
+            .collect();
+        let _ = child.kill();
+        let _ = child.wait();
+        lines.extend(rx.iter());
+        lines
+    };
+    let open = lines_of("0.0.0.0", &[], 2);
+    assert!(open[0].contains("listening on"), "{open:?}");
+    assert!(
+        open.get(1)
+            .is_some_and(|l| l.contains("warning: no pre-shared key")),
+        "{open:?}"
+    );
+    let lo = lines_of("127.0.0.1", &[], 1);
+    assert!(!lo.iter().any(|l| l.contains("warning")), "{lo:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(&dir, "key", "0123456789abcdef-the-right-key");
+    let keyed = lines_of("0.0.0.0", &["--psk-file", &key], 1);
+    assert!(keyed[0].contains("listening on"), "{keyed:?}");
+    assert!(!keyed.iter().any(|l| l.contains("warning")), "{keyed:?}");
 }

@@ -2,7 +2,7 @@
 //! client's connections and tests are counted.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 use std::str::FromStr;
 
 /// An address range, `ADDR/BITS` or a single address.
@@ -101,7 +101,7 @@ impl fmt::Display for ClientKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
             IpAddr::V4(a) => write!(f, "{a}"),
-            IpAddr::V6(a) => write!(f, "{}/64", Ipv6Addr::from(a)),
+            IpAddr::V6(a) => write!(f, "{a}/64"),
         }
     }
 }

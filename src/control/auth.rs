@@ -72,9 +72,7 @@ impl Psk {
         match std::env::var_os(PSK_ENV) {
             Some(v) if !v.is_empty() => {
                 use std::os::unix::ffi::OsStrExt;
-                Psk::new(trim_line(v.as_bytes()))
-                    .with_context(|| format!("{PSK_ENV}"))
-                    .map(Some)
+                Psk::new(trim_line(v.as_bytes())).context(PSK_ENV).map(Some)
             }
             _ => Ok(None),
         }
@@ -193,7 +191,7 @@ fn to_hex(b: &[u8]) -> String {
 }
 
 fn from_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || s.len() > 256 || !s.is_ascii() {
+    if !s.len().is_multiple_of(2) || s.len() > 256 || !s.is_ascii() {
         return None;
     }
     (0..s.len())
