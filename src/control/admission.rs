@@ -285,7 +285,7 @@ impl<'a> Acceptor<'a> {
         self.listener.set_nonblocking(true)?;
         loop {
             self.expire(Instant::now());
-            let (listener_ready, ready) = self.wait()?;
+            let (listener_ready, ready) = self.wait();
             // Highest index first: swap_remove only moves entries already looked at.
             for i in (0..ready.len()).rev() {
                 if ready[i] {
@@ -300,7 +300,7 @@ impl<'a> Acceptor<'a> {
     }
 
     /// Waits until the listener or a waiting connection is readable, or the next deadline.
-    fn wait(&self) -> io::Result<(bool, Vec<bool>)> {
+    fn wait(&self) -> (bool, Vec<bool>) {
         let next = self
             .pending
             .iter()
@@ -324,12 +324,19 @@ impl<'a> Acceptor<'a> {
         }
         match poll(&mut fds, timeout) {
             Ok(_) => {}
-            Err(nix::errno::Errno::EINTR) => return Ok((false, vec![false; self.pending.len()])),
-            Err(e) => return Err(e.into()),
+            Err(e) => {
+                // Interrupted, or out of memory for a moment: nothing is ready; the server
+                // keeps serving (deadlines are checked on the next round).
+                if e != nix::errno::Errno::EINTR {
+                    eprintln!("wirebench serve: poll failed: {e}");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                return (false, vec![false; self.pending.len()]);
+            }
         }
         // Hang-ups and errors count as ready: the read then tells what happened.
         let ready = |f: &PollFd| f.revents().is_none_or(|r| !r.is_empty());
-        Ok((ready(&fds[0]), fds[1..].iter().map(ready).collect()))
+        (ready(&fds[0]), fds[1..].iter().map(ready).collect())
     }
 
     fn expire(&mut self, now: Instant) {

@@ -23,6 +23,8 @@ pub struct CompareArgs {
     /// Server as HOST[:PORT]; without it, a server on loopback inside this process.
     #[arg(long)]
     pub to: Option<String>,
+    #[command(flatten)]
+    pub auth: crate::cli::ClientAuthArgs,
     /// Transports to compare, e.g. tcp,udp,raw. Default: every transport that can run here
     /// (raw needs root; unix only without --to).
     #[arg(long, value_delimiter = ',')]
@@ -192,6 +194,9 @@ fn sweep_args(a: &CompareArgs, name: &str, sizes: &[u64]) -> Result<crate::cli::
     .collect();
     if let Some(to) = &a.to {
         argv.extend(["--to".into(), to.clone()]);
+    }
+    if let Some(key) = &a.auth.psk_file {
+        argv.extend(["--psk-file".into(), key.to_string_lossy().into_owned()]);
     }
     // Nagle would hold the last segment of every message above the MSS for an ACK: off, as
     // NetPIPE does, wherever TCP options apply.
