@@ -6,12 +6,12 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
 use super::framing::{read_frame, write_frame};
-use super::limits::Limits;
+use super::limits::{Budget, Limits};
 use super::oneport::DataRoutes;
 use super::protocol::{
     ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
@@ -41,6 +41,8 @@ pub struct ServerConfig {
     pub log: bool,
     /// This side's transport settings (interface, certificates).
     pub transport: crate::transport::TransportConfig,
+    /// What all running points hold together, against the limits' totals.
+    pub budget: Arc<Budget>,
 }
 
 impl Default for ServerConfig {
@@ -50,6 +52,7 @@ impl Default for ServerConfig {
             io_timeout: Duration::from_secs(10),
             log: false,
             transport: Default::default(),
+            budget: Arc::default(),
         }
     }
 }
@@ -278,6 +281,117 @@ fn point_wait(config: &ServerConfig, point: &PointSpec) -> Duration {
     Duration::from_millis(d) + 3 * config.io_timeout
 }
 
+/// How often the control side of a running point looks at its senders, its deadline, the
+/// client's rate and whether the client is still there.
+const WATCH_SLICE: Duration = Duration::from_millis(20);
+
+/// Before a client's average rate is held against `--max-rate`: a TCP start's first burst
+/// is not the test's rate.
+const RATE_WINDOW: Duration = Duration::from_secs(1);
+
+/// The absolute deadlines and budgets of one running point, from its Go.
+struct PointWatch<'a> {
+    started: Instant,
+    /// When the server gives up waiting for the client: the point's duration plus the
+    /// grace, or the server's duration limit, whichever is sooner.
+    deadline: Instant,
+    /// Whether that deadline is the server's duration limit (else the point's own).
+    limit_reached: bool,
+    limits: &'a Limits,
+    io_timeout: Duration,
+}
+
+impl<'a> PointWatch<'a> {
+    /// Every point, its warm-up and byte- or iteration-bound ones included, ends within the
+    /// server's duration limit plus the grace a client that is done needs to say so.
+    fn new(config: &'a ServerConfig, point: &PointSpec) -> PointWatch<'a> {
+        let started = Instant::now();
+        let grace = 3 * config.io_timeout;
+        let limit = Duration::from_millis(config.limits.max_duration_ms) + grace;
+        let wait = point_wait(config, point);
+        PointWatch {
+            started,
+            deadline: started + wait.min(limit),
+            limit_reached: limit <= wait,
+            limits: &config.limits,
+            io_timeout: config.io_timeout,
+        }
+    }
+
+    /// Fails once the deadline has passed or the data arriving on `ends` exceeds the
+    /// server's bit rate.
+    fn check(&self, ends: &[EndSignal]) -> Result<()> {
+        let now = Instant::now();
+        if now >= self.deadline {
+            if self.limit_reached {
+                bail!(
+                    "the server's duration limit of {} s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)",
+                    self.limits.max_duration_ms as f64 / 1000.0
+                );
+            }
+            bail!(
+                "the client did not end the point within {} s of its duration",
+                (3 * self.io_timeout).as_secs_f64()
+            );
+        }
+        let limit = self.limits.max_rate_bps;
+        let elapsed = now.saturating_duration_since(self.started);
+        if limit > 0 && elapsed >= RATE_WINDOW {
+            let bytes: u64 = ends
+                .iter()
+                .map(|e| e.received.load(Ordering::Relaxed))
+                .sum();
+            let bps = bytes as f64 * 8.0 / elapsed.as_secs_f64();
+            // 1% above the limit, for the step a paced sender lets out at once.
+            if bps > limit as f64 * 1.01 {
+                bail!(
+                    "the client sent {:.3} Mbit/s on average, above this server's limit of {:.3} Mbit/s per test (--max-rate)",
+                    bps / 1e6,
+                    limit as f64 / 1e6
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits up to one slice for the control connection to become readable: Ok(true) when a
+    /// frame is there, Ok(false) after a quiet slice; an error when the client closed it or
+    /// it failed (the client is gone: everything this point sends must stop).
+    fn readable(&self, ctrl: &mut TcpStream) -> Result<bool> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        ctrl.set_read_timeout(Some(left.clamp(Duration::from_millis(1), WATCH_SLICE)))?;
+        match ctrl.peek(&mut [0u8; 1]) {
+            Ok(0) => bail!("the client closed the control connection during the point"),
+            Ok(_) => {
+                ctrl.set_read_timeout(Some(self.io_timeout))?;
+                Ok(true)
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(anyhow::Error::new(e).context("the control connection failed")),
+        }
+    }
+
+    /// The client's next control message, waiting no longer than the deadline and ending the
+    /// wait when the client leaves or exceeds the rate.
+    fn next_message(&self, ctrl: &mut TcpStream, ends: &[EndSignal]) -> Result<ClientMessage> {
+        loop {
+            self.check(ends)?;
+            if self.readable(ctrl)? {
+                return Ok(read_frame::<ClientMessage>(ctrl)?);
+            }
+        }
+    }
+}
+
 fn expect(ctrl: &mut TcpStream, want: &str) -> Result<ClientMessage> {
     let m = read_frame::<ClientMessage>(ctrl)?;
     if name(&m) != want {
@@ -297,6 +411,16 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
         cookie,
     } = ctx;
     let caps = transport.capabilities();
+    // What the point will hold, charged before anything is allocated; the reservation is
+    // returned when this function returns, however the point ends.
+    let footprint = config
+        .limits
+        .check_fit(test, point, &caps, transport.name())
+        .map_err(anyhow::Error::msg)?;
+    let _held = config
+        .budget
+        .reserve(footprint, &config.limits)
+        .map_err(anyhow::Error::msg)?;
     listener.configure(&point.server_socket)?;
     write_frame(ctrl, &ServerMessage::PointAccepted)?;
 
@@ -313,7 +437,7 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
     ctrl.set_read_timeout(Some(config.io_timeout))?;
     expect(ctrl, "connected")?;
     write_frame(ctrl, &ServerMessage::Go { socket })?;
-    ctrl.set_read_timeout(Some(point_wait(config, point)))?;
+    let watch = PointWatch::new(config, point);
 
     let stop = AtomicBool::new(false);
     let ends: Vec<EndSignal> = (0..n).map(|_| EndSignal::default()).collect();
@@ -363,7 +487,7 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
         });
 
         let mut results: Vec<Option<Joined>> = (0..n).map(|_| None).collect();
-        let control = drive_point(ctrl, &roles, &mut handles, &mut results, &ends);
+        let control = drive_point(ctrl, &roles, &mut handles, &mut results, &ends, &watch);
         // Whatever happened on the control connection, let every worker finish.
         stop.store(true, Ordering::SeqCst);
         if control.is_err() {
@@ -421,25 +545,57 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
 }
 
 /// The server's control side of a running point: report when its own senders are done, learn
-/// when the client's are, and wait for the client to end the point.
+/// when the client's are, and wait for the client to end the point. Every wait looks at the
+/// control connection and the point's deadline: a client that leaves (even killed, its data
+/// connections silent) or overstays ends the point within a slice, and the caller stops the
+/// workers.
 fn drive_point(
     ctrl: &mut TcpStream,
     roles: &[Role],
     handles: &mut [Option<Handle<'_>>],
     results: &mut [Option<Joined>],
     ends: &[EndSignal],
+    watch: &PointWatch<'_>,
 ) -> Result<()> {
+    // A message the client sent while this side's senders still ran (its own SendDone in a
+    // bidirectional stream).
+    let mut early: Option<ClientMessage> = None;
     if roles.contains(&Role::Sender) {
+        let running = |handles: &[Option<Handle<'_>>]| {
+            roles
+                .iter()
+                .zip(handles)
+                .any(|(r, h)| *r == Role::Sender && h.as_ref().is_some_and(|h| !h.is_finished()))
+        };
+        while running(handles) {
+            watch.check(ends)?;
+            if watch.readable(ctrl)? {
+                if early.is_some() {
+                    bail!("unexpected control message while the server was sending");
+                }
+                early = Some(read_frame::<ClientMessage>(ctrl)?);
+            }
+        }
         let sent = join_senders(roles, handles, results);
         write_frame(ctrl, &ServerMessage::SendDone { sent })?;
     }
     if roles.contains(&Role::Receiver) {
-        let sent = match read_frame::<ClientMessage>(ctrl)? {
+        let m = match early.take() {
+            Some(m) => m,
+            None => watch.next_message(ctrl, ends)?,
+        };
+        let sent = match m {
             ClientMessage::SendDone { sent } => sent,
             other => bail!("expected control message send_done, got {}", name(&other)),
         };
         senders_done(roles, ends, &sent)?;
     }
-    expect(ctrl, "end_point")?;
+    let m = match early.take() {
+        Some(m) => m,
+        None => watch.next_message(ctrl, ends)?,
+    };
+    if name(&m) != "end_point" {
+        bail!("expected control message end_point, got {}", name(&m));
+    }
     Ok(())
 }

@@ -60,6 +60,7 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
                 pace: p.pace,
                 interval,
                 fast: plan.test.fast.clone(),
+                abort: Some(&plan.end.abort),
             };
             stream::run_sender(&mut ch, &send, plan.index, plan.live.as_ref())
                 .map(WorkerResult::Stream)

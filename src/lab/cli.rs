@@ -227,7 +227,9 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
     let io_timeout = args.io_timeout;
     let transport = args.transport_args.config();
     let server_addr = super::in_netns(&lab.state.host_b.netns, move || {
+        // The user's own server in the lab: every feature, no budgets.
         let config = crate::control::server::ServerConfig {
+            limits: crate::control::limits::Limits::local(),
             io_timeout,
             transport,
             ..Default::default()

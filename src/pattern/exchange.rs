@@ -285,6 +285,11 @@ pub fn run_responder(
     let tag = !caps.reliable && response_size >= TAG_LEN;
     ch.set_read_timeout(if caps.reliable { io_timeout } else { poll })?;
     loop {
+        // Set once the point is over or torn down (a server's deadline): a requester that
+        // keeps asking would keep this loop going forever otherwise.
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
         match ch.recv_message(&mut req) {
             Ok(Some(n)) => {
                 if tag && n >= TAG_LEN {

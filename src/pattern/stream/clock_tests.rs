@@ -106,7 +106,12 @@ impl Connection for Memory {
     }
 }
 
-fn send_plan(write_size: usize, stop: StopAt, warmup: u64, pace: Option<Pace>) -> SendPlan {
+fn send_plan(
+    write_size: usize,
+    stop: StopAt,
+    warmup: u64,
+    pace: Option<Pace>,
+) -> SendPlan<'static> {
     SendPlan {
         write_size,
         stop,
@@ -114,6 +119,7 @@ fn send_plan(write_size: usize, stop: StopAt, warmup: u64, pace: Option<Pace>) -
         pace,
         interval: None,
         fast: FastPaths::default(),
+        abort: None,
     }
 }
 
