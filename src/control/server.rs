@@ -386,7 +386,7 @@ impl<'a> PointWatch<'a> {
         loop {
             self.check(ends)?;
             if self.readable(ctrl)? {
-                return Ok(read_frame::<ClientMessage>(ctrl)?);
+                return read_frame::<ClientMessage>(ctrl);
             }
         }
     }

@@ -284,20 +284,6 @@ impl Batch {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::Batch;
-
-    #[test]
-    fn a_batch_too_large_to_hold_is_an_error_not_an_abort() {
-        assert!(Batch::new(1024, usize::MAX / 2).is_err());
-        assert!(Batch::new(2, usize::MAX).is_err());
-        let mut b = Batch::new(4, 100).unwrap();
-        assert_eq!(b.count(), 4);
-        assert_eq!(b.buffer(3).len(), 100);
-    }
-}
-
 /// One receive on a UDP_GRO socket: returns (bytes, segment size). Several datagrams of the
 /// segment size (the last possibly shorter) may arrive together; segment size 0 means one.
 pub fn recv_gro(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, usize)> {
@@ -332,4 +318,18 @@ pub fn recv_gro(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, usize)
         }
     }
     Ok((n as usize, segment))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Batch;
+
+    #[test]
+    fn a_batch_too_large_to_hold_is_an_error_not_an_abort() {
+        assert!(Batch::new(1024, usize::MAX / 2).is_err());
+        assert!(Batch::new(2, usize::MAX).is_err());
+        let mut b = Batch::new(4, 100).unwrap();
+        assert_eq!(b.count(), 4);
+        assert_eq!(b.buffer(3).len(), 100);
+    }
 }
