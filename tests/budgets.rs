@@ -322,7 +322,14 @@ fn sixteen_pingpongs_of_64_mib_are_refused_naming_the_memory_budget() {
 /// when it ends.
 #[test]
 fn total_budgets_refuse_what_running_tests_leave_no_room_for() {
-    let server = Server::start(&["--max-memory", "4M", "--max-streams-total", "4"]);
+    let server = Server::start(&[
+        "--max-memory",
+        "4M",
+        "--max-streams-total",
+        "4",
+        "--io-timeout",
+        "20s",
+    ]);
     // A point that is accepted holds its reservation (3 MiB, 3 connections) while it waits
     // for its connections, up to the server's --io-timeout.
     let mut holder = RawClient::open(&server.addr, &stream_test("tcp", Direction::Forward, 3, 1))
@@ -434,16 +441,30 @@ fn a_killed_clients_paced_test_frees_its_slot() {
             "8k",
             "--warmup",
             "0",
+            "--interval",
+            "1s",
+            "--no-save",
             "--to",
             &server.addr,
         ])
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Let the point start: its data connection is open once the sender's first write is out.
-    std::thread::sleep(Duration::from_secs(2));
+    // Kill it once the point runs: its first interval report is printed live.
+    let (tx, reports) = mpsc::channel();
+    let stdout = BufReader::new(victim.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for l in stdout.lines().map_while(Result::ok) {
+            if l.contains("] received") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    reports
+        .recv_timeout(FINISH)
+        .expect("the paced test runs and reports its first interval");
     victim.kill().unwrap();
     victim.wait().unwrap();
     let line = server
