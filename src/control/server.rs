@@ -308,7 +308,14 @@ impl<'a> PointWatch<'a> {
         let started = Instant::now();
         let grace = 3 * config.io_timeout;
         let limit = Duration::from_millis(config.limits.max_duration_ms) + grace;
-        let wait = point_wait(config, point);
+        // A paced warm-up takes its known time before the timed phase (check_fit made sure
+        // both fit in the limit).
+        let warmup = point.pace.map_or(Duration::ZERO, |p| {
+            Duration::try_from_secs_f64(p.end_ns(point.warmup) / 1e9)
+                .unwrap_or(limit)
+                .min(limit)
+        });
+        let wait = point_wait(config, point) + warmup;
         PointWatch {
             started,
             deadline: started + wait.min(limit),
@@ -598,4 +605,91 @@ fn drive_point(
         bail!("expected control message end_point, got {}", name(&m));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PointWatch, ServerConfig};
+    use crate::control::limits::Limits;
+    use crate::control::protocol::PointSpec;
+    use crate::pattern::stream::{EndSignal, Pace};
+    use crate::transport::SocketOptions;
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+
+    fn point(duration_ms: Option<u64>, pace: Option<Pace>, warmup: u64) -> PointSpec {
+        PointSpec {
+            request_size: 1000,
+            response_size: 1,
+            read_size: 1000,
+            duration_ms,
+            bytes: duration_ms.is_none().then_some(1 << 40),
+            iterations: None,
+            warmup,
+            pace,
+            server_socket: SocketOptions::default(),
+            buffers_fixed: false,
+        }
+    }
+
+    fn config(max_duration_ms: u64, max_rate_bps: u64) -> ServerConfig {
+        ServerConfig {
+            limits: Limits {
+                max_duration_ms,
+                max_rate_bps,
+                ..Limits::default()
+            },
+            io_timeout: Duration::from_secs(1),
+            ..ServerConfig::default()
+        }
+    }
+
+    #[test]
+    fn a_byte_bound_point_ends_at_the_duration_limit_plus_the_grace() {
+        let c = config(2000, 0);
+        let w = PointWatch::new(&c, &point(None, None, 0));
+        assert!(w.limit_reached);
+        assert_eq!(w.deadline - w.started, Duration::from_secs(5));
+        // A point with its own shorter duration ends at that plus the grace, and a paced
+        // warm-up's known time is added to it.
+        let w = PointWatch::new(&c, &point(Some(500), None, 0));
+        assert!(!w.limit_reached);
+        assert_eq!(w.deadline - w.started, Duration::from_millis(3500));
+        let pace = Pace {
+            interval_ns: 1e7,
+            burst: 1,
+        };
+        let w = PointWatch::new(&c, &point(Some(500), Some(pace), 100));
+        assert_eq!(w.deadline - w.started, Duration::from_millis(4500));
+        // Never past the limit.
+        let w = PointWatch::new(&c, &point(Some(2000), Some(pace), 100));
+        assert!(w.limit_reached);
+        assert_eq!(w.deadline - w.started, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_passed_deadline_and_a_client_over_the_rate_end_the_point_readably() {
+        let c = config(2000, 8_000_000);
+        let mut w = PointWatch::new(&c, &point(None, None, 0));
+        let ends: Vec<EndSignal> = (0..2).map(|_| EndSignal::default()).collect();
+        assert!(w.check(&ends).is_ok());
+        // 2 s in, 1 MB arrived on each of two streams: 8 Mbit/s, at the limit.
+        w.started = Instant::now() - Duration::from_secs(2);
+        for e in &ends {
+            e.received.store(1_000_000, Ordering::Relaxed);
+        }
+        assert!(w.check(&ends).is_ok());
+        ends[0].received.store(1_300_000, Ordering::Relaxed);
+        let e = w.check(&ends).unwrap_err().to_string();
+        assert!(
+            e.contains("above this server's limit of 8.000 Mbit/s"),
+            "{e}"
+        );
+        w.deadline = Instant::now();
+        let e = w.check(&ends).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "the server's duration limit of 2 s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)"
+        );
+    }
 }
