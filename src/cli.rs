@@ -66,7 +66,9 @@ pub struct ServeArgs {
     /// Control port.
     #[arg(long, short = 'p', default_value_t = crate::control::server::DEFAULT_PORT)]
     pub port: u16,
-    /// Longest test point the server accepts, e.g. 1h, 600s.
+    /// Longest test point the server accepts, e.g. 1h, 600s. Enforced on every point, its
+    /// warm-up and byte- or iteration-bound points included: the server ends a point that is
+    /// still running this long (plus 3 x --io-timeout) after it began.
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     pub max_duration: std::time::Duration,
     /// Most parallel streams in one test.
