@@ -526,8 +526,8 @@ pub struct BudgetArgs {
     pub max_streams_total: u32,
     /// Bit rate of one test, decimal suffixes (e.g. 1G): the server's own senders (-R,
     /// --bidir) must be paced at or below it in all (--rate), and a test whose data
-    /// arrives faster on average (over at least 1 s) is ended with an error, as iperf3's
-    /// --server-bitrate-limit does. Default: no limit.
+    /// arrives faster on average (over at least 1 s; ping-pong and rr: the bytes both ways)
+    /// is ended with an error, as iperf3's --server-bitrate-limit does. Default: no limit.
     #[arg(long, value_name = "RATE", value_parser = parse_bit_rate)]
     pub max_rate: Option<u64>,
     /// Features a client may use that cost this host more than a test's share: spin

@@ -352,7 +352,7 @@ impl<'a> PointWatch<'a> {
             // 1% above the limit, for the step a paced sender lets out at once.
             if bps > limit as f64 * 1.01 {
                 bail!(
-                    "the client sent {:.3} Mbit/s on average, above this server's limit of {:.3} Mbit/s per test (--max-rate)",
+                    "the test moved {:.3} Mbit/s on average, above this server's limit of {:.3} Mbit/s per test (--max-rate)",
                     bps / 1e6,
                     limit as f64 / 1e6
                 );

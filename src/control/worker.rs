@@ -102,6 +102,7 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
             plan.stop,
             plan.io_timeout,
             RESPONDER_POLL,
+            Some(&plan.end.received),
         )
         .map(WorkerResult::Responder),
     }

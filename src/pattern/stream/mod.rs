@@ -189,7 +189,8 @@ pub struct EndSignal {
     pub sent_datagrams: AtomicU64,
     pub abort: AtomicBool,
     /// Bytes the receiver has read so far, warm-up included (one relaxed store per read),
-    /// for a server that holds its clients to a bit rate.
+    /// for a server that holds its clients to a bit rate; a responder keeps its bytes both
+    /// ways here.
     pub received: AtomicU64,
 }
 
