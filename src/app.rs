@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
 
-use crate::cli::{Cli, Command, RunArgs, ServeArgs};
+use crate::cli::{Cli, Command, Permit, RunArgs, ServeArgs};
 use crate::control::limits::Limits;
 use crate::control::server::{Server, ServerConfig};
 use crate::plan::{self, runner};
@@ -48,12 +48,20 @@ fn serve(a: ServeArgs) -> Result<()> {
             max_duration_ms: a.max_duration.as_millis().min(u64::MAX as u128) as u64,
             max_streams: a.max_streams,
             max_sessions: a.max_sessions,
+            max_test_memory: a.budget.max_test_memory,
+            max_memory: a.budget.max_memory,
+            max_streams_total: a.budget.max_streams_total,
+            max_rate_bps: a.budget.max_rate.unwrap_or(0),
+            permit_spin: a.budget.permit.contains(&Permit::Spin),
+            permit_busy_poll: a.budget.permit.contains(&Permit::BusyPoll),
+            permit_raw: a.budget.permit.contains(&Permit::Raw),
             ..Limits::default()
         },
         io_timeout: a.io_timeout,
         log: !a.quiet,
         transport: a.transport.config(),
         access: a.access.config()?,
+        ..ServerConfig::default()
     };
     let keyless = config.access.psk.is_none();
     let server = Server::bind(SocketAddr::new(a.listen, a.port), config)?;

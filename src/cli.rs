@@ -66,7 +66,9 @@ pub struct ServeArgs {
     /// Control port.
     #[arg(long, short = 'p', default_value_t = crate::control::server::DEFAULT_PORT)]
     pub port: u16,
-    /// Longest test point the server accepts, e.g. 1h, 600s.
+    /// Longest test point the server accepts, e.g. 1h, 600s. Enforced on every point, its
+    /// warm-up and byte- or iteration-bound points included: the server ends a point that is
+    /// still running this long (plus 3 x --io-timeout) after it began.
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     pub max_duration: std::time::Duration,
     /// Most parallel streams in one test.
@@ -88,6 +90,8 @@ pub struct ServeArgs {
     pub transport: TransportArgs,
     #[command(flatten)]
     pub access: AccessArgs,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
 }
 
 /// Settings of particular transports, for this side only.
@@ -560,4 +564,50 @@ pub struct ClientAuthArgs {
     /// uses the same key.
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<PathBuf>,
+}
+/// What `serve` lets one test, and all running tests together, hold: enforced by the server
+/// whatever a client asks, each refusal a readable error the client prints.
+#[derive(Debug, Clone, Args)]
+pub struct BudgetArgs {
+    /// Bytes of buffers one test point may hold on the server: per data connection its
+    /// message or read buffers times --batch, its interval reports and the socket buffers it
+    /// asks for (binary suffixes). The default fits a 64M ping-pong or 128 default streams.
+    #[arg(long, default_value = "256M", value_parser = parse_bytes)]
+    pub max_test_memory: u64,
+    /// Bytes of buffers all running tests together may hold on the server; a test that
+    /// would go over is refused as "server busy".
+    #[arg(long, default_value = "1G", value_parser = parse_bytes)]
+    pub max_memory: u64,
+    /// Data connections (one thread each) all running tests together may hold.
+    #[arg(long, default_value_t = crate::control::limits::DEFAULT_STREAMS_TOTAL)]
+    pub max_streams_total: u32,
+    /// Bit rate of one test, decimal suffixes (e.g. 1G): the server's own senders (-R,
+    /// --bidir) must be paced at or below it in all (--rate), and a test whose data
+    /// arrives faster on average (over at least 1 s; ping-pong and rr: the bytes both ways)
+    /// is ended with an error, as iperf3's --server-bitrate-limit does. Default: no limit.
+    #[arg(long, value_name = "RATE", value_parser = parse_bit_rate)]
+    pub max_rate: Option<u64>,
+    /// Features a client may use that cost this host more than a test's share: spin
+    /// (busy-polling data sockets, a CPU per stream), busy-poll (SO_BUSY_POLL) and raw (the
+    /// raw Ethernet transport). Default: none; comma-separated, e.g. --permit spin,raw.
+    #[arg(long, value_name = "FEATURE,...", value_enum, value_delimiter = ',')]
+    pub permit: Vec<Permit>,
+}
+
+/// A feature `serve` refuses unless its operator permits it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Permit {
+    Spin,
+    BusyPoll,
+    Raw,
+}
+
+fn parse_bit_rate(s: &str) -> Result<u64, String> {
+    match crate::units::parse_rate(s)? {
+        crate::units::Rate::BitsPerSecond(b) if b >= 1.0 => Ok(b.min(u64::MAX as f64) as u64),
+        crate::units::Rate::BitsPerSecond(_) => Err("a rate below 1 bit/s".into()),
+        crate::units::Rate::PacketsPerSecond(_) => {
+            Err("a packet rate: give the limit in bits per second (e.g. 1G)".into())
+        }
+    }
 }

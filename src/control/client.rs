@@ -86,6 +86,17 @@ fn server_reply(ctrl: &mut TcpStream) -> Result<ServerMessage> {
     }
 }
 
+/// The error the server sent when it ended a point itself (its duration limit, its bit
+/// rate), if one is waiting on the control connection or arrives within a moment: it closed
+/// the data connections, so the data path's own error ("connection reset") says less.
+fn server_reason(ctrl: &mut TcpStream) -> Option<anyhow::Error> {
+    ctrl.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    match read_frame::<ServerMessage>(ctrl) {
+        Ok(ServerMessage::Error { message }) => Some(anyhow::anyhow!("server: {message}")),
+        _ => None,
+    }
+}
+
 impl Session {
     /// Connects, checks the server speaks our protocol (and, with a key, that both ends hold
     /// it), and opens the test.
@@ -378,9 +389,10 @@ impl Session {
             }
             None => {}
         }
-        // A data-path failure explains a control failure better than the other way round.
+        // A data-path failure explains a control failure better than the other way round,
+        // unless the server ended the point itself (a limit reached) and said why.
         if let Some(e) = first_error {
-            return Err(e);
+            return Err(server_reason(&mut self.ctrl).unwrap_or(e));
         }
         control?;
         out.server = match server_reply(&mut self.ctrl)? {

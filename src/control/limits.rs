@@ -1,16 +1,26 @@
 //! What a server accepts. Every field of a request is checked against these before anything
 //! is allocated or started, and a violation is answered with a readable error.
+//!
+//! Budgets: besides the per-field bounds, every point is charged what the server's side of it
+//! allocates (buffers, and the kernel's socket buffers it asks for) and how many data
+//! connections it holds; a point runs only with a [`Reservation`] of both from the server's
+//! shared [`Budget`], which its Drop returns however the point ends.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
 use super::protocol::{PointSpec, TestSpec};
-use crate::pattern::PatternKind;
+use crate::pattern::stream::Interval;
+use crate::pattern::{self, PatternKind, Role, Side};
+use crate::transport::Capabilities;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     /// Largest message, write or read size, bytes.
     pub max_message: u64,
-    /// Longest point, milliseconds.
+    /// Longest point, milliseconds: every point, its warm-up included, and byte- or
+    /// iteration-bound ones too, ends by then (plus the grace of [`Limits::point_deadline`]).
     pub max_duration_ms: u64,
     /// Most parallel streams in one test.
     pub max_streams: u32,
@@ -22,9 +32,56 @@ pub struct Limits {
     pub max_warmup: u64,
     /// Most tests running at once on this server.
     pub max_sessions: u32,
+    /// Bytes of buffers one point may hold on the server (see [`Limits::footprint`]).
+    /// Documents of servers before budgets lack it: no budget.
+    #[serde(default = "unlimited")]
+    pub max_test_memory: u64,
+    /// Bytes of buffers all running points together may hold on the server.
+    #[serde(default = "unlimited")]
+    pub max_memory: u64,
+    /// Data connections (each a thread) all running points together may hold.
+    #[serde(default = "unlimited_u32")]
+    pub max_streams_total: u32,
+    /// Bit rate of one test, bits/s (0: no limit): the server's own senders must be paced at
+    /// or below it, and a test whose data arrives faster on average is ended.
+    #[serde(default)]
+    pub max_rate_bps: u64,
+    /// Busy-polling data sockets (`--spin`) is allowed: it burns a CPU per stream.
+    #[serde(default)]
+    pub permit_spin: bool,
+    /// SO_BUSY_POLL on data sockets (`--busy-poll`) is allowed.
+    #[serde(default)]
+    pub permit_busy_poll: bool,
+    /// The raw Ethernet transport is allowed.
+    #[serde(default)]
+    pub permit_raw: bool,
 }
 
+fn unlimited() -> u64 {
+    u64::MAX
+}
+
+fn unlimited_u32() -> u32 {
+    u32::MAX
+}
+
+/// Default bytes of buffers per point: a 64 MiB ping-pong on one connection (two 64 MiB
+/// buffers) or 128 streams at their default sizes fit; 16 x 64 MiB does not.
+pub const DEFAULT_TEST_MEMORY: u64 = 256 << 20;
+/// Default bytes of buffers of all running points: four points at the per-point budget.
+pub const DEFAULT_MEMORY: u64 = 1 << 30;
+/// Default data connections of all running points (one thread each).
+pub const DEFAULT_STREAMS_TOTAL: u32 = 512;
+/// Longest pacing step (interval x burst) a server follows: a paced sender owns no slot
+/// longer than this, so that no write waits past a point's end (a rate of 1 bit/s with 1 MiB
+/// writes asked for one write every 97 days).
+pub const MAX_PACE_STEP_NS: f64 = 1e9;
+/// The largest datagram a stream receiver reads: reading more than a datagram holds gains
+/// nothing (the receiver's buffer is this size whatever is asked below it).
+pub const DATAGRAM_READ: u64 = 65_536;
+
 impl Default for Limits {
+    /// Defaults safe for a server on an open port.
     fn default() -> Self {
         Limits {
             max_message: 64 << 20,
@@ -34,11 +91,135 @@ impl Default for Limits {
             max_socket_buffer: 1 << 30,
             max_warmup: 1_000_000,
             max_sessions: 64,
+            max_test_memory: DEFAULT_TEST_MEMORY,
+            max_memory: DEFAULT_MEMORY,
+            max_streams_total: DEFAULT_STREAMS_TOTAL,
+            max_rate_bps: 0,
+            permit_spin: false,
+            permit_busy_poll: false,
+            permit_raw: false,
         }
     }
 }
 
+/// What the server's side of one point holds while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Footprint {
+    /// Bytes of buffers, the socket buffers asked of the kernel included.
+    pub memory: u64,
+    /// Data connections, each served by a thread of its own.
+    pub streams: u32,
+}
+
+/// What all running points of a server hold together: the shared side of the budgets.
+#[derive(Debug, Default)]
+pub struct Budget {
+    memory: AtomicU64,
+    streams: AtomicU32,
+}
+
+impl Budget {
+    /// Bytes of buffers reserved by running points now.
+    pub fn memory(&self) -> u64 {
+        self.memory.load(Ordering::SeqCst)
+    }
+
+    /// Data connections reserved by running points now.
+    pub fn streams(&self) -> u32 {
+        self.streams.load(Ordering::SeqCst)
+    }
+
+    /// Reserves `f` if it fits under `limits`' totals along with everything reserved already;
+    /// the reservation is returned when the guard drops (the point ended, failed or panicked).
+    pub fn reserve<'a>(&'a self, f: Footprint, limits: &Limits) -> Result<Reservation<'a>, String> {
+        let fits = |held: u64| {
+            held.checked_add(f.memory)
+                .filter(|&t| t <= limits.max_memory)
+        };
+        if self
+            .memory
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, fits)
+            .is_err()
+        {
+            return Err(format!(
+                "server busy: this point needs {} of buffers and running tests hold {} of the server's memory budget of {} (--max-memory); try again later",
+                mib(f.memory),
+                mib(self.memory()),
+                mib(limits.max_memory)
+            ));
+        }
+        let fits = |held: u32| {
+            held.checked_add(f.streams)
+                .filter(|&t| t <= limits.max_streams_total)
+        };
+        if self
+            .streams
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, fits)
+            .is_err()
+        {
+            self.memory.fetch_sub(f.memory, Ordering::SeqCst);
+            return Err(format!(
+                "server busy: this point needs {} data connections and running tests hold {} of the server's limit of {} (--max-streams-total); try again later",
+                f.streams,
+                self.streams(),
+                limits.max_streams_total
+            ));
+        }
+        Ok(Reservation {
+            budget: self,
+            held: f,
+        })
+    }
+}
+
+/// A point's share of the [`Budget`], returned on drop.
+#[derive(Debug)]
+pub struct Reservation<'a> {
+    budget: &'a Budget,
+    held: Footprint,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.budget
+            .memory
+            .fetch_sub(self.held.memory, Ordering::SeqCst);
+        self.budget
+            .streams
+            .fetch_sub(self.held.streams, Ordering::SeqCst);
+    }
+}
+
+/// Bytes as MiB for a message.
+fn mib(b: u64) -> String {
+    if b == u64::MAX {
+        "no limit".into()
+    } else {
+        format!("{:.1} MiB", b as f64 / f64::from(1 << 20))
+    }
+}
+
+/// Bits/s as Mbit/s for a message.
+fn mbit(bps: f64) -> String {
+    format!("{:.3} Mbit/s", bps / 1e6)
+}
+
 impl Limits {
+    /// The self-hosted server of `wirebench run` (and of a lab run): the user's own process on
+    /// loopback, so every feature is allowed and only the per-field bounds apply.
+    pub fn local() -> Limits {
+        Limits {
+            max_test_memory: u64::MAX,
+            max_memory: u64::MAX,
+            max_streams_total: u32::MAX,
+            max_rate_bps: 0,
+            permit_spin: true,
+            permit_busy_poll: true,
+            permit_raw: true,
+            ..Limits::default()
+        }
+    }
+
     pub fn check_test(&self, t: &TestSpec) -> Result<(), String> {
         crate::transport::by_name(&t.transport, &Default::default()).map_err(|e| e.to_string())?;
         if t.streams == 0 || t.streams > self.max_streams {
@@ -71,6 +252,29 @@ impl Limits {
         if t.interval_ms == Some(0) {
             return Err("interval of 0 ms".into());
         }
+        // Features that cost the server's host more than a test's share: a spinning stream
+        // burns a CPU whether data moves or not, busy-polling holds the device queue, raw
+        // frames go out on the wire unfiltered by the IP stack.
+        for (asked, permitted, what) in [
+            (t.spin, self.permit_spin, "spin (busy-polling data sockets)"),
+            (
+                t.fast.busy_poll_us.is_some(),
+                self.permit_busy_poll,
+                "busy-poll (SO_BUSY_POLL)",
+            ),
+            (
+                t.transport == "raw",
+                self.permit_raw,
+                "raw (the raw Ethernet transport)",
+            ),
+        ] {
+            if asked && !permitted {
+                let name = what.split(' ').next().unwrap_or(what);
+                return Err(format!(
+                    "{what} is not permitted on this server; its operator can allow it with --permit {name}"
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -92,7 +296,7 @@ impl Limits {
                 return Err(format!(
                     "duration of {} s; this server allows at most {} s",
                     d as f64 / 1000.0,
-                    self.max_duration_ms / 1000
+                    secs(self.max_duration_ms)
                 ))
             }
             None if p.bytes.is_none() && p.iterations.is_none() => {
@@ -128,17 +332,214 @@ impl Limits {
                     crate::pattern::stream::MAX_PACE_BURST
                 ));
             }
+            // A paced sender sleeps until its next step: a step of days held a test slot
+            // for days after its client was gone.
+            let step = pace.interval_ns * pace.burst as f64;
+            if step > MAX_PACE_STEP_NS {
+                return Err(format!(
+                    "pacing of one step every {:.3} s ({} writes of {} bytes); this server paces at most {} s per step: ask for a higher --rate or smaller writes",
+                    step / 1e9,
+                    pace.burst,
+                    p.request_size,
+                    MAX_PACE_STEP_NS / 1e9
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks what the server's side of point `p` of test `t` over a transport with `caps`
+    /// would hold against the per-point budgets, and returns it for the shared budget.
+    pub fn check_fit(
+        &self,
+        t: &TestSpec,
+        p: &PointSpec,
+        caps: &Capabilities,
+        transport: &str,
+    ) -> Result<Footprint, String> {
+        if caps.message_boundaries {
+            let max = caps.max_message;
+            for (what, v, limit) in [
+                ("request/message size", p.request_size, max),
+                ("response size", p.response_size, max),
+                ("read size", p.read_size, max.max(DATAGRAM_READ)),
+            ] {
+                if v > limit {
+                    return Err(format!(
+                        "{what} of {v} bytes; one {transport} message holds at most {max} bytes (this server allows 1 to {limit})"
+                    ));
+                }
+            }
+        }
+        let f = footprint(t, p, caps, self.max_duration_ms);
+        if f.memory > self.max_test_memory {
+            return Err(format!(
+                "this point needs {} of buffers on the server ({} data connections); this server's memory budget per test is {} (--max-test-memory): use fewer streams or smaller sizes, batches or buffers",
+                mib(f.memory),
+                f.streams,
+                mib(self.max_test_memory)
+            ));
+        }
+        if f.streams > self.max_streams_total {
+            return Err(format!(
+                "this point needs {} data connections; this server allows {} in all (--max-streams-total)",
+                f.streams, self.max_streams_total
+            ));
+        }
+        self.check_rate(t, p)?;
+        // Warm-up counts against the duration limit: a paced warm-up that cannot end inside
+        // it is refused here rather than stopped half-way.
+        if let Some(pace) = p.pace {
+            let warm_ms = pace.end_ns(p.warmup) / 1e6;
+            let timed_ms = p.duration_ms.unwrap_or(0) as f64;
+            if warm_ms + timed_ms > self.max_duration_ms as f64 {
+                return Err(format!(
+                    "a warm-up of {} paced writes takes {:.1} s, which with the point's {:.1} s exceeds this server's duration limit of {} s",
+                    p.warmup,
+                    warm_ms / 1e3,
+                    timed_ms / 1e3,
+                    secs(self.max_duration_ms)
+                ));
+            }
+        }
+        Ok(f)
+    }
+
+    /// The server's own senders of a test keep to its bit rate: paced at or below it in all.
+    fn check_rate(&self, t: &TestSpec, p: &PointSpec) -> Result<(), String> {
+        if self.max_rate_bps == 0 {
+            return Ok(());
+        }
+        let senders = server_roles(t).filter(|r| *r == Role::Sender).count();
+        if senders == 0 {
+            return Ok(());
+        }
+        let limit = self.max_rate_bps as f64;
+        let asked = match p.pace {
+            Some(pace) if pace.interval_ns > 0.0 => {
+                senders as f64 * p.request_size as f64 * 8e9 / pace.interval_ns
+            }
+            _ => f64::INFINITY,
+        };
+        if asked > limit * 1.000_001 {
+            let asked = if asked.is_finite() {
+                mbit(asked)
+            } else {
+                "unpaced".into()
+            };
+            return Err(format!(
+                "the server would send {asked}; this server sends at most {} per test (--max-rate): ask for --rate {}M or less",
+                mbit(limit),
+                limit / 1e6
+            ));
         }
         Ok(())
     }
 }
 
+/// Whole seconds of a millisecond limit, for messages (never "0 s" for a short limit).
+fn secs(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{}", ms / 1000)
+    } else {
+        format!("{:.3}", ms as f64 / 1000.0)
+    }
+}
+
+/// The server's role on each data connection of test `t`.
+fn server_roles(t: &TestSpec) -> impl Iterator<Item = Role> + '_ {
+    let n = pattern::connection_count(t.pattern, t.direction, t.streams);
+    (0..n).map(move |i| pattern::role(Side::Server, t.pattern, t.direction, t.streams, i))
+}
+
+/// What the server's side of a point allocates, from the patterns' own buffer choices
+/// (stream send.rs and receive.rs, exchange.rs, crr.rs): per data connection its message or
+/// read buffers times the batch, the interval reports it keeps, and the socket buffers it asks
+/// the kernel for (which Linux doubles). An upper bound: a fast path that falls back
+/// allocates less.
+pub fn footprint(
+    t: &TestSpec,
+    p: &PointSpec,
+    caps: &Capabilities,
+    max_duration_ms: u64,
+) -> Footprint {
+    let batch = u64::from(t.fast.batch.max(1));
+    let header = crate::pattern::stream::DATAGRAM_HEADER as u64;
+    // The kernel's socket buffers, doubled for its bookkeeping as SO_SNDBUF/SO_RCVBUF are.
+    let sockets = 2
+        * (p.server_socket
+            .sndbuf
+            .saturating_add(p.server_socket.rcvbuf));
+    // A byte- or iteration-bound point's reports run until the duration limit at most.
+    let reports = match t.interval_ms {
+        Some(i) if t.pattern == PatternKind::Stream && i > 0 => {
+            let ms = p
+                .duration_ms
+                .unwrap_or(max_duration_ms)
+                .min(max_duration_ms);
+            (ms / i + 4).saturating_mul(std::mem::size_of::<Interval>() as u64)
+        }
+        _ => 0,
+    };
+    let exchange = || {
+        let req = if caps.message_boundaries {
+            DATAGRAM_READ.max(p.request_size)
+        } else {
+            p.request_size.max(1)
+        };
+        req.saturating_add(p.response_size.max(1))
+    };
+    let one = |role: Role| -> u64 {
+        let buffers = match role {
+            Role::Sender if caps.reliable => {
+                // The payload, and its copy in a memory file for sendfile.
+                let w = p.request_size.max(1);
+                if t.fast.sendfile {
+                    w.saturating_mul(2)
+                } else {
+                    w
+                }
+            }
+            Role::Sender => {
+                // Warm-up datagram, then one of: a batch of them, or a GSO send (at most
+                // 64 KiB) and its model datagram.
+                let size = p.request_size.max(header);
+                let batched = size.saturating_mul(batch).saturating_add(size);
+                let gso = DATAGRAM_READ.saturating_add(size);
+                size.saturating_add(batched.max(gso))
+            }
+            Role::Receiver if caps.reliable => p.read_size.max(1),
+            Role::Receiver => {
+                // A batch of datagram buffers, and the stamped reads of the warm-up.
+                let size = DATAGRAM_READ.max(p.read_size);
+                size.saturating_mul(batch).saturating_add(DATAGRAM_READ)
+            }
+            Role::Responder | Role::Requester => exchange(),
+        };
+        buffers.saturating_add(reports).saturating_add(sockets)
+    };
+    if t.pattern == PatternKind::Crr {
+        // One connection at a time, on one thread.
+        return Footprint {
+            memory: exchange().saturating_add(sockets),
+            streams: 1,
+        };
+    }
+    let mut f = Footprint::default();
+    for role in server_roles(t) {
+        f.memory = f.memory.saturating_add(one(role));
+        f.streams += 1;
+    }
+    f
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Limits;
-    use crate::control::protocol::PointSpec;
+    use super::{Budget, Footprint, Limits};
+    use crate::control::protocol::{PointSpec, TestSpec};
     use crate::pattern::stream::Pace;
-    use crate::transport::SocketOptions;
+    use crate::pattern::{Direction, FastPaths, PatternKind};
+    use crate::transport::{Capabilities, SocketOptions};
 
     fn paced(interval_ns: f64, burst: u64) -> PointSpec {
         PointSpec {
@@ -155,6 +556,46 @@ mod tests {
         }
     }
 
+    fn test(pattern: PatternKind, transport: &str, streams: u32, batch: u32) -> TestSpec {
+        TestSpec {
+            pattern,
+            transport: transport.into(),
+            streams,
+            direction: Direction::Forward,
+            spin: false,
+            server_cpus: vec![],
+            interval_ms: None,
+            burst: 1,
+            fast: FastPaths {
+                batch,
+                ..FastPaths::default()
+            },
+            one_port: false,
+        }
+    }
+
+    fn caps(datagrams: bool) -> Capabilities {
+        Capabilities {
+            reliable: !datagrams,
+            message_boundaries: datagrams,
+            max_message: if datagrams { 65_507 } else { u64::MAX },
+            tcp_options: !datagrams,
+            host_local: false,
+            syscall_batching: datagrams,
+            rcvlowat: !datagrams,
+        }
+    }
+
+    fn sized(request: u64, read: u64) -> PointSpec {
+        PointSpec {
+            request_size: request,
+            response_size: request,
+            read_size: read,
+            pace: None,
+            ..paced(1.0, 1)
+        }
+    }
+
     #[test]
     fn a_server_refuses_pacing_it_cannot_follow() {
         let l = Limits::default();
@@ -166,5 +607,228 @@ mod tests {
         );
         assert!(l.check_point(&paced(400.0, 65_537)).is_err());
         assert!(l.check_point(&paced(f64::NAN, 1)).is_err());
+    }
+
+    #[test]
+    fn a_pacing_step_longer_than_a_second_is_refused() {
+        let l = Limits::default();
+        assert!(l.check_point(&paced(1e9, 1)).is_ok());
+        assert!(l.check_point(&paced(2.5e8, 4)).is_ok());
+        // 1 MiB at 1 bit/s: one write every 97 days.
+        let e = l
+            .check_point(&paced(8.0 * 1_048_576.0 * 1e9, 1))
+            .unwrap_err();
+        assert!(e.contains("paces at most 1 s per step"), "{e}");
+        assert!(l.check_point(&paced(1e300, 1)).is_err());
+        assert!(l.check_point(&paced(3e8, 4)).is_err());
+    }
+
+    #[test]
+    fn udp_sizes_beyond_a_datagram_are_refused_before_any_allocation() {
+        let l = Limits::default();
+        let t = test(PatternKind::Stream, "udp", 1, 1024);
+        let e = l
+            .check_fit(&t, &sized(1000, 64 << 20), &caps(true), "udp")
+            .unwrap_err();
+        assert!(e.contains("read size of 67108864 bytes"), "{e}");
+        assert!(e.contains("65507"), "{e}");
+        let e = l
+            .check_fit(&t, &sized(70_000, 65_536), &caps(true), "udp")
+            .unwrap_err();
+        assert!(e.contains("request/message size of 70000"), "{e}");
+        // The client's default read of 64 KiB and the largest datagram are fine, batch or not.
+        assert!(l
+            .check_fit(&t, &sized(65_507, 65_536), &caps(true), "udp")
+            .is_ok());
+    }
+
+    #[test]
+    fn batch_times_size_counts_against_the_memory_budget() {
+        let l = Limits::default();
+        // 1024 x 64 KiB = 64 MiB per stream: four streams fit in 256 MiB, eight do not.
+        let four = test(PatternKind::Stream, "udp", 3, 1024);
+        let f = l
+            .check_fit(&four, &sized(1000, 65_536), &caps(true), "udp")
+            .unwrap();
+        assert_eq!(f.streams, 3);
+        assert!(f.memory >= 3 * 1024 * 65_536, "{f:?}");
+        let eight = test(PatternKind::Stream, "udp", 8, 1024);
+        let e = l
+            .check_fit(&eight, &sized(1000, 65_536), &caps(true), "udp")
+            .unwrap_err();
+        assert!(e.contains("--max-test-memory"), "{e}");
+    }
+
+    #[test]
+    fn sixteen_pingpongs_of_64_mib_exceed_the_memory_budget() {
+        let l = Limits::default();
+        let one = test(PatternKind::Pingpong, "tcp", 1, 1);
+        let f = l
+            .check_fit(&one, &sized(64 << 20, 64 << 20), &caps(false), "tcp")
+            .unwrap();
+        assert_eq!(f.memory, 128 << 20);
+        let sixteen = test(PatternKind::Pingpong, "tcp", 16, 1);
+        let e = l
+            .check_fit(&sixteen, &sized(64 << 20, 64 << 20), &caps(false), "tcp")
+            .unwrap_err();
+        assert!(e.contains("2048.0 MiB of buffers"), "{e}");
+        assert!(e.contains("memory budget per test is 256.0 MiB"), "{e}");
+        // Requested socket buffers count too (doubled, as the kernel does).
+        let mut big = sized(1000, 1000);
+        big.server_socket.rcvbuf = 150 << 20;
+        assert!(l.check_fit(&one, &big, &caps(false), "tcp").is_err());
+        // The self-hosted server has no budget.
+        assert!(Limits::local()
+            .check_fit(&sixteen, &sized(64 << 20, 64 << 20), &caps(false), "tcp")
+            .is_ok());
+    }
+
+    #[test]
+    fn reservations_add_up_and_are_returned_on_drop() {
+        let l = Limits {
+            max_memory: 1000,
+            max_streams_total: 10,
+            ..Limits::default()
+        };
+        let b = Budget::default();
+        let a = b
+            .reserve(
+                Footprint {
+                    memory: 600,
+                    streams: 4,
+                },
+                &l,
+            )
+            .unwrap();
+        assert_eq!((b.memory(), b.streams()), (600, 4));
+        let e = b
+            .reserve(
+                Footprint {
+                    memory: 500,
+                    streams: 1,
+                },
+                &l,
+            )
+            .unwrap_err();
+        assert!(e.contains("--max-memory"), "{e}");
+        // A refusal holds nothing.
+        assert_eq!((b.memory(), b.streams()), (600, 4));
+        let e = b
+            .reserve(
+                Footprint {
+                    memory: 100,
+                    streams: 7,
+                },
+                &l,
+            )
+            .unwrap_err();
+        assert!(e.contains("--max-streams-total"), "{e}");
+        assert_eq!((b.memory(), b.streams()), (600, 4));
+        let c = b
+            .reserve(
+                Footprint {
+                    memory: 400,
+                    streams: 6,
+                },
+                &l,
+            )
+            .unwrap();
+        assert_eq!((b.memory(), b.streams()), (1000, 10));
+        drop(a);
+        assert_eq!((b.memory(), b.streams()), (400, 6));
+        // Returned even when the holder panics.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _held = c;
+            panic!("a point failed");
+        }));
+        assert!(r.is_err());
+        assert_eq!((b.memory(), b.streams()), (0, 0));
+    }
+
+    #[test]
+    fn spin_busy_poll_and_raw_need_the_operators_permission() {
+        let l = Limits::default();
+        let mut t = test(PatternKind::Stream, "tcp", 1, 1);
+        assert!(l.check_test(&t).is_ok());
+        t.spin = true;
+        let e = l.check_test(&t).unwrap_err();
+        assert!(e.contains("--permit spin"), "{e}");
+        assert!(Limits {
+            permit_spin: true,
+            ..Limits::default()
+        }
+        .check_test(&t)
+        .is_ok());
+        t.spin = false;
+        t.fast.busy_poll_us = Some(50);
+        assert!(l.check_test(&t).unwrap_err().contains("--permit busy-poll"));
+        assert!(Limits::local().check_test(&t).is_ok());
+    }
+
+    #[test]
+    fn the_servers_own_senders_keep_to_its_bit_rate() {
+        let l = Limits {
+            max_rate_bps: 10_000_000,
+            ..Limits::default()
+        };
+        let mut t = test(PatternKind::Stream, "tcp", 2, 1);
+        // Forward: the server only receives; what arrives is watched while the point runs.
+        assert!(l
+            .check_fit(&t, &sized(1000, 1000), &caps(false), "tcp")
+            .is_ok());
+        t.direction = Direction::Reverse;
+        let e = l
+            .check_fit(&t, &sized(1000, 1000), &caps(false), "tcp")
+            .unwrap_err();
+        assert!(e.contains("unpaced") && e.contains("--max-rate"), "{e}");
+        // Two streams of 1000-byte writes every 1.6 ms: 10 Mbit/s in all.
+        let mut p = sized(1000, 1000);
+        p.pace = Some(Pace {
+            interval_ns: 1.6e6,
+            burst: 1,
+        });
+        assert!(l.check_fit(&t, &p, &caps(false), "tcp").is_ok());
+        p.pace = Some(Pace {
+            interval_ns: 1.5e6,
+            burst: 1,
+        });
+        assert!(l.check_fit(&t, &p, &caps(false), "tcp").is_err());
+    }
+
+    #[test]
+    fn a_paced_warmup_counts_against_the_duration_limit() {
+        let l = Limits {
+            max_duration_ms: 2000,
+            ..Limits::default()
+        };
+        let t = test(PatternKind::Stream, "tcp", 1, 1);
+        // 1000 writes every 10 ms: 10 s of warm-up.
+        let mut p = paced(1e7, 1);
+        p.warmup = 1000;
+        let e = l.check_fit(&t, &p, &caps(false), "tcp").unwrap_err();
+        assert!(e.contains("duration limit of 2 s"), "{e}");
+        p.warmup = 50;
+        assert!(l.check_fit(&t, &p, &caps(false), "tcp").is_ok());
+    }
+
+    #[test]
+    fn limits_of_a_server_before_budgets_read_as_no_budget() {
+        let mut v = serde_json::to_value(Limits::default()).unwrap();
+        let o = v.as_object_mut().unwrap();
+        for k in [
+            "max_test_memory",
+            "max_memory",
+            "max_streams_total",
+            "max_rate_bps",
+            "permit_spin",
+            "permit_busy_poll",
+            "permit_raw",
+        ] {
+            o.remove(k);
+        }
+        let l: Limits = serde_json::from_value(v).unwrap();
+        assert_eq!(l.max_memory, u64::MAX);
+        assert_eq!(l.max_rate_bps, 0);
+        assert!(!l.permit_raw);
     }
 }

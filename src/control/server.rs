@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use super::admission::{Acceptor, AccessConfig, Admitted, Slots};
 use super::auth::{Nonce, Psk, AUTH_FAILED, NEEDS_KEY};
 use super::framing::{read_frame, read_frame_by, write_frame};
-use super::limits::Limits;
+use super::limits::{Budget, Limits};
 use super::oneport::DataRoutes;
 use super::protocol::{
     ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
@@ -46,6 +46,8 @@ pub struct ServerConfig {
     pub transport: crate::transport::TransportConfig,
     /// Who may connect, how much one client may hold, and the pre-shared key.
     pub access: AccessConfig,
+    /// What all running points hold together, against the limits' totals.
+    pub budget: Arc<Budget>,
 }
 
 impl Default for ServerConfig {
@@ -56,6 +58,7 @@ impl Default for ServerConfig {
             log: false,
             transport: Default::default(),
             access: AccessConfig::default(),
+            budget: Arc::default(),
         }
     }
 }
@@ -322,6 +325,124 @@ fn point_wait(config: &ServerConfig, point: &PointSpec) -> Duration {
     Duration::from_millis(d) + 3 * config.io_timeout
 }
 
+/// How often the control side of a running point looks at its senders, its deadline, the
+/// client's rate and whether the client is still there.
+const WATCH_SLICE: Duration = Duration::from_millis(20);
+
+/// Before a client's average rate is held against `--max-rate`: a TCP start's first burst
+/// is not the test's rate.
+const RATE_WINDOW: Duration = Duration::from_secs(1);
+
+/// The absolute deadlines and budgets of one running point, from its Go.
+struct PointWatch<'a> {
+    started: Instant,
+    /// When the server gives up waiting for the client: the point's duration plus the
+    /// grace, or the server's duration limit, whichever is sooner.
+    deadline: Instant,
+    /// Whether that deadline is the server's duration limit (else the point's own).
+    limit_reached: bool,
+    limits: &'a Limits,
+    io_timeout: Duration,
+}
+
+impl<'a> PointWatch<'a> {
+    /// Every point, its warm-up and byte- or iteration-bound ones included, ends within the
+    /// server's duration limit plus the grace a client that is done needs to say so.
+    fn new(config: &'a ServerConfig, point: &PointSpec) -> PointWatch<'a> {
+        let started = Instant::now();
+        let grace = 3 * config.io_timeout;
+        let limit = Duration::from_millis(config.limits.max_duration_ms) + grace;
+        // A paced warm-up takes its known time before the timed phase (check_fit made sure
+        // both fit in the limit).
+        let warmup = point.pace.map_or(Duration::ZERO, |p| {
+            Duration::try_from_secs_f64(p.end_ns(point.warmup) / 1e9)
+                .unwrap_or(limit)
+                .min(limit)
+        });
+        let wait = point_wait(config, point) + warmup;
+        PointWatch {
+            started,
+            deadline: started + wait.min(limit),
+            limit_reached: limit <= wait,
+            limits: &config.limits,
+            io_timeout: config.io_timeout,
+        }
+    }
+
+    /// Fails once the deadline has passed or the data arriving on `ends` exceeds the
+    /// server's bit rate.
+    fn check(&self, ends: &[EndSignal]) -> Result<()> {
+        let now = Instant::now();
+        if now >= self.deadline {
+            if self.limit_reached {
+                bail!(
+                    "the server's duration limit of {} s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)",
+                    self.limits.max_duration_ms as f64 / 1000.0
+                );
+            }
+            bail!(
+                "the client did not end the point within {} s of its duration",
+                (3 * self.io_timeout).as_secs_f64()
+            );
+        }
+        let limit = self.limits.max_rate_bps;
+        let elapsed = now.saturating_duration_since(self.started);
+        if limit > 0 && elapsed >= RATE_WINDOW {
+            let bytes: u64 = ends
+                .iter()
+                .map(|e| e.received.load(Ordering::Relaxed))
+                .sum();
+            let bps = bytes as f64 * 8.0 / elapsed.as_secs_f64();
+            // 1% above the limit, for the step a paced sender lets out at once.
+            if bps > limit as f64 * 1.01 {
+                bail!(
+                    "the test moved {:.3} Mbit/s on average, above this server's limit of {:.3} Mbit/s per test (--max-rate)",
+                    bps / 1e6,
+                    limit as f64 / 1e6
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits up to one slice for the control connection to become readable: Ok(true) when a
+    /// frame is there, Ok(false) after a quiet slice; an error when the client closed it or
+    /// it failed (the client is gone: everything this point sends must stop).
+    fn readable(&self, ctrl: &mut TcpStream) -> Result<bool> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        ctrl.set_read_timeout(Some(left.clamp(Duration::from_millis(1), WATCH_SLICE)))?;
+        match ctrl.peek(&mut [0u8; 1]) {
+            Ok(0) => bail!("the client closed the control connection during the point"),
+            Ok(_) => {
+                ctrl.set_read_timeout(Some(self.io_timeout))?;
+                Ok(true)
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(anyhow::Error::new(e).context("the control connection failed")),
+        }
+    }
+
+    /// The client's next control message, waiting no longer than the deadline and ending the
+    /// wait when the client leaves or exceeds the rate.
+    fn next_message(&self, ctrl: &mut TcpStream, ends: &[EndSignal]) -> Result<ClientMessage> {
+        loop {
+            self.check(ends)?;
+            if self.readable(ctrl)? {
+                return read_frame::<ClientMessage>(ctrl);
+            }
+        }
+    }
+}
+
 fn expect(ctrl: &mut TcpStream, want: &str) -> Result<ClientMessage> {
     let m = read_frame::<ClientMessage>(ctrl)?;
     if name(&m) != want {
@@ -341,6 +462,16 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
         cookie,
     } = ctx;
     let caps = transport.capabilities();
+    // What the point will hold, charged before anything is allocated; the reservation is
+    // returned when this function returns, however the point ends.
+    let footprint = config
+        .limits
+        .check_fit(test, point, &caps, transport.name())
+        .map_err(anyhow::Error::msg)?;
+    let _held = config
+        .budget
+        .reserve(footprint, &config.limits)
+        .map_err(anyhow::Error::msg)?;
     listener.configure(&point.server_socket)?;
     write_frame(ctrl, &ServerMessage::PointAccepted)?;
 
@@ -357,7 +488,7 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
     ctrl.set_read_timeout(Some(config.io_timeout))?;
     expect(ctrl, "connected")?;
     write_frame(ctrl, &ServerMessage::Go { socket })?;
-    ctrl.set_read_timeout(Some(point_wait(config, point)))?;
+    let watch = PointWatch::new(config, point);
 
     let stop = AtomicBool::new(false);
     let ends: Vec<EndSignal> = (0..n).map(|_| EndSignal::default()).collect();
@@ -407,7 +538,7 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
         });
 
         let mut results: Vec<Option<Joined>> = (0..n).map(|_| None).collect();
-        let control = drive_point(ctrl, &roles, &mut handles, &mut results, &ends);
+        let control = drive_point(ctrl, &roles, &mut handles, &mut results, &ends, &watch);
         // Whatever happened on the control connection, let every worker finish.
         stop.store(true, Ordering::SeqCst);
         if control.is_err() {
@@ -465,25 +596,144 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
 }
 
 /// The server's control side of a running point: report when its own senders are done, learn
-/// when the client's are, and wait for the client to end the point.
+/// when the client's are, and wait for the client to end the point. Every wait looks at the
+/// control connection and the point's deadline: a client that leaves (even killed, its data
+/// connections silent) or overstays ends the point within a slice, and the caller stops the
+/// workers.
 fn drive_point(
     ctrl: &mut TcpStream,
     roles: &[Role],
     handles: &mut [Option<Handle<'_>>],
     results: &mut [Option<Joined>],
     ends: &[EndSignal],
+    watch: &PointWatch<'_>,
 ) -> Result<()> {
+    // A message the client sent while this side's senders still ran (its own SendDone in a
+    // bidirectional stream).
+    let mut early: Option<ClientMessage> = None;
     if roles.contains(&Role::Sender) {
+        let running = |handles: &[Option<Handle<'_>>]| {
+            roles
+                .iter()
+                .zip(handles)
+                .any(|(r, h)| *r == Role::Sender && h.as_ref().is_some_and(|h| !h.is_finished()))
+        };
+        while running(handles) {
+            watch.check(ends)?;
+            if watch.readable(ctrl)? {
+                if early.is_some() {
+                    bail!("unexpected control message while the server was sending");
+                }
+                early = Some(read_frame::<ClientMessage>(ctrl)?);
+            }
+        }
         let sent = join_senders(roles, handles, results);
         write_frame(ctrl, &ServerMessage::SendDone { sent })?;
     }
     if roles.contains(&Role::Receiver) {
-        let sent = match read_frame::<ClientMessage>(ctrl)? {
+        let m = match early.take() {
+            Some(m) => m,
+            None => watch.next_message(ctrl, ends)?,
+        };
+        let sent = match m {
             ClientMessage::SendDone { sent } => sent,
             other => bail!("expected control message send_done, got {}", name(&other)),
         };
         senders_done(roles, ends, &sent)?;
     }
-    expect(ctrl, "end_point")?;
+    let m = match early.take() {
+        Some(m) => m,
+        None => watch.next_message(ctrl, ends)?,
+    };
+    if name(&m) != "end_point" {
+        bail!("expected control message end_point, got {}", name(&m));
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PointWatch, ServerConfig};
+    use crate::control::limits::Limits;
+    use crate::control::protocol::PointSpec;
+    use crate::pattern::stream::{EndSignal, Pace};
+    use crate::transport::SocketOptions;
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+
+    fn point(duration_ms: Option<u64>, pace: Option<Pace>, warmup: u64) -> PointSpec {
+        PointSpec {
+            request_size: 1000,
+            response_size: 1,
+            read_size: 1000,
+            duration_ms,
+            bytes: duration_ms.is_none().then_some(1 << 40),
+            iterations: None,
+            warmup,
+            pace,
+            server_socket: SocketOptions::default(),
+            buffers_fixed: false,
+        }
+    }
+
+    fn config(max_duration_ms: u64, max_rate_bps: u64) -> ServerConfig {
+        ServerConfig {
+            limits: Limits {
+                max_duration_ms,
+                max_rate_bps,
+                ..Limits::default()
+            },
+            io_timeout: Duration::from_secs(1),
+            ..ServerConfig::default()
+        }
+    }
+
+    #[test]
+    fn a_byte_bound_point_ends_at_the_duration_limit_plus_the_grace() {
+        let c = config(2000, 0);
+        let w = PointWatch::new(&c, &point(None, None, 0));
+        assert!(w.limit_reached);
+        assert_eq!(w.deadline - w.started, Duration::from_secs(5));
+        // A point with its own shorter duration ends at that plus the grace, and a paced
+        // warm-up's known time is added to it.
+        let w = PointWatch::new(&c, &point(Some(500), None, 0));
+        assert!(!w.limit_reached);
+        assert_eq!(w.deadline - w.started, Duration::from_millis(3500));
+        let pace = Pace {
+            interval_ns: 1e7,
+            burst: 1,
+        };
+        let w = PointWatch::new(&c, &point(Some(500), Some(pace), 100));
+        assert_eq!(w.deadline - w.started, Duration::from_millis(4500));
+        // Never past the limit.
+        let w = PointWatch::new(&c, &point(Some(2000), Some(pace), 100));
+        assert!(w.limit_reached);
+        assert_eq!(w.deadline - w.started, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_passed_deadline_and_a_client_over_the_rate_end_the_point_readably() {
+        let c = config(2000, 8_000_000);
+        let mut w = PointWatch::new(&c, &point(None, None, 0));
+        let ends: Vec<EndSignal> = (0..2).map(|_| EndSignal::default()).collect();
+        assert!(w.check(&ends).is_ok());
+        // 2 s in, 1 MB arrived on each of two streams: 8 Mbit/s, at the limit.
+        w.started = Instant::now() - Duration::from_secs(2);
+        for e in &ends {
+            e.received.store(1_000_000, Ordering::Relaxed);
+        }
+        assert!(w.check(&ends).is_ok());
+        ends[0].received.store(1_300_000, Ordering::Relaxed);
+        let e = w.check(&ends).unwrap_err().to_string();
+        assert!(
+            e.contains("above this server's limit of 8.000 Mbit/s"),
+            "{e}"
+        );
+        w.deadline = Instant::now();
+        let e = w.check(&ends).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "the server's duration limit of 2 s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)"
+        );
+    }
 }

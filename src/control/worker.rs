@@ -60,6 +60,7 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
                 pace: p.pace,
                 interval,
                 fast: plan.test.fast.clone(),
+                abort: Some(&plan.end.abort),
             };
             stream::run_sender(&mut ch, &send, plan.index, plan.live.as_ref())
                 .map(WorkerResult::Stream)
@@ -101,6 +102,7 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
             plan.stop,
             plan.io_timeout,
             RESPONDER_POLL,
+            Some(&plan.end.received),
         )
         .map(WorkerResult::Responder),
     }

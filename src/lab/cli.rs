@@ -230,7 +230,9 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
     let psk =
         crate::control::auth::Psk::load(args.auth.psk_file.as_deref())?.map(std::sync::Arc::new);
     let server_addr = super::in_netns(&lab.state.host_b.netns, move || {
+        // The user's own server in the lab: every feature, no budgets.
         let config = crate::control::server::ServerConfig {
+            limits: crate::control::limits::Limits::local(),
             io_timeout,
             transport,
             access: crate::control::admission::AccessConfig {

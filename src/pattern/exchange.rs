@@ -8,7 +8,7 @@
 //! one; a transaction whose response does not come within the loss timeout counts as lost.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -262,6 +262,8 @@ fn run_burst(
 /// Answers requests until end of stream (byte streams) or until `stop` is raised
 /// (datagrams, which have no end of stream). `poll` bounds how long a datagram responder
 /// sleeps before it looks at `stop`; a byte-stream responder waits at most `io_timeout`.
+/// `moved`, when given, is kept at the bytes received and sent so far, for a server that holds
+/// its clients to a bit rate.
 pub fn run_responder(
     ch: &mut DataChannel,
     request_size: usize,
@@ -269,6 +271,7 @@ pub fn run_responder(
     stop: &AtomicBool,
     io_timeout: Duration,
     poll: Duration,
+    moved: Option<&AtomicU64>,
 ) -> io::Result<ResponderStats> {
     let cpu = CpuMeter::start();
     let caps = ch.capabilities();
@@ -285,6 +288,11 @@ pub fn run_responder(
     let tag = !caps.reliable && response_size >= TAG_LEN;
     ch.set_read_timeout(if caps.reliable { io_timeout } else { poll })?;
     loop {
+        // Set once the point is over or torn down (a server's deadline): a requester that
+        // keeps asking would keep this loop going forever otherwise.
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
         match ch.recv_message(&mut req) {
             Ok(Some(n)) => {
                 if tag && n >= TAG_LEN {
@@ -294,6 +302,9 @@ pub fn run_responder(
                 out.requests += 1;
                 out.bytes_received += n as u64;
                 out.bytes_sent += resp.len() as u64;
+                if let Some(m) = moved {
+                    m.store(out.bytes_received + out.bytes_sent, Ordering::Relaxed);
+                }
             }
             Ok(None) => break,
             Err(e) if e.kind() == io::ErrorKind::TimedOut && !caps.reliable => {

@@ -239,6 +239,18 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
     if response == Some(0) {
         bail!("--response-size must be at least 1 byte");
     }
+    // A datagram read holds one datagram: a larger read buffer only costs memory (times
+    // --batch, on both ends), and a server refuses it.
+    if let Some(r) = a.read_size {
+        let most = caps.max_message.max(crate::control::limits::DATAGRAM_READ);
+        if caps.message_boundaries && r > most {
+            bail!(
+                "--read-size of {r} bytes: one {} message holds at most {} bytes (reads up to {most} are accepted)",
+                a.transport,
+                caps.max_message
+            );
+        }
+    }
 
     // Socket buffer sweeps (0 = autotuning).
     let sndbufs = sweep(a.sndbuf.as_deref(), "sndbuf")?;

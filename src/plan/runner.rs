@@ -140,7 +140,9 @@ impl PointRunner for ControlRunner<'_> {
         let addr = match &args.to {
             Some(target) => resolve(target, DEFAULT_PORT)?,
             None => {
+                // The user's own server on loopback: every feature, no budgets.
                 let config = ServerConfig {
+                    limits: crate::control::limits::Limits::local(),
                     io_timeout: args.io_timeout,
                     transport: args.transport_args.config(),
                     access: AccessConfig {

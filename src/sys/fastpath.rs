@@ -195,10 +195,24 @@ pub struct Batch {
 unsafe impl Send for Batch {}
 
 impl Batch {
-    pub fn new(count: usize, size: usize) -> Batch {
+    /// Fails, rather than aborting the process, when `count * size` bytes overflow or cannot
+    /// be allocated: both come from a peer's request (a batch of 1024 reads of 64 MiB asked
+    /// for 64 GiB, and the failed allocation aborted the server).
+    pub fn new(count: usize, size: usize) -> io::Result<Batch> {
         let count = count.max(1);
+        let bytes = count.checked_mul(size).ok_or_else(|| {
+            io::Error::other(format!("a batch of {count} x {size} bytes is too large"))
+        })?;
+        let mut data = Vec::new();
+        data.try_reserve_exact(bytes).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!("cannot allocate a batch of {count} x {size} bytes"),
+            )
+        })?;
+        data.resize(bytes, 0);
         let mut b = Batch {
-            data: vec![0u8; count * size],
+            data,
             size,
             iovs: Vec::with_capacity(count),
             msgs: Vec::with_capacity(count),
@@ -218,7 +232,7 @@ impl Batch {
             m.msg_hdr.msg_iovlen = 1;
             b.msgs.push(m);
         }
-        b
+        Ok(b)
     }
 
     pub fn count(&self) -> usize {
@@ -304,4 +318,18 @@ pub fn recv_gro(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, usize)
         }
     }
     Ok((n as usize, segment))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Batch;
+
+    #[test]
+    fn a_batch_too_large_to_hold_is_an_error_not_an_abort() {
+        assert!(Batch::new(1024, usize::MAX / 2).is_err());
+        assert!(Batch::new(2, usize::MAX).is_err());
+        let mut b = Batch::new(4, 100).unwrap();
+        assert_eq!(b.count(), 4);
+        assert_eq!(b.buffer(3).len(), 100);
+    }
 }

@@ -106,7 +106,12 @@ impl Connection for Memory {
     }
 }
 
-fn send_plan(write_size: usize, stop: StopAt, warmup: u64, pace: Option<Pace>) -> SendPlan {
+fn send_plan(
+    write_size: usize,
+    stop: StopAt,
+    warmup: u64,
+    pace: Option<Pace>,
+) -> SendPlan<'static> {
     SendPlan {
         write_size,
         stop,
@@ -114,6 +119,7 @@ fn send_plan(write_size: usize, stop: StopAt, warmup: u64, pace: Option<Pace>) -
         pace,
         interval: None,
         fast: FastPaths::default(),
+        abort: None,
     }
 }
 
@@ -469,4 +475,45 @@ fn a_byte_stream_receiver_that_gets_nothing_for_the_io_timeout_still_fails() {
     assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
     assert!(started.elapsed() < Duration::from_secs(20));
     drop(peer);
+}
+
+#[test]
+fn a_paced_sender_stops_within_a_slice_of_its_abort_whatever_its_pace() {
+    // One datagram a second for a minute (and in the warm-up, once a day): the sender sleeps
+    // nearly all the time, and must still end soon after its control thread aborts the test.
+    // The bound is far above ABORT_CHECK, which a loaded host may stretch.
+    for (pace, warmup) in [(1e9, 0), (86_400e9, 2)] {
+        let abort = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Arc::clone(&abort);
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, Ordering::SeqCst);
+        });
+        let (conn, _sent) = Memory::sender();
+        let mut ch =
+            DataChannel::new(Box::new(conn), DATAGRAMS, false, Duration::from_secs(5)).unwrap();
+        let mut plan = send_plan(
+            100,
+            StopAt {
+                duration: Some(Duration::from_secs(60)),
+                bytes: None,
+                iterations: None,
+            },
+            warmup,
+            Some(Pace {
+                interval_ns: pace,
+                burst: 1,
+            }),
+        );
+        plan.abort = Some(&abort);
+        let started = Instant::now();
+        let e = run_sender(&mut ch, &plan, 0, None).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Interrupted, "{e}");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "stopped after {:?}",
+            started.elapsed()
+        );
+        setter.join().unwrap();
+    }
 }

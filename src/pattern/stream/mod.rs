@@ -138,13 +138,34 @@ impl Pace {
 }
 
 #[derive(Debug, Clone)]
-pub struct SendPlan {
+pub struct SendPlan<'a> {
     pub write_size: usize,
     pub stop: StopAt,
     pub warmup: u64,
     pub pace: Option<Pace>,
     pub interval: Option<Duration>,
     pub fast: FastPaths,
+    /// Set by the control thread when the test is torn down (its peer left, a server's limit
+    /// was reached): the sender stops at its next write or within [`ABORT_CHECK`] of a paced
+    /// wait, whatever its stop condition says.
+    pub abort: Option<&'a AtomicBool>,
+}
+
+/// The longest a paced sender sleeps before it looks at its abort flag again.
+pub const ABORT_CHECK: Duration = Duration::from_millis(50);
+
+/// The error of a sender or receiver stopped by its control thread.
+pub(crate) fn stopped() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Interrupted,
+        "stopped: the test was ended on the control connection",
+    )
+}
+
+/// Whether the control thread has torn the test down.
+#[inline]
+pub(crate) fn aborted(flag: Option<&AtomicBool>) -> bool {
+    flag.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 #[derive(Debug, Clone)]
@@ -167,6 +188,10 @@ pub struct EndSignal {
     pub done: AtomicBool,
     pub sent_datagrams: AtomicU64,
     pub abort: AtomicBool,
+    /// Bytes the receiver has read so far, warm-up included (one relaxed store per read),
+    /// for a server that holds its clients to a bit rate; a responder keeps its bytes both
+    /// ways here.
+    pub received: AtomicU64,
 }
 
 /// One interval report.

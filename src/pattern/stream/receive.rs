@@ -48,7 +48,7 @@ pub fn run_receiver(
     let live = live.map(|tx| (tx, stream, Role::Receiver));
     if ch.capabilities().reliable {
         ch.set_read_timeout(io_timeout)?;
-        receive_bytes(ch, plan, &mut stats, live, waiting_since, io_timeout)?;
+        receive_bytes(ch, plan, end, &mut stats, live, waiting_since, io_timeout)?;
     } else {
         // Interval reports must not wait a whole POLL for a datagram that does not come.
         ch.set_read_timeout(match plan.interval {
@@ -145,6 +145,7 @@ fn wake_threshold(
 fn receive_bytes(
     ch: &mut DataChannel,
     plan: &RecvPlan,
+    end: &EndSignal,
     stats: &mut StreamStats,
     live: Live<'_>,
     waiting_since: Instant,
@@ -173,6 +174,11 @@ fn receive_bytes(
     let mut first: Option<(Instant, u64)> = None;
     let mut moved_at = waiting_since;
     loop {
+        // Torn down by the control thread (the peer left, a server's limit was reached): a
+        // peer that keeps sending would keep this loop going forever otherwise.
+        if end.abort.load(Ordering::Relaxed) {
+            return Err(super::stopped());
+        }
         let n = match reader.read(ch, &mut buf) {
             Ok(n) => n as u64,
             // A spinning MSG_TRUNC read that found nothing: poll again, up to --io-timeout.
@@ -192,6 +198,7 @@ fn receive_bytes(
             first = Some((now, n));
         }
         total += n;
+        end.received.store(total, Ordering::Relaxed);
         if total >= plan.warmup_bytes {
             break;
         }
@@ -227,6 +234,9 @@ fn receive_bytes(
     let mut reads: u64 = 0;
     let mut last = start;
     loop {
+        if end.abort.load(Ordering::Relaxed) {
+            return Err(super::stopped());
+        }
         let n = match reader.read(ch, &mut buf) {
             Ok(n) => n,
             // Nothing within the short timeout (or a spinning poll): record the intervals due;
@@ -249,6 +259,7 @@ fn receive_bytes(
         last = Instant::now();
         bytes += n as u64;
         reads += 1;
+        end.received.store(total + bytes, Ordering::Relaxed);
         tail.push(last, bytes, reads);
         if intervals.due(last) {
             intervals.record(last, bytes, reads, ch);
@@ -437,7 +448,10 @@ impl DatagramReader {
             return DatagramReader::HeaderOnly;
         }
         if plan.fast.batch > 1 {
-            return DatagramReader::Batch(Batch::new(plan.fast.batch as usize, size));
+            match Batch::new(plan.fast.batch as usize, size) {
+                Ok(b) => return DatagramReader::Batch(b),
+                Err(e) => stats.fallbacks.push(format!("recvmmsg: {e}")),
+            }
         }
         DatagramReader::Single(vec![0; size])
     }
@@ -622,6 +636,7 @@ fn receive_datagrams(
         let now = Instant::now();
         if counter.total != before {
             last_arrival = now;
+            end.received.store(counter.total, Ordering::Relaxed);
         } else if counter.start.is_some() && intervals.due(now) && !end.done.load(Ordering::Relaxed)
         {
             // Nothing came while the sender is still sending: an interval of 0 bytes, on

@@ -9,13 +9,14 @@
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::intervals::IntervalClock;
 use super::{
-    busy_poll, gave_up_waiting, rate, stall_check, IntervalEvent, Pace, SendPlan, StreamStats,
-    DATAGRAM_HEADER,
+    aborted, busy_poll, gave_up_waiting, rate, stall_check, stopped, IntervalEvent, Pace, SendPlan,
+    StreamStats, ABORT_CHECK, DATAGRAM_HEADER,
 };
 use crate::pattern::channel::timed_out;
 use crate::pattern::{nanos, payload, CpuMeter, DataChannel, Role};
@@ -80,31 +81,39 @@ fn timed_start(pace: Option<Pace>, warm_start: Instant, warmup: u64) -> Option<I
 }
 
 /// Waits for the timed phase's start when the sender is paced; returns the start.
-fn begin_timed(plan: &SendPlan, warm_start: Instant) -> Instant {
+fn begin_timed(plan: &SendPlan, warm_start: Instant) -> io::Result<Instant> {
     let now = Instant::now();
-    match timed_start(plan.pace, warm_start, plan.warmup) {
+    Ok(match timed_start(plan.pace, warm_start, plan.warmup) {
         Some(due) if due > now => {
-            wait_until(due, now);
+            wait_until(due, now, plan.abort)?;
             due
         }
         _ => now,
-    }
+    })
 }
 
 /// Sleeps for most of the wait and spins the last stretch, so pacing is exact without
-/// burning a core at low rates (the kernel's default timer slack is 50 us).
+/// burning a core at low rates (the kernel's default timer slack is 50 us). Sleeps at most
+/// [`ABORT_CHECK`] at a time and fails with [`stopped`] once `abort` is set: a sender paced
+/// at one write a day must not outlive its test (it held a server's slot after its client
+/// was killed).
 #[inline]
-fn wait_until(due: Instant, now: Instant) {
+fn wait_until(due: Instant, now: Instant, abort: Option<&AtomicBool>) -> io::Result<()> {
     if due <= now {
-        return;
+        return Ok(());
     }
-    let left = due - now;
-    if left > Duration::from_micros(100) {
-        std::thread::sleep(left - Duration::from_micros(60));
+    let mut left = due - now;
+    while left > Duration::from_micros(100) {
+        if aborted(abort) {
+            return Err(stopped());
+        }
+        std::thread::sleep((left - Duration::from_micros(60)).min(ABORT_CHECK));
+        left = due.saturating_duration_since(Instant::now());
     }
     while Instant::now() < due {
         std::hint::spin_loop();
     }
+    Ok(())
 }
 
 /// Where the timed phase stands: shared by both senders.
@@ -339,8 +348,11 @@ fn send_bytes(
         limit: io_timeout,
     };
     for i in 0..plan.warmup {
+        if aborted(plan.abort) {
+            return Err(stopped());
+        }
         if let Some(due) = warmup_slot(plan.pace, warm_start, i) {
-            wait_until(due, Instant::now());
+            wait_until(due, Instant::now(), plan.abort)?;
             watch.waited_until(due);
         }
         let t = Instant::now();
@@ -367,7 +379,7 @@ fn send_bytes(
     if short {
         ch.set_write_timeout(stall_check(plan.interval))?;
     }
-    let start = begin_timed(plan, warm_start);
+    let start = begin_timed(plan, warm_start)?;
     let mut p = Progress::new(plan, start);
     let byte_limit = p.byte_limit;
     let mut intervals = sender_intervals(plan, start, stream, live);
@@ -379,13 +391,16 @@ fn send_bytes(
     // a pacing slot) once all its bytes are taken.
     let (mut off, mut len) = (0usize, 0usize);
     while p.more(now) {
+        if aborted(plan.abort) {
+            return Err(stopped());
+        }
         if off == len {
             if let Some(due) = p.slot(plan, p.attempts) {
                 // The next write would fall after the end of the test: the test is over.
                 if p.deadline.is_some_and(|d| due >= d) {
                     break;
                 }
-                wait_until(due, now);
+                wait_until(due, now, plan.abort)?;
                 watch.waited_until(due);
             }
             len = (byte_limit - p.bytes).min(write_size as u64) as usize;
@@ -464,17 +479,19 @@ impl DatagramWriter {
         }
         let batch = plan.fast.batch.max(1) as usize;
         if batch > 1 {
-            if fd.is_some() {
-                let mut b = Batch::new(batch, size);
-                let one = payload(size);
-                for i in 0..b.count() {
-                    b.buffer(i).copy_from_slice(&one);
+            match fd.map(|_| Batch::new(batch, size)) {
+                Some(Ok(mut b)) => {
+                    let one = payload(size);
+                    for i in 0..b.count() {
+                        b.buffer(i).copy_from_slice(&one);
+                    }
+                    return DatagramWriter::Batch(b);
                 }
-                return DatagramWriter::Batch(b);
+                Some(Err(e)) => stats.fallbacks.push(format!("sendmmsg: {e}")),
+                None => stats
+                    .fallbacks
+                    .push("sendmmsg: no socket descriptor".into()),
             }
-            stats
-                .fallbacks
-                .push("sendmmsg: no socket descriptor".into());
         }
         DatagramWriter::Single(payload(size))
     }
@@ -543,8 +560,11 @@ fn send_datagrams(
     let mut single = payload(size);
     let warm_start = Instant::now();
     for i in 0..plan.warmup {
+        if aborted(plan.abort) {
+            return Err(stopped());
+        }
         if let Some(due) = warmup_slot(plan.pace, warm_start, i) {
-            wait_until(due, Instant::now());
+            wait_until(due, Instant::now(), plan.abort)?;
         }
         single[..8].copy_from_slice(&seq.to_le_bytes());
         single[8..16].copy_from_slice(&nanos(epoch, Instant::now()).to_le_bytes());
@@ -564,12 +584,15 @@ fn send_datagrams(
     let mut writer = DatagramWriter::choose(ch, plan, size, stats);
     stats.io_path = writer.name();
     let per_call = writer.max_per_call() as u64;
-    let start = begin_timed(plan, warm_start);
+    let start = begin_timed(plan, warm_start)?;
     let mut p = Progress::new(plan, start);
     let iter_limit = p.iter_limit;
     let mut intervals = sender_intervals(plan, start, stream, live);
     let mut now = start;
     while p.more(now) {
+        if aborted(plan.abort) {
+            return Err(stopped());
+        }
         // How many datagrams to send now: as many as the call takes, or, when paced, as many
         // as the pacing steps begun have let out (one step's burst on schedule, more when
         // behind).
@@ -579,7 +602,7 @@ fn send_datagrams(
                 break;
             }
             if next > now {
-                wait_until(next, now);
+                wait_until(next, now, plan.abort)?;
                 now = Instant::now();
             }
             let released = plan.pace.map_or(u64::MAX, |pc| {

@@ -1,0 +1,696 @@
+//! The server's budgets and the stopping of tests (issue 13, defects 1, 2, 5 and 6): whatever a
+//! client asks, `wirebench serve` refuses what would exhaust it with a readable error, ends
+//! every point within its duration limit, stops its senders when the client leaves, and keeps
+//! serving the next client. Every bound here is generous: these tests assert outcomes and
+//! error texts, never how fast a loaded machine is.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::process::{Child, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{bin, run, run_json, u, Server};
+use wirebench::control::framing::{read_frame, write_frame};
+use wirebench::control::protocol::{
+    ClientMessage, PointSpec, ServerMessage, TestSpec, MAGIC, PROTOCOL_VERSION,
+};
+use wirebench::pattern::{Direction, FastPaths, PatternKind};
+use wirebench::transport::SocketOptions;
+
+/// A client finishes (or fails) within this, however loaded the machine.
+const FINISH: Duration = Duration::from_secs(60);
+
+/// The one line of error a failed run printed, after checking it failed cleanly.
+fn refusal(out: &Output, what: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{what} should fail");
+    assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+    assert!(!err.contains("panicked"), "{what}: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{what}: one line of error, got: {err}");
+    lines[0].to_owned()
+}
+
+/// Runs the binary, killing it if it has not finished within [`FINISH`] (a server that
+/// never ends a point must fail the test, not hang it).
+fn run_bounded(args: &[&str]) -> Output {
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wirebench runs");
+    // Drain both pipes while waiting, so a chatty child never blocks on them.
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let until = Instant::now() + FINISH;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() >= until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} did not finish within {FINISH:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+fn fails_with(args: &[&str], needle: &str) -> String {
+    let out = run_bounded(args);
+    let line = refusal(&out, &format!("{args:?}"));
+    assert!(
+        line.contains(needle),
+        "{args:?}: error '{line}' should mention '{needle}'"
+    );
+    line
+}
+
+/// The server still measures an ordinary test.
+fn still_serves(addr: &str) {
+    let v = run_json(&["pingpong", "--to", addr, "-n", "50"]);
+    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 50);
+}
+
+/// A `wirebench serve` whose log lines can be waited for.
+struct LoggedServer {
+    child: Child,
+    addr: String,
+    log: mpsc::Receiver<String>,
+}
+
+impl LoggedServer {
+    fn start(extra: &[&str]) -> LoggedServer {
+        let mut child = bin()
+            .args(["serve", "--listen", "127.0.0.1", "--port", "0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("server starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let first = lines.next().expect("server prints its address").unwrap();
+        let addr = first.rsplit(' ').next().unwrap().to_owned();
+        let (tx, log) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in lines.map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        LoggedServer { child, addr, log }
+    }
+
+    /// The first log line containing `needle` within `within`.
+    fn wait_for(&self, needle: &str, within: Duration) -> Option<String> {
+        let until = Instant::now() + within;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.log.recv_timeout(left) {
+                Ok(l) if l.contains(needle) => return Some(l),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+impl Drop for LoggedServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client that speaks the control protocol itself, to ask a server for what the real
+/// client refuses before connecting.
+struct RawClient {
+    ctrl: TcpStream,
+}
+
+impl RawClient {
+    /// Connects and opens `test`; Err(message) when the server refuses it.
+    fn open(addr: &str, test: &TestSpec) -> Result<RawClient, String> {
+        let mut ctrl = TcpStream::connect(addr).unwrap();
+        ctrl.set_read_timeout(Some(FINISH)).unwrap();
+        write_frame(
+            &mut ctrl,
+            &ClientMessage::Hello {
+                magic: MAGIC.into(),
+                protocol: PROTOCOL_VERSION,
+                version: "test".into(),
+            },
+        )
+        .unwrap();
+        match read_frame::<ServerMessage>(&mut ctrl).unwrap() {
+            ServerMessage::Welcome { .. } => {}
+            other => panic!("expected welcome, got {other:?}"),
+        }
+        write_frame(&mut ctrl, &ClientMessage::Open { spec: test.clone() }).unwrap();
+        match read_frame::<ServerMessage>(&mut ctrl).unwrap() {
+            ServerMessage::Opened { .. } => Ok(RawClient { ctrl }),
+            ServerMessage::Error { message } => Err(message),
+            other => panic!("expected opened, got {other:?}"),
+        }
+    }
+
+    /// Asks for `point`: Ok(()) when accepted, Err(message) when refused.
+    fn point(&mut self, point: &PointSpec) -> Result<(), String> {
+        write_frame(
+            &mut self.ctrl,
+            &ClientMessage::Point {
+                spec: point.clone(),
+            },
+        )
+        .unwrap();
+        match read_frame::<ServerMessage>(&mut self.ctrl).unwrap() {
+            ServerMessage::PointAccepted => Ok(()),
+            ServerMessage::Error { message } => Err(message),
+            other => panic!("expected an answer to the point, got {other:?}"),
+        }
+    }
+}
+
+fn stream_test(transport: &str, direction: Direction, streams: u32, batch: u32) -> TestSpec {
+    TestSpec {
+        pattern: PatternKind::Stream,
+        transport: transport.into(),
+        streams,
+        direction,
+        spin: false,
+        server_cpus: vec![],
+        interval_ms: None,
+        burst: 1,
+        fast: FastPaths {
+            batch,
+            ..FastPaths::default()
+        },
+        one_port: false,
+    }
+}
+
+fn point(request_size: u64, read_size: u64) -> PointSpec {
+    PointSpec {
+        request_size,
+        response_size: 1,
+        read_size,
+        duration_ms: Some(1000),
+        bytes: None,
+        iterations: None,
+        warmup: 0,
+        pace: None,
+        server_socket: SocketOptions::default(),
+        buffers_fixed: false,
+    }
+}
+
+/// Defect 1: `--read-size 64M --batch 1024` over UDP asked the server for 64 GiB and aborted
+/// it. The client now refuses it before connecting; a client that asks anyway is refused by
+/// the server, in both directions, and the server serves the next client.
+#[test]
+fn a_udp_batch_of_huge_reads_is_refused_not_a_crash() {
+    let server = Server::start(&[]);
+    for reverse in [false, true] {
+        let mut args = vec![
+            "run",
+            "stream",
+            "-t",
+            "udp",
+            "--read-size",
+            "64M",
+            "--batch",
+            "1024",
+            "-d",
+            "1s",
+            "--to",
+            &server.addr,
+        ];
+        if reverse {
+            args.push("-R");
+        }
+        fails_with(
+            &args,
+            "--read-size of 67108864 bytes: one udp message holds at most 65507 bytes",
+        );
+    }
+    // Forward: the server's receivers would read 1024 x 64 MiB each.
+    let mut c = RawClient::open(
+        &server.addr,
+        &stream_test("udp", Direction::Forward, 1, 1024),
+    )
+    .expect("test opens");
+    let e = c.point(&point(1000, 64 << 20)).unwrap_err();
+    assert!(e.contains("read size of 67108864 bytes"), "{e}");
+    assert!(e.contains("65507"), "{e}");
+    // Reverse: the server's senders would write 1024 datagrams of 64 MiB each.
+    let mut c = RawClient::open(
+        &server.addr,
+        &stream_test("udp", Direction::Reverse, 1, 1024),
+    )
+    .expect("test opens");
+    let e = c.point(&point(64 << 20, 65_536)).unwrap_err();
+    assert!(e.contains("request/message size of 67108864 bytes"), "{e}");
+    // Sizes a datagram holds, but batches no open server should hold for one test.
+    let mut c = RawClient::open(
+        &server.addr,
+        &stream_test("udp", Direction::Forward, 8, 1024),
+    )
+    .expect("test opens");
+    let e = c.point(&point(1000, 65_536)).unwrap_err();
+    assert!(e.contains("--max-test-memory"), "{e}");
+    still_serves(&server.addr);
+}
+
+/// Defect 5: 16 ping-pong connections of 64 MiB held 1 GiB of the server's memory.
+#[test]
+fn sixteen_pingpongs_of_64_mib_are_refused_naming_the_memory_budget() {
+    let server = Server::start(&[]);
+    let line = fails_with(
+        &[
+            "run",
+            "pingpong",
+            "-P",
+            "16",
+            "--size",
+            "64M",
+            "-n",
+            "10",
+            "--to",
+            &server.addr,
+        ],
+        "memory budget per test is 256.0 MiB (--max-test-memory)",
+    );
+    assert!(line.contains("2048.0 MiB of buffers"), "{line}");
+    // The operator can set a smaller budget.
+    let small = Server::start(&["--max-test-memory", "1M"]);
+    fails_with(
+        &[
+            "run",
+            "pingpong",
+            "--size",
+            "1M",
+            "-n",
+            "10",
+            "--to",
+            &small.addr,
+        ],
+        "memory budget per test is 1.0 MiB",
+    );
+    still_serves(&server.addr);
+    still_serves(&small.addr);
+}
+
+/// The total budgets: a point that would take the server over its memory or data connections
+/// of all running tests is refused as "server busy", and the reservation of a point returns
+/// when it ends.
+#[test]
+fn total_budgets_refuse_what_running_tests_leave_no_room_for() {
+    let server = Server::start(&[
+        "--max-memory",
+        "4M",
+        "--max-streams-total",
+        "4",
+        "--io-timeout",
+        "20s",
+    ]);
+    // A point that is accepted holds its reservation (3 MiB, 3 connections) while it waits
+    // for its connections, up to the server's --io-timeout.
+    let mut holder = RawClient::open(&server.addr, &stream_test("tcp", Direction::Forward, 3, 1))
+        .expect("test opens");
+    holder
+        .point(&point(1 << 20, 1 << 20))
+        .expect("point accepted");
+    fails_with(
+        &[
+            "run",
+            "stream",
+            "--size",
+            "2M",
+            "--read-size",
+            "2M",
+            "-d",
+            "200ms",
+            "--to",
+            &server.addr,
+        ],
+        "(--max-memory)",
+    );
+    fails_with(
+        &[
+            "run",
+            "stream",
+            "-P",
+            "2",
+            "--size",
+            "1K",
+            "-d",
+            "200ms",
+            "--to",
+            &server.addr,
+        ],
+        "(--max-streams-total)",
+    );
+    drop(holder);
+    // Once the holder's point is over (its client gone), the room is back.
+    let until = Instant::now() + FINISH;
+    loop {
+        let out = run(&[
+            "run",
+            "stream",
+            "-P",
+            "2",
+            "--size",
+            "1K",
+            "-d",
+            "200ms",
+            "--to",
+            &server.addr,
+            "--json",
+        ]);
+        if out.status.success() {
+            break;
+        }
+        assert!(Instant::now() < until, "the reservation was never returned");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Defect 2, as reported: 1 MiB writes paced at 1 bit/s (one write every 97 days) held a
+/// slot after the client was killed. The server refuses such pacing outright, so the client
+/// fails at once and a server with one slot serves the next client.
+#[test]
+fn a_pacing_step_of_days_is_refused_and_the_slot_stays_free() {
+    let server = Server::start(&["--max-sessions", "1"]);
+    let started = Instant::now();
+    fails_with(
+        &[
+            "run",
+            "stream",
+            "-R",
+            "--bytes",
+            "2M",
+            "--size",
+            "1M",
+            "--rate",
+            "1",
+            "--warmup",
+            "0",
+            "--to",
+            &server.addr,
+        ],
+        "this server paces at most 1 s per step",
+    );
+    assert!(started.elapsed() < FINISH);
+    still_serves(&server.addr);
+}
+
+/// Defect 2, the mechanism: a server's paced sender between two writes notices that the
+/// client's control connection closed (kill -9) and ends the session within seconds, so that
+/// a server with one slot serves the next client.
+#[test]
+fn a_killed_clients_paced_test_frees_its_slot() {
+    let server = LoggedServer::start(&["--max-sessions", "1"]);
+    // One 1000-byte write a second for a minute: the sender sleeps almost all the time.
+    let mut victim = bin()
+        .args([
+            "run",
+            "stream",
+            "-R",
+            "-d",
+            "60s",
+            "--size",
+            "1000",
+            "--rate",
+            "8k",
+            "--warmup",
+            "0",
+            "--interval",
+            "1s",
+            "--no-save",
+            "--to",
+            &server.addr,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once the point runs: its first interval report is printed live.
+    let (tx, reports) = mpsc::channel();
+    let stdout = BufReader::new(victim.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for l in stdout.lines().map_while(Result::ok) {
+            if l.contains("] received") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    reports
+        .recv_timeout(FINISH)
+        .expect("the paced test runs and reports its first interval");
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    let line = server
+        .wait_for("ended", Duration::from_secs(30))
+        .expect("the session ends within 30 s of its client's death");
+    assert!(
+        line.contains("the client closed the control connection during the point"),
+        "{line}"
+    );
+    still_serves(&server.addr);
+}
+
+/// Defect 6: `--max-duration` bounds every point, byte- and iteration-bound ones and their
+/// warm-up included; the client prints the server's reason.
+#[test]
+fn the_duration_limit_ends_byte_and_iteration_bound_points() {
+    let server = Server::start(&["--max-duration", "1s", "--io-timeout", "1s"]);
+    let limit = "the server's duration limit of 1 s was reached";
+    for args in [
+        // Forward: the client sends 100 GB (paced, to spare the machine's CPUs).
+        &[
+            "run",
+            "stream",
+            "--bytes",
+            "100G",
+            "--rate",
+            "100M",
+            "--to",
+            &server.addr,
+        ][..],
+        // Reverse: the server would send them.
+        &[
+            "run",
+            "stream",
+            "-R",
+            "--bytes",
+            "100G",
+            "--rate",
+            "100M",
+            "--to",
+            &server.addr,
+        ][..],
+        // Transactions: a hundred million of them.
+        &["run", "pingpong", "-n", "100000000", "--to", &server.addr][..],
+        // Warm-up: a million writes of 64 KiB before the clock would start.
+        &[
+            "run",
+            "stream",
+            "--warmup",
+            "1000000",
+            "--size",
+            "64K",
+            "-n",
+            "10",
+            "--to",
+            &server.addr,
+        ][..],
+    ] {
+        let started = Instant::now();
+        let line = fails_with(args, limit);
+        assert!(
+            line.contains("server: the server's duration limit"),
+            "{line}"
+        );
+        assert!(
+            started.elapsed() < FINISH,
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+    }
+    // A paced warm-up that cannot fit is refused before it starts.
+    fails_with(
+        &[
+            "run",
+            "stream",
+            "--warmup",
+            "1000",
+            "--size",
+            "1000",
+            "--rate",
+            "80k",
+            "-d",
+            "1s",
+            "--to",
+            &server.addr,
+        ],
+        "exceeds this server's duration limit of 1 s",
+    );
+    still_serves(&server.addr);
+}
+
+/// `--max-rate`: the server's own senders must be paced within it, and a client whose data
+/// arrives faster on average is stopped.
+#[test]
+fn the_bit_rate_limit_holds_both_directions() {
+    let server = Server::start(&["--max-rate", "10M"]);
+    fails_with(
+        &[
+            "run", "stream", "-R", "-d", "1s", "--to", &server.addr,
+        ],
+        "the server would send unpaced; this server sends at most 10.000 Mbit/s per test (--max-rate)",
+    );
+    fails_with(
+        &[
+            "run",
+            "stream",
+            "-R",
+            "-d",
+            "1s",
+            "--rate",
+            "20M",
+            "--to",
+            &server.addr,
+        ],
+        "(--max-rate)",
+    );
+    run_json(&[
+        "stream",
+        "-R",
+        "-d",
+        "1s",
+        "--rate",
+        "5M",
+        "--to",
+        &server.addr,
+    ]);
+    // Unpaced over loopback: far above 10 Mbit/s, as data sent to the server or as
+    // transactions it answers.
+    for args in [
+        &["run", "stream", "-d", "20s", "--to", &server.addr][..],
+        &[
+            "run",
+            "pingpong",
+            "--size",
+            "64K",
+            "-d",
+            "20s",
+            "--to",
+            &server.addr,
+        ][..],
+    ] {
+        let started = Instant::now();
+        fails_with(
+            args,
+            "above this server's limit of 10.000 Mbit/s per test (--max-rate)",
+        );
+        assert!(started.elapsed() < FINISH);
+    }
+    still_serves(&server.addr);
+}
+
+/// Spin (a CPU per stream), busy-poll and raw frames are the operator's to allow.
+#[test]
+fn spin_busy_poll_and_raw_need_the_operators_permission() {
+    let server = Server::start(&[]);
+    fails_with(
+        &["run", "stream", "--spin", "-d", "200ms", "--to", &server.addr],
+        "spin (busy-polling data sockets) is not permitted on this server; its operator can allow it with --permit spin",
+    );
+    fails_with(
+        &[
+            "run",
+            "stream",
+            "-t",
+            "udp",
+            "--busy-poll",
+            "50",
+            "-d",
+            "200ms",
+            "--to",
+            &server.addr,
+        ],
+        "--permit busy-poll",
+    );
+    fails_with(
+        &[
+            "run",
+            "stream",
+            "-t",
+            "raw",
+            "-d",
+            "200ms",
+            "--to",
+            &server.addr,
+        ],
+        "--permit raw",
+    );
+    let open = Server::start(&["--permit", "spin,busy-poll,raw"]);
+    run_json(&["stream", "--spin", "-d", "200ms", "--to", &open.addr]);
+    run_json(&[
+        "stream",
+        "-t",
+        "udp",
+        "--busy-poll",
+        "50",
+        "--rate",
+        "10M",
+        "-d",
+        "200ms",
+        "--to",
+        &open.addr,
+    ]);
+    // Raw frames need root for packet sockets; without it the refusal is not the permit's.
+    let raw = run(&[
+        "run", "stream", "-t", "raw", "-d", "200ms", "--to", &open.addr,
+    ]);
+    let err = String::from_utf8_lossy(&raw.stderr);
+    assert!(!err.contains("not permitted"), "{err}");
+    // The self-hosted server of `wirebench run` allows everything.
+    run_json(&["stream", "--spin", "-d", "200ms"]);
+    still_serves(&server.addr);
+}
+
+/// Every new limit is listed in `serve --help`.
+#[test]
+fn serve_help_lists_the_budgets() {
+    let out = run(&["serve", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--max-test-memory",
+        "--max-memory",
+        "--max-streams-total",
+        "--max-rate",
+        "--permit",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from serve --help");
+    }
+}
