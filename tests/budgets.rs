@@ -156,6 +156,7 @@ impl RawClient {
                 magic: MAGIC.into(),
                 protocol: PROTOCOL_VERSION,
                 version: "test".into(),
+                nonce: None,
             },
         )
         .unwrap();
