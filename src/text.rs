@@ -1,0 +1,49 @@
+//! Text from elsewhere (a peer's messages, an imported file) made safe to print on a terminal.
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+/// `s` with every control character escaped (`\x1b` becomes `\u{1b}`, a newline `\n`), so
+/// that a peer's or a file's text can move no cursor, clear no screen, set no window title
+/// and forge no extra line of output. Text without control characters comes back borrowed.
+pub fn printable(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_unsafe) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if is_unsafe(c) {
+            let _ = write!(out, "{}", c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// C0 and C1 controls and DEL (terminals act on all of them; C1's CSI, U+009B, starts an
+/// escape sequence on its own), and the bidirectional overrides that reorder what is shown.
+fn is_unsafe(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_and_controls_are_escaped() {
+        assert_eq!(printable("host\x1b[2Jname"), "host\\u{1b}[2Jname");
+        assert_eq!(printable("a\nb\rc\td"), "a\\nb\\rc\\td");
+        assert_eq!(printable("csi\u{9b}31m"), "csi\\u{9b}31m");
+        assert_eq!(printable("del\u{7f}"), "del\\u{7f}");
+        assert_eq!(printable("rtl\u{202e}txt"), "rtl\\u{202e}txt");
+        assert!(!printable("\x07\x08\x1b]0;title\x07").contains(|c: char| c.is_control()));
+    }
+
+    #[test]
+    fn ordinary_text_is_borrowed_unchanged() {
+        let s = "Linux 6.8 x86_64, 4 CPUs — µs, ü, 測試";
+        assert!(matches!(printable(s), Cow::Borrowed(x) if x == s));
+    }
+}
