@@ -21,6 +21,16 @@ pub fn printable(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Like [`printable`], but keeps line breaks: for a whole block of output made of lines
+/// (a table, a listing) whose fields came from elsewhere.
+pub fn printable_lines(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| c != '\n' && is_unsafe(c)) {
+        return Cow::Borrowed(s);
+    }
+    let lines: Vec<Cow<'_, str>> = s.split('\n').map(printable).collect();
+    Cow::Owned(lines.join("\n"))
+}
+
 /// C0 and C1 controls and DEL (terminals act on all of them; C1's CSI, U+009B, starts an
 /// escape sequence on its own), and the bidirectional overrides that reorder what is shown.
 fn is_unsafe(c: char) -> bool {
@@ -39,6 +49,15 @@ mod tests {
         assert_eq!(printable("del\u{7f}"), "del\\u{7f}");
         assert_eq!(printable("rtl\u{202e}txt"), "rtl\\u{202e}txt");
         assert!(!printable("\x07\x08\x1b]0;title\x07").contains(|c: char| c.is_control()));
+    }
+
+    #[test]
+    fn lines_keep_their_breaks_and_lose_their_escapes() {
+        assert_eq!(
+            printable_lines("a\x1b[2J\nb\r\n"),
+            "a\\u{1b}[2J\nb\\r\n"
+        );
+        assert!(matches!(printable_lines("a\nb\n"), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -124,6 +124,8 @@ impl Session {
         let local = ctrl.local_addr().ok().map(|a| a.to_string());
         let middlebox = match (seen_as, local) {
             (Some(seen), Some(local)) if seen != local => {
+                // The server's words: escaped before they reach a terminal.
+                let seen = crate::text::printable(&seen).into_owned();
                 Some(format!("server sees {seen}, this side is {local}"))
             }
             _ => None,
