@@ -31,6 +31,31 @@ pub fn printable_lines(s: &str) -> Cow<'_, str> {
     Cow::Owned(lines.join("\n"))
 }
 
+/// Escapes, as [`printable`] does, every string in a JSON document: a result file or a
+/// peer's message is made safe once, where it enters, for every place that prints it later.
+pub fn escape_json_strings(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) => {
+            if let Cow::Owned(escaped) = printable(s) {
+                *s = escaped;
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(escape_json_strings),
+        serde_json::Value::Object(fields) => fields.values_mut().for_each(escape_json_strings),
+        _ => {}
+    }
+}
+
+/// `v` with every string in it escaped as by [`printable`] (through its JSON form); `v`
+/// unchanged if it has no JSON form that reads back.
+pub fn sanitized<T: serde::Serialize + serde::de::DeserializeOwned>(v: T) -> T {
+    let Ok(mut json) = serde_json::to_value(&v) else {
+        return v;
+    };
+    escape_json_strings(&mut json);
+    serde_json::from_value(json).unwrap_or(v)
+}
+
 /// C0 and C1 controls and DEL (terminals act on all of them; C1's CSI, U+009B, starts an
 /// escape sequence on its own), and the bidirectional overrides that reorder what is shown.
 fn is_unsafe(c: char) -> bool {
@@ -58,6 +83,19 @@ mod tests {
             "a\\u{1b}[2J\nb\\r\n"
         );
         assert!(matches!(printable_lines("a\nb\n"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn every_string_of_a_document_is_escaped() {
+        let mut v = serde_json::json!({"a": "x\u{1b}[2J", "b": [{"c": "y\nz"}, 3], "d": null});
+        escape_json_strings(&mut v);
+        assert_eq!(v["a"], "x\\u{1b}[2J");
+        assert_eq!(v["b"][0]["c"], "y\\nz");
+        let env = crate::env::Environment {
+            hostname: "h\u{1b}]0;t\u{7}".into(),
+            ..Default::default()
+        };
+        assert_eq!(sanitized(env).hostname, "h\\u{1b}]0;t\\u{7}");
     }
 
     #[test]

@@ -116,7 +116,10 @@ impl Session {
                 limits,
                 client_seen_as,
                 ..
-            } if protocol == PROTOCOL_VERSION => (environment, limits, client_seen_as),
+            } if protocol == PROTOCOL_VERSION => {
+                // The server's words end up in tables and logs: escaped where they enter.
+                (crate::text::sanitized(environment), limits, client_seen_as)
+            }
             _ => bail!("{addr} did not answer as a wirebench server of this version"),
         };
         // Data connections to the server's own data ports would bypass a relay or proxy in
@@ -340,7 +343,7 @@ impl Session {
         }
         control?;
         out.server = match server_reply(&mut self.ctrl)? {
-            ServerMessage::PointResult { report } => report,
+            ServerMessage::PointResult { report } => crate::text::sanitized(report),
             _ => bail!("unexpected answer at the end of a point"),
         };
         Ok(out)
