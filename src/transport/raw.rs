@@ -431,7 +431,10 @@ fn peer_mac(iface: &Iface, peer: IpAddr) -> Result<[u8; 6]> {
             "raw: the control peer {peer} is IPv6, whose link-layer address this server cannot look up; connect the control connection over IPv4"
         );
     };
-    let table = std::fs::read_to_string("/proc/net/arp").context("reading /proc/net/arp")?;
+    // thread-self: a lab's server thread has entered its host's network namespace, which
+    // /proc/net (the process's first thread's) does not show.
+    let table = std::fs::read_to_string("/proc/thread-self/net/arp")
+        .context("reading /proc/thread-self/net/arp")?;
     arp_lookup(&table, v4, &iface.name).with_context(|| {
         format!(
             "raw: the control peer {peer} has no link-layer address on {} (raw frames go only to the MAC of the control peer's address, on the same Ethernet segment)",
