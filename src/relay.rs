@@ -251,11 +251,13 @@ fn relay_one(client: TcpStream, pair: &Pair) {
     };
     // The read timeout is a tick for looking at the idle clock, not the idle timeout itself:
     // a pair is idle when neither direction moves, which one direction alone cannot see.
-    let tick = (pair.limits.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+    let tick =
+        (pair.limits.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
     for s in [&client, &server] {
         let _ = s.set_nodelay(true);
         if s.set_read_timeout(Some(tick)).is_err()
-            || s.set_write_timeout(Some(pair.limits.write_timeout)).is_err()
+            || s.set_write_timeout(Some(pair.limits.write_timeout))
+                .is_err()
         {
             return;
         }
@@ -330,7 +332,12 @@ fn pump(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 if activity.idle_for() >= idle {
                     let _ = why.compare_exchange(0, IDLE, Ordering::Relaxed, Ordering::Relaxed);
                     close_both(&from, &to);
@@ -346,7 +353,10 @@ fn pump(
         };
         activity.touch();
         if let Err(e) = write_all_active(&mut to, &buf[..n], activity) {
-            if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) {
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) {
                 let _ = why.compare_exchange(0, WRITE_STUCK, Ordering::Relaxed, Ordering::Relaxed);
             }
             close_both(&from, &to);

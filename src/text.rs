@@ -78,10 +78,7 @@ mod tests {
 
     #[test]
     fn lines_keep_their_breaks_and_lose_their_escapes() {
-        assert_eq!(
-            printable_lines("a\x1b[2J\nb\r\n"),
-            "a\\u{1b}[2J\nb\\r\n"
-        );
+        assert_eq!(printable_lines("a\x1b[2J\nb\r\n"), "a\\u{1b}[2J\nb\\r\n");
         assert!(matches!(printable_lines("a\nb\n"), Cow::Borrowed(_)));
     }
 

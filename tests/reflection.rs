@@ -54,7 +54,12 @@ impl Control {
     }
 
     /// Opens a one-stream test and one point of it; returns the data endpoint and cookie.
-    fn open(&mut self, transport: &str, pattern: PatternKind, direction: Direction) -> (String, String) {
+    fn open(
+        &mut self,
+        transport: &str,
+        pattern: PatternKind,
+        direction: Direction,
+    ) -> (String, String) {
         let spec = TestSpec {
             pattern,
             transport: transport.into(),
@@ -139,7 +144,10 @@ fn a_udp_data_hello_from_another_address_than_the_control_peer_gets_nothing_sent
             received += n;
         }
     }
-    assert_eq!(received, 0, "the server sent {received} bytes to the spoofed address");
+    assert_eq!(
+        received, 0,
+        "the server sent {received} bytes to the spoofed address"
+    );
     // The server had no data connection when its accept ran out: it says so.
     match c.reply() {
         ServerMessage::Error { message } => {
@@ -160,8 +168,21 @@ fn a_reverse_udp_test_from_the_control_peer_still_runs() {
     let server = Server::start(&[]);
     // run_json asserts that the run succeeded and is complete.
     run_json(&[
-        "stream", "-t", "udp", "-R", "--size", "1000", "--rate", "10M", "-d", "1s", "--warmup",
-        "0", "--to", &server.addr, "--no-save",
+        "stream",
+        "-t",
+        "udp",
+        "-R",
+        "--size",
+        "1000",
+        "--rate",
+        "10M",
+        "-d",
+        "1s",
+        "--warmup",
+        "0",
+        "--to",
+        &server.addr,
+        "--no-save",
     ]);
 }
 
@@ -203,7 +224,14 @@ struct Relay {
 impl Relay {
     fn start(forward: &str, extra: &[&str]) -> Relay {
         let mut child = bin()
-            .args(["relay", "--listen", "127.0.0.1:0", "--forward", forward, "-v"])
+            .args([
+                "relay",
+                "--listen",
+                "127.0.0.1:0",
+                "--forward",
+                forward,
+                "-v",
+            ])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -263,7 +291,13 @@ fn closed_within(mut s: &TcpStream, limit: Duration) -> bool {
 #[test]
 fn the_relay_refuses_a_huge_buffer_in_one_line() {
     let out = run(&[
-        "relay", "--listen", "127.0.0.1:0", "--forward", "127.0.0.1:1", "--buffer", "64G",
+        "relay",
+        "--listen",
+        "127.0.0.1:0",
+        "--forward",
+        "127.0.0.1:1",
+        "--buffer",
+        "64G",
     ]);
     assert!(!out.status.success());
     let err = text(&out.stderr);
@@ -369,7 +403,13 @@ fn the_relay_closes_a_pair_whose_reader_stopped_reading() {
 fn a_sweep_of_a_hundred_million_points_is_refused_before_it_is_built() {
     let started = Instant::now();
     let out = run(&[
-        "run", "pingpong", "--size", "1..10000:+1", "--sndbuf", "1..10000:+1", "--no-save",
+        "run",
+        "pingpong",
+        "--size",
+        "1..10000:+1",
+        "--sndbuf",
+        "1..10000:+1",
+        "--no-save",
     ]);
     assert!(started.elapsed() < PATIENCE);
     assert!(!out.status.success());
@@ -388,7 +428,10 @@ fn results(args: &[&str], db: &str) -> Output {
 }
 
 fn tmp_dir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("wirebench-reflection-{}-{name}", std::process::id()));
+    let d = std::env::temp_dir().join(format!(
+        "wirebench-reflection-{}-{name}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&d).unwrap();
     d
 }

@@ -76,8 +76,7 @@ pub const MAX_POINTS: usize = 100_000;
 /// Points of a sweep over options with these numbers of values each: their product, exact
 /// (u128 holds a product of five counts of at most 10 000 each).
 pub fn sweep_points(dims: &[usize]) -> u128 {
-    dims.iter()
-        .fold(1u128, |n, &d| n.saturating_mul(d as u128))
+    dims.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128))
 }
 
 fn sweep(spec: Option<&str>, what: &str) -> Result<Vec<u64>> {

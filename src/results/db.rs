@@ -397,8 +397,7 @@ fn version_of(conn: &Connection) -> Result<u32> {
 
 /// Parses a result document, refusing other schemas and newer versions of this one.
 pub fn parse_report(json: &str) -> Result<RunReport> {
-    let mut value: serde_json::Value =
-        serde_json::from_str(json).context("not a JSON document")?;
+    let mut value: serde_json::Value = serde_json::from_str(json).context("not a JSON document")?;
     // A result may come from anywhere (an imported file, a run against a hostile server): no
     // control character of its text reaches a terminal or the database's columns.
     crate::text::escape_json_strings(&mut value);

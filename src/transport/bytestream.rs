@@ -241,8 +241,7 @@ impl<S: StreamSocket> CookieGate<S> {
                 // The peer gave up between SYN and accept: nothing to admit.
                 Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
                 Err(e) => {
-                    return Err(e)
-                        .with_context(|| format!("accepting a {what} data connection"))
+                    return Err(e).with_context(|| format!("accepting a {what} data connection"))
                 }
             };
             if stream.nonblocking(true).is_err() {
@@ -300,7 +299,8 @@ mod tests {
             assert!(started.elapsed() < COOKIE_WAIT, "{squatters} squatters");
             // The bytes after the cookie are the test's, untouched by the gate.
             let mut data = [0u8; 4];
-            conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            conn.set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
             let mut have = 0;
             while have < 4 {
                 have += conn.recv(&mut data[have..]).unwrap();
@@ -318,7 +318,9 @@ mod tests {
         let cookie = Cookie([4; 16]);
         let mut client = TcpStream::connect(addr).unwrap();
         client.write_all(&cookie.0).unwrap();
-        let got = listener.accept(&cookie, Duration::from_millis(500)).unwrap();
+        let got = listener
+            .accept(&cookie, Duration::from_millis(500))
+            .unwrap();
         assert!(got.is_none());
         // Closed by the server: the client reads end of stream (or a reset).
         client

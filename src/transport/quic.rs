@@ -1119,10 +1119,12 @@ mod tests {
     /// A listener on loopback and what a client needs to reach it.
     fn serve() -> (Box<dyn Listener>, SocketAddr, String, Cookie) {
         let quic = Quic::new(&TransportConfig::default()).unwrap();
-        let listener = quic.listen(
-            IpAddr::V4(Ipv4Addr::LOCALHOST),
-            IpAddr::V4(Ipv4Addr::LOCALHOST),
-        ).unwrap();
+        let listener = quic
+            .listen(
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+            )
+            .unwrap();
         let endpoint = listener.endpoint();
         // connect() takes the control address: only its IP is used.
         let control = SocketAddr::from((Ipv4Addr::LOCALHOST, 9));
@@ -1227,6 +1229,37 @@ mod tests {
         };
         assert!(err.contains("refused the test cookie"), "{err}");
         assert!(server.join().unwrap(), "the listener admitted nothing");
+    }
+
+    /// Reflection: a QUIC connection from another address than the control peer gets no
+    /// answer at all (not even the handshake's), and the listener admits nothing.
+    #[test]
+    fn a_connection_from_another_address_than_the_control_peer_gets_no_answer() {
+        let quic = Quic::new(&TransportConfig::default()).unwrap();
+        let mut listener = quic
+            .listen(
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)),
+            )
+            .unwrap();
+        let endpoint = listener.endpoint();
+        let cookie = Cookie::random().unwrap();
+        let server = std::thread::spawn(move || {
+            listener
+                .accept(&cookie, Duration::from_millis(1500))
+                .unwrap()
+                .is_none()
+        });
+        let control = SocketAddr::from((Ipv4Addr::LOCALHOST, 9));
+        let got = quic.connect(
+            control,
+            &endpoint,
+            &SocketOptions::default(),
+            &cookie,
+            Duration::from_secs(2),
+        );
+        assert!(got.is_err(), "a stranger's connection was answered");
+        assert!(server.join().unwrap(), "the listener admitted a stranger");
     }
 
     #[test]

@@ -900,7 +900,9 @@ mod tests {
         for _ in 0..5 {
             send_from([2, 0, 0, 0, 0, 0x66], 4001);
         }
-        let got = listener.accept(&cookie, Duration::from_millis(800)).unwrap();
+        let got = listener
+            .accept(&cookie, Duration::from_millis(800))
+            .unwrap();
         assert!(got.is_none(), "a HELLO from a forged MAC was admitted");
         send_from([0; 6], 4002);
         let got = listener.accept(&cookie, Duration::from_secs(10)).unwrap();

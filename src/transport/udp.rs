@@ -78,9 +78,7 @@ impl Transport for Udp {
             );
             std::thread::Builder::new()
                 .name("wb-udp-hello".into())
-                .spawn(move || {
-                    answer_hellos(&socket, peer, &answered, &stop, &ignored, &tx)
-                })
+                .spawn(move || answer_hellos(&socket, peer, &answered, &stop, &ignored, &tx))
                 .context("starting the UDP handshake thread")?;
         }
         Ok(Box::new(UdpListener {
@@ -422,10 +420,15 @@ mod tests {
             .set_read_timeout(Some(Duration::from_millis(500)))
             .unwrap();
         stranger.send_to(&hello, to).unwrap();
-        let got = listener.accept(&cookie, Duration::from_millis(800)).unwrap();
+        let got = listener
+            .accept(&cookie, Duration::from_millis(800))
+            .unwrap();
         assert!(got.is_none(), "a stranger's HELLO was admitted");
         let mut buf = [0u8; 64];
-        assert!(stranger.recv_from(&mut buf).is_err(), "a stranger got an ACK");
+        assert!(
+            stranger.recv_from(&mut buf).is_err(),
+            "a stranger got an ACK"
+        );
         assert_eq!(listener.strangers(), 1);
 
         let client = UdpSocket::bind(SocketAddr::new(local, 0)).unwrap();
