@@ -15,7 +15,9 @@ pub const EXIT_FAILURE: i32 = 1;
 
 /// One line: the error and its causes, joined.
 pub fn one_line(e: &anyhow::Error) -> String {
-    format!("{e:#}").replace('\n', " ")
+    // An error may quote a peer (a server's refusal) or a file: no escape sequence of theirs
+    // reaches the terminal.
+    crate::text::printable(&format!("{e:#}").replace('\n', " ")).into_owned()
 }
 
 pub fn main_with(cli: Cli) -> i32 {

@@ -21,5 +21,6 @@ pub mod report;
 pub mod results;
 pub mod stats;
 pub mod sys;
+pub mod text;
 pub mod transport;
 pub mod units;

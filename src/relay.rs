@@ -6,15 +6,20 @@
 //! copy bytes through user space with read and write, as such a daemon does. Both sockets
 //! have Nagle off, so the relay adds its copying and scheduling, not a coalescing delay.
 //! Byte counts per connection are logged so that a test can check that nothing was lost.
+//!
+//! A relay faces whoever can reach its port, so it bounds what they can hold: a cap on the
+//! pairs relayed at once (each costs two threads and four descriptors), an idle timeout (a pair
+//! with no byte either way is closed), a write timeout (a peer that stops reading cannot hold a
+//! pair open with a full send buffer), and a cap on the copy buffer it allocates per direction.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use crate::control::client::resolve;
@@ -28,15 +33,50 @@ pub struct RelayArgs {
     /// Where to forward each connection, HOST[:PORT] (default port 5320).
     #[arg(long)]
     pub forward: String,
-    /// Bytes copied per read and write call (binary suffixes).
+    /// Bytes copied per read and write call (binary suffixes), at most 16M: one such buffer
+    /// per direction of every relayed connection.
     #[arg(long, default_value = "128K", value_parser = crate::cli::parse_bytes)]
     pub buffer: u64,
     /// Timeout of connecting to the forward address, e.g. 5s.
     #[arg(long, default_value = "10s", value_parser = crate::cli::parse_duration)]
     pub connect_timeout: Duration,
+    /// Connections relayed at once; one more is closed as soon as it is accepted. Each costs
+    /// two threads and four descriptors.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// A relayed connection with no byte in either direction for this long is closed.
+    #[arg(long, default_value = "120s", value_parser = crate::cli::parse_duration)]
+    pub idle_timeout: Duration,
+    /// A write to either side that cannot progress for this long (the peer reads nothing)
+    /// closes the connection.
+    #[arg(long, default_value = "30s", value_parser = crate::cli::parse_duration)]
+    pub write_timeout: Duration,
     /// Print one line per closed connection with the bytes relayed each way.
     #[arg(long, short)]
     pub verbose: bool,
+}
+
+/// The largest copy buffer: 16 MiB per direction, far beyond what a socket hands one read.
+pub const MAX_BUFFER: u64 = 16 << 20;
+/// Default cap on connections relayed at once.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+
+/// How a relay bounds each connection.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_connections: usize,
+    pub idle_timeout: Duration,
+    pub write_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: Duration::from_secs(120),
+            write_timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 /// A running relay: its listener and what it forwards to.
@@ -45,20 +85,49 @@ pub struct Relay {
     forward: SocketAddr,
     buffer: usize,
     connect_timeout: Duration,
+    limits: Limits,
+    active: Arc<AtomicUsize>,
     log: bool,
 }
 
+/// The copy buffer asked for, refused in one line above [`MAX_BUFFER`] (before, --buffer 64G
+/// aborted the relay on its first connection, failing to allocate it).
+pub fn check_buffer(buffer: u64) -> Result<usize> {
+    if buffer == 0 || buffer > MAX_BUFFER {
+        bail!(
+            "--buffer {buffer} bytes: the relay copies through buffers of 1 byte to {} MiB",
+            MAX_BUFFER >> 20
+        );
+    }
+    Ok(buffer as usize)
+}
+
 impl Relay {
-    pub fn bind(listen: SocketAddr, forward: SocketAddr, buffer: usize) -> Result<Relay> {
+    pub fn bind(listen: SocketAddr, forward: SocketAddr, buffer: u64) -> Result<Relay> {
+        let buffer = check_buffer(buffer)?;
         let listener =
             TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
         Ok(Relay {
             listener,
             forward,
-            buffer: buffer.max(1),
+            buffer,
             connect_timeout: Duration::from_secs(10),
+            limits: Limits::default(),
+            active: Arc::new(AtomicUsize::new(0)),
             log: false,
         })
+    }
+
+    /// Sets the caps and timeouts; a zero cap or timeout is refused.
+    pub fn set_limits(&mut self, limits: Limits) -> Result<()> {
+        if limits.max_connections == 0 {
+            bail!("--max-connections must be at least 1");
+        }
+        if limits.idle_timeout.is_zero() || limits.write_timeout.is_zero() {
+            bail!("--idle-timeout and --write-timeout must be longer than 0");
+        }
+        self.limits = limits;
+        Ok(())
     }
 
     pub fn local_addr(&self) -> Result<SocketAddr> {
@@ -76,11 +145,34 @@ impl Relay {
                     continue;
                 }
             };
-            let (forward, buffer, timeout, log) =
-                (self.forward, self.buffer, self.connect_timeout, self.log);
+            // Counted before its thread exists, so that a burst of connections cannot outrun
+            // the cap; a connection over it is closed at once.
+            if self.active.fetch_add(1, Ordering::SeqCst) >= self.limits.max_connections {
+                self.active.fetch_sub(1, Ordering::SeqCst);
+                if self.log {
+                    let peer = client.peer_addr().map(|a| a.to_string());
+                    eprintln!(
+                        "wirebench relay: {} refused: {} connections relayed already (--max-connections)",
+                        peer.unwrap_or_else(|_| "?".into()),
+                        self.limits.max_connections
+                    );
+                }
+                continue;
+            }
+            let slot = Slot(Arc::clone(&self.active));
+            let pair = Pair {
+                forward: self.forward,
+                buffer: self.buffer,
+                connect_timeout: self.connect_timeout,
+                limits: self.limits,
+                log: self.log,
+            };
             let _ = thread::Builder::new()
                 .name("wb-relay".into())
-                .spawn(move || relay_one(client, forward, buffer, timeout, log));
+                .spawn(move || {
+                    let _slot = slot;
+                    relay_one(client, &pair)
+                });
         }
         Ok(())
     }
@@ -95,12 +187,60 @@ impl Relay {
     }
 }
 
-fn relay_one(client: TcpStream, forward: SocketAddr, buffer: usize, timeout: Duration, log: bool) {
+/// Gives a connection's place under the cap back when its relaying ends (or its thread could
+/// not start).
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What relaying one connection needs.
+#[derive(Clone, Copy)]
+struct Pair {
+    forward: SocketAddr,
+    buffer: usize,
+    connect_timeout: Duration,
+    limits: Limits,
+    log: bool,
+}
+
+/// When either direction of a pair last moved a byte, as milliseconds since `start`.
+struct Activity {
+    start: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity {
+            start: Instant::now(),
+            last_ms: AtomicU64::new(0),
+        }
+    }
+    fn touch(&self) {
+        let now = self.start.elapsed().as_millis() as u64;
+        self.last_ms.store(now, Ordering::Relaxed);
+    }
+    fn idle_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+        self.start.elapsed().saturating_sub(last)
+    }
+}
+
+/// Why a pair was closed before both its directions ended.
+const IDLE: u8 = 1;
+const WRITE_STUCK: u8 = 2;
+
+fn relay_one(client: TcpStream, pair: &Pair) {
+    let (forward, log) = (pair.forward, pair.log);
     let peer = client
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "?".into());
-    let server = match TcpStream::connect_timeout(&forward, timeout) {
+    let server = match TcpStream::connect_timeout(&forward, pair.connect_timeout) {
         Ok(s) => s,
         Err(e) => {
             if log {
@@ -109,23 +249,59 @@ fn relay_one(client: TcpStream, forward: SocketAddr, buffer: usize, timeout: Dur
             return;
         }
     };
-    let _ = client.set_nodelay(true);
-    let _ = server.set_nodelay(true);
+    // The read timeout is a tick for looking at the idle clock, not the idle timeout itself:
+    // a pair is idle when neither direction moves, which one direction alone cannot see.
+    let tick =
+        (pair.limits.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+    for s in [&client, &server] {
+        let _ = s.set_nodelay(true);
+        if s.set_read_timeout(Some(tick)).is_err()
+            || s.set_write_timeout(Some(pair.limits.write_timeout))
+                .is_err()
+        {
+            return;
+        }
+    }
     let up = Arc::new(AtomicU64::new(0));
     let down = Arc::new(AtomicU64::new(0));
+    let activity = Arc::new(Activity::new());
+    let why = Arc::new(std::sync::atomic::AtomicU8::new(0));
     let (c2, s2) = match (client.try_clone(), server.try_clone()) {
         (Ok(c), Ok(s)) => (c, s),
         _ => return,
     };
-    let up_count = Arc::clone(&up);
-    let upstream = thread::Builder::new()
-        .name("wb-relay-up".into())
-        .spawn(move || pump(c2, s2, buffer, &up_count));
-    pump(server, client, buffer, &down);
+    let upstream = {
+        let (count, activity, why) = (Arc::clone(&up), Arc::clone(&activity), Arc::clone(&why));
+        let (buffer, idle) = (pair.buffer, pair.limits.idle_timeout);
+        thread::Builder::new()
+            .name("wb-relay-up".into())
+            .spawn(move || pump(c2, s2, buffer, &count, &activity, idle, &why))
+    };
+    if upstream.is_err() {
+        return;
+    }
+    pump(
+        server,
+        client,
+        pair.buffer,
+        &down,
+        &activity,
+        pair.limits.idle_timeout,
+        &why,
+    );
     if let Ok(h) = upstream {
         let _ = h.join();
     }
     if log {
+        match why.load(Ordering::Relaxed) {
+            IDLE => eprintln!(
+                "wirebench relay: {peer} -> {forward}: no byte either way for the idle timeout (--idle-timeout): closing"
+            ),
+            WRITE_STUCK => eprintln!(
+                "wirebench relay: {peer} -> {forward}: a write made no progress for the write timeout (--write-timeout): closing"
+            ),
+            _ => {}
+        }
         eprintln!(
             "wirebench relay: {peer} -> {forward} closed: {} bytes up (to {forward}), {} bytes down",
             up.load(Ordering::Relaxed),
@@ -135,27 +311,77 @@ fn relay_one(client: TcpStream, forward: SocketAddr, buffer: usize, timeout: Dur
 }
 
 /// Copies `from` to `to` until end of stream or an error, counting bytes into `count`; then
-/// passes the end on (half-close) so the other direction can finish on its own.
-fn pump(mut from: TcpStream, mut to: TcpStream, buffer: usize, count: &AtomicU64) {
+/// passes the end on (half-close) so the other direction can finish on its own. Closes both
+/// sockets, for both directions, when the pair has been idle for `idle` or a write is stuck.
+fn pump(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    buffer: usize,
+    count: &AtomicU64,
+    activity: &Activity,
+    idle: Duration,
+    why: &std::sync::atomic::AtomicU8,
+) {
     let mut buf = vec![0u8; buffer];
+    let close_both = |from: &TcpStream, to: &TcpStream| {
+        let _ = from.shutdown(Shutdown::Both);
+        let _ = to.shutdown(Shutdown::Both);
+    };
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                if activity.idle_for() >= idle {
+                    let _ = why.compare_exchange(0, IDLE, Ordering::Relaxed, Ordering::Relaxed);
+                    close_both(&from, &to);
+                    return;
+                }
+                continue;
+            }
             Err(_) => {
                 // A reset on one side resets the other: nothing half-open stays behind.
-                let _ = to.shutdown(Shutdown::Both);
+                close_both(&from, &to);
                 return;
             }
         };
-        if to.write_all(&buf[..n]).is_err() {
-            let _ = from.shutdown(Shutdown::Both);
+        activity.touch();
+        if let Err(e) = write_all_active(&mut to, &buf[..n], activity) {
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) {
+                let _ = why.compare_exchange(0, WRITE_STUCK, Ordering::Relaxed, Ordering::Relaxed);
+            }
+            close_both(&from, &to);
             return;
         }
         count.fetch_add(n as u64, Ordering::Relaxed);
     }
     let _ = to.shutdown(Shutdown::Write);
+}
+
+/// write_all that counts each partial write as activity: a slow reader that still takes bytes
+/// is not idle, and the write timeout applies to one write without progress, not to the whole.
+fn write_all_active(to: &mut TcpStream, mut data: &[u8], activity: &Activity) -> io::Result<()> {
+    while !data.is_empty() {
+        match to.write(data) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                data = &data[n..];
+                activity.touch();
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// `wirebench relay`.
@@ -169,17 +395,23 @@ pub fn run(a: RelayArgs) -> Result<()> {
         .parse()
         .with_context(|| format!("--listen '{}': expected [HOST:]PORT", a.listen))?;
     let forward = resolve(&a.forward, DEFAULT_PORT)?;
-    let mut relay = Relay::bind(
-        listen,
-        forward,
-        usize::try_from(a.buffer).unwrap_or(1 << 17),
-    )?;
+    // Checked before anything is bound: a refused option is one line, not a listening relay.
+    check_buffer(a.buffer)?;
+    let mut relay = Relay::bind(listen, forward, a.buffer)?;
     relay.connect_timeout = a.connect_timeout;
+    relay.set_limits(Limits {
+        max_connections: a.max_connections,
+        idle_timeout: a.idle_timeout,
+        write_timeout: a.write_timeout,
+    })?;
     relay.log = a.verbose;
     eprintln!(
-        "wirebench relay on {} forwarding to {forward} (user-space copy, {} B per call; clients need --one-port)",
+        "wirebench relay on {} forwarding to {forward} (user-space copy, {} B per call; clients need --one-port; at most {} connections, idle timeout {:?}, write timeout {:?})",
         relay.local_addr()?,
-        relay.buffer
+        relay.buffer,
+        relay.limits.max_connections,
+        relay.limits.idle_timeout,
+        relay.limits.write_timeout
     );
     relay.serve()
 }

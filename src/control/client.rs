@@ -165,7 +165,10 @@ impl Session {
                 limits,
                 client_seen_as,
                 ..
-            } if protocol == PROTOCOL_VERSION => (environment, limits, client_seen_as),
+            } if protocol == PROTOCOL_VERSION => {
+                // The server's words end up in tables and logs: escaped where they enter.
+                (crate::text::sanitized(environment), limits, client_seen_as)
+            }
             _ => bail!("{addr} did not answer as a wirebench server of this version"),
         };
         // Data connections to the server's own data ports would bypass a relay or proxy in
@@ -173,6 +176,8 @@ impl Session {
         let local = ctrl.local_addr().ok().map(|a| a.to_string());
         let middlebox = match (seen_as, local) {
             (Some(seen), Some(local)) if seen != local => {
+                // The server's words: escaped before they reach a terminal.
+                let seen = crate::text::printable(&seen).into_owned();
                 Some(format!("server sees {seen}, this side is {local}"))
             }
             _ => None,
@@ -396,7 +401,7 @@ impl Session {
         }
         control?;
         out.server = match server_reply(&mut self.ctrl)? {
-            ServerMessage::PointResult { report } => report,
+            ServerMessage::PointResult { report } => crate::text::sanitized(report),
             _ => bail!("unexpected answer at the end of a point"),
         };
         Ok(out)

@@ -142,7 +142,11 @@ fn session_thread(admitted: Admitted, config: Arc<ServerConfig>, routes: Arc<Dat
             },
         );
         if config.log {
-            eprintln!("wirebench serve: session from {peer} ended: {e:#}");
+            let why = format!("{e:#}");
+            eprintln!(
+                "wirebench serve: session from {peer} ended: {}",
+                crate::text::printable(&why)
+            );
         }
     } else if config.log {
         eprintln!("wirebench serve: session from {peer} done");
@@ -258,11 +262,13 @@ fn session(
         if !super::oneport::carries(transport.name()) {
             bail!("one-port tests carry data on the control port's TCP: tcp only");
         }
-        let (route, handed) = DataRoutes::open(routes, &cookie);
+        let connections = pattern::connection_count(spec.pattern, spec.direction, spec.streams);
+        let capacity = super::oneport::queue_capacity(connections);
+        let (route, handed) = DataRoutes::open(routes, &cookie, capacity);
         _route = Some(route);
         Box::new(HandedOverListener::new(handed))
     } else {
-        transport.listen(local_ip)?
+        transport.listen(local_ip, ctrl.peer_addr()?.ip())?
     };
     write_frame(
         ctrl,

@@ -70,6 +70,15 @@ fn default_size(pattern: PatternKind, reliable: bool) -> u64 {
     }
 }
 
+/// Most points one run may have.
+pub const MAX_POINTS: usize = 100_000;
+
+/// Points of a sweep over options with these numbers of values each: their product, exact
+/// (u128 holds a product of five counts of at most 10 000 each).
+pub fn sweep_points(dims: &[usize]) -> u128 {
+    dims.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128))
+}
+
 fn sweep(spec: Option<&str>, what: &str) -> Result<Vec<u64>> {
     match spec {
         None => Ok(vec![0]),
@@ -299,6 +308,26 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
         bail!("--pace-burst needs --rate: it groups the paced sender's writes");
     }
 
+    // Counted before one point is built: five swept options multiply, and 10^8 points were
+    // built (6.8 GB) before this limit was ever looked at.
+    let dims = [
+        sizes.len(),
+        sndbufs.len(),
+        rcvbufs.len(),
+        server_sndbufs.len(),
+        server_rcvbufs.len(),
+    ];
+    let count = sweep_points(&dims);
+    if count > MAX_POINTS as u128 {
+        bail!(
+            "the sweep has {count} points ({} sizes x {} sndbuf x {} rcvbuf x {} server-sndbuf x {} server-rcvbuf); at most {MAX_POINTS} are allowed",
+            dims[0],
+            dims[1],
+            dims[2],
+            dims[3],
+            dims[4]
+        );
+    }
     let base_socket = SocketOptions {
         sndbuf: 0,
         rcvbuf: 0,
@@ -335,12 +364,6 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
                 }
             }
         }
-    }
-    if points.len() > 100_000 {
-        bail!(
-            "the sweep has {} points; at most 100000 are allowed",
-            points.len()
-        );
     }
 
     Ok(RunPlan {

@@ -39,9 +39,11 @@ impl Default for TableSink {
     }
 }
 
+/// Every table line goes out here: host names, kernels, CPU models and notes in it may come
+/// from the peer or from an imported file, so their control characters are escaped.
 fn out(line: &str) {
     let mut o = std::io::stdout().lock();
-    let _ = writeln!(o, "{line}");
+    let _ = writeln!(o, "{}", crate::text::printable_lines(line));
 }
 
 fn pct(x: f64) -> String {

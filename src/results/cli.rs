@@ -246,7 +246,8 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let (a_id, ra) = load(&db, &a.a)?;
             let (b_id, rb) = load(&db, &a.b)?;
             let c = compare::compare(&ra, &rb)?;
-            print!("{}", compare::format(&c, a_id, b_id, &ra, &rb));
+            let text = compare::format(&c, a_id, b_id, &ra, &rb);
+            print!("{}", crate::text::printable_lines(&text));
             if let Some(t) = threshold {
                 let failed = compare::failures(&c, t);
                 if !failed.is_empty() {

@@ -397,7 +397,10 @@ fn version_of(conn: &Connection) -> Result<u32> {
 
 /// Parses a result document, refusing other schemas and newer versions of this one.
 pub fn parse_report(json: &str) -> Result<RunReport> {
-    let value: serde_json::Value = serde_json::from_str(json).context("not a JSON document")?;
+    let mut value: serde_json::Value = serde_json::from_str(json).context("not a JSON document")?;
+    // A result may come from anywhere (an imported file, a run against a hostile server): no
+    // control character of its text reaches a terminal or the database's columns.
+    crate::text::escape_json_strings(&mut value);
     let schema = value.get("schema").and_then(|s| s.as_str());
     if schema != Some(SCHEMA) {
         bail!(

@@ -14,6 +14,7 @@ use crate::plan::RunPlan;
 use crate::report::model::RunReport;
 use crate::report::table::TableSink;
 use crate::report::Sink;
+use crate::text::printable;
 
 /// The `history` listing: one line per run, newest first.
 pub fn format_history(rows: &[RunRow]) -> String {
@@ -35,16 +36,18 @@ pub fn format_history(rows: &[RunRow]) -> String {
         if r.source == "import" {
             notes.push("imported");
         }
+        // Every text field may come from an imported file: escaped, so that none can clear
+        // the screen or forge a line of the listing.
         out.push_str(&format!(
             "{:>5}  {:<24} {:<8} {:<4} {:<22} {:<16} {:>6}  {}{}\n",
             r.id,
-            r.started_at,
-            r.pattern,
-            r.transport,
-            r.server_address.as_deref().unwrap_or("-"),
-            r.client_host.as_deref().unwrap_or("-"),
+            printable(&r.started_at),
+            printable(&r.pattern),
+            printable(&r.transport),
+            printable(r.server_address.as_deref().unwrap_or("-")),
+            printable(r.client_host.as_deref().unwrap_or("-")),
             r.points,
-            describe(&r.pattern, &h),
+            printable(&describe(&r.pattern, &h)),
             if notes.is_empty() {
                 String::new()
             } else {
@@ -123,9 +126,39 @@ pub fn show(r: &RunReport) -> Result<()> {
     }
     sink.finish(r);
     if let Some(e) = &r.error {
-        println!("# error: {e}");
+        println!("# error: {}", printable(e));
     }
     Ok(())
+}
+
+/// Reads `from` to its end as UTF-8 text, refusing it once it has more than `cap` bytes or
+/// once its first bytes show it is no JSON document (a stream of zeros stops at once).
+fn read_capped(from: impl std::io::Read, cap: u64) -> Result<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let mut limited = from.take(cap + 1);
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = match limited.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        bytes.extend_from_slice(&chunk[..n]);
+        if bytes.len() as u64 > cap {
+            anyhow::bail!(
+                "more than {} MiB: larger than any result document",
+                cap >> 20
+            );
+        }
+        if let Some(&first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+            if first != b'{' {
+                anyhow::bail!("not a JSON document (a result document starts with '{{')");
+            }
+        }
+    }
+    String::from_utf8(bytes).context("not UTF-8 text")
 }
 
 pub fn export_json(r: &RunReport) -> Result<String> {
@@ -141,13 +174,68 @@ pub fn export_csv(r: &RunReport) -> String {
     out
 }
 
+/// The largest result document `import` reads: far more than any run writes (a sweep of
+/// 100 000 points), far less than what would exhaust the memory of the host.
+pub const MAX_IMPORT: u64 = 256 << 20;
+
 /// Reads a result document (`-` for stdin) and saves it as a new, imported run.
 pub fn import(db: &Db, file: &std::path::Path) -> Result<i64> {
     let text = if file.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin()).context("reading stdin")?
+        read_capped(std::io::stdin().lock(), MAX_IMPORT).context("reading stdin")?
     } else {
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?
+        let f = std::fs::File::open(file).with_context(|| format!("reading {}", file.display()))?;
+        // A regular file is judged by its size before a byte is read; anything else (a pipe,
+        // /dev/zero) by reading at most one byte past the limit.
+        if let Ok(m) = f.metadata() {
+            if m.is_file() && m.len() > MAX_IMPORT {
+                anyhow::bail!(
+                    "{}: {} bytes, larger than any result document (at most {} MiB are imported)",
+                    file.display(),
+                    m.len(),
+                    MAX_IMPORT >> 20
+                );
+            }
+        }
+        read_capped(f, MAX_IMPORT).with_context(|| format!("reading {}", file.display()))?
     };
     let report = db::parse_report(&text).with_context(|| format!("{}", file.display()))?;
     db.insert(&report, Source::Import)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn reading_stops_past_the_cap_and_at_a_first_byte_no_document_has() {
+        let big = std::io::repeat(b' ').take(10 << 20);
+        let e = read_capped(big, 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("more than 1 MiB"), "{e}");
+        let e = read_capped(std::io::repeat(0), 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("not a JSON document"), "{e}");
+        assert_eq!(read_capped(&b" {}"[..], 1 << 20).unwrap(), " {}");
+    }
+
+    #[test]
+    fn a_listing_escapes_what_an_imported_file_put_in_its_fields() {
+        let row = RunRow {
+            id: 1,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            pattern: "pingpong".into(),
+            transport: "tcp\x1b]0;title\x07".into(),
+            server_address: Some("10.0.0.1\x07".into()),
+            client_host: Some("evil\x1b[2J\nforged line".into()),
+            points: 1,
+            complete: true,
+            source: "import".into(),
+            latency_ns: Some(1000.0),
+            throughput_bits_per_s: None,
+            transactions_per_s: None,
+            headline_note: Some("note\x1b[31m".into()),
+        };
+        let text = format_history(&[row]);
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text}");
+        assert_eq!(text.lines().count(), 2, "{text}");
+    }
 }

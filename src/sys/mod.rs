@@ -184,6 +184,30 @@ pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> 
     }
 }
 
+/// Waits up to `timeout` until any of `fds` is readable (or hung up, or in error: a read
+/// then returns at once). Returns, per fd, whether it is; all false when the time passed.
+pub fn wait_any_readable(fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Result<Vec<bool>> {
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    let mut polled: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|fd| PollFd::new(*fd, PollFlags::POLLIN))
+        .collect();
+    loop {
+        match poll(
+            &mut polled,
+            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+        ) {
+            Ok(_) => break,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(polled
+        .iter()
+        .map(|p| p.revents().is_some_and(|r| !r.is_empty()))
+        .collect())
+}
+
 /// Makes timer sleeps of this thread precise to the nanosecond instead of the default 50 us
 /// slack, so that a delay line releases frames on time.
 pub fn precise_timers() -> io::Result<()> {

@@ -79,8 +79,12 @@ impl Cookie {
 pub trait Transport: Send + Sync {
     fn name(&self) -> &'static str;
     fn capabilities(&self) -> Capabilities;
-    /// Opens a data listener on `local` (the address the control connection arrived on).
-    fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>>;
+    /// Opens a data listener on `local` (the address the control connection arrived on) that
+    /// admits data connections and handshakes from `peer` alone (the control connection's
+    /// peer): a client can aim a test's traffic only at an address it has shown it owns by
+    /// completing the control connection's TCP handshake from it, never at a third party
+    /// (a spoofed data hello would otherwise make the server send to its victim).
+    fn listen(&self, local: IpAddr, peer: IpAddr) -> Result<Box<dyn Listener>>;
     /// Connects to the data endpoint a server announced (`endpoint` is what its
     /// [`Listener::endpoint`] returned), presenting `cookie`, with `opts` applied beforehand.
     /// `control` is the address the client's control connection went to: the server's host,
@@ -106,6 +110,11 @@ pub trait Listener: Send {
     /// Ok(None) when the time passed without one.
     fn accept(&mut self, cookie: &Cookie, timeout: Duration)
         -> Result<Option<Box<dyn Connection>>>;
+    /// Data handshakes or connections ignored so far because they came from another address
+    /// than the control peer (for a log); 0 where the transport does not count them.
+    fn strangers(&self) -> u64 {
+        0
+    }
 }
 
 /// One established data path. `send`/`recv` map to one system call each.
@@ -238,6 +247,12 @@ pub fn by_name(name: &str, config: &TransportConfig) -> Result<Box<dyn Transport
             NAMES.join(", ")
         ),
     }
+}
+
+/// Whether `a` and `b` are one address, an IPv4 address and its IPv4-mapped IPv6 form too (a
+/// dual-stack socket sees IPv4 peers in that form).
+pub(crate) fn same_ip(a: IpAddr, b: IpAddr) -> bool {
+    a.to_canonical() == b.to_canonical()
 }
 
 /// Time left until `deadline`, None once it has passed.

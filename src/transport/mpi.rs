@@ -116,7 +116,7 @@ impl Transport for Mpi {
     fn capabilities(&self) -> Capabilities {
         CAPABILITIES
     }
-    fn listen(&self, _local: IpAddr) -> Result<Box<dyn Listener>> {
+    fn listen(&self, _local: IpAddr, _peer: IpAddr) -> Result<Box<dyn Listener>> {
         Err(not_a_socket())
     }
     fn connect(

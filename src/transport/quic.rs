@@ -297,7 +297,7 @@ impl Transport for Quic {
         }
     }
 
-    fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>> {
+    fn listen(&self, local: IpAddr, peer: IpAddr) -> Result<Box<dyn Listener>> {
         let identity = match &self.identity {
             Some(id) => id.clone_identity(),
             None => self_signed()?,
@@ -316,7 +316,7 @@ impl Transport for Quic {
             .context("reading the QUIC data port")?
             .port();
         let (tx, rx) = mpsc::channel(ADMISSION_QUEUE);
-        engine.spawn(admit(endpoint.clone(), tx));
+        engine.spawn(admit(endpoint.clone(), peer, tx));
         Ok(Box::new(QuicListener {
             engine,
             endpoint,
@@ -753,8 +753,14 @@ struct Candidate {
 
 /// Runs on the listener's runtime: every incoming connection gets its handshake and its
 /// first 16 bytes, within [`COOKIE_WAIT`], without holding up the others.
-async fn admit(endpoint: Endpoint, queue: mpsc::Sender<Candidate>) {
+async fn admit(endpoint: Endpoint, peer: IpAddr, queue: mpsc::Sender<Candidate>) {
     while let Some(incoming) = endpoint.accept().await {
+        // Only the control peer may open data connections (see Transport::listen); a stranger
+        // is dropped without an answer, so a forged source address gets nothing sent to it.
+        if !super::same_ip(incoming.remote_address().ip(), peer) {
+            incoming.ignore();
+            continue;
+        }
         let queue = queue.clone();
         tokio::spawn(async move {
             let handshake = async {
@@ -1113,7 +1119,12 @@ mod tests {
     /// A listener on loopback and what a client needs to reach it.
     fn serve() -> (Box<dyn Listener>, SocketAddr, String, Cookie) {
         let quic = Quic::new(&TransportConfig::default()).unwrap();
-        let listener = quic.listen(IpAddr::V4(Ipv4Addr::LOCALHOST)).unwrap();
+        let listener = quic
+            .listen(
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+            )
+            .unwrap();
         let endpoint = listener.endpoint();
         // connect() takes the control address: only its IP is used.
         let control = SocketAddr::from((Ipv4Addr::LOCALHOST, 9));
@@ -1218,6 +1229,37 @@ mod tests {
         };
         assert!(err.contains("refused the test cookie"), "{err}");
         assert!(server.join().unwrap(), "the listener admitted nothing");
+    }
+
+    /// Reflection: a QUIC connection from another address than the control peer gets no
+    /// answer at all (not even the handshake's), and the listener admits nothing.
+    #[test]
+    fn a_connection_from_another_address_than_the_control_peer_gets_no_answer() {
+        let quic = Quic::new(&TransportConfig::default()).unwrap();
+        let mut listener = quic
+            .listen(
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)),
+            )
+            .unwrap();
+        let endpoint = listener.endpoint();
+        let cookie = Cookie::random().unwrap();
+        let server = std::thread::spawn(move || {
+            listener
+                .accept(&cookie, Duration::from_millis(1500))
+                .unwrap()
+                .is_none()
+        });
+        let control = SocketAddr::from((Ipv4Addr::LOCALHOST, 9));
+        let got = quic.connect(
+            control,
+            &endpoint,
+            &SocketOptions::default(),
+            &cookie,
+            Duration::from_secs(2),
+        );
+        assert!(got.is_err(), "a stranger's connection was answered");
+        assert!(server.join().unwrap(), "the listener admitted a stranger");
     }
 
     #[test]

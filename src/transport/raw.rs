@@ -315,22 +315,23 @@ impl Transport for Raw {
             rcvlowat: false,
         }
     }
-    fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>> {
+    fn listen(&self, local: IpAddr, peer: IpAddr) -> Result<Box<dyn Listener>> {
         let iface = match &self.config.iface {
             Some(name) => Iface::named(name)?,
             None => Iface::holding(local)?,
         };
+        let peer_mac = peer_mac(&iface, peer)?;
         let port = next_port()?;
         let fd = Arc::new(open_socket(&iface, port)?);
         let accepted = Arc::new(Mutex::new(HashMap::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (tx, hellos) = mpsc::channel();
+        let (tx, hellos) = mpsc::sync_channel(HELLO_QUEUE);
         {
             let (fd, accepted, stop) = (Arc::clone(&fd), Arc::clone(&accepted), Arc::clone(&stop));
             let (index, mtu) = (iface.index, iface.mtu);
             thread::Builder::new()
                 .name("wb-raw-hello".into())
-                .spawn(move || answer_hellos(&fd, index, mtu, &accepted, &stop, &tx))
+                .spawn(move || answer_hellos(&fd, index, mtu, peer_mac, &accepted, &stop, &tx))
                 .context("starting the raw handshake thread")?;
         }
         Ok(Box::new(RawListener {
@@ -411,16 +412,77 @@ impl Drop for RawListener {
     }
 }
 
+/// New HELLOs waiting for accept; further ones are dropped (their clients repeat them), so a
+/// flood of HELLOs while nobody accepts costs no memory.
+const HELLO_QUEUE: usize = 64;
+
+/// The MAC address a raw test may send to: the one the control peer's IP address resolves to
+/// on `iface`. A HELLO's source MAC proves nothing (any host on the segment can forge it);
+/// the control peer proved its IP address with the control connection's TCP handshake, and
+/// the kernel's neighbour table says which MAC that address has on this link. A peer that
+/// is this host itself (loopback, or one of its addresses) sends from `iface`'s own MAC.
+fn peer_mac(iface: &Iface, peer: IpAddr) -> Result<[u8; 6]> {
+    let peer = peer.to_canonical();
+    if peer.is_loopback() || host_holds(peer)? {
+        return Ok(iface.mac);
+    }
+    let IpAddr::V4(v4) = peer else {
+        bail!(
+            "raw: the control peer {peer} is IPv6, whose link-layer address this server cannot look up; connect the control connection over IPv4"
+        );
+    };
+    // thread-self: a lab's server thread has entered its host's network namespace, which
+    // /proc/net (the process's first thread's) does not show.
+    let table = std::fs::read_to_string("/proc/thread-self/net/arp")
+        .context("reading /proc/thread-self/net/arp")?;
+    arp_lookup(&table, v4, &iface.name).with_context(|| {
+        format!(
+            "raw: the control peer {peer} has no link-layer address on {} (raw frames go only to the MAC of the control peer's address, on the same Ethernet segment)",
+            iface.name
+        )
+    })
+}
+
+/// Whether an interface of this host holds `addr`.
+fn host_holds(addr: IpAddr) -> Result<bool> {
+    Ok(nix::ifaddrs::getifaddrs()
+        .context("listing the interfaces")?
+        .filter_map(|a| {
+            let s = a.address?;
+            s.as_sockaddr_in()
+                .map(|v4| IpAddr::V4(v4.ip()))
+                .or_else(|| s.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
+        })
+        .any(|ip| ip == addr))
+}
+
+/// The MAC of `ip` on interface `dev` in the kernel's ARP table (/proc/net/arp's text): only
+/// a complete entry (flag ATF_COM), never an incomplete or all-zero one.
+fn arp_lookup(table: &str, ip: std::net::Ipv4Addr, dev: &str) -> Option<[u8; 6]> {
+    const ATF_COM: u32 = 0x2;
+    table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 6 || f[0].parse().ok() != Some(ip) || f[5] != dev {
+            return None;
+        }
+        let flags = u32::from_str_radix(f[2].trim_start_matches("0x"), 16).ok()?;
+        let mac = parse_mac(f[3])?;
+        (flags & ATF_COM != 0 && mac != [0; 6]).then_some(mac)
+    })
+}
+
 /// Reads the listener's socket for as long as the listener lives: new HELLOs go to
 /// `accept`, and a HELLO repeated because its ACK was lost gets the same ACK again, even after
-/// the test has started (nobody calls accept then).
+/// the test has started (nobody calls accept then). Only HELLOs from `peer_mac`, the control
+/// peer's own link-layer address, are answered: see [`peer_mac`].
 fn answer_hellos(
     fd: &OwnedFd,
     ifindex: u32,
     mtu: usize,
+    peer_mac: [u8; 6],
     accepted: &Accepted,
     stop: &AtomicBool,
-    hellos: &mpsc::Sender<Hello>,
+    hellos: &mpsc::SyncSender<Hello>,
 ) {
     let mut buf = vec![0u8; mtu];
     while !stop.load(Ordering::Relaxed) {
@@ -430,7 +492,7 @@ fn answer_hellos(
         let Some((h, cookie, client_mtu)) = read_handshake(&buf[..n]) else {
             continue;
         };
-        if h.kind != HELLO {
+        if h.kind != HELLO || from != peer_mac {
             continue;
         }
         let known = accepted
@@ -442,11 +504,10 @@ fn answer_hellos(
                 let ack = handshake_frame(ACK, h.src_port, conn_port, &Cookie(cookie), mtu);
                 let _ = packet::send_to(fd.as_fd(), &ack, ifindex, ETHERTYPE, from);
             }
-            None => {
-                if hellos.send((h, from, cookie, client_mtu)).is_err() {
-                    return;
-                }
-            }
+            None => match hellos.try_send((h, from, cookie, client_mtu)) {
+                Ok(()) | Err(mpsc::TrySendError::Full(_)) => {}
+                Err(mpsc::TrySendError::Disconnected(_)) => return,
+            },
         }
     }
 }
@@ -776,6 +837,76 @@ mod tests {
             (0..10_000).map(|_| next_port().unwrap()).collect();
         assert_eq!(ports.len(), 10_000);
         assert!(!ports.contains(&0));
+    }
+
+    /// Reflection: the MAC a raw test may send to is the control peer's entry in the ARP table
+    /// on the listener's interface, complete, and nothing else; a peer on this host is the
+    /// interface's own MAC.
+    #[test]
+    fn the_peer_mac_is_the_complete_arp_entry_of_the_control_peer_on_the_interface() {
+        let table = "IP address       HW type     Flags       HW address            Mask     Device
+10.77.0.2        0x1         0x2         02:00:0a:4d:00:02     *        veth-a
+10.77.0.3        0x1         0x0         00:00:00:00:00:00     *        veth-a
+10.77.0.4        0x1         0x2         02:00:0a:4d:00:04     *        eth9
+";
+        let ip = |d| std::net::Ipv4Addr::new(10, 77, 0, d);
+        assert_eq!(
+            arp_lookup(table, ip(2), "veth-a"),
+            Some([2, 0, 0x0a, 0x4d, 0, 2])
+        );
+        assert_eq!(arp_lookup(table, ip(3), "veth-a"), None, "incomplete entry");
+        assert_eq!(arp_lookup(table, ip(4), "veth-a"), None, "other interface");
+        assert_eq!(arp_lookup(table, ip(5), "veth-a"), None, "unknown address");
+        let lo = Iface {
+            name: "lo".into(),
+            index: 1,
+            mac: [0; 6],
+            mtu: 65536,
+        };
+        let local: IpAddr = std::net::Ipv4Addr::LOCALHOST.into();
+        assert_eq!(peer_mac(&lo, local).unwrap(), [0; 6]);
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        assert_eq!(peer_mac(&lo, mapped).unwrap(), [0; 6]);
+        // A documentation address no host here holds and no neighbour has: refused.
+        let far: IpAddr = "192.0.2.77".parse().unwrap();
+        let e = peer_mac(&lo, far).unwrap_err();
+        assert!(format!("{e:#}").contains("no link-layer address"), "{e:#}");
+    }
+
+    /// Reflection, on loopback as root: the same HELLO, cookie and all, is ignored from a
+    /// forged source MAC and admitted from the control peer's (loopback's, all zeros).
+    #[test]
+    fn a_hello_from_another_mac_than_the_control_peers_is_ignored() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: packet sockets need root");
+            return;
+        }
+        let local: IpAddr = std::net::Ipv4Addr::LOCALHOST.into();
+        let mut listener = Raw::new(&TransportConfig::default())
+            .listen(local, local)
+            .unwrap();
+        let (mac, port, _) = parse_endpoint(&listener.endpoint()).unwrap();
+        assert_eq!(mac, [0; 6], "loopback's MAC");
+        let cookie = Cookie([8; 16]);
+        let sender = packet::open("lo", 1 << 20).unwrap();
+        let send_from = |src: [u8; 6], client_port: u16| {
+            let mut frame = vec![0u8; packet::VNET_HDR_LEN];
+            frame.extend_from_slice(&mac);
+            frame.extend_from_slice(&src);
+            frame.extend_from_slice(&ETHERTYPE.to_be_bytes());
+            frame.extend_from_slice(&handshake_frame(HELLO, port, client_port, &cookie, 1500));
+            packet::send(sender.as_fd(), &frame).unwrap();
+        };
+        for _ in 0..5 {
+            send_from([2, 0, 0, 0, 0, 0x66], 4001);
+        }
+        let got = listener
+            .accept(&cookie, Duration::from_millis(800))
+            .unwrap();
+        assert!(got.is_none(), "a HELLO from a forged MAC was admitted");
+        send_from([0; 6], 4002);
+        let got = listener.accept(&cookie, Duration::from_secs(10)).unwrap();
+        assert!(got.is_some(), "the control peer's HELLO was not admitted");
     }
 
     #[test]

@@ -9,8 +9,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
-use super::bytestream::{accept_with_cookie, present_cookie, ByteStream};
-use super::{sockopt, Capabilities, Connection, Cookie, Listener, SocketOptions, Transport};
+use super::bytestream::{present_cookie, ByteStream, CookieGate};
+use super::{
+    same_ip, sockopt, Capabilities, Connection, Cookie, Listener, SocketOptions, Transport,
+};
 
 /// A byte stream over IP: TCP, or another protocol with TCP's socket interface (MPTCP).
 pub struct IpStream {
@@ -65,15 +67,20 @@ impl Transport for IpStream {
             rcvlowat: self.rcvlowat,
         }
     }
-    fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>> {
+    fn listen(&self, local: IpAddr, peer: IpAddr) -> Result<Box<dyn Listener>> {
         let sock = self.socket(SocketAddr::new(local, 0))?;
         sock.set_reuse_address(true)?;
         sock.bind(&SocketAddr::new(local, 0).into())
             .with_context(|| format!("binding TCP data listener on {local}"))?;
         sock.listen(128)
             .context("listening for TCP data connections")?;
+        // The gate polls the listener with the pending connections: accept never blocks.
+        sock.set_nonblocking(true)
+            .context("making the TCP data listener non-blocking")?;
         Ok(Box::new(TcpDataListener {
             listener: sock.into(),
+            peer,
+            gate: CookieGate::new(),
             opts: SocketOptions::default(),
         }))
     }
@@ -126,6 +133,9 @@ impl Transport for IpStream {
 
 struct TcpDataListener {
     listener: TcpListener,
+    /// The control connection's peer: connections from anywhere else are closed on sight.
+    peer: IpAddr,
+    gate: CookieGate<TcpStream>,
     opts: SocketOptions,
 }
 
@@ -146,10 +156,14 @@ impl Listener for TcpDataListener {
         cookie: &Cookie,
         timeout: Duration,
     ) -> Result<Option<Box<dyn Connection>>> {
-        let listener = &self.listener;
-        accept_with_cookie(
+        let (listener, peer) = (&self.listener, self.peer);
+        self.gate.accept(
             listener.as_fd(),
-            || listener.accept().map(|(s, _)| s),
+            || {
+                listener
+                    .accept()
+                    .map(|(s, from)| same_ip(from.ip(), peer).then_some(s))
+            },
             cookie,
             timeout,
             &self.opts,

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ use anyhow::{bail, Context, Result};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
 use super::{
-    remaining, sockopt, Capabilities, Connection, Cookie, EffectiveOptions, Listener,
+    remaining, same_ip, sockopt, Capabilities, Connection, Cookie, EffectiveOptions, Listener,
     SocketOptions, Transport,
 };
 
@@ -59,7 +59,7 @@ impl Transport for Udp {
             rcvlowat: false,
         }
     }
-    fn listen(&self, local: IpAddr) -> Result<Box<dyn Listener>> {
+    fn listen(&self, local: IpAddr, peer: IpAddr) -> Result<Box<dyn Listener>> {
         let socket = Arc::new(udp_socket(
             SocketAddr::new(local, 0),
             &SocketOptions::default(),
@@ -67,16 +67,18 @@ impl Transport for Udp {
         socket.set_read_timeout(Some(HELLO_POLL))?;
         let answered = Arc::new(Mutex::new(HashMap::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (tx, hellos) = mpsc::channel();
+        let (tx, hellos) = mpsc::sync_channel(HELLO_QUEUE);
+        let ignored = Arc::new(AtomicU64::new(0));
         {
-            let (socket, answered, stop) = (
+            let (socket, answered, stop, ignored) = (
                 Arc::clone(&socket),
                 Arc::clone(&answered),
                 Arc::clone(&stop),
+                Arc::clone(&ignored),
             );
             std::thread::Builder::new()
                 .name("wb-udp-hello".into())
-                .spawn(move || answer_hellos(&socket, &answered, &stop, &tx))
+                .spawn(move || answer_hellos(&socket, peer, &answered, &stop, &ignored, &tx))
                 .context("starting the UDP handshake thread")?;
         }
         Ok(Box::new(UdpListener {
@@ -86,6 +88,7 @@ impl Transport for Udp {
             answered,
             hellos,
             stop,
+            ignored,
         }))
     }
     fn connect(
@@ -159,6 +162,10 @@ impl Transport for Udp {
     }
 }
 
+/// New HELLOs waiting for accept. A full queue drops further ones (their clients repeat
+/// them), so that a flood of HELLOs while nobody accepts costs no memory.
+const HELLO_QUEUE: usize = 64;
+
 /// How often the handshake thread looks whether its listener is gone.
 const HELLO_POLL: Duration = Duration::from_millis(100);
 
@@ -175,6 +182,8 @@ struct UdpListener {
     answered: Arc<Answered>,
     hellos: mpsc::Receiver<Hello>,
     stop: Arc<AtomicBool>,
+    /// HELLOs ignored because they came from another address than the control peer.
+    ignored: Arc<AtomicU64>,
 }
 
 impl Drop for UdpListener {
@@ -202,11 +211,18 @@ fn send_ack(
 /// and a HELLO repeated because its ACK was lost (2% of them over a lab link with 2% loss) gets
 /// the same ACK again, even after the test has started. Before this thread a lost ACK left the
 /// client repeating its HELLO to nobody until its timeout.
+///
+/// Only HELLOs from `peer`, the control connection's peer, count: a HELLO's source address is
+/// not proof of anything (it can be forged), and the data socket is connected to it and sent
+/// to. The control peer proved its address with the TCP handshake of the control connection,
+/// so a forged HELLO can aim the test at no one but the client itself.
 fn answer_hellos(
     socket: &UdpSocket,
+    peer: IpAddr,
     answered: &Answered,
     stop: &AtomicBool,
-    hellos: &mpsc::Sender<Hello>,
+    ignored: &AtomicU64,
+    hellos: &mpsc::SyncSender<Hello>,
 ) {
     let mut buf = [0u8; 64];
     while !stop.load(Ordering::Relaxed) {
@@ -231,6 +247,10 @@ fn answer_hellos(
         if n != HELLO_LEN || &buf[..4] != HELLO {
             continue;
         }
+        if !same_ip(from.ip(), peer) {
+            ignored.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
         let (mut cookie, mut nonce) = ([0u8; 16], [0u8; 8]);
         cookie.copy_from_slice(&buf[4..20]);
         nonce.copy_from_slice(&buf[20..28]);
@@ -243,11 +263,10 @@ fn answer_hellos(
                 let _ = send_ack(socket, from, &cookie, nonce, port);
             }
             Some(_) => {}
-            None => {
-                if hellos.send((from, cookie, nonce)).is_err() {
-                    return;
-                }
-            }
+            None => match hellos.try_send((from, cookie, nonce)) {
+                Ok(()) | Err(mpsc::TrySendError::Full(_)) => {}
+                Err(mpsc::TrySendError::Disconnected(_)) => return,
+            },
         }
     }
 }
@@ -262,6 +281,9 @@ impl Listener for UdpListener {
     fn configure(&mut self, opts: &SocketOptions) -> Result<()> {
         self.opts = opts.clone();
         Ok(())
+    }
+    fn strangers(&self) -> u64 {
+        self.ignored.load(Ordering::Relaxed)
     }
     fn accept(
         &mut self,
@@ -348,7 +370,7 @@ mod tests {
     #[test]
     fn a_hello_repeated_after_accept_gets_the_same_ack() {
         let local: IpAddr = Ipv4Addr::LOCALHOST.into();
-        let mut listener = Udp.listen(local).unwrap();
+        let mut listener = Udp.listen(local, local).unwrap();
         let to = SocketAddr::new(local, listener.endpoint().parse().unwrap());
         let cookie = Cookie([7; 16]);
         let client = UdpSocket::bind(SocketAddr::new(local, 0)).unwrap();
@@ -379,5 +401,39 @@ mod tests {
             .set_read_timeout(Some(Duration::from_millis(300)))
             .unwrap();
         assert!(client.recv_from(&mut again).is_err());
+    }
+
+    /// Reflection: a HELLO with the right cookie from another address than the control peer
+    /// (here 127.0.0.2, standing for a forged source) gets no ACK and no data socket, and is
+    /// counted; the same HELLO from the control peer is admitted.
+    #[test]
+    fn a_hello_from_another_address_than_the_control_peer_is_ignored() {
+        let local: IpAddr = Ipv4Addr::LOCALHOST.into();
+        let mut listener = Udp.listen(local, local).unwrap();
+        let to = SocketAddr::new(local, listener.endpoint().parse().unwrap());
+        let cookie = Cookie([5; 16]);
+        let mut hello = [0u8; HELLO_LEN];
+        hello[..4].copy_from_slice(HELLO);
+        hello[4..20].copy_from_slice(&cookie.0);
+        let stranger = UdpSocket::bind("127.0.0.2:0").unwrap();
+        stranger
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        stranger.send_to(&hello, to).unwrap();
+        let got = listener
+            .accept(&cookie, Duration::from_millis(800))
+            .unwrap();
+        assert!(got.is_none(), "a stranger's HELLO was admitted");
+        let mut buf = [0u8; 64];
+        assert!(
+            stranger.recv_from(&mut buf).is_err(),
+            "a stranger got an ACK"
+        );
+        assert_eq!(listener.strangers(), 1);
+
+        let client = UdpSocket::bind(SocketAddr::new(local, 0)).unwrap();
+        client.send_to(&hello, to).unwrap();
+        let conn = listener.accept(&cookie, Duration::from_secs(5)).unwrap();
+        assert!(conn.is_some(), "the control peer's HELLO was not admitted");
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use socket2::SockRef;
 
-use super::bytestream::{accept_with_cookie, present_cookie, ByteStream};
+use super::bytestream::{present_cookie, ByteStream, CookieGate};
 use super::{sockopt, Capabilities, Connection, Cookie, Listener, SocketOptions, Transport};
 
 pub struct Unix;
@@ -29,7 +29,9 @@ impl Transport for Unix {
             rcvlowat: false,
         }
     }
-    fn listen(&self, _local: IpAddr) -> Result<Box<dyn Listener>> {
+    /// The socket is a path on the server's host: `peer` is not an address it could check (the
+    /// transport itself keeps the data on this host).
+    fn listen(&self, _local: IpAddr, _peer: IpAddr) -> Result<Box<dyn Listener>> {
         let token = Cookie::random()?.to_hex();
         let path = std::env::temp_dir().join(format!(
             "wirebench-{}-{}.sock",
@@ -38,8 +40,12 @@ impl Transport for Unix {
         ));
         let listener = UnixListener::bind(&path)
             .with_context(|| format!("binding Unix data socket {}", path.display()))?;
+        listener
+            .set_nonblocking(true)
+            .context("making the Unix data listener non-blocking")?;
         Ok(Box::new(UnixDataListener {
             listener,
+            gate: CookieGate::new(),
             path,
             opts: SocketOptions::default(),
         }))
@@ -63,6 +69,7 @@ impl Transport for Unix {
 
 struct UnixDataListener {
     listener: UnixListener,
+    gate: CookieGate<UnixStream>,
     path: PathBuf,
     opts: SocketOptions,
 }
@@ -87,9 +94,9 @@ impl Listener for UnixDataListener {
         timeout: Duration,
     ) -> Result<Option<Box<dyn Connection>>> {
         let listener = &self.listener;
-        accept_with_cookie(
+        self.gate.accept(
             listener.as_fd(),
-            || listener.accept().map(|(s, _)| s),
+            || listener.accept().map(|(s, _)| Some(s)),
             cookie,
             timeout,
             &self.opts,

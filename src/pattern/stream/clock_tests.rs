@@ -348,7 +348,7 @@ fn a_datagram_receiver_reports_intervals_while_nothing_arrives() {
 fn tcp_pair(opts: &SocketOptions, io_timeout: Duration) -> (DataChannel, Box<dyn Connection>) {
     let tcp = transport::by_name("tcp", &TransportConfig::default()).unwrap();
     let local = IpAddr::V4(Ipv4Addr::LOCALHOST);
-    let mut listener = tcp.listen(local).unwrap();
+    let mut listener = tcp.listen(local, local).unwrap();
     listener.configure(opts).unwrap();
     let endpoint = listener.endpoint();
     let cookie = Cookie::random().unwrap();
