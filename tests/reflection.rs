@@ -85,6 +85,7 @@ impl Control {
                 magic: MAGIC.into(),
                 protocol: PROTOCOL_VERSION,
                 version: env!("CARGO_PKG_VERSION").into(),
+                nonce: None,
             },
         )
         .unwrap();
@@ -139,7 +140,8 @@ impl Control {
             ServerMessage::PointAccepted => {}
             other => panic!("expected point_accepted, got {other:?}"),
         }
-        (endpoint, cookie)
+        // Without a pre-shared key the server sends the cookie in the clear.
+        (endpoint, cookie.expect("a keyless server sends the cookie"))
     }
 
     fn reply(&mut self) -> ServerMessage {
