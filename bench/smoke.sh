@@ -10,7 +10,10 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
   python3 bench/mpi --smoke >> "$out"
   grep -q "wirebench (window 64) / mpi_bw = [0-9]" "$out"
 fi
+# The attack classes of SECURITY.md against a server, a few cases each: failures must be 0.
+python3 bench/attacks --smoke >> "$out"
 cat "$out"
 grep -q "TCP stream, 1 flow" "$out"
 grep -q "resident memory" "$out"
+grep -q "well-behaved clients at once: cases [0-9]*, failures 0" "$out"
 rm -f "$out"

@@ -55,6 +55,13 @@ pub struct Limits {
     /// The raw Ethernet transport is allowed.
     #[serde(default)]
     pub permit_raw: bool,
+    /// Longest pacing step (interval x burst) the server follows, nanoseconds.
+    #[serde(default = "default_pace_step")]
+    pub max_pace_step_ns: u64,
+}
+
+fn default_pace_step() -> u64 {
+    MAX_PACE_STEP_NS as u64
 }
 
 fn unlimited() -> u64 {
@@ -72,7 +79,7 @@ pub const DEFAULT_TEST_MEMORY: u64 = 256 << 20;
 pub const DEFAULT_MEMORY: u64 = 1 << 30;
 /// Default data connections of all running points (one thread each).
 pub const DEFAULT_STREAMS_TOTAL: u32 = 512;
-/// Longest pacing step (interval x burst) a server follows: a paced sender owns no slot
+/// Longest pacing step (interval x burst) a remote server follows by default: a paced sender owns no slot
 /// longer than this, so that no write waits past a point's end (a rate of 1 bit/s with 1 MiB
 /// writes asked for one write every 97 days).
 pub const MAX_PACE_STEP_NS: f64 = 1e9;
@@ -98,6 +105,7 @@ impl Default for Limits {
             permit_spin: false,
             permit_busy_poll: false,
             permit_raw: false,
+            max_pace_step_ns: default_pace_step(),
         }
     }
 }
@@ -216,6 +224,9 @@ impl Limits {
             permit_spin: true,
             permit_busy_poll: true,
             permit_raw: true,
+            // A paced sender sleeps in slices and stops with its point, so the user's own
+            // server follows any rate (1 kbit/s with 1400-byte writes is 11 s per write).
+            max_pace_step_ns: u64::MAX,
             ..Limits::default()
         }
     }
@@ -335,13 +346,13 @@ impl Limits {
             // A paced sender sleeps until its next step: a step of days held a test slot
             // for days after its client was gone.
             let step = pace.interval_ns * pace.burst as f64;
-            if step > MAX_PACE_STEP_NS {
+            if step > self.max_pace_step_ns as f64 {
                 return Err(format!(
                     "pacing of one step every {:.3} s ({} writes of {} bytes); this server paces at most {} s per step: ask for a higher --rate or smaller writes",
                     step / 1e9,
                     pace.burst,
                     p.request_size,
-                    MAX_PACE_STEP_NS / 1e9
+                    self.max_pace_step_ns as f64 / 1e9
                 ));
             }
         }
@@ -621,6 +632,17 @@ mod tests {
         assert!(e.contains("paces at most 1 s per step"), "{e}");
         assert!(l.check_point(&paced(1e300, 1)).is_err());
         assert!(l.check_point(&paced(3e8, 4)).is_err());
+    }
+
+    #[test]
+    fn the_users_own_server_follows_any_finite_pacing() {
+        // 1 kbit/s with 1400-byte writes: 11.2 s per write, fine on loopback or in the lab.
+        let l = Limits::local();
+        assert!(l.check_point(&paced(1.12e10, 1)).is_ok());
+        assert!(l.check_point(&paced(3.6e12, 1)).is_ok());
+        // Beyond what the sender's clock can count (584 years), even here.
+        assert!(l.check_point(&paced(1e300, 1)).is_err());
+        assert!(l.check_point(&paced(f64::INFINITY, 1)).is_err());
     }
 
     #[test]

@@ -449,14 +449,6 @@ impl<'a> PointWatch<'a> {
     }
 }
 
-fn expect(ctrl: &mut TcpStream, want: &str) -> Result<ClientMessage> {
-    let m = read_frame::<ClientMessage>(ctrl)?;
-    if name(&m) != want {
-        bail!("expected control message {want}, got {}", name(&m));
-    }
-    Ok(m)
-}
-
 fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
     let PointContext {
         ctrl,
@@ -484,15 +476,20 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
     let n = pattern::connection_count(test.pattern, test.direction, test.streams);
     let mut channels = Vec::with_capacity(n as usize);
     let mut socket = Vec::with_capacity(n as usize);
+    // One deadline for the whole setup, not one per connection: a client that let each of
+    // 128 connections arrive just inside --io-timeout held the point for 21 minutes.
+    let setup_deadline = Instant::now() + config.io_timeout;
     for i in 0..n {
-        let conn = listener
-            .accept(cookie, config.io_timeout)?
-            .with_context(|| format!("data connection {} of {n} did not arrive", i + 1))?;
+        let missing = || format!("data connection {} of {n} did not arrive", i + 1);
+        let left = transport::remaining(setup_deadline).with_context(missing)?;
+        let conn = listener.accept(cookie, left)?.with_context(missing)?;
         socket.push(conn.effective_options(&point.server_socket));
         channels.push(DataChannel::new(conn, caps, test.spin, config.io_timeout)?);
     }
-    ctrl.set_read_timeout(Some(config.io_timeout))?;
-    expect(ctrl, "connected")?;
+    match read_frame_by::<ClientMessage>(ctrl, setup_deadline)? {
+        ClientMessage::Connected => {}
+        other => bail!("expected control message connected, got {}", name(&other)),
+    }
     write_frame(ctrl, &ServerMessage::Go { socket })?;
     let watch = PointWatch::new(config, point);
 
