@@ -54,6 +54,8 @@ fn serve(a: ServeArgs) -> Result<()> {
             max_memory: a.budget.max_memory,
             max_streams_total: a.budget.max_streams_total,
             max_rate_bps: a.budget.max_rate.unwrap_or(0),
+            max_rate_per_client_bps: a.budget.max_rate_per_client.unwrap_or(0),
+            max_rate_total_bps: a.budget.max_rate_total.unwrap_or(0),
             permit_spin: a.budget.permit.contains(&Permit::Spin),
             permit_busy_poll: a.budget.permit.contains(&Permit::BusyPoll),
             permit_raw: a.budget.permit.contains(&Permit::Raw),

@@ -587,6 +587,17 @@ pub struct BudgetArgs {
     /// is ended with an error, as iperf3's --server-bitrate-limit does. Default: no limit.
     #[arg(long, value_name = "RATE", value_parser = parse_bit_rate)]
     pub max_rate: Option<u64>,
+    /// Bit rate one client (an IPv4 address, an IPv6 /64) may reserve over all its running
+    /// tests, decimal suffixes: each point reserves its --rate in all (an unpaced point, a
+    /// ping-pong or rr: the whole per-test cap) before it starts, is refused while the client's
+    /// share is taken, and is ended if its data arrives faster than it reserved. Default: no limit.
+    #[arg(long, value_name = "RATE", value_parser = parse_bit_rate)]
+    pub max_rate_per_client: Option<u64>,
+    /// Bit rate all running tests together may reserve, decimal suffixes (as
+    /// --max-rate-per-client, over every client): a point that would go over is refused as
+    /// "server busy". Default: no limit.
+    #[arg(long, value_name = "RATE", value_parser = parse_bit_rate)]
+    pub max_rate_total: Option<u64>,
     /// Features a client may use that cost this host more than a test's share: spin
     /// (busy-polling data sockets, a CPU per stream), busy-poll (SO_BUSY_POLL) and raw (the
     /// raw Ethernet transport). Default: none; comma-separated, e.g. --permit spin,raw.

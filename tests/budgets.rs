@@ -148,7 +148,24 @@ struct RawClient {
 impl RawClient {
     /// Connects and opens `test`; Err(message) when the server refuses it.
     fn open(addr: &str, test: &TestSpec) -> Result<RawClient, String> {
-        let mut ctrl = TcpStream::connect(addr).unwrap();
+        RawClient::open_from(addr, None, test)
+    }
+
+    /// As [`RawClient::open`], from the loopback address `from` (another client to the
+    /// server's per-client limits).
+    fn open_from(addr: &str, from: Option<&str>, test: &TestSpec) -> Result<RawClient, String> {
+        let mut ctrl = match from {
+            None => TcpStream::connect(addr).unwrap(),
+            Some(ip) => {
+                let target: std::net::SocketAddr = addr.parse().unwrap();
+                let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                    .unwrap();
+                let local: std::net::SocketAddr = format!("{ip}:0").parse().unwrap();
+                s.bind(&local.into()).unwrap();
+                s.connect(&target.into()).unwrap();
+                s.into()
+            }
+        };
         ctrl.set_read_timeout(Some(FINISH)).unwrap();
         write_frame(
             &mut ctrl,
@@ -610,11 +627,93 @@ fn the_bit_rate_limit_holds_both_directions() {
         let started = Instant::now();
         fails_with(
             args,
-            "above this server's limit of 10.000 Mbit/s per test (--max-rate)",
+            "above the 10.000 Mbit/s it may move on this server (--max-rate)",
         );
         assert!(started.elapsed() < FINISH);
     }
     still_serves(&server.addr);
+}
+
+/// `--max-rate-total` and `--max-rate-per-client`: a point reserves its rate (its --rate in
+/// all, or the whole per-test cap when unpaced) before it starts, and one that would go over
+/// what running points hold is refused until they end.
+#[test]
+fn rate_reservations_hold_the_total_and_each_clients_share() {
+    let server = Server::start(&[
+        "--max-rate-total",
+        "30M",
+        "--max-rate-per-client",
+        "20M",
+        "--io-timeout",
+        "2s",
+    ]);
+    // 1250-byte writes every 1 ms: 10 Mbit/s.
+    let paced = |mbit: f64| PointSpec {
+        pace: Some(wirebench::pattern::stream::Pace {
+            interval_ns: 1e7 / mbit,
+            burst: 1,
+        }),
+        ..point(1250, 65_536)
+    };
+    let test = stream_test("tcp", Direction::Forward, 1, 16);
+    // 127.0.0.1 holds 15 of its 20 Mbit/s (accepted points hold their reservation until
+    // they end: here, until the data connections fail to arrive within --io-timeout).
+    let mut a = RawClient::open(&server.addr, &test).unwrap();
+    a.point(&paced(15.0)).unwrap();
+    fails_with(
+        &[
+            "run",
+            "stream",
+            "--rate",
+            "10M",
+            "-d",
+            "1s",
+            "--to",
+            &server.addr,
+        ],
+        "(--max-rate-per-client)",
+    );
+    // Another client has its own share, within the total: 15 + 10 of 30.
+    let mut b = RawClient::open_from(&server.addr, Some("127.0.0.2"), &test).unwrap();
+    b.point(&paced(10.0)).unwrap();
+    let mut c = RawClient::open_from(&server.addr, Some("127.0.0.3"), &test).unwrap();
+    let e = c.point(&paced(10.0)).unwrap_err();
+    assert!(
+        e.contains("server busy") && e.contains("(--max-rate-total)"),
+        "{e}"
+    );
+    // An unpaced point reserves the whole cap (20 Mbit/s, the per-client limit). A refused
+    // point ends its session, so this is a session of its own.
+    let mut c = RawClient::open_from(&server.addr, Some("127.0.0.3"), &test).unwrap();
+    let e = c.point(&point(1250, 65_536)).unwrap_err();
+    assert!(e.contains("this point may move 20.000 Mbit/s"), "{e}");
+    drop((a, b, c));
+    // Once those points have ended, the same request fits and runs.
+    let until = Instant::now() + FINISH;
+    loop {
+        let out = run_bounded(&[
+            "run",
+            "stream",
+            "--rate",
+            "10M",
+            "-d",
+            "500ms",
+            "--json",
+            "--no-save",
+            "--to",
+            &server.addr,
+        ]);
+        if out.status.success() {
+            break;
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--max-rate"), "{err}");
+        assert!(
+            Instant::now() < until,
+            "the reservations never came back: {err}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 /// Spin (a CPU per stream), busy-poll and raw frames are the operator's to allow.

@@ -46,6 +46,13 @@ pub struct Limits {
     /// or below it, and a test whose data arrives faster on average is ended.
     #[serde(default)]
     pub max_rate_bps: u64,
+    /// Bit rate one client (an IPv4 address, an IPv6 /64) may reserve over its running
+    /// tests, bits/s (0: no limit).
+    #[serde(default)]
+    pub max_rate_per_client_bps: u64,
+    /// Bit rate all running tests together may reserve, bits/s (0: no limit).
+    #[serde(default)]
+    pub max_rate_total_bps: u64,
     /// Busy-polling data sockets (`--spin`) is allowed: it burns a CPU per stream.
     #[serde(default)]
     pub permit_spin: bool,
@@ -102,6 +109,8 @@ impl Default for Limits {
             max_memory: DEFAULT_MEMORY,
             max_streams_total: DEFAULT_STREAMS_TOTAL,
             max_rate_bps: 0,
+            max_rate_per_client_bps: 0,
+            max_rate_total_bps: 0,
             permit_spin: false,
             permit_busy_poll: false,
             permit_raw: false,
@@ -221,6 +230,8 @@ impl Limits {
             max_memory: u64::MAX,
             max_streams_total: u32::MAX,
             max_rate_bps: 0,
+            max_rate_per_client_bps: 0,
+            max_rate_total_bps: 0,
             permit_spin: true,
             permit_busy_poll: true,
             permit_raw: true,
@@ -416,16 +427,16 @@ impl Limits {
         Ok(f)
     }
 
-    /// The server's own senders of a test keep to its bit rate: paced at or below it in all.
+    /// The server's own senders of a test keep to its bit rate: paced at or below the
+    /// smallest rate limit set, in all.
     fn check_rate(&self, t: &TestSpec, p: &PointSpec) -> Result<(), String> {
-        if self.max_rate_bps == 0 {
+        let Some((limit, option)) = super::rate::test_cap(self) else {
             return Ok(());
-        }
+        };
         let senders = server_roles(t).filter(|r| *r == Role::Sender).count();
         if senders == 0 {
             return Ok(());
         }
-        let limit = self.max_rate_bps as f64;
         let asked = match p.pace {
             Some(pace) if pace.interval_ns > 0.0 => {
                 senders as f64 * p.request_size as f64 * 8e9 / pace.interval_ns
@@ -439,7 +450,7 @@ impl Limits {
                 "unpaced".into()
             };
             return Err(format!(
-                "the server would send {asked}; this server sends at most {} per test (--max-rate): ask for --rate {}M or less",
+                "the server would send {asked}; this server sends at most {} per test ({option}): ask for --rate {}M or less",
                 mbit(limit),
                 limit / 1e6
             ));

@@ -9,6 +9,7 @@ pub mod framing;
 pub mod limits;
 pub mod oneport;
 pub mod protocol;
+pub mod rate;
 pub mod server;
 pub(crate) mod worker;
 

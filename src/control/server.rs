@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use super::access::ClientKey;
 use super::admission::{Acceptor, AccessConfig, Admitted, Slots};
 use super::auth::{Nonce, Psk, AUTH_FAILED, NEEDS_KEY};
 use super::framing::{read_frame, read_frame_by, write_frame};
@@ -17,6 +18,7 @@ use super::oneport::DataRoutes;
 use super::protocol::{
     ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
 };
+use super::rate::RateBudget;
 use super::worker::{
     join_senders, run_worker, senders_done, Handle, Joined, WorkerPlan, WorkerResult,
 };
@@ -48,6 +50,8 @@ pub struct ServerConfig {
     pub access: AccessConfig,
     /// What all running points hold together, against the limits' totals.
     pub budget: Arc<Budget>,
+    /// The bit rates all running points reserve, in all and per client.
+    pub rates: Arc<RateBudget>,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +63,7 @@ impl Default for ServerConfig {
             transport: Default::default(),
             access: AccessConfig::default(),
             budget: Arc::default(),
+            rates: Arc::default(),
         }
     }
 }
@@ -348,13 +353,24 @@ struct PointWatch<'a> {
     /// Whether that deadline is the server's duration limit (else the point's own).
     limit_reached: bool,
     limits: &'a Limits,
+    /// The bit rate the point reserved and what set it (see rate.rs).
+    rate: Option<(f64, &'static str)>,
+    /// Bytes a paced sender may be ahead of its rate: one step (burst x write) per data
+    /// connection, since a step leaves at its start (ten 128 KiB writes at 10 Mbit/s are 11
+    /// writes at 1 s, 10.5% over the average).
+    step_bytes: u64,
     io_timeout: Duration,
 }
 
 impl<'a> PointWatch<'a> {
     /// Every point, its warm-up and byte- or iteration-bound ones included, ends within the
     /// server's duration limit plus the grace a client that is done needs to say so.
-    fn new(config: &'a ServerConfig, point: &PointSpec) -> PointWatch<'a> {
+    fn new(
+        config: &'a ServerConfig,
+        point: &PointSpec,
+        streams: u32,
+        rate: Option<(f64, &'static str)>,
+    ) -> PointWatch<'a> {
         let started = Instant::now();
         let grace = 3 * config.io_timeout;
         let limit = Duration::from_millis(config.limits.max_duration_ms) + grace;
@@ -371,6 +387,11 @@ impl<'a> PointWatch<'a> {
             deadline: started + wait.min(limit),
             limit_reached: limit <= wait,
             limits: &config.limits,
+            rate,
+            step_bytes: point
+                .request_size
+                .saturating_mul(point.pace.map_or(1, |p| p.burst))
+                .saturating_mul(u64::from(streams)),
             io_timeout: config.io_timeout,
         }
     }
@@ -391,21 +412,23 @@ impl<'a> PointWatch<'a> {
                 (3 * self.io_timeout).as_secs_f64()
             );
         }
-        let limit = self.limits.max_rate_bps;
         let elapsed = now.saturating_duration_since(self.started);
-        if limit > 0 && elapsed >= RATE_WINDOW {
-            let bytes: u64 = ends
-                .iter()
-                .map(|e| e.received.load(Ordering::Relaxed))
-                .sum();
-            let bps = bytes as f64 * 8.0 / elapsed.as_secs_f64();
-            // 1% above the limit, for the step a paced sender lets out at once.
-            if bps > limit as f64 * 1.01 {
-                bail!(
-                    "the test moved {:.3} Mbit/s on average, above this server's limit of {:.3} Mbit/s per test (--max-rate)",
-                    bps / 1e6,
-                    limit as f64 / 1e6
-                );
+        if let Some((limit, what)) = self.rate {
+            if elapsed >= RATE_WINDOW {
+                let bytes: u64 = ends
+                    .iter()
+                    .map(|e| e.received.load(Ordering::Relaxed))
+                    .sum();
+                let ahead = bytes.saturating_sub(self.step_bytes);
+                let bps = ahead as f64 * 8.0 / elapsed.as_secs_f64();
+                // 1% above the limit, for the step a paced sender lets out at once.
+                if bps > limit * 1.01 {
+                    bail!(
+                        "the test moved {:.3} Mbit/s on average, above the {:.3} Mbit/s it may move on this server ({what})",
+                        bps / 1e6,
+                        limit / 1e6
+                    );
+                }
             }
         }
         Ok(())
@@ -470,6 +493,18 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
         .budget
         .reserve(footprint, &config.limits)
         .map_err(anyhow::Error::msg)?;
+    // The rate the point may move, reserved against the server's and this client's shares
+    // and held to while it runs.
+    let rate = super::rate::point_limit(&config.limits, test, point);
+    let _rate_held = match rate {
+        Some((bps, _)) => Some(
+            config
+                .rates
+                .reserve(ClientKey::of(ctrl.peer_addr()?.ip()), bps, &config.limits)
+                .map_err(anyhow::Error::msg)?,
+        ),
+        None => None,
+    };
     listener.configure(&point.server_socket)?;
     write_frame(ctrl, &ServerMessage::PointAccepted)?;
 
@@ -491,7 +526,7 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
         other => bail!("expected control message connected, got {}", name(&other)),
     }
     write_frame(ctrl, &ServerMessage::Go { socket })?;
-    let watch = PointWatch::new(config, point);
+    let watch = PointWatch::new(config, point, n, rate);
 
     let stop = AtomicBool::new(false);
     let ends: Vec<EndSignal> = (0..n).map(|_| EndSignal::default()).collect();
@@ -694,22 +729,22 @@ mod tests {
     #[test]
     fn a_byte_bound_point_ends_at_the_duration_limit_plus_the_grace() {
         let c = config(2000, 0);
-        let w = PointWatch::new(&c, &point(None, None, 0));
+        let w = PointWatch::new(&c, &point(None, None, 0), 2, None);
         assert!(w.limit_reached);
         assert_eq!(w.deadline - w.started, Duration::from_secs(5));
         // A point with its own shorter duration ends at that plus the grace, and a paced
         // warm-up's known time is added to it.
-        let w = PointWatch::new(&c, &point(Some(500), None, 0));
+        let w = PointWatch::new(&c, &point(Some(500), None, 0), 2, None);
         assert!(!w.limit_reached);
         assert_eq!(w.deadline - w.started, Duration::from_millis(3500));
         let pace = Pace {
             interval_ns: 1e7,
             burst: 1,
         };
-        let w = PointWatch::new(&c, &point(Some(500), Some(pace), 100));
+        let w = PointWatch::new(&c, &point(Some(500), Some(pace), 100), 2, None);
         assert_eq!(w.deadline - w.started, Duration::from_millis(4500));
         // Never past the limit.
-        let w = PointWatch::new(&c, &point(Some(2000), Some(pace), 100));
+        let w = PointWatch::new(&c, &point(Some(2000), Some(pace), 100), 2, None);
         assert!(w.limit_reached);
         assert_eq!(w.deadline - w.started, Duration::from_secs(5));
     }
@@ -717,7 +752,7 @@ mod tests {
     #[test]
     fn a_passed_deadline_and_a_client_over_the_rate_end_the_point_readably() {
         let c = config(2000, 8_000_000);
-        let mut w = PointWatch::new(&c, &point(None, None, 0));
+        let mut w = PointWatch::new(&c, &point(None, None, 0), 2, Some((8e6, "--max-rate")));
         let ends: Vec<EndSignal> = (0..2).map(|_| EndSignal::default()).collect();
         assert!(w.check(&ends).is_ok());
         // 2 s in, 1 MB arrived on each of two streams: 8 Mbit/s, at the limit.
@@ -729,7 +764,7 @@ mod tests {
         ends[0].received.store(1_300_000, Ordering::Relaxed);
         let e = w.check(&ends).unwrap_err().to_string();
         assert!(
-            e.contains("above this server's limit of 8.000 Mbit/s"),
+            e.contains("above the 8.000 Mbit/s it may move on this server (--max-rate)"),
             "{e}"
         );
         w.deadline = Instant::now();
@@ -738,5 +773,22 @@ mod tests {
             e,
             "the server's duration limit of 2 s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)"
         );
+    }
+
+    #[test]
+    fn a_paced_sender_one_step_ahead_is_within_its_rate() {
+        let c = config(60_000, 0);
+        let mut p = point(None, None, 0);
+        p.request_size = 131_072;
+        let mut w = PointWatch::new(&c, &p, 1, Some((10e6, "its --rate")));
+        w.started = Instant::now() - Duration::from_secs(1);
+        let ends = vec![EndSignal::default()];
+        // 128 KiB writes at 10 Mbit/s leave every 104.9 ms, each at the start of its step:
+        // 10 of them by 1 s are 10.49 Mbit/s on average, and within the rate.
+        ends[0].received.store(10 * 131_072, Ordering::Relaxed);
+        assert!(w.check(&ends).is_ok());
+        ends[0].received.store(12 * 131_072, Ordering::Relaxed);
+        let e = w.check(&ends).unwrap_err().to_string();
+        assert!(e.contains("(its --rate)"), "{e}");
     }
 }
