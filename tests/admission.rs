@@ -8,13 +8,13 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::process::{Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{bin, u, Server};
+use common::{bin, connect_from, refusal, u, Server};
 use serde_json::Value;
 
 const NEEDS_KEY: &str = "this server requires a pre-shared key (--psk-file or WIREBENCH_PSK)";
@@ -49,48 +49,11 @@ fn run_ok(args: &[&str]) -> Value {
 
 /// `wirebench ARGS` fails with one line of error that contains `needle`.
 fn refused(args: &[&str], key: Option<&str>, needle: &str) {
-    let out = wb(args, key);
-    assert!(!out.status.success(), "{args:?} should fail");
-    let err = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "one line of error for {args:?}, got: {err}");
+    let line = refusal(&wb(args, key), &format!("{args:?}"));
     assert!(
-        lines[0].contains(needle),
-        "{args:?}: '{}' should say '{needle}'",
-        lines[0]
+        line.contains(needle),
+        "{args:?}: '{line}' should say '{needle}'"
     );
-    assert!(!err.contains("panicked"), "{err}");
-}
-
-/// A `wirebench serve` on 127.0.0.1 (as common's, without a key from the environment).
-fn started(args: &[&str]) -> Server {
-    use std::io::{BufRead, BufReader};
-    let mut child = bin()
-        .args(["serve", "--listen", "127.0.0.1", "--port", "0"])
-        .args(args)
-        .env_remove("WIREBENCH_PSK")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("server starts");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let first = lines.next().expect("server prints its address").unwrap();
-    let addr = first.rsplit(' ').next().unwrap().to_owned();
-    // Keep draining stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Server { child, addr }
-}
-
-/// A TCP connection to `server` from the loopback address `from`.
-fn connect_from(from: &str, server: &str) -> TcpStream {
-    use socket2::{Domain, Socket, Type};
-    let server: SocketAddr = server.parse().unwrap();
-    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-    let local: SocketAddr = format!("{from}:0").parse().unwrap();
-    s.bind(&local.into()).unwrap();
-    s.connect(&server.into()).unwrap();
-    s.into()
 }
 
 fn hello() -> Vec<u8> {
@@ -171,7 +134,7 @@ fn key_file(dir: &tempfile::TempDir, name: &str, key: &str) -> String {
 /// its deadline (5 s from accept), never welcomed, and a client served meanwhile.
 #[test]
 fn a_dribbled_hello_is_cut_off_at_its_deadline() {
-    let server = started(&[]);
+    let server = Server::start(&[]);
     let frame = hello();
     let mut conn = connect_from("127.0.0.2", &server.addr);
     let mut reader = conn.try_clone().unwrap();
@@ -217,7 +180,7 @@ fn a_dribbled_hello_is_cut_off_at_its_deadline() {
 /// per-read timeout.
 #[test]
 fn a_dribbled_request_after_the_hello_is_cut_off() {
-    let server = started(&[]);
+    let server = Server::start(&[]);
     let mut conn = connect_from("127.0.0.3", &server.addr);
     conn.write_all(&hello()).unwrap();
     assert!(frame_of(&mut conn).contains("\"welcome\""));
@@ -257,7 +220,7 @@ fn a_dribbled_request_after_the_hello_is_cut_off() {
 /// and 100 more from the client's own.
 #[test]
 fn stalled_hellos_do_not_lock_out_a_client() {
-    let server = started(&[]);
+    let server = Server::start(&[]);
     let prefix = &hello()[..4];
     let held: Vec<TcpStream> = (0..164)
         .map(|i| {
@@ -286,7 +249,7 @@ fn stalled_hellos_do_not_lock_out_a_client() {
 /// and threads and descriptors come back down.
 #[test]
 fn silent_connections_cost_no_thread_each() {
-    let server = started(&[]);
+    let server = Server::start(&[]);
     eventually("the server is up", || status(&server, "Threads") >= 1);
     let fds_before = descriptors(&server);
     let held: Vec<TcpStream> = (0..500)
@@ -315,7 +278,7 @@ fn silent_connections_cost_no_thread_each() {
 /// slot comes back when its session ends.
 #[test]
 fn one_client_holds_at_most_its_share() {
-    let server = started(&["--max-sessions-per-client", "2"]);
+    let server = Server::start(&["--max-sessions-per-client", "2"]);
     let a = hold_session("127.0.0.40", &server.addr);
     let b = hold_session("127.0.0.40", &server.addr);
     let mut c = connect_from("127.0.0.40", &server.addr);
@@ -339,7 +302,7 @@ fn one_client_holds_at_most_its_share() {
 
 #[test]
 fn one_client_over_its_share_gets_a_readable_error() {
-    let server = started(&["--max-sessions-per-client", "1"]);
+    let server = Server::start(&["--max-sessions-per-client", "1"]);
     let _held = hold_session("127.0.0.1", &server.addr);
     refused(
         &["run", "pingpong", "--to", &server.addr, "-n", "10"],
@@ -350,7 +313,7 @@ fn one_client_over_its_share_gets_a_readable_error() {
 
 #[test]
 fn denied_clients_are_refused_at_accept_with_the_reason() {
-    let server = started(&["--deny", "127.0.0.0/8"]);
+    let server = Server::start(&["--deny", "127.0.0.0/8"]);
     refused(
         &["run", "pingpong", "--to", &server.addr, "-n", "10"],
         None,
@@ -361,7 +324,7 @@ fn denied_clients_are_refused_at_accept_with_the_reason() {
     assert!(reply_of(&mut s).contains("access denied: 127.0.0.50"));
 
     // Deny wins over allow.
-    let server = started(&["--allow", "127.0.0.0/8", "--deny", "127.0.0.1"]);
+    let server = Server::start(&["--allow", "127.0.0.0/8", "--deny", "127.0.0.1"]);
     refused(
         &["run", "pingpong", "--to", &server.addr, "-n", "10"],
         None,
@@ -371,14 +334,14 @@ fn denied_clients_are_refused_at_accept_with_the_reason() {
 
 #[test]
 fn only_allowed_clients_are_served() {
-    let server = started(&["--allow", "10.0.0.0/8,127.0.0.1/32"]);
+    let server = Server::start(&["--allow", "10.0.0.0/8,127.0.0.1/32"]);
     let v = run_ok(&["pingpong", "--to", &server.addr, "-n", "50"]);
     assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 50);
     let mut other = connect_from("127.0.0.2", &server.addr);
     other.write_all(&hello()).unwrap();
     assert!(reply_of(&mut other).contains("access denied: 127.0.0.2"));
 
-    let server = started(&["--allow", "10.0.0.0/8"]);
+    let server = Server::start(&["--allow", "10.0.0.0/8"]);
     refused(
         &["run", "pingpong", "--to", &server.addr, "-n", "10"],
         None,
@@ -391,7 +354,7 @@ fn only_allowed_clients_are_served() {
 fn the_right_key_is_served() {
     let dir = tempfile::tempdir().unwrap();
     let key = key_file(&dir, "key", "0123456789abcdef-the-right-key");
-    let server = started(&["--psk-file", &key]);
+    let server = Server::start(&["--psk-file", &key]);
     for extra in [
         &["pingpong", "-d", "200ms"][..],
         &["pingpong", "-t", "udp", "-n", "100"],
@@ -421,7 +384,7 @@ fn a_missing_or_wrong_key_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let key = key_file(&dir, "key", "0123456789abcdef-the-right-key");
     let wrong = key_file(&dir, "wrong", "0123456789abcdef-the-wrong-key");
-    let server = started(&["--psk-file", &key]);
+    let server = Server::start(&["--psk-file", &key]);
     let to = server.addr.as_str();
     refused(
         &["run", "pingpong", "--to", to, "-n", "10"],
@@ -464,7 +427,7 @@ fn a_missing_or_wrong_key_is_refused() {
 fn a_client_with_a_key_refuses_a_server_without_one() {
     let dir = tempfile::tempdir().unwrap();
     let key = key_file(&dir, "key", "0123456789abcdef-the-right-key");
-    let server = started(&[]);
+    let server = Server::start(&[]);
     refused(
         &[
             "run",

@@ -8,70 +8,17 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
-use std::process::{Child, Output, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{bin, run, run_json, u, Server};
+use common::{bin, connect_from, refusal, run, run_bounded, run_json, u, Server, FINISH};
 use wirebench::control::framing::{read_frame, write_frame};
 use wirebench::control::protocol::{
     ClientMessage, PointSpec, ServerMessage, TestSpec, MAGIC, PROTOCOL_VERSION,
 };
 use wirebench::pattern::{Direction, FastPaths, PatternKind};
 use wirebench::transport::SocketOptions;
-
-/// A client finishes (or fails) within this, however loaded the machine.
-const FINISH: Duration = Duration::from_secs(60);
-
-/// The one line of error a failed run printed, after checking it failed cleanly.
-fn refusal(out: &Output, what: &str) -> String {
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!out.status.success(), "{what} should fail");
-    assert_eq!(out.status.code(), Some(1), "{what}: {err}");
-    assert!(!err.contains("panicked"), "{what}: {err}");
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "{what}: one line of error, got: {err}");
-    lines[0].to_owned()
-}
-
-/// Runs the binary, killing it if it has not finished within [`FINISH`] (a server that
-/// never ends a point must fail the test, not hang it).
-fn run_bounded(args: &[&str]) -> Output {
-    let mut child = bin()
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("wirebench runs");
-    // Drain both pipes while waiting, so a chatty child never blocks on them.
-    let drain = |mut r: Box<dyn std::io::Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
-            v
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let until = Instant::now() + FINISH;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() >= until {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{args:?} did not finish within {FINISH:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
-}
 
 fn fails_with(args: &[&str], needle: &str) -> String {
     let out = run_bounded(args);
@@ -87,56 +34,6 @@ fn fails_with(args: &[&str], needle: &str) -> String {
 fn still_serves(addr: &str) {
     let v = run_json(&["pingpong", "--to", addr, "-n", "50"]);
     assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 50);
-}
-
-/// A `wirebench serve` whose log lines can be waited for.
-struct LoggedServer {
-    child: Child,
-    addr: String,
-    log: mpsc::Receiver<String>,
-}
-
-impl LoggedServer {
-    fn start(extra: &[&str]) -> LoggedServer {
-        let mut child = bin()
-            .args(["serve", "--listen", "127.0.0.1", "--port", "0"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("server starts");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let first = lines.next().expect("server prints its address").unwrap();
-        let addr = first.rsplit(' ').next().unwrap().to_owned();
-        let (tx, log) = mpsc::channel();
-        std::thread::spawn(move || {
-            for l in lines.map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
-        LoggedServer { child, addr, log }
-    }
-
-    /// The first log line containing `needle` within `within`.
-    fn wait_for(&self, needle: &str, within: Duration) -> Option<String> {
-        let until = Instant::now() + within;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            match self.log.recv_timeout(left) {
-                Ok(l) if l.contains(needle) => return Some(l),
-                Ok(_) => {}
-                Err(_) => return None,
-            }
-        }
-    }
-}
-
-impl Drop for LoggedServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A client that speaks the control protocol itself, to ask a server for what the real
@@ -156,15 +53,7 @@ impl RawClient {
     fn open_from(addr: &str, from: Option<&str>, test: &TestSpec) -> Result<RawClient, String> {
         let mut ctrl = match from {
             None => TcpStream::connect(addr).unwrap(),
-            Some(ip) => {
-                let target: std::net::SocketAddr = addr.parse().unwrap();
-                let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
-                    .unwrap();
-                let local: std::net::SocketAddr = format!("{ip}:0").parse().unwrap();
-                s.bind(&local.into()).unwrap();
-                s.connect(&target.into()).unwrap();
-                s.into()
-            }
+            Some(ip) => connect_from(ip, addr),
         };
         ctrl.set_read_timeout(Some(FINISH)).unwrap();
         write_frame(
@@ -444,7 +333,7 @@ fn a_pacing_step_of_days_is_refused_and_the_slot_stays_free() {
 /// a server with one slot serves the next client.
 #[test]
 fn a_killed_clients_paced_test_frees_its_slot() {
-    let server = LoggedServer::start(&["--max-sessions", "1"]);
+    let server = Server::start(&["--max-sessions", "1"]);
     // One 1000-byte write a second for a minute: the sender sleeps almost all the time.
     let mut victim = bin()
         .args([

@@ -13,7 +13,7 @@ use std::process::{Child, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{bin, run, run_json, Server};
+use common::{bin, run, run_bounded, run_json, Server};
 use wirebench::control::framing::{read_frame, write_frame};
 use wirebench::control::protocol::{
     ClientMessage, PointSpec, ServerMessage, TestSpec, MAGIC, PROTOCOL_VERSION,
@@ -22,49 +22,7 @@ use wirebench::pattern::{Direction, FastPaths, PatternKind};
 use wirebench::transport::SocketOptions;
 
 /// Generous: CI is a loaded 2-CPU machine. Nothing here waits this long when it works.
-const PATIENCE: Duration = Duration::from_secs(60);
-
-/// Runs the binary with `args`, killing it and failing the test if it has not finished
-/// within [`PATIENCE`]: the behaviour these tests guard against was to run on (and grow).
-fn run_within(args: &[&str]) -> Output {
-    let mut child = bin()
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("wirebench starts");
-    // Drained while it runs, so that a full pipe cannot stall it.
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let out_reader = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = stdout.read_to_end(&mut b);
-        b
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = stderr.read_to_end(&mut b);
-        b
-    });
-    let until = Instant::now() + PATIENCE;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > until {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("wirebench {args:?} still ran after {PATIENCE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    Output {
-        status,
-        stdout: out_reader.join().unwrap(),
-        stderr: err_reader.join().unwrap(),
-    }
-}
+const PATIENCE: Duration = common::FINISH;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -335,7 +293,7 @@ fn closed_within(mut s: &TcpStream, limit: Duration) -> bool {
 #[test]
 fn the_relay_refuses_a_huge_buffer_in_one_line() {
     // Before, the relay started (and aborted at its first connection).
-    let out = run_within(&[
+    let out = run_bounded(&[
         "relay",
         "--listen",
         "127.0.0.1:0",
@@ -446,7 +404,7 @@ fn the_relay_closes_a_pair_whose_reader_stopped_reading() {
 /// is refused at once, with its count and the limit.
 #[test]
 fn a_sweep_of_a_hundred_million_points_is_refused_before_it_is_built() {
-    let out = run_within(&[
+    let out = run_bounded(&[
         "run",
         "pingpong",
         "--size",
@@ -485,7 +443,7 @@ fn tmp_dir(name: &str) -> std::path::PathBuf {
 fn import_refuses_endless_and_oversized_input() {
     let dir = tmp_dir("import");
     let db = dir.join("r.sqlite").display().to_string();
-    let out = run_within(&["import", "/dev/zero", "--db", &db]);
+    let out = run_bounded(&["import", "/dev/zero", "--db", &db]);
     assert!(!out.status.success());
     let err = text(&out.stderr);
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");

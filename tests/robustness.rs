@@ -10,17 +10,11 @@ use std::time::{Duration, Instant};
 use common::{run, run_json, u, Server};
 
 fn fails_with(args: &[&str], needle: &str) {
-    let out = run(args);
-    assert!(!out.status.success(), "{args:?} should fail");
-    let err = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "one line of error for {args:?}, got: {err}");
+    let line = common::refusal(&run(args), &format!("{args:?}"));
     assert!(
-        lines[0].contains(needle),
-        "{args:?}: error '{}' should mention '{needle}'",
-        lines[0]
+        line.contains(needle),
+        "{args:?}: error '{line}' should mention '{needle}'"
     );
-    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -48,10 +49,12 @@ pub fn run_json(args: &[&str]) -> Value {
     v
 }
 
-/// A `wirebench serve` on loopback with an ephemeral port, killed on drop.
+/// A `wirebench serve` on loopback with an ephemeral port, killed on drop. It takes no key
+/// from the test's environment (`WIREBENCH_PSK`); its log lines can be waited for.
 pub struct Server {
     pub child: Child,
     pub addr: String,
+    log: std::sync::mpsc::Receiver<String>,
 }
 
 impl Server {
@@ -59,6 +62,7 @@ impl Server {
         let mut child = bin()
             .args(["serve", "--listen", "127.0.0.1", "--port", "0"])
             .args(extra)
+            .env_remove("WIREBENCH_PSK")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -76,9 +80,97 @@ impl Server {
             .expect("address at the end of the line")
             .to_owned();
         // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Server { child, addr }
+        let (tx, log) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in lines.map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        Server { child, addr, log }
     }
+
+    /// The first log line from now on containing `needle`, waiting up to `within`.
+    pub fn wait_for(&self, needle: &str, within: Duration) -> Option<String> {
+        let until = Instant::now() + within;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.log.recv_timeout(left) {
+                Ok(l) if l.contains(needle) => return Some(l),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+/// A client finishes (or fails) within this, however loaded the machine.
+pub const FINISH: Duration = Duration::from_secs(60);
+
+/// Runs the binary, killing it and failing the test if it has not finished within
+/// [`FINISH`]: a server that never ends a point must fail the test, not hang it.
+pub fn run_bounded(args: &[&str]) -> Output {
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wirebench runs");
+    // Drain both pipes while waiting, so a chatty child never blocks on them.
+    let drain = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let until = Instant::now() + FINISH;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() >= until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} did not finish within {FINISH:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// The one line of error a failed run printed, after checking that it failed cleanly: exit
+/// code 1 (or clap's 2 for a malformed command line), one line, no panic.
+pub fn refusal(out: &Output, what: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{what} should fail");
+    assert!(
+        matches!(out.status.code(), Some(1 | 2)),
+        "{what}: exit {:?}: {err}",
+        out.status.code()
+    );
+    assert!(!err.contains("panicked"), "{what}: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{what}: one line of error, got: {err}");
+    lines[0].to_owned()
+}
+
+/// A TCP connection to `server` from the loopback address `from` (another client, as the
+/// server's per-client limits see it).
+pub fn connect_from(from: &str, server: &str) -> std::net::TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let server: std::net::SocketAddr = server.parse().unwrap();
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    let local: std::net::SocketAddr = format!("{from}:0").parse().unwrap();
+    s.bind(&local.into()).unwrap();
+    s.connect(&server.into()).unwrap();
+    s.into()
 }
 
 impl Drop for Server {
