@@ -408,7 +408,7 @@ impl<'a> PointWatch<'a> {
                 );
             }
             bail!(
-                "the client did not end the point within {} s of its duration",
+                "the client did not end the point within {} s after its duration (the warm-up counts: an unpaced warm-up is not given time of its own)",
                 (3 * self.io_timeout).as_secs_f64()
             );
         }
