@@ -132,12 +132,13 @@ fn exec(name: &str, host: &str, command: &[String]) -> Result<i32> {
     let (program, rest) = command.split_first().context("no command given")?;
     let program = program.clone();
     let rest = rest.to_vec();
+    // The command replaces this process (as `ip netns exec` does) from the thread that
+    // entered the namespace, instead of running as its child: a child outlived a `lab exec`
+    // that was killed, and every lab test left a `wirebench serve` running in a removed lab.
     let code = super::in_netns(&namespace, move || {
-        let status = std::process::Command::new(&program)
-            .args(&rest)
-            .status()
-            .with_context(|| format!("cannot run '{program}'"))?;
-        Ok(status.code().unwrap_or(1))
+        use std::os::unix::process::CommandExt;
+        let e = std::process::Command::new(&program).args(&rest).exec();
+        Err(anyhow::Error::new(e).context(format!("cannot run '{program}'")))
     })?;
     Ok(code)
 }
