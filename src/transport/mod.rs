@@ -4,6 +4,8 @@
 //! is one new file implementing them, plus one line in [`by_name`].
 
 mod bytestream;
+#[cfg(test)]
+pub mod mem;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 mod mptcp;

@@ -31,6 +31,8 @@
 #[cfg(test)]
 mod clock_tests;
 mod intervals;
+#[cfg(test)]
+mod link_tests;
 mod loss;
 mod receive;
 mod send;
