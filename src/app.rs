@@ -8,7 +8,8 @@ use crate::cli::{Cli, Command, Permit, RunArgs, ServeArgs};
 use crate::control::limits::Limits;
 use crate::control::server::{Server, ServerConfig};
 use crate::plan::{self, runner};
-use crate::report::{csv::CsvSink, json::JsonSink, table::TableSink, Sink};
+use crate::report::json::{JsonSink, JsonStreamSink};
+use crate::report::{csv::CsvSink, table::TableSink, Sink};
 
 /// Exit code for a failed measurement or bad input (clap uses 2 for usage errors).
 pub const EXIT_FAILURE: i32 = 1;
@@ -102,7 +103,9 @@ pub fn run_measurement_with(
             return EXIT_FAILURE;
         }
     };
-    let sink: Box<dyn Sink> = if a.json {
+    let sink: Box<dyn Sink> = if a.json_stream {
+        Box::new(JsonStreamSink)
+    } else if a.json {
         Box::new(JsonSink)
     } else if a.csv {
         Box::new(CsvSink)

@@ -308,6 +308,11 @@ pub struct RunArgs {
     /// CSV: a header and one row per point on stdout.
     #[arg(long)]
     pub csv: bool,
+    /// Newline-delimited JSON on stdout as the run goes: a "begin" object, one "interval"
+    /// object per interval report (with --interval) and one "point" object per point as each
+    /// finishes, then an "end" object holding the whole document that --json prints.
+    #[arg(long, conflicts_with_all = ["json", "csv"])]
+    pub json_stream: bool,
     /// Also write the JSON document to this file.
     #[arg(long)]
     pub output: Option<PathBuf>,

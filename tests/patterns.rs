@@ -862,3 +862,79 @@ fn figures_from_too_little_data_are_marked_with_the_reason() {
         "{text}"
     );
 }
+
+/// `--json-stream`: one object per line as the run goes, begin first and end last, each point
+/// once with its index, intervals before the point they belong to; the end holds the same
+/// document as --json. Counts and order only: nothing here depends on the host's speed.
+#[test]
+fn json_stream_writes_one_object_per_line_as_the_run_goes() {
+    let lines = |args: &[&str]| -> Vec<Value> {
+        let out = common::run(args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
+            .collect()
+    };
+    let v = lines(&[
+        "run",
+        "pingpong",
+        "--size",
+        "1,64",
+        "-n",
+        "50",
+        "--json-stream",
+        "--no-save",
+    ]);
+    let types: Vec<&str> = v.iter().map(|o| o["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["begin", "point", "point", "end"]);
+    assert_eq!(v[0]["schema"], "wirebench.run.stream");
+    assert_eq!(
+        (u(&v[1]["point"]["index"]), u(&v[2]["point"]["index"])),
+        (0, 1)
+    );
+    let end = &v[3]["run"];
+    assert_eq!(end["schema"], "wirebench.run");
+    assert_eq!(end["complete"], true);
+    assert_eq!(end["points"].as_array().unwrap().len(), 2);
+    assert_eq!(end["points"][1], v[2]["point"]);
+
+    let v = lines(&[
+        "run",
+        "stream",
+        "-d",
+        "300ms",
+        "--interval",
+        "100ms",
+        "--json-stream",
+        "--no-save",
+    ]);
+    let types: Vec<&str> = v.iter().map(|o| o["type"].as_str().unwrap()).collect();
+    let point_at = types
+        .iter()
+        .position(|t| *t == "point")
+        .expect("a point line");
+    assert_eq!(types.first(), Some(&"begin"));
+    assert_eq!(types.last(), Some(&"end"));
+    assert!(
+        types[1..point_at].iter().all(|t| *t == "interval") && point_at > 1,
+        "{types:?}"
+    );
+    assert!(types[point_at + 1..types.len() - 1].is_empty(), "{types:?}");
+    // The streamed intervals are the client's, as the end document keeps them.
+    let streamed: u64 = v[1..point_at]
+        .iter()
+        .map(|o| u(&o["interval"]["bytes"]))
+        .sum();
+    let kept: u64 = v[point_at]["point"]["stream"]["streams"][0]["sender"]["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|iv| u(&iv["bytes"]))
+        .sum();
+    assert_eq!(streamed, kept);
+}
