@@ -108,7 +108,7 @@ pub fn run_measurement_with(
     } else if a.json {
         Box::new(JsonSink)
     } else if a.csv {
-        Box::new(CsvSink)
+        Box::new(CsvSink::default())
     } else {
         Box::new(TableSink::new())
     };

@@ -510,7 +510,8 @@ fn csv_has_a_header_and_one_row_per_point() {
     assert_eq!(lines.len(), 4, "{text}");
     let cols = lines[0].split(',').count();
     assert!(lines.iter().all(|l| l.split(',').count() == cols));
-    assert!(lines[0].starts_with("index,pattern,transport,size_bytes"));
+    assert!(lines[0]
+        .starts_with("index,pattern,transport,run_started_at,client_host,server_host,size_bytes"));
 }
 
 #[test]

@@ -106,7 +106,8 @@ fn runs_are_saved_and_come_back_through_history_show_export_import() {
 
     let csv = ok(&["export", "last", "--csv", "--db", &db]);
     assert_eq!(csv.lines().count(), 4, "{csv}");
-    assert!(csv.starts_with("index,pattern,transport,size_bytes"));
+    assert!(csv
+        .starts_with("index,pattern,transport,run_started_at,client_host,server_host,size_bytes"));
 
     // A result from elsewhere: the exported document into a second database, then back.
     let file = t.file("run.json");
@@ -757,4 +758,30 @@ fn a_hockney_fit_that_is_not_valid_is_never_shown_as_a_result() {
         "{page}"
     );
     assert!(!page.contains("n_1/2 -66"), "{page}");
+}
+
+/// CSV is written by the csv crate: a field with a comma or a quote (a host name, a reason)
+/// is quoted and reads back whole, and every record has the header's fields.
+#[test]
+fn csv_quotes_what_needs_quoting_and_reads_back_whole() {
+    let t = Tmp::new();
+    let db = t.file("q.sqlite");
+    let out = common::run(&["run", "pingpong", "-n", "20", "--json", "--no-save"]);
+    assert!(out.status.success());
+    let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["client_environment"]["hostname"] = Value::from("lab, \"a\" 1");
+    let file = t.file("q.json");
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    ok(&["import", &file, "--db", &db]);
+    let text = ok(&["export", "last", "--csv", "--db", &db]);
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let header = r.headers().unwrap().clone();
+    let host = header.iter().position(|h| h == "client_host").unwrap();
+    let reason = header.iter().position(|h| h == "invalid_reason").unwrap();
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].len(), header.len());
+    assert_eq!(&rows[0][host], "lab, \"a\" 1");
+    // 20 samples are below the floor for a mean: the reason is there, whole.
+    assert!(rows[0][reason].contains("20 samples"), "{:?}", &rows[0]);
 }

@@ -1,16 +1,47 @@
-//! `--csv`: a header and one row per point, printed as each point completes.
+//! `--csv`: a header and one row per point, printed as each point completes. Written by the
+//! `csv` crate (RFC 4180): a field with a comma, a quote or a line end is quoted, so a reason
+//! or a host name keeps its text.
+
+use std::io::Write;
 
 use super::model::{PointResult, RunReport};
 use super::Sink;
 use crate::plan::RunPlan;
 use crate::stats::validity::{self, Validity};
 
-pub struct CsvSink;
+/// Rows on stdout, each flushed as its point completes.
+pub struct CsvSink {
+    out: csv::Writer<std::io::Stdout>,
+}
+
+impl Default for CsvSink {
+    fn default() -> Self {
+        CsvSink {
+            out: csv::Writer::from_writer(std::io::stdout()),
+        }
+    }
+}
+
+/// The header and a row per point of `report`, as one CSV text (`export --csv`).
+pub fn to_string(report: &RunReport) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(COLUMNS)?;
+    for p in &report.points {
+        w.write_record(row(report, p))?;
+    }
+    let bytes = w
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("{}", e.error()))?;
+    Ok(String::from_utf8(bytes)?)
+}
 
 pub const COLUMNS: &[&str] = &[
     "index",
     "pattern",
     "transport",
+    "run_started_at",
+    "client_host",
+    "server_host",
     "size_bytes",
     "request_size_bytes",
     "response_size_bytes",
@@ -104,6 +135,9 @@ pub fn row(report: &RunReport, p: &PointResult) -> Vec<String> {
         p.index.to_string(),
         report.pattern.clone(),
         report.transport.clone(),
+        report.started_at.clone(),
+        report.client_environment.hostname.clone(),
+        opt(report.server_environment.as_ref().map(|e| &e.hostname)),
         p.key.size.to_string(),
         p.request_size.to_string(),
         p.response_size.to_string(),
@@ -152,17 +186,41 @@ pub fn row(report: &RunReport, p: &PointResult) -> Vec<String> {
         opt(p.cpu.client_us_per_kib),
         opt(p.cpu.server_us_per_kib),
         opt(verdict.valid),
-        // No quoting in these rows: a reason's commas become semicolons.
-        verdict.reason().replace(',', ";"),
+        verdict.reason().to_string(),
     ]
+}
+
+impl CsvSink {
+    /// Writes one record and flushes it; a failed write (a closed pipe) is said once on
+    /// stderr, and the run and its saving go on.
+    fn record<I, T>(&mut self, fields: I)
+    where
+        I: IntoIterator<Item = T>,
+        T: AsRef<[u8]>,
+    {
+        let written = self
+            .out
+            .write_record(fields)
+            .map_err(std::io::Error::other)
+            .and_then(|()| self.out.flush());
+        if written.is_err() {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "wirebench: error: stdout closed; the run goes on"
+                );
+            });
+        }
+    }
 }
 
 impl Sink for CsvSink {
     fn begin(&mut self, _: &RunReport, _: &RunPlan) {
-        println!("{}", COLUMNS.join(","));
+        self.record(COLUMNS);
     }
     fn point(&mut self, report: &RunReport, p: &PointResult) {
-        println!("{}", row(report, p).join(","));
+        self.record(row(report, p));
     }
     fn finish(&mut self, _: &RunReport) {}
 }

@@ -212,7 +212,7 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let db = open_existing(&a.db)?;
             let (_, report) = load(&db, &a.id)?;
             let text = if a.csv {
-                history::export_csv(&report)
+                history::export_csv(&report)?
             } else {
                 history::export_json(&report)?
             };

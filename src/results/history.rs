@@ -165,13 +165,8 @@ pub fn export_json(r: &RunReport) -> Result<String> {
     Ok(crate::report::json::to_string(r).context("encoding the result")? + "\n")
 }
 
-pub fn export_csv(r: &RunReport) -> String {
-    let mut out = crate::report::csv::COLUMNS.join(",") + "\n";
-    for p in &r.points {
-        out.push_str(&crate::report::csv::row(r, p).join(","));
-        out.push('\n');
-    }
-    out
+pub fn export_csv(r: &RunReport) -> Result<String> {
+    crate::report::csv::to_string(r).context("encoding the result as CSV")
 }
 
 /// The largest result document `import` reads: far more than any run writes (a sweep of
