@@ -131,13 +131,13 @@ pub struct RunArgs {
     pub pattern: PatternKind,
 
     /// Server as HOST[:PORT] (default port 5320). Without it, a server is started on loopback
-    /// inside this process.
-    #[arg(long)]
+    /// inside this process. iperf3: -c.
+    #[arg(long, short = 'c', value_name = "HOST[:PORT]")]
     pub to: Option<String>,
     #[command(flatten)]
     pub auth: ClientAuthArgs,
-    /// Transport: tcp, udp, unix, mptcp or quic.
-    #[arg(long, short = 't', default_value = "tcp")]
+    /// Transport: tcp, udp, unix, mptcp, quic or raw. Not iperf3's -t (time): that is -d here.
+    #[arg(long, short = 't', default_value = "tcp", value_parser = parse_transport)]
     pub transport: String,
     #[command(flatten)]
     pub transport_args: TransportArgs,
@@ -150,9 +150,10 @@ pub struct RunArgs {
     // ---- sizes and sweeps ----
     /// Message size in bytes: ping-pong message, rr/crr request, stream write or datagram.
     /// A list (1,16,64,1K), a linear range (1K..64K:+1K) or a geometric range (1..4M:*2,
-    /// 1..10M:*1.2). K, M, G are binary (1024). Default: 1 for pingpong/rr/crr, 64K for TCP
-    /// and Unix streams, 1400 for UDP streams.
-    #[arg(long, short = 's')]
+    /// 1..10M:*1.2). K, M, G are binary (1024). Default: 1 for pingpong/rr/crr, 128K for
+    /// streams over reliable transports (tcp, unix, mptcp, quic), 1400 for datagram streams
+    /// (udp, raw). iperf3: -l.
+    #[arg(long, short = 's', visible_short_alias = 'l', value_parser = parse_sweep)]
     pub size: Option<String>,
     /// NetPIPE-style perturbation: also measure n-P and n+P for every size n.
     #[arg(long, default_value_t = 0)]
@@ -198,8 +199,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub bidir: bool,
     /// Pace each direction's total sending rate: bits/s with DECIMAL suffixes (100M = 10^8
-    /// bit/s of payload, split evenly over the streams) or packets/s ("10kpps").
-    #[arg(long)]
+    /// bit/s of payload, split evenly over the streams) or packets/s ("10kpps"). iperf3: -b.
+    #[arg(long, short = 'b', value_parser = parse_rate_arg)]
     pub rate: Option<String>,
     /// With --rate: writes or datagrams let out together at each pacing step (default 1: each
     /// on its own schedule). The rate is the same; the sender sleeps between bursts, and with
@@ -214,17 +215,22 @@ pub struct RunArgs {
     pub interval: Option<std::time::Duration>,
 
     // ---- socket options ----
+    /// Both socket buffers, SO_SNDBUF and SO_RCVBUF, on both ends in bytes (0 = kernel
+    /// autotuning): --sndbuf and --rcvbuf at once, each of which overrides it. Accepts a
+    /// sweep like --size (one sweep, the same value for both). iperf3: -w.
+    #[arg(long, short = 'w', value_parser = parse_sweep)]
+    pub window: Option<String>,
     /// SO_SNDBUF on both ends in bytes (0 = kernel autotuning). Accepts a sweep like --size.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_sweep)]
     pub sndbuf: Option<String>,
     /// SO_RCVBUF on both ends in bytes (0 = kernel autotuning). Accepts a sweep like --size.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_sweep)]
     pub rcvbuf: Option<String>,
     /// SO_SNDBUF of the server's sockets (overrides --sndbuf there). Accepts a sweep.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_sweep)]
     pub server_sndbuf: Option<String>,
     /// SO_RCVBUF of the server's sockets (overrides --rcvbuf there). Accepts a sweep.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_sweep)]
     pub server_rcvbuf: Option<String>,
     /// TCP_NODELAY: turn Nagle's algorithm off on both ends.
     #[arg(long)]
@@ -303,7 +309,8 @@ pub struct RunArgs {
 
     // ---- output ----
     /// One JSON document on stdout (schema "wirebench.run", version 1), nothing else there.
-    #[arg(long, conflicts_with = "csv")]
+    /// iperf3: -J.
+    #[arg(long, short = 'J', conflicts_with = "csv")]
     pub json: bool,
     /// CSV: a header and one row per point on stdout.
     #[arg(long)]
@@ -497,6 +504,109 @@ pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 
 pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     crate::units::parse_bytes(s)
+}
+
+/// A usage error of clap's on one line, with everything clap said but its usage block: what
+/// is missing, the values allowed, its "tip: a similar ... exists", and a pointer to the help
+/// of the subcommand `args` (the command line after the program's name) name, e.g.
+/// "the following required arguments were not provided: <PATTERN> (see 'wirebench run --help')".
+pub fn usage_error_line(e: &clap::Error, args: &[String]) -> String {
+    let text = e.render().to_string();
+    let mut parts: Vec<String> = Vec::new();
+    let mut in_usage = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with("Usage:") {
+            in_usage = true;
+            continue;
+        }
+        if line.is_empty() {
+            in_usage = false;
+            continue;
+        }
+        if in_usage || line.starts_with("For more information, try") {
+            continue;
+        }
+        let line = line.strip_prefix("error: ").unwrap_or(line);
+        let line = match line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            Some(inner) => inner, // "[possible values: ...]"
+            None => line,
+        };
+        // "...not provided:" and the arguments it lists on the following lines: one piece.
+        match parts.last_mut() {
+            Some(last) if last.ends_with(':') => {
+                last.push(' ');
+                last.push_str(line);
+            }
+            Some(last)
+                if last.contains("not provided: ")
+                    && (line.starts_with('<') || line.starts_with('-')) =>
+            {
+                last.push_str(", ");
+                last.push_str(line);
+            }
+            _ => parts.push(line.to_owned()),
+        }
+    }
+    if parts.is_empty() {
+        parts.push("invalid arguments".to_owned());
+    }
+    let line = parts.join("; ");
+    let line = crate::text::printable(&line).into_owned();
+    format!("{line} (see '{} --help')", command_path(args))
+}
+
+/// "wirebench" and the subcommands that lead `args`, e.g. "wirebench lab up": whose help to
+/// point a usage error at.
+pub fn command_path(args: &[String]) -> String {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut path = String::from("wirebench");
+    for a in args {
+        let Some(sub) = cmd.find_subcommand(a).cloned() else {
+            break;
+        };
+        path.push(' ');
+        path.push_str(sub.get_name());
+        cmd = sub;
+    }
+    path
+}
+
+/// A transport's name (as `--transport`), checked when the command line is parsed, so that a
+/// wrong one is a usage error like any other. An iperf3 habit, `-t 5` for five seconds, gets
+/// a hint: wirebench's -t is the transport, its time is -d.
+fn parse_transport(s: &str) -> Result<String, String> {
+    let names = crate::transport::NAMES;
+    // "mpi" is checked later: a build without MPI says how to get it.
+    if names.contains(&s) || s == "mpi" {
+        return Ok(s.to_owned());
+    }
+    let mut msg = format!("unknown transport '{s}' (available: {})", names.join(", "));
+    let time = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        Some(format!("{s}s"))
+    } else if crate::units::parse_duration(s).is_ok() {
+        Some(s.to_owned())
+    } else {
+        None
+    };
+    if let Some(t) = time {
+        msg.push_str(&format!(
+            "; did you mean `-d {t}`? (iperf3's -t is time; wirebench's -t is the transport)"
+        ));
+    }
+    Err(msg)
+}
+
+/// A size or a sweep of sizes (`--size`, `--sndbuf`, ...), checked at parsing and kept as
+/// written: the plan expands it.
+fn parse_sweep(s: &str) -> Result<String, String> {
+    crate::units::parse_size_spec(s).map(|_| s.to_owned())
+}
+
+/// A rate (`--rate`), checked at parsing and kept as written.
+fn parse_rate_arg(s: &str) -> Result<String, String> {
+    crate::units::parse_rate(s).map(|_| s.to_owned())
 }
 
 fn parse_rcvlowat(s: &str) -> Result<crate::pattern::RcvLowat, String> {

@@ -1,0 +1,96 @@
+//! The command layer: iperf3's short flags where they do not clash, shell completions and
+//! the man page.
+
+mod common;
+
+use common::{run, Server};
+
+/// `-c HOST:PORT` is `--to`, `-l` the message size and `-J` the JSON document, as in iperf3.
+#[test]
+fn iperf3_client_flags_run_a_pingpong() {
+    let server = Server::start(&[]);
+    let out = run(&[
+        "run",
+        "pingpong",
+        "-c",
+        &server.addr,
+        "-l",
+        "64",
+        "-n",
+        "20",
+        "-J",
+        "--no-save",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("-J prints one JSON document");
+    assert_eq!(v["server"]["address"], server.addr.as_str());
+    assert_eq!(v["server"]["self_hosted"], false);
+    assert_eq!(v["points"][0]["key"]["size"], 64);
+}
+
+/// `-b` is `--rate`; `-w` sets both socket buffers, and a sweep of it moves them together.
+#[test]
+fn iperf3_rate_and_window_flags() {
+    let server = Server::start(&[]);
+    let v = common::run_json(&[
+        "stream",
+        "-c",
+        &server.addr,
+        "-b",
+        "50M",
+        "-w",
+        "256K,512K",
+        "-d",
+        "200ms",
+        "--warmup",
+        "1",
+        "--no-save",
+    ]);
+    assert_eq!(v["settings"]["rate"], "50M");
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "one point per -w value, not their product");
+    for (p, want) in points.iter().zip([262_144, 524_288]) {
+        let k = &p["key"];
+        assert_eq!(k["sndbuf"], want);
+        assert_eq!(k["rcvbuf"], want);
+        assert_eq!(k["server_sndbuf"], want);
+        assert_eq!(k["server_rcvbuf"], want);
+    }
+    // An explicit --rcvbuf overrides -w on its side.
+    let v = common::run_json(&[
+        "stream",
+        "-c",
+        &server.addr,
+        "-w",
+        "256K",
+        "--rcvbuf",
+        "0",
+        "-d",
+        "200ms",
+        "--warmup",
+        "1",
+        "--no-save",
+    ]);
+    let k = &v["points"][0]["key"];
+    assert_eq!(k["sndbuf"], 262_144);
+    assert_eq!(k["rcvbuf"], 0);
+}
+
+/// Every iperf3 alias is documented in its flag's help.
+#[test]
+fn aliases_are_in_the_help() {
+    let out = run(&["run", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for alias in ["-c", "-b", "-l", "-w", "-J"] {
+        assert!(
+            help.contains(&format!("iperf3: {alias}")),
+            "run --help should say 'iperf3: {alias}'"
+        );
+    }
+}
