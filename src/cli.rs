@@ -10,8 +10,8 @@ use crate::pattern::PatternKind;
 #[command(
     name = "wirebench",
     version,
-    about = "Protocol-independent network benchmark: latency, throughput and loss over TCP, UDP and Unix sockets",
-    long_about = "Protocol-independent network benchmark: latency, throughput and loss over TCP, UDP and Unix sockets.\n\nSizes take BINARY suffixes (K = 1024 bytes, M = 1024^2, G = 1024^3). Rates take DECIMAL suffixes (k = 1000 bit/s, M = 10^6, G = 10^9) or 'pps'. Throughput is printed in Mbit/s = 10^6 bit/s.",
+    about = "Protocol-independent network benchmark: latency, throughput and loss over TCP, UDP, Unix sockets, MPTCP, QUIC and raw Ethernet",
+    long_about = "Protocol-independent network benchmark: latency, throughput and loss over TCP, UDP, Unix sockets, MPTCP, QUIC and raw Ethernet.\n\nSizes take BINARY suffixes (K = 1024 bytes, M = 1024^2, G = 1024^3). Rates take DECIMAL suffixes (k = 1000 bit/s, M = 10^6, G = 10^9) or 'pps'. Throughput is printed in Mbit/s = 10^6 bit/s.",
     after_help = "Examples:\n  wirebench run pingpong                      # self-hosted loopback server\n  wirebench serve                             # server on port 5320\n  wirebench run pingpong --to HOST --size 1..4M:*2\n  wirebench run stream --to HOST --parallel 4 --interval 1s\n  wirebench run stream --transport udp --rate 500M --size 1400"
 )]
 pub struct Cli {
@@ -730,5 +730,41 @@ fn parse_bit_rate(s: &str) -> Result<u64, String> {
         crate::units::Rate::PacketsPerSecond(_) => {
             Err("a packet rate: give the limit in bits per second (e.g. 1G)".into())
         }
+    }
+}
+
+#[cfg(test)]
+mod help_tests {
+    use clap::CommandFactory;
+
+    /// Every argument of every subcommand says what it is: `--help` lists no bare flag.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") || arg.is_hide_set() {
+                    continue;
+                }
+                let has = arg
+                    .get_help()
+                    .is_some_and(|h| !h.to_string().trim().is_empty())
+                    || arg
+                        .get_long_help()
+                        .is_some_and(|h| !h.to_string().trim().is_empty());
+                if !has {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(format!("{path} {} (the subcommand)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "wirebench", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:#?}");
     }
 }

@@ -94,3 +94,28 @@ fn aliases_are_in_the_help() {
         );
     }
 }
+
+/// The help says what the defaults really are and lists every transport (clap may wrap its
+/// lines anywhere: compared with whitespace joined).
+#[test]
+fn help_is_true() {
+    let help = |args: &[&str]| {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let h = help(&["run", "--help"]);
+    // The stream's default write over a reliable transport is 128 KiB (src/plan), not 64K.
+    assert!(
+        h.contains("128K for streams over reliable transports"),
+        "{h}"
+    );
+    assert!(h.contains("tcp, udp, unix, mptcp, quic or raw"), "{h}");
+    let h = help(&["compare-transports", "--help"]);
+    assert!(h.contains("tcp, udp, unix, mptcp, quic and raw"), "{h}");
+    let h = help(&["lab", "down", "--help"]);
+    assert!(h.contains("--all Remove every lab"), "{h}");
+}

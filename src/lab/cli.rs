@@ -25,9 +25,10 @@ pub enum LabCommand {
     },
     /// Run a command on host a or b of a lab.
     Exec {
+        /// Lab name, as given to `lab up`.
         #[arg(long, default_value = "lab")]
         name: String,
-        /// a or b.
+        /// The host to run on: a or b (`lab run` runs the client on a and the server on b).
         host: String,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true)]
@@ -44,8 +45,10 @@ pub enum LabCommand {
     },
     /// Remove a lab (or all of them).
     Down {
+        /// Lab name, as given to `lab up`.
         #[arg(long, default_value = "lab", conflicts_with = "all")]
         name: String,
+        /// Remove every lab that is running.
         #[arg(long)]
         all: bool,
     },
@@ -64,6 +67,7 @@ pub enum LabCommand {
     /// Internal: the delay line process of a lab.
     #[command(hide = true)]
     DelayLine {
+        /// The lab whose link this process carries.
         #[arg(long)]
         name: String,
     },

@@ -25,7 +25,7 @@ pub struct CompareArgs {
     pub to: Option<String>,
     #[command(flatten)]
     pub auth: crate::cli::ClientAuthArgs,
-    /// Transports to compare, e.g. tcp,udp,raw. Default: every transport that can run here
+    /// Transports to compare, of tcp, udp, unix, mptcp, quic and raw, e.g. tcp,udp,raw. Default: every transport that can run here
     /// (raw needs root; unix only without --to).
     #[arg(long, value_delimiter = ',')]
     pub transports: Option<Vec<String>>,
