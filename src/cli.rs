@@ -53,6 +53,21 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
     },
+    /// Print a completion script for SHELL to stdout, e.g.
+    /// `wirebench completions bash > /etc/bash_completion.d/wirebench`.
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// The manual page: wirebench(1) on stdout, or with --dir a page per command
+    /// (wirebench.1, wirebench-run.1, ...) written into DIR.
+    Man {
+        /// Directory to write the pages into, e.g. /usr/local/share/man/man1; the files
+        /// written are listed on stdout.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Saved results: history, show, export, import, report, plot, compare.
     #[command(flatten)]
     Results(crate::results::cli::ResultsCommand),
@@ -571,6 +586,44 @@ pub fn command_path(args: &[String]) -> String {
         cmd = sub;
     }
     path
+}
+
+/// `wirebench completions SHELL`: the script, from the clap definitions, to `out`.
+pub fn completions(shell: clap_complete::Shell, out: &mut dyn std::io::Write) {
+    use clap::CommandFactory;
+    clap_complete::generate(shell, &mut Cli::command(), "wirebench", out);
+}
+
+/// `wirebench man`: wirebench(1) to `out`, or with `dir` a page per command (hidden ones
+/// left out) into it, each path written to `out`.
+pub fn man(dir: Option<&std::path::Path>, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let Some(dir) = dir else {
+        clap_mangen::Man::new(cmd).render(out)?;
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // As clap_mangen::generate_to, but saying which files it wrote.
+    fn generate(
+        cmd: clap::Command,
+        dir: &std::path::Path,
+        out: &mut dyn std::io::Write,
+    ) -> anyhow::Result<()> {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+            generate(sub, dir, out)?;
+        }
+        let path = clap_mangen::Man::new(cmd)
+            .generate_to(dir)
+            .with_context(|| format!("writing to {}", dir.display()))?;
+        writeln!(out, "{}", path.display())?;
+        Ok(())
+    }
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
+    generate(cmd, dir, out)?;
+    Ok(())
 }
 
 /// A transport's name (as `--transport`), checked when the command line is parsed, so that a

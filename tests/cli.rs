@@ -119,3 +119,63 @@ fn help_is_true() {
     let h = help(&["lab", "down", "--help"]);
     assert!(h.contains("--all Remove every lab"), "{h}");
 }
+
+/// `wirebench completions SHELL` prints a script made from the clap definitions.
+#[test]
+fn completions_cover_the_options() {
+    let out = run(&["completions", "bash"]);
+    assert!(out.status.success());
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(script.contains("wirebench"));
+    assert!(script.contains("--transport"));
+    assert!(script.contains("compare-transports"));
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let out = run(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        // fish spells it `-l transport`.
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("transport"),
+            "{shell}"
+        );
+    }
+    let out = run(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// `wirebench man` prints wirebench(1); with --dir it writes a page per command.
+#[test]
+fn man_pages() {
+    let out = run(&["man"]);
+    assert!(out.status.success());
+    let page = String::from_utf8_lossy(&out.stdout);
+    // clap_mangen puts two lines defining the quote character before the title.
+    let title = page
+        .lines()
+        .take(3)
+        .find(|l| l.starts_with(".TH"))
+        .unwrap_or_else(|| panic!("no .TH in the first lines:\n{page}"));
+    assert!(title.starts_with(".TH wirebench 1"), "{page}");
+    assert!(page.contains("compare\\-transports"), "{page}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["man", "--dir", dir.path().to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "wirebench.1",
+        "wirebench-run.1",
+        "wirebench-serve.1",
+        "wirebench-lab-up.1",
+    ] {
+        let path = dir.path().join(name);
+        assert!(listed.contains(path.to_str().unwrap()), "{listed}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(".TH"), "{name}");
+    }
+    // Hidden commands (the lab's delay line) get no page.
+    assert!(!dir.path().join("wirebench-lab-delay-line.1").exists());
+}
