@@ -653,7 +653,7 @@ fn parse_transport(s: &str) -> Result<String, String> {
 
 /// A size or a sweep of sizes (`--size`, `--sndbuf`, ...), checked at parsing and kept as
 /// written: the plan expands it.
-fn parse_sweep(s: &str) -> Result<String, String> {
+pub(crate) fn parse_sweep(s: &str) -> Result<String, String> {
     crate::units::parse_size_spec(s).map(|_| s.to_owned())
 }
 

@@ -373,6 +373,22 @@ fn invalid_values_list_what_is_allowed() {
         &["run", "pingpong", "--size", "abc"],
         &["'--size <SIZE>'", "not a number"],
     );
+    usage_error(
+        &["compare-transports", "--size", "abc"],
+        &[
+            "'--size <SIZE>'",
+            "(see 'wirebench compare-transports --help')",
+        ],
+    );
+    // The test `lab run` takes after -- is parsed as `run` is, before any lab is made.
+    usage_error(
+        &["lab", "run", "--", "pingpng"],
+        &[
+            "the test after --: invalid value 'pingpng'",
+            "possible values: pingpong, stream, rr, crr",
+            "(see 'wirebench run --help')",
+        ],
+    );
 }
 
 #[test]
