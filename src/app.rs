@@ -33,6 +33,15 @@ pub fn main_with(cli: Cli) -> i32 {
         #[cfg(not(feature = "mpi"))]
         Command::Mpi { .. } => Err(anyhow::anyhow!(crate::transport::NO_MPI)),
         Command::Calibrate { iterations, json } => calibrate(iterations, json),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            crate::cli::completions(shell, &mut script);
+            to_stdout(&script).map(|()| 0)
+        }
+        Command::Man { dir } => {
+            let mut text = Vec::new();
+            crate::cli::man(dir.as_deref(), &mut text).and_then(|()| to_stdout(&text).map(|()| 0))
+        }
         Command::Results(c) => crate::results::cli::run(c),
     };
     match result {
@@ -41,6 +50,16 @@ pub fn main_with(cli: Cli) -> i32 {
             eprintln!("wirebench: error: {}", one_line(&e));
             EXIT_FAILURE
         }
+    }
+}
+
+/// Writes generated text to stdout; a reader that stopped early (`| head`) is no error.
+fn to_stdout(bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
     }
 }
 

@@ -10,8 +10,8 @@ use crate::pattern::PatternKind;
 #[command(
     name = "wirebench",
     version,
-    about = "Protocol-independent network benchmark: latency, throughput and loss over TCP, UDP and Unix sockets",
-    long_about = "Protocol-independent network benchmark: latency, throughput and loss over TCP, UDP and Unix sockets.\n\nSizes take BINARY suffixes (K = 1024 bytes, M = 1024^2, G = 1024^3). Rates take DECIMAL suffixes (k = 1000 bit/s, M = 10^6, G = 10^9) or 'pps'. Throughput is printed in Mbit/s = 10^6 bit/s.",
+    about = "Protocol-independent network benchmark: latency, throughput and loss over TCP, UDP, Unix sockets, MPTCP, QUIC and raw Ethernet",
+    long_about = "Protocol-independent network benchmark: latency, throughput and loss over TCP, UDP, Unix sockets, MPTCP, QUIC and raw Ethernet.\n\nSizes take BINARY suffixes (K = 1024 bytes, M = 1024^2, G = 1024^3). Rates take DECIMAL suffixes (k = 1000 bit/s, M = 10^6, G = 10^9) or 'pps'. Throughput is printed in Mbit/s = 10^6 bit/s.",
     after_help = "Examples:\n  wirebench run pingpong                      # self-hosted loopback server\n  wirebench serve                             # server on port 5320\n  wirebench run pingpong --to HOST --size 1..4M:*2\n  wirebench run stream --to HOST --parallel 4 --interval 1s\n  wirebench run stream --transport udp --rate 500M --size 1400"
 )]
 pub struct Cli {
@@ -52,6 +52,21 @@ pub enum Command {
     Mpi {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
+    },
+    /// Print a completion script for SHELL to stdout, e.g.
+    /// `wirebench completions bash > /etc/bash_completion.d/wirebench`.
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// The manual page: wirebench(1) on stdout, or with --dir a page per command
+    /// (wirebench.1, wirebench-run.1, ...) written into DIR.
+    Man {
+        /// Directory to write the pages into, e.g. /usr/local/share/man/man1; the files
+        /// written are listed on stdout.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
     },
     /// Saved results: history, show, export, import, report, plot, compare.
     #[command(flatten)]
@@ -131,13 +146,13 @@ pub struct RunArgs {
     pub pattern: PatternKind,
 
     /// Server as HOST[:PORT] (default port 5320). Without it, a server is started on loopback
-    /// inside this process.
-    #[arg(long)]
+    /// inside this process. iperf3: -c.
+    #[arg(long, short = 'c', value_name = "HOST[:PORT]")]
     pub to: Option<String>,
     #[command(flatten)]
     pub auth: ClientAuthArgs,
-    /// Transport: tcp, udp, unix, mptcp or quic.
-    #[arg(long, short = 't', default_value = "tcp")]
+    /// Transport: tcp, udp, unix, mptcp, quic or raw. Not iperf3's -t (time): that is -d here.
+    #[arg(long, short = 't', default_value = "tcp", value_parser = parse_transport)]
     pub transport: String,
     #[command(flatten)]
     pub transport_args: TransportArgs,
@@ -150,9 +165,10 @@ pub struct RunArgs {
     // ---- sizes and sweeps ----
     /// Message size in bytes: ping-pong message, rr/crr request, stream write or datagram.
     /// A list (1,16,64,1K), a linear range (1K..64K:+1K) or a geometric range (1..4M:*2,
-    /// 1..10M:*1.2). K, M, G are binary (1024). Default: 1 for pingpong/rr/crr, 64K for TCP
-    /// and Unix streams, 1400 for UDP streams.
-    #[arg(long, short = 's')]
+    /// 1..10M:*1.2). K, M, G are binary (1024). Default: 1 for pingpong/rr/crr, 128K for
+    /// streams over reliable transports (tcp, unix, mptcp, quic), 1400 for datagram streams
+    /// (udp, raw). iperf3: -l.
+    #[arg(long, short = 's', visible_short_alias = 'l', value_parser = parse_sweep)]
     pub size: Option<String>,
     /// NetPIPE-style perturbation: also measure n-P and n+P for every size n.
     #[arg(long, default_value_t = 0)]
@@ -198,8 +214,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub bidir: bool,
     /// Pace each direction's total sending rate: bits/s with DECIMAL suffixes (100M = 10^8
-    /// bit/s of payload, split evenly over the streams) or packets/s ("10kpps").
-    #[arg(long)]
+    /// bit/s of payload, split evenly over the streams) or packets/s ("10kpps"). iperf3: -b.
+    #[arg(long, short = 'b', value_parser = parse_rate_arg)]
     pub rate: Option<String>,
     /// With --rate: writes or datagrams let out together at each pacing step (default 1: each
     /// on its own schedule). The rate is the same; the sender sleeps between bursts, and with
@@ -214,17 +230,22 @@ pub struct RunArgs {
     pub interval: Option<std::time::Duration>,
 
     // ---- socket options ----
+    /// Both socket buffers, SO_SNDBUF and SO_RCVBUF, on both ends in bytes (0 = kernel
+    /// autotuning): --sndbuf and --rcvbuf at once, each of which overrides it. Accepts a
+    /// sweep like --size (one sweep, the same value for both). iperf3: -w.
+    #[arg(long, short = 'w', value_parser = parse_sweep)]
+    pub window: Option<String>,
     /// SO_SNDBUF on both ends in bytes (0 = kernel autotuning). Accepts a sweep like --size.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_sweep)]
     pub sndbuf: Option<String>,
     /// SO_RCVBUF on both ends in bytes (0 = kernel autotuning). Accepts a sweep like --size.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_sweep)]
     pub rcvbuf: Option<String>,
     /// SO_SNDBUF of the server's sockets (overrides --sndbuf there). Accepts a sweep.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_sweep)]
     pub server_sndbuf: Option<String>,
     /// SO_RCVBUF of the server's sockets (overrides --rcvbuf there). Accepts a sweep.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_sweep)]
     pub server_rcvbuf: Option<String>,
     /// TCP_NODELAY: turn Nagle's algorithm off on both ends.
     #[arg(long)]
@@ -303,7 +324,8 @@ pub struct RunArgs {
 
     // ---- output ----
     /// One JSON document on stdout (schema "wirebench.run", version 1), nothing else there.
-    #[arg(long, conflicts_with = "csv")]
+    /// iperf3: -J.
+    #[arg(long, short = 'J', conflicts_with = "csv")]
     pub json: bool,
     /// CSV: a header and one row per point on stdout.
     #[arg(long)]
@@ -504,6 +526,147 @@ pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     crate::units::parse_bytes(s)
 }
 
+/// A usage error of clap's on one line, with everything clap said but its usage block: what
+/// is missing, the values allowed, its "tip: a similar ... exists", and a pointer to the help
+/// of the subcommand `args` (the command line after the program's name) name, e.g.
+/// "the following required arguments were not provided: <PATTERN> (see 'wirebench run --help')".
+pub fn usage_error_line(e: &clap::Error, args: &[String]) -> String {
+    let text = e.render().to_string();
+    let mut parts: Vec<String> = Vec::new();
+    let mut in_usage = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with("Usage:") {
+            in_usage = true;
+            continue;
+        }
+        if line.is_empty() {
+            in_usage = false;
+            continue;
+        }
+        if in_usage || line.starts_with("For more information, try") {
+            continue;
+        }
+        let line = line.strip_prefix("error: ").unwrap_or(line);
+        let line = match line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            Some(inner) => inner, // "[possible values: ...]"
+            None => line,
+        };
+        // "...not provided:" and the arguments it lists on the following lines: one piece.
+        match parts.last_mut() {
+            Some(last) if last.ends_with(':') => {
+                last.push(' ');
+                last.push_str(line);
+            }
+            Some(last)
+                if last.contains("not provided: ")
+                    && (line.starts_with('<') || line.starts_with('-')) =>
+            {
+                last.push_str(", ");
+                last.push_str(line);
+            }
+            _ => parts.push(line.to_owned()),
+        }
+    }
+    if parts.is_empty() {
+        parts.push("invalid arguments".to_owned());
+    }
+    let line = parts.join("; ");
+    let line = crate::text::printable(&line).into_owned();
+    format!("{line} (see '{} --help')", command_path(args))
+}
+
+/// "wirebench" and the subcommands that lead `args`, e.g. "wirebench lab up": whose help to
+/// point a usage error at.
+pub fn command_path(args: &[String]) -> String {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut path = String::from("wirebench");
+    for a in args {
+        let Some(sub) = cmd.find_subcommand(a).cloned() else {
+            break;
+        };
+        path.push(' ');
+        path.push_str(sub.get_name());
+        cmd = sub;
+    }
+    path
+}
+
+/// `wirebench completions SHELL`: the script, from the clap definitions, to `out`.
+pub fn completions(shell: clap_complete::Shell, out: &mut dyn std::io::Write) {
+    use clap::CommandFactory;
+    clap_complete::generate(shell, &mut Cli::command(), "wirebench", out);
+}
+
+/// `wirebench man`: wirebench(1) to `out`, or with `dir` a page per command (hidden ones
+/// left out) into it, each path written to `out`.
+pub fn man(dir: Option<&std::path::Path>, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let Some(dir) = dir else {
+        clap_mangen::Man::new(cmd).render(out)?;
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // As clap_mangen::generate_to, but saying which files it wrote.
+    fn generate(
+        cmd: clap::Command,
+        dir: &std::path::Path,
+        out: &mut dyn std::io::Write,
+    ) -> anyhow::Result<()> {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+            generate(sub, dir, out)?;
+        }
+        let path = clap_mangen::Man::new(cmd)
+            .generate_to(dir)
+            .with_context(|| format!("writing to {}", dir.display()))?;
+        writeln!(out, "{}", path.display())?;
+        Ok(())
+    }
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
+    generate(cmd, dir, out)?;
+    Ok(())
+}
+
+/// A transport's name (as `--transport`), checked when the command line is parsed, so that a
+/// wrong one is a usage error like any other. An iperf3 habit, `-t 5` for five seconds, gets
+/// a hint: wirebench's -t is the transport, its time is -d.
+fn parse_transport(s: &str) -> Result<String, String> {
+    let names = crate::transport::NAMES;
+    // "mpi" is checked later: a build without MPI says how to get it.
+    if names.contains(&s) || s == "mpi" {
+        return Ok(s.to_owned());
+    }
+    let mut msg = format!("unknown transport '{s}' (available: {})", names.join(", "));
+    let time = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        Some(format!("{s}s"))
+    } else if crate::units::parse_duration(s).is_ok() {
+        Some(s.to_owned())
+    } else {
+        None
+    };
+    if let Some(t) = time {
+        msg.push_str(&format!(
+            "; did you mean `-d {t}`? (iperf3's -t is time; wirebench's -t is the transport)"
+        ));
+    }
+    Err(msg)
+}
+
+/// A size or a sweep of sizes (`--size`, `--sndbuf`, ...), checked at parsing and kept as
+/// written: the plan expands it.
+pub(crate) fn parse_sweep(s: &str) -> Result<String, String> {
+    crate::units::parse_size_spec(s).map(|_| s.to_owned())
+}
+
+/// A rate (`--rate`), checked at parsing and kept as written.
+fn parse_rate_arg(s: &str) -> Result<String, String> {
+    crate::units::parse_rate(s).map(|_| s.to_owned())
+}
+
 fn parse_rcvlowat(s: &str) -> Result<crate::pattern::RcvLowat, String> {
     use crate::pattern::RcvLowat;
     match s {
@@ -625,5 +788,41 @@ fn parse_bit_rate(s: &str) -> Result<u64, String> {
         crate::units::Rate::PacketsPerSecond(_) => {
             Err("a packet rate: give the limit in bits per second (e.g. 1G)".into())
         }
+    }
+}
+
+#[cfg(test)]
+mod help_tests {
+    use clap::CommandFactory;
+
+    /// Every argument of every subcommand says what it is: `--help` lists no bare flag.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") || arg.is_hide_set() {
+                    continue;
+                }
+                let has = arg
+                    .get_help()
+                    .is_some_and(|h| !h.to_string().trim().is_empty())
+                    || arg
+                        .get_long_help()
+                        .is_some_and(|h| !h.to_string().trim().is_empty());
+                if !has {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(format!("{path} {} (the subcommand)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "wirebench", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:#?}");
     }
 }

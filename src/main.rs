@@ -20,11 +20,11 @@ fn main() {
                     },
                 );
             }
-            // One line: clap's first line, without its usage block.
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("wirebench: error: {first} (see 'wirebench --help')");
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            eprintln!(
+                "wirebench: error: {}",
+                wirebench::cli::usage_error_line(&e, &args)
+            );
             std::process::exit(2);
         }
     };

@@ -300,3 +300,130 @@ fn ctrl_c_keeps_the_points_already_measured() {
     assert!((1..17).contains(&n), "{n} points kept");
     assert!(v["error"].as_str().unwrap().contains("interrupted"));
 }
+
+/// A usage error of clap's on one line with all it said, pointing at the subcommand's help,
+/// and always exit 2.
+fn usage_error(args: &[&str], needles: &[&str]) {
+    let out = run(args);
+    let line = common::refusal(&out, &format!("{args:?}"));
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {line}");
+    for needle in needles {
+        assert!(
+            line.contains(needle),
+            "{args:?}: error '{line}' should mention '{needle}'"
+        );
+    }
+}
+
+#[test]
+fn missing_arguments_are_named() {
+    usage_error(
+        &["run"],
+        &[
+            "required arguments were not provided: <PATTERN>",
+            "(see 'wirebench run --help')",
+        ],
+    );
+    usage_error(
+        &["lab", "exec"],
+        &["<HOST>, <COMMAND>...", "(see 'wirebench lab exec --help')"],
+    );
+    usage_error(
+        &["relay"],
+        &[
+            "--listen <LISTEN>, --forward <FORWARD>",
+            "(see 'wirebench relay --help')",
+        ],
+    );
+    usage_error(
+        &["run", "pingpong", "--size"],
+        &[
+            "a value is required for '--size <SIZE>'",
+            "(see 'wirebench run --help')",
+        ],
+    );
+}
+
+#[test]
+fn invalid_values_list_what_is_allowed() {
+    usage_error(
+        &["run", "pingpong", "--transport", "carrier-pigeon"],
+        &[
+            "unknown transport 'carrier-pigeon' (available: tcp, udp, unix, mptcp, quic, raw)",
+            "(see 'wirebench run --help')",
+        ],
+    );
+    usage_error(
+        &["run", "pingpng"],
+        &[
+            "possible values: pingpong, stream, rr, crr",
+            "a similar value exists: 'pingpong'",
+            "(see 'wirebench run --help')",
+        ],
+    );
+    usage_error(
+        &["serve", "--permit", "everything"],
+        &[
+            "possible values: spin, busy-poll, raw",
+            "(see 'wirebench serve --help')",
+        ],
+    );
+    // A malformed sweep is a usage error too, with the same exit code as the others.
+    usage_error(
+        &["run", "pingpong", "--size", "abc"],
+        &["'--size <SIZE>'", "not a number"],
+    );
+    usage_error(
+        &["compare-transports", "--size", "abc"],
+        &[
+            "'--size <SIZE>'",
+            "(see 'wirebench compare-transports --help')",
+        ],
+    );
+    // The test `lab run` takes after -- is parsed as `run` is, before any lab is made.
+    usage_error(
+        &["lab", "run", "--", "pingpng"],
+        &[
+            "the test after --: invalid value 'pingpng'",
+            "possible values: pingpong, stream, rr, crr",
+            "(see 'wirebench run --help')",
+        ],
+    );
+}
+
+#[test]
+fn misspelt_flags_and_subcommands_get_a_suggestion() {
+    usage_error(
+        &["run", "pingpong", "--sizee", "4"],
+        &[
+            "unexpected argument '--sizee'",
+            "a similar argument exists: '--size'",
+            "(see 'wirebench run --help')",
+        ],
+    );
+    usage_error(
+        &["runn"],
+        &[
+            "unrecognized subcommand 'runn'",
+            "a similar subcommand exists: 'run'",
+            "(see 'wirebench --help')",
+        ],
+    );
+    usage_error(
+        &["lab", "upp"],
+        &[
+            "a similar subcommand exists: 'up'",
+            "(see 'wirebench lab --help')",
+        ],
+    );
+}
+
+/// iperf3's `-t 5` (time) is wirebench's transport: the error says what was meant.
+#[test]
+fn an_iperf3_time_given_to_t_gets_a_hint() {
+    usage_error(
+        &["run", "stream", "-t", "5"],
+        &["did you mean `-d 5s`? (iperf3's -t is time; wirebench's -t is the transport)"],
+    );
+    usage_error(&["run", "stream", "-t", "10s"], &["did you mean `-d 10s`?"]);
+}

@@ -25,9 +25,10 @@ pub enum LabCommand {
     },
     /// Run a command on host a or b of a lab.
     Exec {
+        /// Lab name, as given to `lab up`.
         #[arg(long, default_value = "lab")]
         name: String,
-        /// a or b.
+        /// The host to run on: a or b (`lab run` runs the client on a and the server on b).
         host: String,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true)]
@@ -44,8 +45,10 @@ pub enum LabCommand {
     },
     /// Remove a lab (or all of them).
     Down {
+        /// Lab name, as given to `lab up`.
         #[arg(long, default_value = "lab", conflicts_with = "all")]
         name: String,
+        /// Remove every lab that is running.
         #[arg(long)]
         all: bool,
     },
@@ -64,6 +67,7 @@ pub enum LabCommand {
     /// Internal: the delay line process of a lab.
     #[command(hide = true)]
     DelayLine {
+        /// The lab whose link this process carries.
         #[arg(long)]
         name: String,
     },
@@ -207,16 +211,22 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
     let config = link.to_config()?;
     let mut argv = vec!["wirebench".to_string(), "run".to_string()];
     argv.extend(test);
-    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(&argv).map_err(|e| {
-        let text = e.render().to_string();
-        anyhow::anyhow!(
-            "the test after --: {}",
-            text.lines()
-                .next()
-                .unwrap_or("invalid")
-                .trim_start_matches("error: ")
-        )
-    })?;
+    let cli = match <crate::cli::Cli as clap::Parser>::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // `lab run -- --help`: run's help.
+            let _ = e.print();
+            return Ok(0);
+        }
+        Err(e) => {
+            // A usage error, as `wirebench run` gives it: all of it on one line, exit 2.
+            eprintln!(
+                "wirebench: error: the test after --: {}",
+                crate::cli::usage_error_line(&e, &argv[1..])
+            );
+            return Ok(2);
+        }
+    };
     let crate::cli::Command::Run(mut args) = cli.command else {
         bail!("the test after -- must be a pattern with its options");
     };

@@ -25,13 +25,13 @@ pub struct CompareArgs {
     pub to: Option<String>,
     #[command(flatten)]
     pub auth: crate::cli::ClientAuthArgs,
-    /// Transports to compare, e.g. tcp,udp,raw. Default: every transport that can run here
-    /// (raw needs root; unix only without --to).
+    /// Transports to compare, of tcp, udp, unix, mptcp, quic and raw, e.g. tcp,udp,raw.
+    /// Default: every transport that can run here (raw needs root; unix only without --to).
     #[arg(long, value_delimiter = ',')]
     pub transports: Option<Vec<String>>,
     /// Message sizes of the sweep (binary suffixes); sizes above a transport's largest
     /// message are left out for that transport.
-    #[arg(long, default_value = "1..1M:*4")]
+    #[arg(long, default_value = "1..1M:*4", value_parser = crate::cli::parse_sweep)]
     pub size: String,
     /// Time per size and run, e.g. 200ms.
     #[arg(long, short = 'd', default_value = "200ms", value_parser = crate::cli::parse_duration)]

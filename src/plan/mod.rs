@@ -262,8 +262,17 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
     }
 
     // Socket buffer sweeps (0 = autotuning).
-    let sndbufs = sweep(a.sndbuf.as_deref(), "sndbuf")?;
-    let rcvbufs = sweep(a.rcvbuf.as_deref(), "rcvbuf")?;
+    // -w (--window) sets both; --sndbuf and --rcvbuf override it each.
+    let sndbufs = match (&a.sndbuf, &a.window) {
+        (None, Some(w)) => sweep(Some(w), "window")?,
+        (s, _) => sweep(s.as_deref(), "sndbuf")?,
+    };
+    let rcvbufs = match (&a.rcvbuf, &a.window) {
+        (None, Some(w)) => sweep(Some(w), "window")?,
+        (r, _) => sweep(r.as_deref(), "rcvbuf")?,
+    };
+    // -w alone sweeps both buffers together (one point per value), not their product.
+    let paired = a.window.is_some() && a.sndbuf.is_none() && a.rcvbuf.is_none();
     let server_sndbufs = match &a.server_sndbuf {
         Some(s) => sweep(Some(s), "server-sndbuf")?,
         None => vec![u64::MAX], // follow --sndbuf
@@ -313,7 +322,7 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
     let dims = [
         sizes.len(),
         sndbufs.len(),
-        rcvbufs.len(),
+        if paired { 1 } else { rcvbufs.len() },
         server_sndbufs.len(),
         server_rcvbufs.len(),
     ];
@@ -339,6 +348,9 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
     for &size in &sizes {
         for &snd in &sndbufs {
             for &rcv in &rcvbufs {
+                if paired && rcv != snd {
+                    continue;
+                }
                 for &ssnd in &server_sndbufs {
                     for &srcv in &server_rcvbufs {
                         let server_sndbuf = if ssnd == u64::MAX { snd } else { ssnd };

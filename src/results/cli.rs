@@ -48,7 +48,7 @@ pub struct HistoryArgs {
     /// Only runs of this pattern.
     #[arg(long, value_enum)]
     pub pattern: Option<PatternKind>,
-    /// Only runs over this transport (tcp, udp, unix).
+    /// Only runs over this transport (tcp, udp, unix, mptcp, quic, raw or mpi).
     #[arg(long, short = 't')]
     pub transport: Option<String>,
     /// Only runs whose server address contains this text.
