@@ -335,6 +335,10 @@ pub struct RunArgs {
     /// finishes, then an "end" object holding the whole document that --json prints.
     #[arg(long, conflicts_with_all = ["json", "csv"])]
     pub json_stream: bool,
+    /// A name for this run, kept with it in the results database and its documents, and
+    /// printed with its table (e.g. --label "after the NIC firmware update").
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
     /// Also write the JSON document to this file.
     #[arg(long)]
     pub output: Option<PathBuf>,

@@ -785,3 +785,20 @@ fn csv_quotes_what_needs_quoting_and_reads_back_whole() {
     // 20 samples are below the floor for a mean: the reason is there, whole.
     assert!(rows[0][reason].contains("20 samples"), "{:?}", &rows[0]);
 }
+
+/// `--label`: kept with the run in the database and its document, printed with its table;
+/// a run without one has no "label" in its document (the schema is unchanged for it).
+#[test]
+fn a_label_is_kept_with_the_run_and_shown() {
+    let t = Tmp::new();
+    let db = t.db();
+    let label = "nightly, after the \"firmware\" update";
+    let table = ok(&["run", "pingpong", "-n", "30", "--label", label, "--db", &db]);
+    assert!(table.contains(&format!("# label: {label}")), "{table}");
+    let doc: Value = serde_json::from_str(&ok(&["export", "last", "--json", "--db", &db])).unwrap();
+    assert_eq!(doc["label"], label);
+    assert!(ok(&["show", "last", "--db", &db]).contains(&format!("# label: {label}")));
+    ok(&["run", "pingpong", "-n", "30", "--db", &db]);
+    let doc: Value = serde_json::from_str(&ok(&["export", "last", "--json", "--db", &db])).unwrap();
+    assert!(doc.get("label").is_none(), "{doc}");
+}

@@ -47,6 +47,7 @@ pub fn new_report(plan: &RunPlan, args: &RunArgs) -> RunReport {
         started_at: crate::env::now_rfc3339(),
         finished_at: None,
         command: std::env::args().collect(),
+        label: args.label.clone(),
         pattern: t.pattern.name().into(),
         transport: t.transport.clone(),
         server: ServerInfo {

@@ -39,6 +39,10 @@ pub struct RunReport {
     /// False when the run stopped early; `points` holds what was measured before that.
     pub complete: bool,
     pub error: Option<String>,
+    /// The user's name for the run (`--label`), kept with it in the results database. Absent
+    /// from documents of runs without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 impl RunReport {

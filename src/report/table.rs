@@ -133,6 +133,9 @@ impl Sink for TableSink {
                 ""
             }
         ));
+        if let Some(label) = &r.label {
+            out(&format!("# label: {}", crate::text::printable(label)));
+        }
         if let Some(m) = &r.server.middlebox {
             out(&format!(
                 "# a relay, proxy or NAT is in the path ({m}){}",
