@@ -802,3 +802,36 @@ fn a_label_is_kept_with_the_run_and_shown() {
     let doc: Value = serde_json::from_str(&ok(&["export", "last", "--json", "--db", &db])).unwrap();
     assert!(doc.get("label").is_none(), "{doc}");
 }
+
+/// The committed JSON Schema (schema/wirebench.run.schema.json) names every key a real run
+/// document has, at the top, in a point and in a stream's totals.
+#[test]
+fn the_committed_schema_names_every_key_of_a_real_document() {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/wirebench.run.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let out = common::run(&["run", "stream", "-d", "200ms", "--json", "--no-save"]);
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = |v: &Value, props: &Value, what: &str| {
+        for k in v.as_object().unwrap().keys() {
+            assert!(props.get(k).is_some(), "{what}.{k} is not in the schema");
+        }
+    };
+    check(&doc, &schema["properties"], "run");
+    let defs = &schema["$defs"];
+    check(
+        &doc["points"][0],
+        &defs["PointResult"]["properties"],
+        "point",
+    );
+    check(
+        &doc["points"][0]["stream"]["totals"][0],
+        &defs["DirectionTotal"]["properties"],
+        "totals",
+    );
+}

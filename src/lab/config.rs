@@ -11,7 +11,7 @@ use super::link::QueueLimit;
 use crate::units::{self, Rate};
 
 /// One direction of the link.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DirectionConfig {
     /// Bits per second; None = unlimited.
     pub rate_bits_per_s: Option<f64>,
@@ -55,7 +55,9 @@ impl DirectionConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mechanism {
     /// wirebench's delay line (the emulation the tests check); the same as delay-line.
@@ -97,7 +99,7 @@ impl Profile {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinkConfig {
     /// Host a to host b.
     pub forward: DirectionConfig,

@@ -12,7 +12,7 @@ pub const TCP_HEADER: u64 = 20;
 pub const TCP_TIMESTAMPS: u64 = 12;
 pub const UDP_HEADER: u64 = 8;
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Goodput {
     /// Payload bits per second a bulk TCP transfer can reach (full-size segments).
     pub tcp_bits_per_s: f64,

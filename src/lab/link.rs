@@ -21,7 +21,7 @@ use super::goodput::ETHERNET_HEADER;
 
 /// How much the queue in front of the wire holds: frames waiting for the wire and the one on
 /// it. Overflow drops the arriving frame, as a router's tail-drop queue does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum QueueLimit {
     /// Segments (a GSO super-frame counts as its segments).

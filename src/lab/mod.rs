@@ -86,7 +86,7 @@ pub fn ns(name: &str, host: &str) -> String {
 }
 
 /// What a running lab is, as recorded on disk and reported with results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LabState {
     pub name: String,
     pub config: LinkConfig,
@@ -101,7 +101,7 @@ pub struct LabState {
     pub tcp_goodput_back: Option<goodput::Goodput>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostInfo {
     pub netns: String,
     pub address: String,

@@ -53,7 +53,7 @@ pub enum Direction {
 }
 
 /// What one side does on one data connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     Sender,
@@ -104,7 +104,7 @@ pub fn role(
 }
 
 /// Faster ways through the kernel, each asked for separately; what ran is reported per stream.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FastPaths {
     /// TCP senders: MSG_ZEROCOPY with completion handling.
     pub zerocopy: bool,
@@ -131,7 +131,9 @@ pub struct FastPaths {
 /// segment that arrives; on a fast path (loopback's 64 KiB segments, a NIC's GRO batches) each
 /// wake-up is an inter-processor interrupt that the sending side's CPU pays for, and that
 /// decides the throughput as much as the copies do.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RcvLowat {
     /// After warm-up, wake at as many bytes as arrive in [`stream::LOWAT_HOLD`] at the
@@ -179,7 +181,7 @@ impl StopAt {
 }
 
 /// CPU time of the threads that moved the data (user and system), seconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuTime {
     pub user_s: f64,
     pub system_s: f64,

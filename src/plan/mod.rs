@@ -18,7 +18,7 @@ use crate::transport::{self, SocketOptions};
 use crate::units::{self, Rate};
 
 /// The parameters that identify a point in a sweep (requested values).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PointKey {
     /// Message / request / write size, bytes.
     pub size: u64,
@@ -36,7 +36,9 @@ pub struct PlannedPoint {
 }
 
 /// Which parameters vary across the sweep (for table columns and grouping).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Swept {
     pub size: bool,
     pub sndbuf: bool,

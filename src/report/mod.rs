@@ -4,6 +4,7 @@ pub mod compare;
 pub mod csv;
 pub mod json;
 pub mod model;
+pub mod schema;
 pub mod summarize;
 pub mod table;
 

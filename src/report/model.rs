@@ -15,7 +15,7 @@ use crate::transport::{EffectiveOptions, LinkCounters};
 pub const SCHEMA: &str = "wirebench.run";
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunReport {
     pub schema: String,
     pub schema_version: u32,
@@ -126,7 +126,7 @@ impl SweepGroup {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServerInfo {
     pub address: Option<String>,
     /// True when `run` started its own server on loopback.
@@ -141,7 +141,7 @@ pub struct ServerInfo {
     pub middlebox: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Settings {
     pub streams: u32,
     pub direction: String,
@@ -172,7 +172,7 @@ pub struct Settings {
     pub fast: crate::pattern::FastPaths,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PointResult {
     pub index: usize,
     pub key: PointKey,
@@ -190,7 +190,7 @@ pub struct PointResult {
     pub socket: SocketReport,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Headline {
     pub name: String,
     pub unit: String,
@@ -206,7 +206,7 @@ pub struct Headline {
     pub validity: Validity,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencyResult {
     /// Round-trip (transaction) time of every timed transaction, merged over runs and
     /// connections.
@@ -241,20 +241,20 @@ pub struct LatencyResult {
 }
 
 /// One bin of a latency distribution: `count` round trips took `low_ns <= t < high_ns`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencyBin {
     pub low_ns: f64,
     pub high_ns: f64,
     pub count: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StreamResult {
     pub streams: Vec<StreamPair>,
     pub totals: Vec<DirectionTotal>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StreamPair {
     pub index: u32,
     /// "client_to_server" or "server_to_client".
@@ -265,7 +265,7 @@ pub struct StreamPair {
 
 /// One side of a stream: what it measured, and next to it (`valid`, `invalid_reason`)
 /// whether its rate is a measurement. Reads and derefs as the [`StreamStats`] it holds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SideStats {
     #[serde(flatten)]
     pub stats: StreamStats,
@@ -339,7 +339,7 @@ impl StreamPair {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DirectionTotal {
     pub direction: String,
     pub streams: u32,
@@ -452,7 +452,7 @@ impl StreamResult {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuResult {
     /// CPU time (user + system) of the client's data threads, last run.
     pub client: CpuTime,
@@ -465,13 +465,13 @@ pub struct CpuResult {
     pub server_us_per_transaction: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SocketReport {
     pub client: Vec<EffectiveOptions>,
     pub server: Vec<EffectiveOptions>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepGroup {
     /// The non-size parameters shared by this group's points.
     pub sndbuf: u64,

@@ -66,7 +66,7 @@ pub fn student_t_half_width(stddev: f64, n: u64, confidence: f64) -> Option<f64>
 }
 
 /// Mean of a set of samples with its Student-t confidence interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MeanCi {
     pub n: u64,
     pub mean: f64,

@@ -27,7 +27,7 @@ pub struct LatencyRecorder {
 }
 
 /// Summary of recorded latencies; all times in nanoseconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencySummary {
     pub samples: u64,
     /// Exact.

@@ -19,7 +19,7 @@ pub struct SweepPoint {
 
 /// Least-squares fit of one_way(n) = t0 + n / r_inf, as fitted. It is kept for inspection
 /// whatever it came out as; whether it is a result is [`SweepMetrics::fit_valid`].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HockneyFit {
     /// Intercept in seconds. Can come out negative when the data are far from linear: the
     /// fit is then not valid (see [`judge_fit`]).
@@ -35,7 +35,7 @@ pub struct HockneyFit {
 }
 
 /// Metrics derived from a sweep. Throughput is n / one_way(n) = 2n / RTT(n).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepMetrics {
     /// Number of distinct message sizes with a usable time.
     pub points: usize,
@@ -88,7 +88,7 @@ pub struct SweepMetrics {
 }
 
 /// A measured size that the metrics do not use.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LeftOut {
     pub size: u64,
     pub reason: String,

@@ -60,7 +60,7 @@ pub const MIN_FIT_SIZES: usize = 3;
 /// document fills it in from the counts it always stored (see
 /// [`crate::report::model::RunReport::fill_validity`]), and leaves it null only where the
 /// counts are not there (earlier runs of a repeated point).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Validity {
     #[serde(default)]
     pub valid: Option<bool>,

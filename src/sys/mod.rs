@@ -15,7 +15,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use serde::{Deserialize, Serialize};
 
 /// The part of the kernel's `struct tcp_info` that a benchmark user asks for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct TcpInfo {
     /// Smoothed round-trip time, microseconds (kernel's estimate).

@@ -158,7 +158,7 @@ pub trait Connection: Send {
 
 /// The receive side's account of one connection's link-level frames, from the connection's
 /// first frame on (warm-up included), for transports whose frames carry a sequence number.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct LinkCounters {
     /// Distinct frames accepted for this connection.

@@ -21,7 +21,7 @@ pub struct SocketOptions {
 }
 
 /// What the kernel reports after the options were applied, next to what was requested.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EffectiveOptions {
     /// Requested SO_SNDBUF in bytes (0 = autotuning).
     pub sndbuf_requested: u64,

@@ -197,7 +197,7 @@ pub struct EndSignal {
 }
 
 /// One interval report.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interval {
     /// Seconds since this side's timed phase began.
     pub start_s: f64,
@@ -233,7 +233,7 @@ pub struct IntervalEvent {
 }
 
 /// Receiver-side accounting of datagrams.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LossStats {
     /// Timed datagrams the sender sent successfully.
     pub sent: u64,
@@ -250,7 +250,7 @@ pub struct LossStats {
     pub jitter_s: f64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct StreamStats {
     pub role: Option<Role>,
