@@ -217,7 +217,7 @@ fn mib(b: u64) -> String {
 }
 
 /// Bits/s as Mbit/s for a message.
-fn mbit(bps: f64) -> String {
+pub(super) fn mbit(bps: f64) -> String {
     format!("{:.3} Mbit/s", bps / 1e6)
 }
 
@@ -437,12 +437,7 @@ impl Limits {
         if senders == 0 {
             return Ok(());
         }
-        let asked = match p.pace {
-            Some(pace) if pace.interval_ns > 0.0 => {
-                senders as f64 * p.request_size as f64 * 8e9 / pace.interval_ns
-            }
-            _ => f64::INFINITY,
-        };
+        let asked = super::rate::paced_bps(senders, p);
         if asked > limit * 1.000_001 {
             let asked = if asked.is_finite() {
                 mbit(asked)

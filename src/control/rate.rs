@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::access::ClientKey;
-use super::limits::Limits;
+use super::limits::{mbit, Limits};
 use super::protocol::{PointSpec, TestSpec};
 use crate::pattern::{self, PatternKind, Role, Side};
 
@@ -29,6 +29,11 @@ pub fn declared_bps(t: &TestSpec, p: &PointSpec) -> f64 {
         })
         .filter(|r| *r == Role::Sender)
         .count();
+    paced_bps(senders, p)
+}
+
+/// Bits/s `senders` sending streams move in all at the point's pacing; infinite when unpaced.
+pub fn paced_bps(senders: usize, p: &PointSpec) -> f64 {
     match p.pace {
         Some(pace) if pace.interval_ns > 0.0 => {
             senders as f64 * p.request_size as f64 * 8e9 / pace.interval_ns
@@ -142,14 +147,6 @@ impl Drop for RateReservation<'_> {
             // No running point: clear the rounding a long run of sums leaves behind.
             held.total = 0.0;
         }
-    }
-}
-
-fn mbit(bps: f64) -> String {
-    if bps.is_finite() {
-        format!("{:.3} Mbit/s", bps / 1e6)
-    } else {
-        "an unpaced rate".into()
     }
 }
 

@@ -2,8 +2,6 @@
 //! `csv` crate (RFC 4180): a field with a comma, a quote or a line end is quoted, so a reason
 //! or a host name keeps its text.
 
-use std::io::Write;
-
 use super::model::{PointResult, RunReport};
 use super::Sink;
 use crate::plan::RunPlan;
@@ -204,13 +202,7 @@ impl CsvSink {
             .map_err(std::io::Error::other)
             .and_then(|()| self.out.flush());
         if written.is_err() {
-            static WARNED: std::sync::Once = std::sync::Once::new();
-            WARNED.call_once(|| {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "wirebench: error: stdout closed; the run goes on"
-                );
-            });
+            super::stdout_closed();
         }
     }
 }

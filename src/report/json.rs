@@ -63,8 +63,7 @@ fn emit(line: &Line<'_>) {
     };
     let mut out = std::io::stdout().lock();
     if writeln!(out, "{text}").and_then(|()| out.flush()).is_err() {
-        static WARNED: std::sync::Once = std::sync::Once::new();
-        WARNED.call_once(|| eprintln!("wirebench: error: stdout closed; the run goes on"));
+        super::stdout_closed();
     }
 }
 

@@ -46,6 +46,13 @@ pub trait Sink {
     }
 }
 
+/// Says once on stderr that stdout is gone (a closed pipe): the streaming outputs go on with
+/// the run and its saving instead of failing it.
+pub(crate) fn stdout_closed() {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| eprintln!("wirebench: error: stdout closed; the run goes on"));
+}
+
 /// Formats bits/s as Mbit/s (decimal) for tables.
 pub fn mbit(bits_per_s: f64) -> String {
     format!("{:.2}", bits_per_s / 1e6)
