@@ -123,9 +123,9 @@ pub fn run_measurement_with(
         }
     };
     let sink: Box<dyn Sink> = if a.json_stream {
-        Box::new(JsonStreamSink)
+        Box::new(JsonStreamSink::default())
     } else if a.json {
-        Box::new(JsonSink)
+        Box::new(JsonSink::default())
     } else if a.csv {
         Box::new(CsvSink::default())
     } else {
@@ -145,7 +145,10 @@ pub fn run_measurement_with(
     report.finished_at = Some(crate::env::now_rfc3339());
     report.complete = result.is_ok();
     report.error = result.as_ref().err().map(one_line);
-    sink.finish(&report);
+    let shown = sink.finish(&report);
+    if let Err(e) = &shown {
+        eprintln!("wirebench: error: {}", one_line(e));
+    }
     if let Err(e) = saved.outcome() {
         eprintln!("wirebench: error: {}", one_line(&e));
         if result.is_ok() {
@@ -165,7 +168,8 @@ pub fn run_measurement_with(
         }
     }
     match result {
-        Ok(()) => 0,
+        Ok(()) if shown.is_ok() => 0,
+        Ok(()) => EXIT_FAILURE,
         Err(e) => {
             eprintln!("wirebench: error: {}", one_line(&e));
             EXIT_FAILURE

@@ -148,9 +148,15 @@ pub struct Comparison {
 struct Quiet;
 
 impl Sink for Quiet {
-    fn begin(&mut self, _: &RunReport, _: &RunPlan) {}
-    fn point(&mut self, _: &RunReport, _: &PointResult) {}
-    fn finish(&mut self, _: &RunReport) {}
+    fn begin(&mut self, _: &RunReport, _: &RunPlan) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn point(&mut self, _: &RunReport, _: &PointResult) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self, _: &RunReport) -> anyhow::Result<()> {
+        Ok(())
+    }
     fn progress(&self, _: u64) -> indicatif::ProgressBar {
         indicatif::ProgressBar::hidden()
     }

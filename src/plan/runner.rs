@@ -212,7 +212,7 @@ fn run_points(
     runner: &mut dyn PointRunner,
 ) -> Result<()> {
     runner.open(plan, report)?;
-    sink.begin(report, plan);
+    sink.begin(report, plan)?;
 
     let progress = sink.progress(plan.points.len() as u64);
     for (index, planned) in plan.points.iter().enumerate() {
@@ -227,10 +227,16 @@ fn run_points(
         };
         let mut runs: Vec<PointOutcome> = Vec::new();
         let mut values = Vec::new();
+        // A failed write of an interval line ends the run once the point is kept.
+        let mut unshown: Result<()> = Ok(());
         for run_no in 0..max_runs {
-            let outcome = run_one(runner, planned, &client, plan, sink).with_context(|| {
+            let (outcome, shown) = run_one(runner, planned, &client, plan, sink);
+            let outcome = outcome.with_context(|| {
                 format!("point {} (size {} bytes)", index + 1, planned.key.size)
             })?;
+            if unshown.is_ok() {
+                unshown = shown;
+            }
             if let Some(v) = headline_value(&plan.test, &outcome) {
                 values.push(v);
             }
@@ -262,8 +268,16 @@ fn run_points(
             if let Some(lab) = &report.lab {
                 add_theoretical_goodput(lab, &plan.test.transport, &mut result);
             }
-            progress.suspend(|| sink.point(report, &result));
+            let shown = progress.suspend(|| sink.point(report, &result));
             report.points.push(result);
+            if unshown.is_ok() {
+                unshown = shown;
+            }
+        }
+        if let Err(e) = unshown {
+            progress.finish_and_clear();
+            report.sweep_metrics = sweep_metrics(plan, report);
+            return Err(e);
         }
         progress.inc(1);
         if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) && index + 1 < plan.points.len() {
@@ -317,28 +331,37 @@ fn add_theoretical_goodput(
     }
 }
 
-/// One run of one point, with live interval reports printed as they arrive.
+/// One run of one point, with live interval reports printed as they arrive; next to the
+/// outcome, the first failure to print one (the point's figures stand without them).
 fn run_one(
     runner: &mut dyn PointRunner,
     planned: &PlannedPoint,
     client: &ClientSide,
     plan: &RunPlan,
     sink: &mut dyn Sink,
-) -> Result<PointOutcome> {
+) -> (Result<PointOutcome>, Result<()>) {
     if plan.test.interval_ms.is_none() || !sink.wants_intervals() {
-        return runner.run_point(planned, client, None);
+        return (runner.run_point(planned, client, None), Ok(()));
     }
     let (tx, rx) = mpsc::channel::<IntervalEvent>();
-    let printer = sink.interval_printer();
+    let mut printer = sink.interval_printer();
     std::thread::scope(|scope| {
         let handle = scope.spawn(move || {
+            let mut printed = Ok(());
             while let Ok(ev) = rx.recv_timeout(Duration::from_secs(3600)) {
-                printer(&ev);
+                // After a failed write the rest are received and dropped: the measuring
+                // side never blocks on its reports.
+                if printed.is_ok() {
+                    printed = printer(&ev);
+                }
             }
+            printed
         });
         let result = runner.run_point(planned, client, Some(tx));
-        let _ = handle.join();
-        result
+        let printed = handle
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the interval printer failed")));
+        (result, printed)
     })
 }
 

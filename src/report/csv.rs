@@ -3,20 +3,24 @@
 //! or a host name keeps its text.
 
 use super::model::{PointResult, RunReport};
-use super::Sink;
+use super::{Output, Sink};
 use crate::plan::RunPlan;
 use crate::stats::validity::{self, Validity};
 
-/// Rows on stdout, each flushed as its point completes.
+/// Rows, each written and flushed as its point completes.
 pub struct CsvSink {
-    out: csv::Writer<std::io::Stdout>,
+    out: Output,
+}
+
+impl CsvSink {
+    pub fn new(out: Output) -> CsvSink {
+        CsvSink { out }
+    }
 }
 
 impl Default for CsvSink {
     fn default() -> Self {
-        CsvSink {
-            out: csv::Writer::from_writer(std::io::stdout()),
-        }
+        CsvSink::new(Output::stdout())
     }
 }
 
@@ -188,31 +192,25 @@ pub fn row(report: &RunReport, p: &PointResult) -> Vec<String> {
     ]
 }
 
-impl CsvSink {
-    /// Writes one record and flushes it; a failed write (a closed pipe) is said once on
-    /// stderr, and the run and its saving go on.
-    fn record<I, T>(&mut self, fields: I)
-    where
-        I: IntoIterator<Item = T>,
-        T: AsRef<[u8]>,
-    {
-        let written = self
-            .out
-            .write_record(fields)
-            .map_err(std::io::Error::other)
-            .and_then(|()| self.out.flush());
-        if written.is_err() {
-            super::stdout_closed();
-        }
-    }
+/// One record as CSV text, quoted where it needs to be.
+fn encode<I, T>(fields: I) -> anyhow::Result<Vec<u8>>
+where
+    I: IntoIterator<Item = T>,
+    T: AsRef<[u8]>,
+{
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(fields)?;
+    w.into_inner().map_err(|e| anyhow::anyhow!("{}", e.error()))
 }
 
 impl Sink for CsvSink {
-    fn begin(&mut self, _: &RunReport, _: &RunPlan) {
-        self.record(COLUMNS);
+    fn begin(&mut self, _: &RunReport, _: &RunPlan) -> anyhow::Result<()> {
+        self.out.write_all(&encode(COLUMNS)?)
     }
-    fn point(&mut self, report: &RunReport, p: &PointResult) {
-        self.record(row(report, p));
+    fn point(&mut self, report: &RunReport, p: &PointResult) -> anyhow::Result<()> {
+        self.out.write_all(&encode(row(report, p))?)
     }
-    fn finish(&mut self, _: &RunReport) {}
+    fn finish(&mut self, _: &RunReport) -> anyhow::Result<()> {
+        Ok(())
+    }
 }

@@ -2,30 +2,60 @@
 //! object per line as the run goes (begin, intervals, points, end), for a consumer that
 //! follows a long sweep or a long stream live.
 
-use std::io::Write;
-
+use anyhow::Context;
 use serde::Serialize;
 
 use super::model::{PointResult, RunReport};
-use super::{IntervalPrinter, Sink};
+use super::{IntervalPrinter, Output, Sink};
 use crate::pattern::stream::IntervalEvent;
 use crate::plan::RunPlan;
 
-pub struct JsonSink;
+/// `--json`: the whole document once the run ends.
+pub struct JsonSink {
+    out: Output,
+}
+
+impl JsonSink {
+    pub fn new(out: Output) -> JsonSink {
+        JsonSink { out }
+    }
+}
+
+impl Default for JsonSink {
+    fn default() -> Self {
+        JsonSink::new(Output::stdout())
+    }
+}
 
 impl Sink for JsonSink {
-    fn begin(&mut self, _: &RunReport, _: &RunPlan) {}
-    fn point(&mut self, _: &RunReport, _: &PointResult) {}
-    fn finish(&mut self, report: &RunReport) {
-        match to_string(report) {
-            Ok(s) => println!("{s}"),
-            Err(e) => eprintln!("wirebench: error: cannot encode the result as JSON: {e}"),
-        }
+    fn begin(&mut self, _: &RunReport, _: &RunPlan) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn point(&mut self, _: &RunReport, _: &PointResult) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self, report: &RunReport) -> anyhow::Result<()> {
+        let text = to_string(report).context("encoding the result as JSON")?;
+        self.out.line(&text)
     }
 }
 
 /// `--json-stream`: newline-delimited JSON, each line one object with a "type".
-pub struct JsonStreamSink;
+pub struct JsonStreamSink {
+    out: Output,
+}
+
+impl JsonStreamSink {
+    pub fn new(out: Output) -> JsonStreamSink {
+        JsonStreamSink { out }
+    }
+}
+
+impl Default for JsonStreamSink {
+    fn default() -> Self {
+        JsonStreamSink::new(Output::stdout())
+    }
+}
 
 /// One line of the stream.
 #[derive(Serialize)]
@@ -51,47 +81,44 @@ enum Line<'a> {
     },
 }
 
-/// Writes one line and flushes it, so a reader sees each object as it is made. A failed
-/// write (a closed pipe) is reported once on stderr; the run and its saving go on.
-fn emit(line: &Line<'_>) {
-    let text = match serde_json::to_string(line) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("wirebench: error: cannot encode a JSON line: {e}");
-            return;
-        }
-    };
-    let mut out = std::io::stdout().lock();
-    if writeln!(out, "{text}").and_then(|()| out.flush()).is_err() {
-        super::stdout_closed();
-    }
+/// Writes one line and flushes it, so a reader sees each object as it is made.
+fn emit(out: &Output, line: &Line<'_>) -> anyhow::Result<()> {
+    let text = serde_json::to_string(line).context("encoding a JSON line")?;
+    out.line(&text)
 }
 
 impl Sink for JsonStreamSink {
-    fn begin(&mut self, report: &RunReport, _: &RunPlan) {
-        emit(&Line::Begin {
-            schema: "wirebench.run.stream",
-            schema_version: 1,
-            run: report,
-        });
+    fn begin(&mut self, report: &RunReport, _: &RunPlan) -> anyhow::Result<()> {
+        emit(
+            &self.out,
+            &Line::Begin {
+                schema: "wirebench.run.stream",
+                schema_version: 1,
+                run: report,
+            },
+        )
     }
-    fn point(&mut self, _: &RunReport, point: &PointResult) {
+    fn point(&mut self, _: &RunReport, point: &PointResult) -> anyhow::Result<()> {
         // The point carries its own index in the sweep.
-        emit(&Line::Point { point });
+        emit(&self.out, &Line::Point { point })
     }
-    fn finish(&mut self, report: &RunReport) {
-        emit(&Line::End { run: report });
+    fn finish(&mut self, report: &RunReport) -> anyhow::Result<()> {
+        emit(&self.out, &Line::End { run: report })
     }
     fn wants_intervals(&self) -> bool {
         true
     }
     fn interval_printer(&self) -> IntervalPrinter {
-        Box::new(|ev: &IntervalEvent| {
-            emit(&Line::Interval {
-                stream: ev.stream,
-                role: ev.role,
-                interval: &ev.interval,
-            })
+        let out = self.out.clone();
+        Box::new(move |ev: &IntervalEvent| {
+            emit(
+                &out,
+                &Line::Interval {
+                    stream: ev.stream,
+                    role: ev.role,
+                    interval: &ev.interval,
+                },
+            )
         })
     }
 }

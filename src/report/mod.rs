@@ -4,6 +4,9 @@ pub mod compare;
 pub mod csv;
 pub mod json;
 pub mod model;
+pub mod output;
+#[cfg(test)]
+mod rendering_tests;
 pub mod schema;
 pub mod summarize;
 pub mod table;
@@ -14,22 +17,25 @@ use crate::pattern::stream::IntervalEvent;
 use crate::plan::RunPlan;
 use model::{PointResult, RunReport};
 
-/// Prints interval reports from the thread that receives them.
-pub type IntervalPrinter = Box<dyn Fn(&IntervalEvent) + Send>;
+pub use output::Output;
 
-/// Where results go as they are produced.
+/// Prints interval reports from the thread that receives them.
+pub type IntervalPrinter = Box<dyn FnMut(&IntervalEvent) -> anyhow::Result<()> + Send>;
+
+/// Where results go as they are produced. Every method that writes returns the write's
+/// failure (a full disk, a closed file); a closed stdout is not one (see [`Output`]).
 pub trait Sink {
     /// Once the session is open and the server's environment is known.
-    fn begin(&mut self, report: &RunReport, plan: &RunPlan);
+    fn begin(&mut self, report: &RunReport, plan: &RunPlan) -> anyhow::Result<()>;
     /// After each point.
-    fn point(&mut self, report: &RunReport, point: &PointResult);
+    fn point(&mut self, report: &RunReport, point: &PointResult) -> anyhow::Result<()>;
     /// At the end, complete or not.
-    fn finish(&mut self, report: &RunReport);
+    fn finish(&mut self, report: &RunReport) -> anyhow::Result<()>;
     fn wants_intervals(&self) -> bool {
         false
     }
     fn interval_printer(&self) -> IntervalPrinter {
-        Box::new(|_| {})
+        Box::new(|_| Ok(()))
     }
     /// A progress bar on stderr for sweeps; hidden when stderr is not a terminal.
     fn progress(&self, points: u64) -> ProgressBar {

@@ -1,10 +1,8 @@
 //! The default output: a readable table with units in every header, one line per point as
 //! it completes, and the sweep's derived metrics at the end.
 
-use std::io::Write;
-
 use super::model::{PointResult, RunReport};
-use super::{mbit, us, IntervalPrinter, Sink};
+use super::{mbit, us, IntervalPrinter, Output, Sink};
 use crate::pattern::stream::IntervalEvent;
 use crate::pattern::{PatternKind, RcvLowat, Role};
 use crate::plan::{RunPlan, Swept};
@@ -13,6 +11,7 @@ use crate::transport::LinkCounters;
 use crate::units::format_bytes;
 
 pub struct TableSink {
+    out: Output,
     pattern: Option<PatternKind>,
     swept: Swept,
     unreliable: bool,
@@ -22,8 +21,14 @@ pub struct TableSink {
 }
 
 impl TableSink {
+    /// A table on stdout.
     pub fn new() -> TableSink {
+        TableSink::to(Output::stdout())
+    }
+
+    pub fn to(out: Output) -> TableSink {
         TableSink {
+            out,
             pattern: None,
             swept: Swept::default(),
             unreliable: false,
@@ -39,11 +44,8 @@ impl Default for TableSink {
     }
 }
 
-/// Every table line goes out here: host names, kernels, CPU models and notes in it may come
-/// from the peer or from an imported file, so their control characters are escaped.
-fn out(line: &str) {
-    let mut o = std::io::stdout().lock();
-    let _ = writeln!(o, "{}", crate::text::printable_lines(line));
+fn table_line(out: &Output, line: &str) -> anyhow::Result<()> {
+    out.line(&crate::text::printable_lines(line))
 }
 
 fn pct(x: f64) -> String {
@@ -55,19 +57,26 @@ fn marked(figure: String, v: &Validity) -> String {
     format!("{figure}{}", v.mark())
 }
 
-/// The footnote under an invalid figure's row: "! WHAT: REASON".
-fn footnote(what: &str, v: &Validity) {
-    if v.is_invalid() {
-        let what = if what.is_empty() {
-            String::new()
-        } else {
-            format!("{what}: ")
-        };
-        out(&format!("{:>9}   ! {what}{}", "", v.reason()));
-    }
-}
-
 impl TableSink {
+    /// Every table line goes out here: host names, kernels, CPU models and notes in it may
+    /// come from the peer or from an imported file, so their control characters are escaped.
+    fn line(&self, line: &str) -> anyhow::Result<()> {
+        table_line(&self.out, line)
+    }
+
+    /// The footnote under an invalid figure's row: "! WHAT: REASON".
+    fn footnote(&self, what: &str, v: &Validity) -> anyhow::Result<()> {
+        if v.is_invalid() {
+            let what = if what.is_empty() {
+                String::new()
+            } else {
+                format!("{what}: ")
+            };
+            self.line(&format!("{:>9}   ! {what}{}", "", v.reason()))?;
+        }
+        Ok(())
+    }
+
     fn buffer_columns(&self, p: &PointResult) -> String {
         let mut s = String::new();
         let k = &p.key;
@@ -110,7 +119,7 @@ impl TableSink {
 }
 
 impl Sink for TableSink {
-    fn begin(&mut self, r: &RunReport, plan: &RunPlan) {
+    fn begin(&mut self, r: &RunReport, plan: &RunPlan) -> anyhow::Result<()> {
         self.pattern = Some(plan.test.pattern);
         self.swept = plan.swept;
         // Loss, jitter and reordering columns for every transport that may lose messages.
@@ -121,7 +130,7 @@ impl Sink for TableSink {
         self.acked = caps.is_some_and(|c| c.tcp_options);
         self.intervals = plan.test.interval_ms.is_some();
         let server = r.server.address.clone().unwrap_or_default();
-        out(&format!(
+        self.line(&format!(
             "# wirebench {} {} over {}, server {}{}",
             r.wirebench_version,
             r.pattern,
@@ -132,44 +141,44 @@ impl Sink for TableSink {
             } else {
                 ""
             }
-        ));
+        ))?;
         if let Some(label) = &r.label {
-            out(&format!("# label: {}", crate::text::printable(label)));
+            self.line(&format!("# label: {}", crate::text::printable(label)))?;
         }
         if let Some(m) = &r.server.middlebox {
-            out(&format!(
+            self.line(&format!(
                 "# a relay, proxy or NAT is in the path ({m}){}",
                 if r.server.one_port {
                     ": data connections go through the control port"
                 } else {
                     ""
                 }
-            ));
+            ))?;
         } else if r.server.one_port {
-            out("# data connections go through the control port (--one-port)");
+            self.line("# data connections go through the control port (--one-port)")?;
         }
         let c = &r.client_environment;
-        out(&format!(
+        self.line(&format!(
             "# client: {} ({}, {} CPUs, {})",
             c.hostname, c.kernel, c.cpus, c.cpu_model
-        ));
+        ))?;
         if let Some(s) = &r.server_environment {
-            out(&format!(
+            self.line(&format!(
                 "# server: {} ({}, {} CPUs, {})",
                 s.hostname, s.kernel, s.cpus, s.cpu_model
-            ));
+            ))?;
         }
         if let Some(lab) = &r.lab {
-            out(&format!(
+            self.line(&format!(
                 "# lab {}: client on host a ({}), server on host b ({}), mechanism {}, MTU {} bytes",
                 lab.name, lab.host_a.address, lab.host_b.address, lab.mechanism, lab.config.mtu
-            ));
+            ))?;
             for (dir, d) in [("a->b", &lab.config.forward), ("b->a", &lab.config.back)] {
-                out(&format!("#   {dir}: {}", d.describe(lab.config.mtu)));
+                self.line(&format!("#   {dir}: {}", d.describe(lab.config.mtu)))?;
             }
         }
         let st = &r.settings;
-        out(&format!(
+        self.line(&format!(
             "# {} stream(s), warm-up {} iterations, stop after {}, {}% confidence, {} run(s) per point{}",
             st.streams,
             st.warmup,
@@ -187,7 +196,7 @@ impl Sink for TableSink {
             st.until_ci
                 .map(|t| format!(", until CI < {}% of mean (max {})", t * 100.0, st.max_repeat))
                 .unwrap_or_default()
-        ));
+        ))?;
         if let Some(rate) = &st.rate {
             let rate = match crate::units::parse_rate(rate) {
                 Ok(crate::units::Rate::BitsPerSecond(b)) => {
@@ -198,20 +207,20 @@ impl Sink for TableSink {
                 }
                 Err(_) => rate.clone(),
             };
-            out(&format!(
+            self.line(&format!(
                 "# sender paced at {rate} per direction, split evenly over the streams, {}",
                 if st.pace_burst > 1 {
                     format!("{} writes/datagrams at a time", st.pace_burst)
                 } else {
                     "each write/datagram on its own schedule".into()
                 }
-            ));
+            ))?;
         }
         let bufs = self.buffer_headers();
         match plan.test.pattern {
             PatternKind::Pingpong => {
-                out("# latency = RTT/2 (one-way), microseconds; throughput = 2n/RTT in Mbit/s (10^6 bit/s); CI = confidence interval half-width of the mean");
-                out(&format!(
+                self.line("# latency = RTT/2 (one-way), microseconds; throughput = 2n/RTT in Mbit/s (10^6 bit/s); CI = confidence interval half-width of the mean")?;
+                self.line(&format!(
                     "{:>9}{bufs} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}{}",
                     "size(B)",
                     "samples",
@@ -227,11 +236,11 @@ impl Sink for TableSink {
                     } else {
                         String::new()
                     }
-                ));
+                ))?;
             }
             PatternKind::Rr | PatternKind::Crr => {
-                out("# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)");
-                out(&format!(
+                self.line("# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)")?;
+                self.line(&format!(
                     "{:>9} {:>9}{bufs} {:>9} {:>11} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}{}",
                     "req(B)",
                     "resp(B)",
@@ -250,14 +259,14 @@ impl Sink for TableSink {
                     } else {
                         String::new()
                     }
-                ));
+                ))?;
             }
             PatternKind::Stream => {
-                out("# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved");
+                self.line("# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved")?;
                 for line in stream_rates_note(self.acked) {
-                    out(line);
+                    self.line(line)?;
                 }
-                out(&format!(
+                self.line(&format!(
                     "{:>9}{bufs} {:>7} {:>17} {:>12}{} {:>12} {:>14} {:>14}{} {:>9} {:>9}",
                     "size(B)",
                     "stream",
@@ -274,21 +283,22 @@ impl Sink for TableSink {
                     },
                     "cpu_cli",
                     "cpu_srv"
-                ));
+                ))?;
             }
         }
+        Ok(())
     }
 
-    fn point(&mut self, r: &RunReport, p: &PointResult) {
+    fn point(&mut self, r: &RunReport, p: &PointResult) -> anyhow::Result<()> {
         let bufs = self.buffer_columns(p);
         match self.pattern {
             Some(PatternKind::Pingpong) => {
                 let Some(l) = &p.latency else {
-                    out(&format!("{:>9}{bufs} no completed exchanges", p.key.size));
-                    return;
+                    self.line(&format!("{:>9}{bufs} no completed exchanges", p.key.size))?;
+                    return Ok(());
                 };
                 let r = &l.rtt;
-                out(&format!(
+                self.line(&format!(
                     "{:>9}{bufs} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}{}",
                     p.key.size,
                     r.samples,
@@ -306,19 +316,19 @@ impl Sink for TableSink {
                     } else {
                         String::new()
                     }
-                ));
-                footnote("", &l.validity);
+                ))?;
+                self.footnote("", &l.validity)?;
             }
             Some(PatternKind::Rr | PatternKind::Crr) => {
                 let Some(l) = &p.latency else {
-                    out(&format!(
+                    self.line(&format!(
                         "{:>9}{bufs} no completed transactions",
                         p.request_size
-                    ));
-                    return;
+                    ))?;
+                    return Ok(());
                 };
                 let r = &l.rtt;
-                out(&format!(
+                self.line(&format!(
                     "{:>9} {:>9}{bufs} {:>9} {:>11} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}{}",
                     p.request_size,
                     p.response_size,
@@ -337,14 +347,14 @@ impl Sink for TableSink {
                         (None, true) => format!(" {:>7}", l.lost),
                         _ => String::new(),
                     }
-                ));
-                footnote("", &l.validity);
+                ))?;
+                self.footnote("", &l.validity)?;
             }
             Some(PatternKind::Stream) => {
-                let Some(s) = &p.stream else { return };
+                let Some(s) = &p.stream else { return Ok(()) };
                 if self.intervals {
                     // The client's own intervals were printed live; the server's arrive now.
-                    out("  server side:");
+                    self.line("  server side:")?;
                     for st in &s.streams {
                         let (stats, role) = if st.direction == "server_to_client" {
                             (&st.sender, Role::Sender)
@@ -352,11 +362,14 @@ impl Sink for TableSink {
                             (&st.receiver, Role::Receiver)
                         };
                         for iv in &stats.intervals {
-                            print_interval(&IntervalEvent {
-                                stream: st.index,
-                                role,
-                                interval: *iv,
-                            });
+                            print_interval(
+                                &self.out,
+                                &IntervalEvent {
+                                    stream: st.index,
+                                    role,
+                                    interval: *iv,
+                                },
+                            )?;
                         }
                     }
                 }
@@ -378,7 +391,7 @@ impl Sink for TableSink {
                     };
                 if s.streams.len() > s.totals.len() {
                     for st in &s.streams {
-                        out(&format!(
+                        self.line(&format!(
                             "{:>9}{bufs} {:>7} {:>17} {:>12}{} {:>12} {:>14} {:>14}{}",
                             p.key.size,
                             st.index,
@@ -392,7 +405,7 @@ impl Sink for TableSink {
                                 st.receiver.loss,
                                 st.sender.tcp_info.map(|t| u64::from(t.total_retrans))
                             )
-                        ));
+                        ))?;
                     }
                 }
                 if let Some(st) = s.streams.first() {
@@ -431,7 +444,7 @@ impl Sink for TableSink {
                         || !woken.is_empty()
                         || !fallbacks.is_empty()
                     {
-                        out(&format!(
+                        self.line(&format!(
                             "{:>9}   i/o: sender {}, receiver {}{woken}{tail}{zc}{}",
                             "",
                             st.sender.io_path,
@@ -441,11 +454,11 @@ impl Sink for TableSink {
                             } else {
                                 format!("; NOT used: {}", fallbacks.join("; "))
                             }
-                        ));
+                        ))?;
                     }
                 }
                 for t in &s.totals {
-                    out(&format!(
+                    self.line(&format!(
                         "{:>9}{bufs} {:>7} {:>17} {:>12}{} {:>12} {:>14} {:>14}{} {:>9} {:>9}",
                         p.key.size,
                         if s.streams.len() > s.totals.len() {
@@ -462,19 +475,19 @@ impl Sink for TableSink {
                         extra(t.loss, t.retransmits),
                         cpu(p.cpu.client_us_per_kib),
                         cpu(p.cpu.server_us_per_kib),
-                    ));
+                    ))?;
                     let dir = if s.totals.len() > 1 {
                         format!("{} ", t.direction)
                     } else {
                         String::new()
                     };
-                    footnote(&format!("{dir}sender"), &t.sender_validity());
-                    footnote(&format!("{dir}receiver"), &t.receiver_validity());
+                    self.footnote(&format!("{dir}sender"), &t.sender_validity())?;
+                    self.footnote(&format!("{dir}receiver"), &t.receiver_validity())?;
                     if let Some(k) = &t.frames {
-                        out(&format!("{:>9}   {}", "", frames_line(k)));
+                        self.line(&format!("{:>9}   {}", "", frames_line(k)))?;
                     }
                     if let Some(g) = t.theoretical_goodput_bits_per_s {
-                        out(&format!(
+                        self.line(&format!(
                             "{:>9}   link goodput allowed by the lab's rate{}: {} Mbit/s; receiver measured {}% of it",
                             "",
                             goodput_loss_note(r, &t.direction),
@@ -483,7 +496,7 @@ impl Sink for TableSink {
                                 format!("{:.2}", t.receiver_bits_per_s / g * 100.0),
                                 &t.receiver_validity()
                             )
-                        ));
+                        ))?;
                     }
                 }
             }
@@ -491,7 +504,7 @@ impl Sink for TableSink {
         }
         if p.runs > 1 {
             if let Some(m) = &p.headline.over_runs {
-                out(&format!(
+                self.line(&format!(
                     "{:>9}   over {} runs: {} mean {} {} ±{} ({}){}",
                     "",
                     m.n,
@@ -509,13 +522,14 @@ impl Sink for TableSink {
                         Some(true) => ", target met",
                         None => "",
                     }
-                ));
-                footnote("over runs", &p.headline.validity);
+                ))?;
+                self.footnote("over runs", &p.headline.validity)?;
             }
         }
+        Ok(())
     }
 
-    fn finish(&mut self, r: &RunReport) {
+    fn finish(&mut self, r: &RunReport) -> anyhow::Result<()> {
         for g in &r.sweep_metrics {
             let m = &g.metrics;
             if self.swept.sndbuf
@@ -523,30 +537,30 @@ impl Sink for TableSink {
                 || self.swept.server_sndbuf
                 || self.swept.server_rcvbuf
             {
-                out(&format!(
+                self.line(&format!(
                     "# sweep group: sndbuf {} rcvbuf {} server sndbuf {} server rcvbuf {} (0 = autotuning)",
                     g.sndbuf, g.rcvbuf, g.server_sndbuf, g.server_rcvbuf
-                ));
+                ))?;
             }
             if !m.left_out.is_empty() {
-                out(&format!(
+                self.line(&format!(
                     "# left out of t0, r_max, n_1/2 and the fit, their figures not being valid: {}",
                     m.left_out
                         .iter()
                         .map(|l| format!("{} B ({})", l.size, l.reason))
                         .collect::<Vec<_>>()
                         .join(", ")
-                ));
+                ))?;
             }
-            out(&format!(
+            self.line(&format!(
                 "# t0 = RTT/2 of the smallest message ({} B) = {} us{}",
                 m.t0_size,
                 us(m.t0_s * 1e9),
                 m.t0_ci_s
                     .map(|c| format!(" ±{}", us(c * 1e9)))
                     .unwrap_or_default()
-            ));
-            out(&format!(
+            ))?;
+            self.line(&format!(
                 "# r_max = {} Mbit/s ({:.3} MB/s, MB = 10^6 B) at {} B{}",
                 mbit(m.r_max_bytes_per_s * 8.0),
                 m.r_max_bytes_per_s / 1e6,
@@ -554,34 +568,34 @@ impl Sink for TableSink {
                 m.r_max_ci_bytes_per_s
                     .map(|(lo, hi)| format!(" [{} .. {}]", mbit(lo * 8.0), mbit(hi * 8.0)))
                     .unwrap_or_default()
-            ));
+            ))?;
             if let Some(note) = &m.r_max_note {
-                out(&format!("#   {note}"));
+                self.line(&format!("#   {note}"))?;
             }
             match m.n_half_bytes {
-                Some(n) => out(&format!(
+                Some(n) => self.line(&format!(
                     "# n_1/2 = {n:.0} B (size reaching r_max/2, linear interpolation){}",
                     m.n_half_note
                         .as_deref()
                         .map(|n| format!("; {n}"))
                         .unwrap_or_default()
-                )),
-                None => out("# n_1/2: not reached in the measured sizes"),
+                ))?,
+                None => self.line("# n_1/2: not reached in the measured sizes")?,
             }
             match m.valid_fit() {
-                Some(f) => out(&format!(
+                Some(f) => self.line(&format!(
                     "# fit t(n) = t0 + n/r_inf over {} sizes: t0 = {} us, r_inf = {} Mbit/s, n_1/2 = r_inf*t0 = {:.0} B, R^2 = {:.5}",
                     f.points,
                     us(f.t0_s * 1e9),
                     mbit(f.r_inf_bytes_per_s * 8.0),
                     f.n_half_bytes,
                     f.r_squared
-                )),
-                None => out(&format!(
+                ))?,
+                None => self.line(&format!(
                     "# fit t(n) = t0 + n/r_inf over {} sizes: no valid fit: {}",
                     m.points,
                     m.fit_reason()
-                )),
+                ))?,
             }
         }
         let setups: Vec<u64> = r
@@ -591,27 +605,28 @@ impl Sink for TableSink {
             .collect();
         if let (Some(min), false) = (setups.iter().min(), setups.is_empty()) {
             let mean = setups.iter().sum::<u64>() as f64 / setups.len() as f64;
-            out(&format!(
+            self.line(&format!(
                 "# data connection setup, client side (connect, handshake, test cookie; not in the figures above): mean {} us, min {} us over {} connections",
                 us(mean),
                 us(*min as f64),
                 setups.len()
-            ));
+            ))?;
         }
         if let Some(p) = r.points.last() {
             if let Some(first) = p.latency.as_ref().and_then(|l| l.first_ns) {
-                out(&format!(
+                self.line(&format!(
                     "# first (warm-up) transaction of the last point: {} us round trip, not in the statistics",
                     us(first as f64)
-                ));
+                ))?;
             }
         }
         if !r.complete {
-            out(&format!(
+            self.line(&format!(
                 "# incomplete: {} of the planned points measured",
                 r.points.len()
-            ));
+            ))?;
         }
+        Ok(())
     }
 
     fn wants_intervals(&self) -> bool {
@@ -619,7 +634,8 @@ impl Sink for TableSink {
     }
 
     fn interval_printer(&self) -> IntervalPrinter {
-        Box::new(print_interval)
+        let out = self.out.clone();
+        Box::new(move |ev: &IntervalEvent| print_interval(&out, ev))
     }
 }
 
@@ -681,47 +697,46 @@ fn frames_line(k: &LinkCounters) -> String {
 }
 
 /// One interval line; senders on TCP add the kernel's view of the connection.
-fn print_interval(ev: &IntervalEvent) {
-    {
-        {
-            let iv = &ev.interval;
-            let acked = iv
-                .acked_bits_per_s()
-                .map(|r| format!("  acked {} Mbit/s", mbit(r)))
-                .unwrap_or_default();
-            let tcp = iv
-                .tcp_info
-                .map(|t| {
-                    format!(
-                        "{acked}  rtt {:.3} ms rttvar {:.3} ms cwnd {} seg retr {} unacked {} B delivery {} Mbit/s",
-                        f64::from(t.rtt_us) / 1e3,
-                        f64::from(t.rttvar_us) / 1e3,
-                        t.snd_cwnd,
-                        iv.retransmits.unwrap_or(0),
-                        t.unacked_bytes,
-                        mbit(t.delivery_rate_bits_per_s as f64)
-                    )
-                })
-                .unwrap_or_default();
-            out(&format!(
-                "  [{:>3}] {:>8} {:7.2}-{:<7.2} s {:>14} B {:>10} Mbit/s{}",
-                ev.stream,
-                match ev.role {
-                    Role::Sender => "sent",
-                    _ => "received",
-                },
-                iv.start_s,
-                iv.end_s,
-                iv.bytes,
-                mbit(iv.bits_per_s),
-                if matches!(ev.role, Role::Sender) {
-                    tcp
-                } else {
-                    String::new()
-                }
-            ));
-        }
-    }
+fn print_interval(out: &Output, ev: &IntervalEvent) -> anyhow::Result<()> {
+    let iv = &ev.interval;
+    let acked = iv
+        .acked_bits_per_s()
+        .map(|r| format!("  acked {} Mbit/s", mbit(r)))
+        .unwrap_or_default();
+    let tcp = iv
+        .tcp_info
+        .map(|t| {
+            format!(
+                "{acked}  rtt {:.3} ms rttvar {:.3} ms cwnd {} seg retr {} unacked {} B delivery {} Mbit/s",
+                f64::from(t.rtt_us) / 1e3,
+                f64::from(t.rttvar_us) / 1e3,
+                t.snd_cwnd,
+                iv.retransmits.unwrap_or(0),
+                t.unacked_bytes,
+                mbit(t.delivery_rate_bits_per_s as f64)
+            )
+        })
+        .unwrap_or_default();
+    table_line(
+        out,
+        &format!(
+            "  [{:>3}] {:>8} {:7.2}-{:<7.2} s {:>14} B {:>10} Mbit/s{}",
+            ev.stream,
+            match ev.role {
+                Role::Sender => "sent",
+                _ => "received",
+            },
+            iv.start_s,
+            iv.end_s,
+            iv.bytes,
+            mbit(iv.bits_per_s),
+            if matches!(ev.role, Role::Sender) {
+                tcp
+            } else {
+                String::new()
+            }
+        ),
+    )
 }
 
 #[cfg(test)]

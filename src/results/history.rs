@@ -70,7 +70,7 @@ pub fn history(db: &Db, filter: &Filter) -> Result<String> {
 }
 
 /// The plan a table needs to lay out its columns, rebuilt from what the result recorded.
-fn plan_of(r: &RunReport) -> Result<RunPlan> {
+pub(crate) fn plan_of(r: &RunReport) -> Result<RunPlan> {
     let pattern = match r.pattern.as_str() {
         "pingpong" => PatternKind::Pingpong,
         "stream" => PatternKind::Stream,
@@ -119,12 +119,12 @@ pub fn show(r: &RunReport) -> Result<()> {
     let mut sink = TableSink::new();
     let mut so_far = r.clone();
     so_far.points.clear();
-    sink.begin(&so_far, &plan);
+    sink.begin(&so_far, &plan)?;
     for p in &r.points {
-        sink.point(&so_far, p);
+        sink.point(&so_far, p)?;
         so_far.points.push(p.clone());
     }
-    sink.finish(r);
+    sink.finish(r)?;
     if let Some(e) = &r.error {
         println!("# error: {}", printable(e));
     }

@@ -75,25 +75,29 @@ impl SavingSink {
     }
 }
 
+/// The run is saved whether or not its output could be written: a failed write is returned
+/// after the saving, so what was measured is kept.
 impl Sink for SavingSink {
-    fn begin(&mut self, report: &RunReport, plan: &RunPlan) {
-        self.inner.begin(report, plan);
+    fn begin(&mut self, report: &RunReport, plan: &RunPlan) -> Result<()> {
+        let shown = self.inner.begin(report, plan);
         self.store(report);
+        shown
     }
 
-    fn point(&mut self, report: &RunReport, point: &PointResult) {
-        self.inner.point(report, point);
+    fn point(&mut self, report: &RunReport, point: &PointResult) -> Result<()> {
+        let shown = self.inner.point(report, point);
         // The runner adds the point to the report after showing it.
         let mut with_point = report.clone();
         with_point.points.push(point.clone());
         self.store(&with_point);
+        shown
     }
 
-    fn finish(&mut self, report: &RunReport) {
-        self.inner.finish(report);
+    fn finish(&mut self, report: &RunReport) -> Result<()> {
+        let shown = self.inner.finish(report);
         // A run whose session never opened measured nothing and is not kept.
         if self.id.is_none() {
-            return;
+            return shown;
         }
         self.store(report);
         if let (Some(id), Ok(())) = (self.id, self.status.outcome()) {
@@ -101,6 +105,7 @@ impl Sink for SavingSink {
                 eprintln!("# saved as run {id} in {}", self.db.path().display());
             }
         }
+        shown
     }
 
     fn wants_intervals(&self) -> bool {
@@ -113,5 +118,48 @@ impl Sink for SavingSink {
 
     fn progress(&self, points: u64) -> ProgressBar {
         self.inner.progress(points)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::output::Output;
+    use crate::report::table::TableSink;
+
+    /// A writer like a full disk.
+    struct Full;
+
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from(std::io::ErrorKind::StorageFull))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_write_is_returned_and_the_point_is_saved_all_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open_or_create(&dir.path().join("r.sqlite")).unwrap();
+        let status = SaveStatus::default();
+        let mut sink = SavingSink {
+            inner: Box::new(TableSink::to(Output::to(Box::new(Full)))),
+            db,
+            id: None,
+            status: status.clone(),
+        };
+        let full = crate::results::db::tests::report("pingpong", 2, 20_000.0);
+        let plan = crate::results::history::plan_of(&full).unwrap();
+        let mut r = full.clone();
+        r.points.clear();
+        assert!(sink.begin(&r, &plan).is_err());
+        assert!(sink.point(&r, &full.points[0]).is_err());
+        r.points.push(full.points[0].clone());
+        assert!(sink.finish(&r).is_err());
+        assert!(status.outcome().is_ok());
+        let id = sink.id.expect("the run has a row");
+        assert_eq!(sink.db.load(id).unwrap().points, r.points);
     }
 }

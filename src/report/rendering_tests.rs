@@ -1,0 +1,204 @@
+//! Every sink rendered into a buffer from hand-built results (no sockets): the exact text a
+//! user gets, so a change to it is a decision and not an accident.
+
+use super::csv::CsvSink;
+use super::json::{JsonSink, JsonStreamSink};
+use super::model::{DirectionTotal, RunReport, StreamPair, StreamResult};
+use super::output::Capture;
+use super::table::TableSink;
+use super::Sink;
+use crate::pattern::stream::StreamStats;
+use crate::results::db::tests::report;
+use crate::stats::sweep::{derive, SweepPoint};
+
+/// Feeds `r` through `sink` as the runner does: begin with no points, then each point, then
+/// the whole run.
+fn render(sink: &mut dyn Sink, r: &RunReport) {
+    let plan = crate::results::history::plan_of(r).unwrap();
+    let mut so_far = r.clone();
+    so_far.points.clear();
+    sink.begin(&so_far, &plan).unwrap();
+    for p in &r.points {
+        sink.point(&so_far, p).unwrap();
+        so_far.points.push(p.clone());
+    }
+    sink.finish(r).unwrap();
+}
+
+/// A ping-pong sweep of three sizes, each slower than the one before, with its derived
+/// metrics.
+fn pingpong_sweep() -> RunReport {
+    let mut r = report("pingpong", 3, 20_000.0);
+    for i in 0..3 {
+        r.points[i] = report("pingpong", 3, 20_000.0 + 3000.0 * i as f64).points[i].clone();
+    }
+    let pts: Vec<SweepPoint> = r
+        .points
+        .iter()
+        .map(|p| {
+            let l = p.latency.as_ref().unwrap();
+            SweepPoint {
+                size: p.key.size,
+                one_way_s: l.one_way_mean_ns.unwrap() / 1e9,
+                one_way_ci_s: l.one_way_ci_ns.map(|c| c / 1e9),
+            }
+        })
+        .collect();
+    r.sweep_metrics = vec![super::model::SweepGroup {
+        sndbuf: 0,
+        rcvbuf: 0,
+        server_sndbuf: 0,
+        server_rcvbuf: 0,
+        metrics: derive(&pts).unwrap(),
+    }];
+    r.fill_validity();
+    r
+}
+
+/// One side of a stream that moved `bytes` in its timed second.
+fn side(bytes: u64, io_path: &str) -> StreamStats {
+    StreamStats {
+        bytes_total: bytes + 1000,
+        bytes_timed: bytes,
+        messages_timed: 100,
+        elapsed_s: 1.0,
+        bits_per_s: bytes as f64 * 8.0,
+        io_path: io_path.into(),
+        ..StreamStats::default()
+    }
+}
+
+/// A TCP stream of two streams (`-P 2`), 1 and 2 MB each in one second.
+fn stream_p2() -> RunReport {
+    let mut r = report("stream", 1, 1.0);
+    r.settings.streams = 2;
+    let p = &mut r.points[0];
+    p.key.size = 131072;
+    p.latency = None;
+    p.headline.name = "receiver throughput, all streams".into();
+    p.headline.unit = "bit/s".into();
+    p.headline.values = vec![24e6];
+    p.headline.over_runs = crate::stats::MeanCi::from_samples(&[24e6], 0.95);
+    p.headline.validity = Default::default();
+    let pairs: Vec<StreamPair> = [1_000_000u64, 2_000_000]
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            let mut pair = StreamPair::judged(
+                i as u32,
+                "client_to_server".into(),
+                side(b, "write"),
+                side(b, "read"),
+                "tcp",
+            );
+            pair.sender.tcp_info = None;
+            pair
+        })
+        .collect();
+    let mut total = DirectionTotal {
+        direction: "client_to_server".into(),
+        streams: 2,
+        sender_bits_per_s: 24e6,
+        receiver_bits_per_s: 24e6,
+        bytes_sent: 3_002_000,
+        bytes_received: 3_002_000,
+        retransmits: Some(7),
+        ..DirectionTotal::default()
+    };
+    total.judge_from(&pairs.iter().collect::<Vec<_>>());
+    p.stream = Some(StreamResult {
+        streams: pairs,
+        totals: vec![total],
+    });
+    r.fill_validity();
+    r
+}
+
+fn table(r: &RunReport) -> String {
+    let c = Capture::default();
+    render(&mut TableSink::to(c.output()), r);
+    c.text()
+}
+
+#[test]
+fn a_pingpong_sweep_table() {
+    let text = table(&pingpong_sweep());
+    assert_eq!(text, PINGPONG_TABLE);
+}
+
+#[test]
+fn a_stream_table_with_two_streams() {
+    let text = table(&stream_p2());
+    assert_eq!(text, STREAM_TABLE);
+}
+
+#[test]
+fn csv_of_a_sweep() {
+    let c = Capture::default();
+    render(&mut CsvSink::new(c.output()), &pingpong_sweep());
+    assert_eq!(c.text(), PINGPONG_CSV);
+}
+
+#[test]
+fn json_is_the_whole_document_once() {
+    let r = pingpong_sweep();
+    let c = Capture::default();
+    render(&mut JsonSink::new(c.output()), &r);
+    assert_eq!(c.text(), super::json::to_string(&r).unwrap() + "\n");
+    let back: RunReport = serde_json::from_str(&c.text()).unwrap();
+    assert_eq!(back, r);
+}
+
+#[test]
+fn json_stream_is_one_object_a_line() {
+    let r = pingpong_sweep();
+    let c = Capture::default();
+    render(&mut JsonStreamSink::new(c.output()), &r);
+    let text = c.text();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["begin", "point", "point", "point", "end"]);
+    assert_eq!(lines[0]["schema"], "wirebench.run.stream");
+    assert_eq!(lines[0]["run"]["points"], serde_json::json!([]));
+    for (i, l) in lines[1..4].iter().enumerate() {
+        assert_eq!(l["point"], serde_json::to_value(&r.points[i]).unwrap());
+    }
+    assert_eq!(lines[4]["run"], serde_json::to_value(&r).unwrap());
+    assert_eq!(text.lines().count(), 5);
+    assert!(text.ends_with("}\n"));
+}
+
+const PINGPONG_TABLE: &str = r#"# wirebench 0.1.0 pingpong over tcp, server 192.0.2.7:5320
+# client: alpha (Linux 6.1, 2 CPUs, cpu)
+# 1 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# latency = RTT/2 (one-way), microseconds; throughput = 2n/RTT in Mbit/s (10^6 bit/s); CI = confidence interval half-width of the mean
+  size(B)   samples    mean(us)   ±CI(us)   min(us)   p50(us)   p99(us)   max(us)      Mbit/s
+        1      1000       10.00      0.05      0.50     10.00     20.00     45.00        0.80
+        2      1000       11.50      0.05      0.50     11.50     23.00     45.00        1.39
+        3      1000       13.00      0.05      0.50     13.00     26.00     45.00        1.85
+# t0 = RTT/2 of the smallest message (1 B) = 10.00 us ±0.05
+# r_max = 1.85 Mbit/s (0.231 MB/s, MB = 10^6 B) at 3 B [1.84 .. 1.85]
+#   r_max at the largest size (3 B): the curve had not flattened, r_max is a lower bound
+# n_1/2 = 1 B (size reaching r_max/2, linear interpolation); an estimate against r_max, which is a lower bound: the true n_1/2 is likely larger
+# fit t(n) = t0 + n/r_inf over 3 sizes: t0 = 8.50 us, r_inf = 5.33 Mbit/s, n_1/2 = r_inf*t0 = 6 B, R^2 = 1.00000
+# first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
+"#;
+const STREAM_TABLE: &str = r#"# wirebench 0.1.0 stream over tcp, server 192.0.2.7:5320
+# client: alpha (Linux 6.1, 2 CPUs, cpu)
+# 2 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved
+# sender = bytes written to the transport over the sender's timed phase (bytes still in its socket buffer at the end count); receiver = bytes read over the receiver's timed phase
+# acked = bytes the peer acknowledged over the sender's timed phase (TCP_INFO): what reached the receiver's kernel
+  size(B)  stream         direction       sender        acked     receiver        sent(B)    received(B)    retr   cpu_cli   cpu_srv
+   131072       0  client_to_server         8.00            -         8.00        1001000        1001000       -
+   131072       1  client_to_server        16.00            -        16.00        2001000        2001000       -
+   131072     sum  client_to_server        24.00            -        24.00        3002000        3002000       7         -         -
+"#;
+const PINGPONG_CSV: &str = r#"index,pattern,transport,run_started_at,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,lost_transactions,setup_mean_ns,sender_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,valid,invalid_reason
+0,pingpong,tcp,2025-03-01T10:00:00.000Z,alpha,,1,1,1,0,0,0,0,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,90000,10000,799999.9999999999,50000,0,,,,,,,,,,,,0,0,,,true,
+1,pingpong,tcp,2025-03-01T10:00:00.000Z,alpha,,2,2,2,0,0,0,0,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,90000,11500,1391304.347826087,43478.260869565216,0,,,,,,,,,,,,0,0,,,true,
+2,pingpong,tcp,2025-03-01T10:00:00.000Z,alpha,,3,3,3,0,0,0,0,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,90000,13000,1846153.8461538462,38461.53846153846,0,,,,,,,,,,,,0,0,,,true,
+"#;
