@@ -1,5 +1,6 @@
 //! Output: the result model and its renderings (table, CSV, JSON).
 
+pub mod columns;
 pub mod compare;
 pub mod csv;
 pub mod json;

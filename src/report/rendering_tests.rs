@@ -133,6 +133,16 @@ fn a_stream_table_with_two_streams() {
 }
 
 #[test]
+fn a_crr_table() {
+    let mut r = report("crr", 2, 30_000.0);
+    r.points[1].latency.as_mut().unwrap().setup = Some(crate::stats::LatencySummary {
+        mean_ns: 12_345.0,
+        ..r.points[1].latency.as_ref().unwrap().rtt.clone()
+    });
+    assert_eq!(table(&r), CRR_TABLE);
+}
+
+#[test]
 fn csv_of_a_sweep() {
     let c = Capture::default();
     render(&mut CsvSink::new(c.output()), &pingpong_sweep());
@@ -197,8 +207,17 @@ const STREAM_TABLE: &str = r#"# wirebench 0.1.0 stream over tcp, server 192.0.2.
    131072       1  client_to_server        16.00            -        16.00        2001000        2001000       -
    131072     sum  client_to_server        24.00            -        24.00        3002000        3002000       7         -         -
 "#;
-const PINGPONG_CSV: &str = r#"index,pattern,transport,run_started_at,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,lost_transactions,setup_mean_ns,sender_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,valid,invalid_reason
-0,pingpong,tcp,2025-03-01T10:00:00.000Z,alpha,,1,1,1,0,0,0,0,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,90000,10000,799999.9999999999,50000,0,,,,,,,,,,,,0,0,,,true,
-1,pingpong,tcp,2025-03-01T10:00:00.000Z,alpha,,2,2,2,0,0,0,0,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,90000,11500,1391304.347826087,43478.260869565216,0,,,,,,,,,,,,0,0,,,true,
-2,pingpong,tcp,2025-03-01T10:00:00.000Z,alpha,,3,3,3,0,0,0,0,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,90000,13000,1846153.8461538462,38461.53846153846,0,,,,,,,,,,,,0,0,,,true,
+const CRR_TABLE: &str = r#"# wirebench 0.1.0 crr over tcp, server 192.0.2.7:5320
+# client: alpha (Linux 6.1, 2 CPUs, cpu)
+# 1 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)
+   req(B)   resp(B)      txns       txn/s   mean(us)   ±CI(us)   p50(us)   p99(us)   max(us)    Mbit/s   setup(us)
+        1         1      1000     33333.3      30.00      0.10     30.00     60.00     90.00      0.53           -
+        2         2      1000     33333.3      30.00      0.10     30.00     60.00     90.00      1.07       12.35
+# first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
+"#;
+const PINGPONG_CSV: &str = r#"index,pattern,transport,run_started_at,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,setup_mean_ns,sender_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,valid,invalid_reason
+0,pingpong,tcp,2025-03-01T10:00:00.000Z,alpha,,1,1,1,0,0,0,0,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,0,0,,,true,
+1,pingpong,tcp,2025-03-01T10:00:00.000Z,alpha,,2,2,2,0,0,0,0,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,90000,11500,1391304.347826087,43478.260869565216,1000,0,,,,,,,,,,,,0,0,,,true,
+2,pingpong,tcp,2025-03-01T10:00:00.000Z,alpha,,3,3,3,0,0,0,0,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,90000,13000,1846153.8461538462,38461.53846153846,1000,0,,,,,,,,,,,,0,0,,,true,
 "#;

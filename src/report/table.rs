@@ -1,6 +1,7 @@
 //! The default output: a readable table with units in every header, one line per point as
 //! it completes, and the sweep's derived metrics at the end.
 
+use super::columns::{self, Row, TableColumn};
 use super::model::{PointResult, RunReport};
 use super::{mbit, us, IntervalPrinter, Output, Sink};
 use crate::pattern::stream::IntervalEvent;
@@ -100,6 +101,40 @@ impl TableSink {
         } else {
             String::new()
         }
+    }
+
+    /// The ping-pong and request/response tables' columns, and how many come before the
+    /// swept buffers' columns.
+    fn latency_columns(&self) -> (Vec<&'static TableColumn>, usize) {
+        let (mut cols, before): (Vec<&'static TableColumn>, usize) = match self.pattern {
+            Some(PatternKind::Pingpong) => (columns::PINGPONG.iter().collect(), 1),
+            Some(PatternKind::Rr | PatternKind::Crr) => (columns::RR.iter().collect(), 2),
+            _ => (Vec::new(), 0),
+        };
+        if self.pattern == Some(PatternKind::Crr) {
+            cols.push(&columns::SETUP);
+        } else if self.unreliable {
+            cols.push(&columns::LOST);
+        }
+        (cols, before)
+    }
+
+    /// One line of the ping-pong or request/response table (the header or a point's row),
+    /// each cell's text from `cell`, right-aligned in its column, `bufs` after the columns
+    /// that come before the swept buffers.
+    fn latency_line(&self, bufs: &str, cell: impl Fn(&TableColumn) -> String) -> String {
+        let (cols, before) = self.latency_columns();
+        let mut line = String::new();
+        for (i, c) in cols.iter().enumerate() {
+            if i > 0 {
+                line.push(' ');
+            }
+            line.push_str(&format!("{:>w$}", cell(c), w = c.width));
+            if i + 1 == before {
+                line.push_str(bufs);
+            }
+        }
+        line
     }
 
     fn buffer_headers(&self) -> String {
@@ -220,46 +255,11 @@ impl Sink for TableSink {
         match plan.test.pattern {
             PatternKind::Pingpong => {
                 self.line("# latency = RTT/2 (one-way), microseconds; throughput = 2n/RTT in Mbit/s (10^6 bit/s); CI = confidence interval half-width of the mean")?;
-                self.line(&format!(
-                    "{:>9}{bufs} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}{}",
-                    "size(B)",
-                    "samples",
-                    "mean(us)",
-                    "±CI(us)",
-                    "min(us)",
-                    "p50(us)",
-                    "p99(us)",
-                    "max(us)",
-                    "Mbit/s",
-                    if self.unreliable {
-                        format!(" {:>7}", "lost")
-                    } else {
-                        String::new()
-                    }
-                ))?;
+                self.line(&self.latency_line(&bufs, |c| c.header.to_owned()))?;
             }
             PatternKind::Rr | PatternKind::Crr => {
                 self.line("# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)")?;
-                self.line(&format!(
-                    "{:>9} {:>9}{bufs} {:>9} {:>11} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}{}",
-                    "req(B)",
-                    "resp(B)",
-                    "txns",
-                    "txn/s",
-                    "mean(us)",
-                    "±CI(us)",
-                    "p50(us)",
-                    "p99(us)",
-                    "max(us)",
-                    "Mbit/s",
-                    if plan.test.pattern == PatternKind::Crr {
-                        format!(" {:>11}", "setup(us)")
-                    } else if self.unreliable {
-                        format!(" {:>7}", "lost")
-                    } else {
-                        String::new()
-                    }
-                ))?;
+                self.line(&self.latency_line(&bufs, |c| c.header.to_owned()))?;
             }
             PatternKind::Stream => {
                 self.line("# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved")?;
@@ -297,26 +297,11 @@ impl Sink for TableSink {
                     self.line(&format!("{:>9}{bufs} no completed exchanges", p.key.size))?;
                     return Ok(());
                 };
-                let r = &l.rtt;
-                self.line(&format!(
-                    "{:>9}{bufs} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}{}",
-                    p.key.size,
-                    r.samples,
-                    marked(us(r.mean_ns / 2.0), &l.validity),
-                    r.ci_half_width_ns
-                        .map(|h| marked(us(h / 2.0), &l.validity))
-                        .unwrap_or_else(|| "-".into()),
-                    us(r.min_ns as f64 / 2.0),
-                    us(r.median_ns as f64 / 2.0),
-                    us(r.p99_ns as f64 / 2.0),
-                    us(r.max_ns as f64 / 2.0),
-                    marked(mbit(l.throughput_bits_per_s), &l.validity),
-                    if self.unreliable {
-                        format!(" {:>7}", l.lost)
-                    } else {
-                        String::new()
-                    }
-                ))?;
+                let row = Row {
+                    report: r,
+                    point: p,
+                };
+                self.line(&self.latency_line(&bufs, |c| c.text(&row, &l.validity)))?;
                 self.footnote("", &l.validity)?;
             }
             Some(PatternKind::Rr | PatternKind::Crr) => {
@@ -327,27 +312,11 @@ impl Sink for TableSink {
                     ))?;
                     return Ok(());
                 };
-                let r = &l.rtt;
-                self.line(&format!(
-                    "{:>9} {:>9}{bufs} {:>9} {:>11} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}{}",
-                    p.request_size,
-                    p.response_size,
-                    l.transactions,
-                    marked(format!("{:.1}", l.transactions_per_s), &l.validity),
-                    marked(us(r.mean_ns), &l.validity),
-                    r.ci_half_width_ns
-                        .map(|h| marked(us(h), &l.validity))
-                        .unwrap_or_else(|| "-".into()),
-                    us(r.median_ns as f64),
-                    us(r.p99_ns as f64),
-                    us(r.max_ns as f64),
-                    marked(mbit(l.throughput_bits_per_s), &l.validity),
-                    match (&l.setup, self.unreliable) {
-                        (Some(s), _) => format!(" {:>11}", us(s.mean_ns)),
-                        (None, true) => format!(" {:>7}", l.lost),
-                        _ => String::new(),
-                    }
-                ))?;
+                let row = Row {
+                    report: r,
+                    point: p,
+                };
+                self.line(&self.latency_line(&bufs, |c| c.text(&row, &l.validity)))?;
                 self.footnote("", &l.validity)?;
             }
             Some(PatternKind::Stream) => {

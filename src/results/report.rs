@@ -209,7 +209,7 @@ fn points_table(run: &Run) -> String {
         let l = p.latency.as_ref();
         // Every figure of the row with its verdict: the headline's over the runs, and the
         // last run's latency point or stream sums.
-        let verdict = crate::report::csv::point_validity(p);
+        let verdict = crate::report::columns::point_validity(p);
         let mark = p.headline.validity.mark();
         s.push_str(&format!(
             "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}{mark}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}{}</td><td class=\"warn\">{}</td></tr>\n",

@@ -1,0 +1,519 @@
+//! A point's figures, each described once: its CSV name (which carries its unit) and how to
+//! read it from a result. The CSV is these columns in order; the ping-pong and request/response
+//! tables lay out some of them ([`TableColumn`]) in the units a reader scans, so the table and
+//! the CSV read every figure through the same function and can not disagree on which number
+//! it is.
+
+use super::model::{DirectionTotal, PointResult, RunReport};
+use super::{mbit, us};
+use crate::stats::validity::Validity;
+
+/// One cell's value before it is written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    /// Unknown, or not a figure of this pattern: an empty CSV field, "-" in a table.
+    Empty,
+    Int(u64),
+    Float(f64),
+    Text(String),
+    Bool(bool),
+}
+
+impl Cell {
+    /// The CSV field: Rust's shortest text that reads back as the same number.
+    pub fn csv(&self) -> String {
+        match self {
+            Cell::Empty => String::new(),
+            Cell::Int(v) => v.to_string(),
+            Cell::Float(v) => v.to_string(),
+            Cell::Text(s) => s.clone(),
+            Cell::Bool(b) => b.to_string(),
+        }
+    }
+
+    fn number(&self) -> Option<f64> {
+        match self {
+            Cell::Int(v) => Some(*v as f64),
+            Cell::Float(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+impl<T: Into<Cell>> From<Option<T>> for Cell {
+    fn from(v: Option<T>) -> Cell {
+        v.map_or(Cell::Empty, Into::into)
+    }
+}
+
+impl From<u64> for Cell {
+    fn from(v: u64) -> Cell {
+        Cell::Int(v)
+    }
+}
+
+impl From<u32> for Cell {
+    fn from(v: u32) -> Cell {
+        Cell::Int(u64::from(v))
+    }
+}
+
+impl From<f64> for Cell {
+    fn from(v: f64) -> Cell {
+        Cell::Float(v)
+    }
+}
+
+impl From<bool> for Cell {
+    fn from(v: bool) -> Cell {
+        Cell::Bool(v)
+    }
+}
+
+impl From<String> for Cell {
+    fn from(v: String) -> Cell {
+        Cell::Text(v)
+    }
+}
+
+/// What a row is about: a point of a run.
+#[derive(Clone, Copy)]
+pub struct Row<'a> {
+    pub report: &'a RunReport,
+    pub point: &'a PointResult,
+}
+
+impl<'a> Row<'a> {
+    fn totals(&self) -> Option<&'a [DirectionTotal]> {
+        self.point.stream.as_ref().map(|s| s.totals.as_slice())
+    }
+
+    /// A sum over the stream directions; empty for the latency patterns.
+    fn sum(&self, f: fn(&DirectionTotal) -> f64) -> Cell {
+        self.totals().map(|t| t.iter().map(f).sum::<f64>()).into()
+    }
+
+    fn count(&self, f: fn(&DirectionTotal) -> u64) -> Cell {
+        self.totals().map(|t| t.iter().map(f).sum::<u64>()).into()
+    }
+
+    /// Datagrams sent and lost and the largest jitter over the directions, when every
+    /// direction counted its datagrams.
+    fn loss(&self) -> Option<(u64, u64, f64)> {
+        self.totals()?.iter().try_fold((0, 0, 0.0f64), |acc, d| {
+            d.loss
+                .map(|l| (acc.0 + l.sent, acc.1 + l.lost, acc.2.max(l.jitter_s)))
+        })
+    }
+
+    fn latency<T: Into<Cell>>(&self, f: fn(&super::model::LatencyResult) -> T) -> Cell {
+        self.point.latency.as_ref().map(f).into()
+    }
+}
+
+/// One figure of a point.
+pub struct Column {
+    /// The CSV header, with the unit in it.
+    pub name: &'static str,
+    pub get: fn(&Row) -> Cell,
+}
+
+pub const SIZE: Column = Column {
+    name: "size_bytes",
+    get: |r| r.point.key.size.into(),
+};
+pub const REQUEST_SIZE: Column = Column {
+    name: "request_size_bytes",
+    get: |r| r.point.request_size.into(),
+};
+pub const RESPONSE_SIZE: Column = Column {
+    name: "response_size_bytes",
+    get: |r| r.point.response_size.into(),
+};
+pub const RTT_SAMPLES: Column = Column {
+    name: "rtt_samples",
+    get: |r| r.latency(|l| l.rtt.samples),
+};
+pub const TRANSACTIONS: Column = Column {
+    name: "transactions",
+    get: |r| r.latency(|l| l.transactions),
+};
+pub const RTT_MEAN: Column = Column {
+    name: "rtt_mean_ns",
+    get: |r| r.latency(|l| l.rtt.mean_ns),
+};
+pub const RTT_CI: Column = Column {
+    name: "rtt_ci_half_width_ns",
+    get: |r| r.latency(|l| l.rtt.ci_half_width_ns),
+};
+pub const RTT_MIN: Column = Column {
+    name: "rtt_min_ns",
+    get: |r| r.latency(|l| l.rtt.min_ns),
+};
+pub const RTT_P50: Column = Column {
+    name: "rtt_p50_ns",
+    get: |r| r.latency(|l| l.rtt.median_ns),
+};
+pub const RTT_P99: Column = Column {
+    name: "rtt_p99_ns",
+    get: |r| r.latency(|l| l.rtt.p99_ns),
+};
+pub const RTT_MAX: Column = Column {
+    name: "rtt_max_ns",
+    get: |r| r.latency(|l| l.rtt.max_ns),
+};
+pub const THROUGHPUT: Column = Column {
+    name: "throughput_bits_per_s",
+    get: |r| r.latency(|l| l.throughput_bits_per_s),
+};
+pub const TRANSACTIONS_PER_S: Column = Column {
+    name: "transactions_per_s",
+    get: |r| r.latency(|l| l.transactions_per_s),
+};
+pub const LOST_TRANSACTIONS: Column = Column {
+    name: "lost_transactions",
+    get: |r| r.latency(|l| l.lost),
+};
+pub const SETUP_MEAN: Column = Column {
+    name: "setup_mean_ns",
+    get: |r| {
+        r.point
+            .latency
+            .as_ref()
+            .and_then(|l| l.setup.as_ref())
+            .map(|s| s.mean_ns)
+            .into()
+    },
+};
+
+fn text(s: &str) -> Cell {
+    Cell::Text(s.to_owned())
+}
+
+/// Every column of `--csv` and `export --csv`, in order.
+pub const CSV: &[Column] = &[
+    Column {
+        name: "index",
+        get: |r| (r.point.index as u64).into(),
+    },
+    Column {
+        name: "pattern",
+        get: |r| text(&r.report.pattern),
+    },
+    Column {
+        name: "transport",
+        get: |r| text(&r.report.transport),
+    },
+    Column {
+        name: "run_started_at",
+        get: |r| text(&r.report.started_at),
+    },
+    Column {
+        name: "client_host",
+        get: |r| text(&r.report.client_environment.hostname),
+    },
+    Column {
+        name: "server_host",
+        get: |r| {
+            r.report
+                .server_environment
+                .as_ref()
+                .map(|e| e.hostname.clone())
+                .into()
+        },
+    },
+    SIZE,
+    REQUEST_SIZE,
+    RESPONSE_SIZE,
+    Column {
+        name: "sndbuf_bytes",
+        get: |r| r.point.key.sndbuf.into(),
+    },
+    Column {
+        name: "rcvbuf_bytes",
+        get: |r| r.point.key.rcvbuf.into(),
+    },
+    Column {
+        name: "server_sndbuf_bytes",
+        get: |r| r.point.key.server_sndbuf.into(),
+    },
+    Column {
+        name: "server_rcvbuf_bytes",
+        get: |r| r.point.key.server_rcvbuf.into(),
+    },
+    Column {
+        name: "runs",
+        get: |r| r.point.runs.into(),
+    },
+    Column {
+        name: "headline_mean",
+        get: |r| r.point.headline.over_runs.as_ref().map(|m| m.mean).into(),
+    },
+    Column {
+        name: "headline_ci_half_width",
+        get: |r| {
+            r.point
+                .headline
+                .over_runs
+                .as_ref()
+                .and_then(|m| m.half_width)
+                .into()
+        },
+    },
+    Column {
+        name: "headline_unit",
+        get: |r| text(&r.point.headline.unit),
+    },
+    RTT_SAMPLES,
+    RTT_MEAN,
+    Column {
+        name: "rtt_stddev_ns",
+        get: |r| r.latency(|l| l.rtt.stddev_ns),
+    },
+    RTT_CI,
+    RTT_MIN,
+    RTT_P50,
+    Column {
+        name: "rtt_p90_ns",
+        get: |r| r.latency(|l| l.rtt.p90_ns),
+    },
+    RTT_P99,
+    Column {
+        name: "rtt_p999_ns",
+        get: |r| r.latency(|l| l.rtt.p999_ns),
+    },
+    Column {
+        name: "rtt_p9999_ns",
+        get: |r| r.latency(|l| l.rtt.p9999_ns),
+    },
+    RTT_MAX,
+    Column {
+        name: "one_way_mean_ns",
+        get: |r| r.latency(|l| l.one_way_mean_ns),
+    },
+    THROUGHPUT,
+    TRANSACTIONS_PER_S,
+    TRANSACTIONS,
+    LOST_TRANSACTIONS,
+    SETUP_MEAN,
+    Column {
+        name: "sender_bits_per_s",
+        get: |r| r.sum(|d| d.sender_bits_per_s),
+    },
+    Column {
+        name: "receiver_bits_per_s",
+        get: |r| r.sum(|d| d.receiver_bits_per_s),
+    },
+    Column {
+        name: "bytes_sent",
+        get: |r| r.count(|d| d.bytes_sent),
+    },
+    Column {
+        name: "bytes_received",
+        get: |r| r.count(|d| d.bytes_received),
+    },
+    Column {
+        name: "datagrams_sent",
+        get: |r| r.loss().map(|l| l.0).into(),
+    },
+    Column {
+        name: "datagrams_lost",
+        get: |r| r.loss().map(|l| l.1).into(),
+    },
+    Column {
+        name: "loss_ratio",
+        get: |r| {
+            r.loss()
+                .map(|(sent, lost, _)| {
+                    if sent > 0 {
+                        lost as f64 / sent as f64
+                    } else {
+                        0.0
+                    }
+                })
+                .into()
+        },
+    },
+    Column {
+        name: "jitter_s",
+        get: |r| r.loss().map(|l| l.2).into(),
+    },
+    Column {
+        name: "send_failures",
+        get: |r| r.count(|d| d.send_failures),
+    },
+    Column {
+        name: "retransmits",
+        get: |r| {
+            r.totals()
+                .and_then(|t| t.iter().map(|d| d.retransmits).sum::<Option<u64>>())
+                .into()
+        },
+    },
+    Column {
+        name: "client_cpu_s",
+        get: |r| r.point.cpu.client.total_s().into(),
+    },
+    Column {
+        name: "server_cpu_s",
+        get: |r| r.point.cpu.server.total_s().into(),
+    },
+    Column {
+        name: "client_us_per_kib",
+        get: |r| r.point.cpu.client_us_per_kib.into(),
+    },
+    Column {
+        name: "server_us_per_kib",
+        get: |r| r.point.cpu.server_us_per_kib.into(),
+    },
+    Column {
+        name: "valid",
+        get: |r| point_validity(r.point).valid.into(),
+    },
+    Column {
+        name: "invalid_reason",
+        get: |r| text(point_validity(r.point).reason()),
+    },
+];
+
+/// The verdict on every figure of a point's row: its latency point, both sums of each stream
+/// direction, and the headline over runs.
+pub fn point_validity(p: &PointResult) -> Validity {
+    let mut parts: Vec<(String, Validity)> = Vec::new();
+    if let Some(l) = &p.latency {
+        parts.push((String::new(), l.validity.clone()));
+    }
+    if let Some(s) = &p.stream {
+        let dir = |t: &DirectionTotal| {
+            if s.totals.len() > 1 {
+                format!("{} ", t.direction)
+            } else {
+                String::new()
+            }
+        };
+        for t in &s.totals {
+            parts.push((format!("{}sender", dir(t)), t.sender_validity()));
+            parts.push((format!("{}receiver", dir(t)), t.receiver_validity()));
+        }
+    }
+    if p.runs > 1 {
+        parts.push(("over runs".into(), p.headline.validity.clone()));
+    }
+    crate::stats::validity::all(parts.iter().map(|(l, v)| (l.clone(), v)))
+}
+
+/// How a table shows a column's value.
+#[derive(Clone, Copy)]
+pub enum Show {
+    /// As the CSV does (counts, sizes).
+    Plain,
+    /// Nanoseconds as microseconds, 2 decimals.
+    Us,
+    /// Half of a round trip, in microseconds: ping-pong's one-way time.
+    HalfUs,
+    /// Bit/s as Mbit/s, 2 decimals.
+    Mbit,
+    /// One decimal (transactions per second).
+    OneDecimal,
+}
+
+/// A column of the ping-pong and request/response tables: a [`Column`] shown in a unit for
+/// reading, right-aligned in `width`.
+pub struct TableColumn {
+    pub header: &'static str,
+    pub width: usize,
+    pub column: Column,
+    pub show: Show,
+    /// Marked "!" when the point's latency figures are not valid measurements.
+    pub judged: bool,
+}
+
+impl TableColumn {
+    /// The cell's text, not yet aligned; "-" where the value is unknown.
+    pub fn text(&self, row: &Row, validity: &Validity) -> String {
+        let cell = (self.column.get)(row);
+        let Some(x) = cell.number() else {
+            return match cell {
+                Cell::Empty => "-".into(),
+                other => other.csv(),
+            };
+        };
+        let shown = match self.show {
+            Show::Plain => cell.csv(),
+            Show::Us => us(x),
+            Show::HalfUs => us(x / 2.0),
+            Show::Mbit => mbit(x),
+            Show::OneDecimal => format!("{x:.1}"),
+        };
+        if self.judged {
+            format!("{shown}{}", validity.mark())
+        } else {
+            shown
+        }
+    }
+}
+
+const fn col(
+    header: &'static str,
+    width: usize,
+    column: Column,
+    show: Show,
+    judged: bool,
+) -> TableColumn {
+    TableColumn {
+        header,
+        width,
+        column,
+        show,
+        judged,
+    }
+}
+
+/// Ping-pong's table, the swept buffer columns after the first.
+pub const PINGPONG: &[TableColumn] = &[
+    col("size(B)", 9, SIZE, Show::Plain, false),
+    col("samples", 9, RTT_SAMPLES, Show::Plain, false),
+    col("mean(us)", 11, RTT_MEAN, Show::HalfUs, true),
+    col("±CI(us)", 9, RTT_CI, Show::HalfUs, true),
+    col("min(us)", 9, RTT_MIN, Show::HalfUs, false),
+    col("p50(us)", 9, RTT_P50, Show::HalfUs, false),
+    col("p99(us)", 9, RTT_P99, Show::HalfUs, false),
+    col("max(us)", 9, RTT_MAX, Show::HalfUs, false),
+    col("Mbit/s", 11, THROUGHPUT, Show::Mbit, true),
+];
+
+/// rr's and crr's table, the swept buffer columns after the first two.
+pub const RR: &[TableColumn] = &[
+    col("req(B)", 9, REQUEST_SIZE, Show::Plain, false),
+    col("resp(B)", 9, RESPONSE_SIZE, Show::Plain, false),
+    col("txns", 9, TRANSACTIONS, Show::Plain, false),
+    col("txn/s", 11, TRANSACTIONS_PER_S, Show::OneDecimal, true),
+    col("mean(us)", 10, RTT_MEAN, Show::Us, true),
+    col("±CI(us)", 9, RTT_CI, Show::Us, true),
+    col("p50(us)", 9, RTT_P50, Show::Us, false),
+    col("p99(us)", 9, RTT_P99, Show::Us, false),
+    col("max(us)", 9, RTT_MAX, Show::Us, false),
+    col("Mbit/s", 9, THROUGHPUT, Show::Mbit, true),
+];
+
+/// crr's last column.
+pub const SETUP: TableColumn = col("setup(us)", 11, SETUP_MEAN, Show::Us, false);
+/// The last column of ping-pong and rr over a transport that may lose messages.
+pub const LOST: TableColumn = col("lost", 7, LOST_TRANSACTIONS, Show::Plain, false);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_table_column_is_a_csv_column() {
+        let csv: Vec<&str> = CSV.iter().map(|c| c.name).collect();
+        for t in PINGPONG.iter().chain(RR).chain([&SETUP, &LOST]) {
+            assert!(csv.contains(&t.column.name), "{}", t.column.name);
+        }
+        let mut names = csv.clone();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), csv.len(), "a column twice");
+    }
+}
