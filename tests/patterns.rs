@@ -511,7 +511,7 @@ fn csv_has_a_header_and_one_row_per_point() {
     let cols = lines[0].split(',').count();
     assert!(lines.iter().all(|l| l.split(',').count() == cols));
     assert!(lines[0]
-        .starts_with("index,pattern,transport,run_started_at,client_host,server_host,size_bytes"));
+        .starts_with("index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes"));
 }
 
 #[test]

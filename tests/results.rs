@@ -107,7 +107,7 @@ fn runs_are_saved_and_come_back_through_history_show_export_import() {
     let csv = ok(&["export", "last", "--csv", "--db", &db]);
     assert_eq!(csv.lines().count(), 4, "{csv}");
     assert!(csv
-        .starts_with("index,pattern,transport,run_started_at,client_host,server_host,size_bytes"));
+        .starts_with("index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes"));
 
     // A result from elsewhere: the exported document into a second database, then back.
     let file = t.file("run.json");

@@ -4,7 +4,7 @@
 //! the CSV read every figure through the same function and can not disagree on which number
 //! it is.
 
-use super::model::{DirectionTotal, PointResult, RunReport};
+use super::model::{DirectionTotal, PointResult, RunReport, StreamPair};
 use super::{mbit, us};
 use crate::stats::validity::Validity;
 
@@ -76,34 +76,100 @@ impl From<String> for Cell {
     }
 }
 
-/// What a row is about: a point of a run.
+/// What a row is about: a point of a run, or one stream of a stream point.
 #[derive(Clone, Copy)]
 pub struct Row<'a> {
     pub report: &'a RunReport,
+    /// The run's id in the results database it was saved in, if it was.
+    pub run_id: Option<i64>,
     pub point: &'a PointResult,
+    /// One stream's row (after its point's total row, when a point has several streams).
+    pub stream: Option<&'a StreamPair>,
 }
 
 impl<'a> Row<'a> {
+    /// A point's row.
+    pub fn point(report: &'a RunReport, run_id: Option<i64>, point: &'a PointResult) -> Self {
+        Row {
+            report,
+            run_id,
+            point,
+            stream: None,
+        }
+    }
+
+    /// The point's row, then, when it has more than one stream, a row for each stream.
+    pub fn all_of(
+        report: &'a RunReport,
+        run_id: Option<i64>,
+        point: &'a PointResult,
+    ) -> Vec<Row<'a>> {
+        let total = Row::point(report, run_id, point);
+        let mut rows = vec![total];
+        if let Some(s) = point.stream.as_ref().filter(|s| s.streams.len() > 1) {
+            rows.extend(s.streams.iter().map(|pair| Row {
+                stream: Some(pair),
+                ..total
+            }));
+        }
+        rows
+    }
+
     fn totals(&self) -> Option<&'a [DirectionTotal]> {
         self.point.stream.as_ref().map(|s| s.totals.as_slice())
     }
 
-    /// A sum over the stream directions; empty for the latency patterns.
-    fn sum(&self, f: fn(&DirectionTotal) -> f64) -> Cell {
-        self.totals().map(|t| t.iter().map(f).sum::<f64>()).into()
+    /// A stream's own figure, or the sum over the stream directions; empty for the latency
+    /// patterns.
+    fn sum(&self, one: fn(&StreamPair) -> f64, total: fn(&DirectionTotal) -> f64) -> Cell {
+        match self.stream {
+            Some(p) => one(p).into(),
+            None => self
+                .totals()
+                .map(|t| t.iter().map(total).sum::<f64>())
+                .into(),
+        }
     }
 
-    fn count(&self, f: fn(&DirectionTotal) -> u64) -> Cell {
-        self.totals().map(|t| t.iter().map(f).sum::<u64>()).into()
+    fn count(&self, one: fn(&StreamPair) -> u64, total: fn(&DirectionTotal) -> u64) -> Cell {
+        match self.stream {
+            Some(p) => one(p).into(),
+            None => self
+                .totals()
+                .map(|t| t.iter().map(total).sum::<u64>())
+                .into(),
+        }
     }
 
-    /// Datagrams sent and lost and the largest jitter over the directions, when every
-    /// direction counted its datagrams.
+    /// Datagrams sent and lost and the largest jitter: the stream's, or over the directions
+    /// when every direction counted its datagrams.
     fn loss(&self) -> Option<(u64, u64, f64)> {
+        if let Some(p) = self.stream {
+            return p.receiver.loss.map(|l| (l.sent, l.lost, l.jitter_s));
+        }
         self.totals()?.iter().try_fold((0, 0, 0.0f64), |acc, d| {
             d.loss
                 .map(|l| (acc.0 + l.sent, acc.1 + l.lost, acc.2.max(l.jitter_s)))
         })
+    }
+
+    /// A figure of the whole point, which one stream's row leaves empty.
+    fn whole<T: Into<Cell>>(&self, f: impl Fn(&PointResult) -> T) -> Cell {
+        match self.stream {
+            Some(_) => Cell::Empty,
+            None => f(self.point).into(),
+        }
+    }
+
+    /// The verdict on the row's figures.
+    fn validity(&self) -> Validity {
+        match self.stream {
+            Some(p) => crate::stats::validity::all([
+                ("sender".to_owned(), &p.sender.validity),
+                ("receiver".to_owned(), &p.receiver.validity),
+            ]),
+            None => point_validity(self.point),
+        }
     }
 
     fn latency<T: Into<Cell>>(&self, f: fn(&super::model::LatencyResult) -> T) -> Cell {
@@ -197,6 +263,28 @@ pub const CSV: &[Column] = &[
         get: |r| (r.point.index as u64).into(),
     },
     Column {
+        name: "stream",
+        get: |r| match (r.stream, &r.point.stream) {
+            (Some(p), _) => p.index.into(),
+            (None, Some(_)) => text("total"),
+            (None, None) => Cell::Empty,
+        },
+    },
+    Column {
+        name: "direction",
+        get: |r| match (r.stream, &r.point.stream) {
+            (Some(p), _) => text(&p.direction),
+            (None, Some(s)) => text(
+                &s.totals
+                    .iter()
+                    .map(|t| t.direction.as_str())
+                    .collect::<Vec<_>>()
+                    .join("+"),
+            ),
+            (None, None) => Cell::Empty,
+        },
+    },
+    Column {
         name: "pattern",
         get: |r| text(&r.report.pattern),
     },
@@ -207,6 +295,10 @@ pub const CSV: &[Column] = &[
     Column {
         name: "run_started_at",
         get: |r| text(&r.report.started_at),
+    },
+    Column {
+        name: "run_id",
+        get: |r| r.run_id.map(|id| id.to_string()).into(),
     },
     Column {
         name: "client_host",
@@ -247,22 +339,15 @@ pub const CSV: &[Column] = &[
     },
     Column {
         name: "headline_mean",
-        get: |r| r.point.headline.over_runs.as_ref().map(|m| m.mean).into(),
+        get: |r| r.whole(|p| p.headline.over_runs.as_ref().map(|m| m.mean)),
     },
     Column {
         name: "headline_ci_half_width",
-        get: |r| {
-            r.point
-                .headline
-                .over_runs
-                .as_ref()
-                .and_then(|m| m.half_width)
-                .into()
-        },
+        get: |r| r.whole(|p| p.headline.over_runs.as_ref().and_then(|m| m.half_width)),
     },
     Column {
         name: "headline_unit",
-        get: |r| text(&r.point.headline.unit),
+        get: |r| r.whole(|p| p.headline.unit.clone()),
     },
     RTT_SAMPLES,
     RTT_MEAN,
@@ -298,19 +383,19 @@ pub const CSV: &[Column] = &[
     SETUP_MEAN,
     Column {
         name: "sender_bits_per_s",
-        get: |r| r.sum(|d| d.sender_bits_per_s),
+        get: |r| r.sum(|p| p.sender.bits_per_s, |d| d.sender_bits_per_s),
     },
     Column {
         name: "receiver_bits_per_s",
-        get: |r| r.sum(|d| d.receiver_bits_per_s),
+        get: |r| r.sum(|p| p.receiver.bits_per_s, |d| d.receiver_bits_per_s),
     },
     Column {
         name: "bytes_sent",
-        get: |r| r.count(|d| d.bytes_sent),
+        get: |r| r.count(|p| p.sender.bytes_total, |d| d.bytes_sent),
     },
     Column {
         name: "bytes_received",
-        get: |r| r.count(|d| d.bytes_received),
+        get: |r| r.count(|p| p.receiver.bytes_total, |d| d.bytes_received),
     },
     Column {
         name: "datagrams_sent",
@@ -340,39 +425,41 @@ pub const CSV: &[Column] = &[
     },
     Column {
         name: "send_failures",
-        get: |r| r.count(|d| d.send_failures),
+        get: |r| r.count(|p| p.sender.send_failures, |d| d.send_failures),
     },
     Column {
         name: "retransmits",
-        get: |r| {
-            r.totals()
+        get: |r| match r.stream {
+            Some(p) => p.sender.tcp_info.map(|t| u64::from(t.total_retrans)).into(),
+            None => r
+                .totals()
                 .and_then(|t| t.iter().map(|d| d.retransmits).sum::<Option<u64>>())
-                .into()
+                .into(),
         },
     },
     Column {
         name: "client_cpu_s",
-        get: |r| r.point.cpu.client.total_s().into(),
+        get: |r| r.whole(|p| p.cpu.client.total_s()),
     },
     Column {
         name: "server_cpu_s",
-        get: |r| r.point.cpu.server.total_s().into(),
+        get: |r| r.whole(|p| p.cpu.server.total_s()),
     },
     Column {
         name: "client_us_per_kib",
-        get: |r| r.point.cpu.client_us_per_kib.into(),
+        get: |r| r.whole(|p| p.cpu.client_us_per_kib),
     },
     Column {
         name: "server_us_per_kib",
-        get: |r| r.point.cpu.server_us_per_kib.into(),
+        get: |r| r.whole(|p| p.cpu.server_us_per_kib),
     },
     Column {
         name: "valid",
-        get: |r| point_validity(r.point).valid.into(),
+        get: |r| r.validity().valid.into(),
     },
     Column {
         name: "invalid_reason",
-        get: |r| text(point_validity(r.point).reason()),
+        get: |r| text(r.validity().reason()),
     },
 ];
 

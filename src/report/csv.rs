@@ -1,4 +1,5 @@
-//! `--csv`: a header and one row per point, printed as each point completes. Written by the
+//! `--csv`: a header and one row per point, printed as each point completes, and after a
+//! point with several streams one row per stream. Written by the
 //! `csv` crate (RFC 4180): a field with a comma, a quote or a line end is quoted, so a reason
 //! or a host name keeps its text.
 
@@ -10,11 +11,13 @@ use crate::plan::RunPlan;
 /// Rows, each written and flushed as its point completes.
 pub struct CsvSink {
     out: Output,
+    /// Set when the run is saved: its id in the results database.
+    run_id: Option<i64>,
 }
 
 impl CsvSink {
     pub fn new(out: Output) -> CsvSink {
-        CsvSink { out }
+        CsvSink { out, run_id: None }
     }
 }
 
@@ -24,11 +27,12 @@ impl Default for CsvSink {
     }
 }
 
-/// The header and a row per point of `report`, as one CSV text (`export --csv`).
-pub fn to_string(report: &RunReport) -> anyhow::Result<String> {
+/// The header and the rows of every point of `report`, as one CSV text (`export --csv`);
+/// `run_id` is its id in the results database.
+pub fn to_string(report: &RunReport, run_id: Option<i64>) -> anyhow::Result<String> {
     let mut text = encode(header())?;
     for p in &report.points {
-        text.extend(encode(row(report, p))?);
+        text.extend(rows(report, run_id, p)?);
     }
     Ok(String::from_utf8(text)?)
 }
@@ -38,10 +42,13 @@ pub fn header() -> Vec<&'static str> {
     columns::CSV.iter().map(|c| c.name).collect()
 }
 
-/// A point's fields, in the header's order.
-pub fn row(report: &RunReport, point: &PointResult) -> Vec<String> {
-    let r = Row { report, point };
-    columns::CSV.iter().map(|c| (c.get)(&r).csv()).collect()
+/// A point's row and, when it has several streams, each stream's, as CSV text.
+fn rows(report: &RunReport, run_id: Option<i64>, point: &PointResult) -> anyhow::Result<Vec<u8>> {
+    let mut text = Vec::new();
+    for r in Row::all_of(report, run_id, point) {
+        text.extend(encode(columns::CSV.iter().map(|c| (c.get)(&r).csv()))?);
+    }
+    Ok(text)
 }
 
 /// One record as CSV text, quoted where it needs to be.
@@ -60,7 +67,10 @@ impl Sink for CsvSink {
         self.out.write_all(&encode(header())?)
     }
     fn point(&mut self, report: &RunReport, p: &PointResult) -> anyhow::Result<()> {
-        self.out.write_all(&encode(row(report, p))?)
+        self.out.write_all(&rows(report, self.run_id, p)?)
+    }
+    fn saved_as(&mut self, id: i64) {
+        self.run_id = Some(id);
     }
     fn finish(&mut self, _: &RunReport) -> anyhow::Result<()> {
         Ok(())

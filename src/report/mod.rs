@@ -32,6 +32,9 @@ pub trait Sink {
     fn point(&mut self, report: &RunReport, point: &PointResult) -> anyhow::Result<()>;
     /// At the end, complete or not.
     fn finish(&mut self, report: &RunReport) -> anyhow::Result<()>;
+    /// Before `begin`, when the run is saved: its id in the results database, for outputs
+    /// that name the run.
+    fn saved_as(&mut self, _id: i64) {}
     fn wants_intervals(&self) -> bool {
         false
     }

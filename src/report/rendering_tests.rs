@@ -149,6 +149,27 @@ fn csv_of_a_sweep() {
     assert_eq!(c.text(), PINGPONG_CSV);
 }
 
+/// A saved run's rows carry its id; a point with two streams has its total row and one row
+/// for each stream, with that stream's own figures.
+#[test]
+fn csv_of_a_saved_stream_with_two_streams() {
+    let c = Capture::default();
+    let mut sink = CsvSink::new(c.output());
+    sink.saved_as(42);
+    render(&mut sink, &stream_p2());
+    let text = c.text();
+    assert_eq!(text, STREAM_CSV);
+    let mut rows = csv::Reader::from_reader(text.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = rows.records().map(|r| r.unwrap()).collect();
+    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let streams: Vec<&str> = rows.iter().map(|r| &r[at("stream")]).collect();
+    assert_eq!(streams, ["total", "0", "1"]);
+    assert!(rows.iter().all(|r| &r[at("run_id")] == "42"));
+    let received: Vec<&str> = rows.iter().map(|r| &r[at("bytes_received")]).collect();
+    assert_eq!(received, ["3002000", "1001000", "2001000"]);
+}
+
 #[test]
 fn json_is_the_whole_document_once() {
     let r = pingpong_sweep();
@@ -216,8 +237,13 @@ const CRR_TABLE: &str = r#"# wirebench 0.1.0 crr over tcp, server 192.0.2.7:5320
         2         2      1000     33333.3      30.00      0.10     30.00     60.00     90.00      1.07       12.35
 # first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
 "#;
-const PINGPONG_CSV: &str = r#"index,pattern,transport,run_started_at,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,setup_mean_ns,sender_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,valid,invalid_reason
-0,pingpong,tcp,2025-03-01T10:00:00.000Z,alpha,,1,1,1,0,0,0,0,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,0,0,,,true,
-1,pingpong,tcp,2025-03-01T10:00:00.000Z,alpha,,2,2,2,0,0,0,0,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,90000,11500,1391304.347826087,43478.260869565216,1000,0,,,,,,,,,,,,0,0,,,true,
-2,pingpong,tcp,2025-03-01T10:00:00.000Z,alpha,,3,3,3,0,0,0,0,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,90000,13000,1846153.8461538462,38461.53846153846,1000,0,,,,,,,,,,,,0,0,,,true,
+const STREAM_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,setup_mean_ns,sender_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,valid,invalid_reason
+0,total,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,1,24000000,,bit/s,,,,,,,,,,,,,,,,,,24000000,24000000,3002000,3002000,,,,,0,7,0,0,,,true,
+0,0,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,1,,,,,,,,,,,,,,,,,,,,,8000000,8000000,1001000,1001000,,,,,0,,,,,,true,
+0,1,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,1,,,,,,,,,,,,,,,,,,,,,16000000,16000000,2001000,2001000,,,,,0,,,,,,true,
+"#;
+const PINGPONG_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,setup_mean_ns,sender_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,valid,invalid_reason
+0,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,1,1,1,0,0,0,0,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,0,0,,,true,
+1,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,2,2,2,0,0,0,0,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,90000,11500,1391304.347826087,43478.260869565216,1000,0,,,,,,,,,,,,0,0,,,true,
+2,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,3,3,3,0,0,0,0,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,90000,13000,1846153.8461538462,38461.53846153846,1000,0,,,,,,,,,,,,0,0,,,true,
 "#;

@@ -297,10 +297,7 @@ impl Sink for TableSink {
                     self.line(&format!("{:>9}{bufs} no completed exchanges", p.key.size))?;
                     return Ok(());
                 };
-                let row = Row {
-                    report: r,
-                    point: p,
-                };
+                let row = Row::point(r, None, p);
                 self.line(&self.latency_line(&bufs, |c| c.text(&row, &l.validity)))?;
                 self.footnote("", &l.validity)?;
             }
@@ -312,10 +309,7 @@ impl Sink for TableSink {
                     ))?;
                     return Ok(());
                 };
-                let row = Row {
-                    report: r,
-                    point: p,
-                };
+                let row = Row::point(r, None, p);
                 self.line(&self.latency_line(&bufs, |c| c.text(&row, &l.validity)))?;
                 self.footnote("", &l.validity)?;
             }

@@ -210,9 +210,9 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                 bail!("export needs --json or --csv");
             }
             let db = open_existing(&a.db)?;
-            let (_, report) = load(&db, &a.id)?;
+            let (id, report) = load(&db, &a.id)?;
             let text = if a.csv {
-                history::export_csv(&report)?
+                history::export_csv(&report, id)?
             } else {
                 history::export_json(&report)?
             };

@@ -165,8 +165,9 @@ pub fn export_json(r: &RunReport) -> Result<String> {
     Ok(crate::report::json::to_string(r).context("encoding the result")? + "\n")
 }
 
-pub fn export_csv(r: &RunReport) -> Result<String> {
-    crate::report::csv::to_string(r).context("encoding the result as CSV")
+/// The `run --csv` rows of run `id`.
+pub fn export_csv(r: &RunReport, id: i64) -> Result<String> {
+    crate::report::csv::to_string(r, Some(id)).context("encoding the result as CSV")
 }
 
 /// The largest result document `import` reads: far more than any run writes (a sweep of

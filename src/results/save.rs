@@ -79,9 +79,12 @@ impl SavingSink {
 /// after the saving, so what was measured is kept.
 impl Sink for SavingSink {
     fn begin(&mut self, report: &RunReport, plan: &RunPlan) -> Result<()> {
-        let shown = self.inner.begin(report, plan);
+        // Saved first, so the output can name the run by its id.
         self.store(report);
-        shown
+        if let Some(id) = self.id {
+            self.inner.saved_as(id);
+        }
+        self.inner.begin(report, plan)
     }
 
     fn point(&mut self, report: &RunReport, point: &PointResult) -> Result<()> {
@@ -106,6 +109,10 @@ impl Sink for SavingSink {
             }
         }
         shown
+    }
+
+    fn saved_as(&mut self, id: i64) {
+        self.inner.saved_as(id);
     }
 
     fn wants_intervals(&self) -> bool {
