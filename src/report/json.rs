@@ -128,3 +128,41 @@ impl Sink for JsonStreamSink {
 pub fn to_string(report: &RunReport) -> serde_json::Result<String> {
     serde_json::to_string_pretty(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Figures whose shortest decimal text is long or at the edge of f64's range: with
+    /// serde_json's `float_roundtrip` they read back as the very same bits.
+    #[test]
+    fn awkward_floats_survive_the_document_bit_exactly() {
+        let awkward = [0.1 + 0.2, 1e-300, f64::MAX / 3.0, 5e-324, 1.0 / 3.0];
+        let mut r = crate::results::db::tests::report("pingpong", awkward.len(), 20_000.0);
+        for (p, &x) in r.points.iter_mut().zip(&awkward) {
+            let l = p.latency.as_mut().unwrap();
+            l.rtt.mean_ns = x;
+            l.throughput_bits_per_s = x;
+            l.transactions_per_s = x;
+            p.headline.values = vec![x];
+        }
+        for text in [to_string(&r).unwrap(), serde_json::to_string(&r).unwrap()] {
+            let back: RunReport = serde_json::from_str(&text).unwrap();
+            for (p, &x) in back.points.iter().zip(&awkward) {
+                let l = p.latency.as_ref().unwrap();
+                for y in [
+                    l.rtt.mean_ns,
+                    l.throughput_bits_per_s,
+                    l.transactions_per_s,
+                    p.headline.values[0],
+                ] {
+                    assert_eq!(y.to_bits(), x.to_bits(), "{x:e} read back as {y:e}");
+                }
+            }
+            assert_eq!(back, r);
+            // The results database's reading path keeps them too.
+            let stored = crate::results::db::parse_report(&text).unwrap();
+            assert_eq!(stored.points, r.points);
+        }
+    }
+}
