@@ -147,7 +147,10 @@ pub fn run_measurement_with(
     report.error = result.as_ref().err().map(one_line);
     let shown = sink.finish(&report);
     if let Err(e) = &shown {
-        eprintln!("wirebench: error: {}", one_line(e));
+        // A write that failed during the run fails again here: said once.
+        if result.as_ref().err().map(one_line) != Some(one_line(e)) {
+            eprintln!("wirebench: error: {}", one_line(e));
+        }
     }
     if let Err(e) = saved.outcome() {
         eprintln!("wirebench: error: {}", one_line(&e));
