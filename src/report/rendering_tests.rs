@@ -114,6 +114,49 @@ fn stream_p2() -> RunReport {
     r
 }
 
+/// A UDP stream both ways with two streams each (`--bidir -P 2`), datagrams lost in one.
+fn udp_bidir_p2() -> RunReport {
+    let mut r = stream_p2();
+    r.transport = "udp".into();
+    r.settings.direction = "bidir".into();
+    let mut pairs = Vec::new();
+    for (i, dir) in [
+        "client_to_server",
+        "client_to_server",
+        "server_to_client",
+        "server_to_client",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let b = 500_000 * (i as u64 + 1);
+        let mut receiver = side(b, "read");
+        let lost = if i == 3 { 25 } else { 0 };
+        receiver.loss = Some(crate::pattern::stream::LossStats {
+            sent: 1000,
+            received: 1000 - lost,
+            lost,
+            loss_ratio: lost as f64 / 1000.0,
+            jitter_s: 0.000_125 * (i as f64 + 1.0),
+            ..Default::default()
+        });
+        pairs.push(StreamPair::judged(
+            (i % 2) as u32,
+            dir.to_string(),
+            side(b, "write"),
+            receiver,
+            "udp",
+        ));
+    }
+    let totals = super::summarize::totals(&pairs);
+    r.points[0].stream = Some(StreamResult {
+        streams: pairs,
+        totals,
+    });
+    r.fill_validity();
+    r
+}
+
 fn table(r: &RunReport) -> String {
     let c = Capture::default();
     render(&mut TableSink::to(c.output()), r);
@@ -130,6 +173,11 @@ fn a_pingpong_sweep_table() {
 fn a_stream_table_with_two_streams() {
     let text = table(&stream_p2());
     assert_eq!(text, STREAM_TABLE);
+}
+
+#[test]
+fn a_udp_bidir_table_with_two_streams_each_way() {
+    assert_eq!(table(&udp_bidir_p2()), UDP_BIDIR_TABLE);
 }
 
 #[test]
@@ -241,6 +289,19 @@ const STREAM_CSV: &str = r#"index,stream,direction,pattern,transport,run_started
 0,total,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,1,24000000,,bit/s,,,,,,,,,,,,,,,,,,24000000,24000000,3002000,3002000,,,,,0,7,0,0,,,true,
 0,0,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,1,,,,,,,,,,,,,,,,,,,,,8000000,8000000,1001000,1001000,,,,,0,,,,,,true,
 0,1,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,1,,,,,,,,,,,,,,,,,,,,,16000000,16000000,2001000,2001000,,,,,0,,,,,,true,
+"#;
+const UDP_BIDIR_TABLE: &str = r#"# wirebench 0.1.0 stream over udp, server 192.0.2.7:5320
+# client: alpha (Linux 6.1, 2 CPUs, cpu)
+# 2 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved
+# sender = bytes written to the transport over the sender's timed phase (bytes still in its socket buffer at the end count); receiver = bytes read over the receiver's timed phase
+  size(B)  stream         direction       sender     receiver        sent(B)    received(B)  lost(dgr)  loss(%) jitter(ms)   cpu_cli   cpu_srv
+   131072       0  client_to_server         4.00         4.00         501000         501000          0    0.000     0.1250
+   131072       1  client_to_server         8.00         8.00        1001000        1001000          0    0.000     0.2500
+   131072       0  server_to_client        12.00        12.00        1501000        1501000          0    0.000     0.3750
+   131072       1  server_to_client        16.00        16.00        2001000        2001000         25    2.500     0.5000
+   131072     sum  client_to_server        12.00        12.00        1502000        1502000          0    0.000     0.2500         -         -
+   131072     sum  server_to_client        28.00        28.00        3502000        3502000         25    1.250     0.5000         -         -
 "#;
 const PINGPONG_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,setup_mean_ns,sender_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,valid,invalid_reason
 0,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,1,1,1,0,0,0,0,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,0,0,,,true,

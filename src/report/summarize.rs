@@ -130,7 +130,7 @@ fn stream_pairs(o: &PointOutcome, transport: &str) -> Vec<StreamPair> {
     pairs
 }
 
-fn totals(pairs: &[StreamPair]) -> Vec<DirectionTotal> {
+pub(crate) fn totals(pairs: &[StreamPair]) -> Vec<DirectionTotal> {
     let mut out = Vec::new();
     for dir in ["client_to_server", "server_to_client"] {
         let ps: Vec<&StreamPair> = pairs.iter().filter(|p| p.direction == dir).collect();
