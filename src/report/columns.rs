@@ -85,6 +85,8 @@ pub struct Row<'a> {
     pub point: &'a PointResult,
     /// One stream's row (after its point's total row, when a point has several streams).
     pub stream: Option<&'a StreamPair>,
+    /// One direction's sum over its streams (the stream table's sum rows).
+    pub total: Option<&'a DirectionTotal>,
 }
 
 impl<'a> Row<'a> {
@@ -95,6 +97,7 @@ impl<'a> Row<'a> {
             run_id,
             point,
             stream: None,
+            total: None,
         }
     }
 
@@ -119,12 +122,13 @@ impl<'a> Row<'a> {
         self.point.stream.as_ref().map(|s| s.totals.as_slice())
     }
 
-    /// A stream's own figure, or the sum over the stream directions; empty for the latency
-    /// patterns.
+    /// A stream's own figure, a direction's, or the sum over the directions; empty for the
+    /// latency patterns.
     fn sum(&self, one: fn(&StreamPair) -> f64, total: fn(&DirectionTotal) -> f64) -> Cell {
-        match self.stream {
-            Some(p) => one(p).into(),
-            None => self
+        match (self.stream, self.total) {
+            (Some(p), _) => one(p).into(),
+            (None, Some(t)) => total(t).into(),
+            (None, None) => self
                 .totals()
                 .map(|t| t.iter().map(total).sum::<f64>())
                 .into(),
@@ -132,25 +136,63 @@ impl<'a> Row<'a> {
     }
 
     fn count(&self, one: fn(&StreamPair) -> u64, total: fn(&DirectionTotal) -> u64) -> Cell {
-        match self.stream {
-            Some(p) => one(p).into(),
-            None => self
+        match (self.stream, self.total) {
+            (Some(p), _) => one(p).into(),
+            (None, Some(t)) => total(t).into(),
+            (None, None) => self
                 .totals()
                 .map(|t| t.iter().map(total).sum::<u64>())
                 .into(),
         }
     }
 
-    /// Datagrams sent and lost and the largest jitter: the stream's, or over the directions
-    /// when every direction counted its datagrams.
-    fn loss(&self) -> Option<(u64, u64, f64)> {
-        if let Some(p) = self.stream {
-            return p.receiver.loss.map(|l| (l.sent, l.lost, l.jitter_s));
+    /// A figure that may be unknown (in any direction, for the sum over directions).
+    fn maybe<T: Into<Cell> + std::iter::Sum<T>>(
+        &self,
+        one: fn(&StreamPair) -> Option<T>,
+        total: fn(&DirectionTotal) -> Option<T>,
+    ) -> Cell {
+        match (self.stream, self.total) {
+            (Some(p), _) => one(p).into(),
+            (None, Some(t)) => total(t).into(),
+            (None, None) => self
+                .totals()
+                .and_then(|t| t.iter().map(total).sum::<Option<T>>())
+                .into(),
         }
-        self.totals()?.iter().try_fold((0, 0, 0.0f64), |acc, d| {
-            d.loss
-                .map(|l| (acc.0 + l.sent, acc.1 + l.lost, acc.2.max(l.jitter_s)))
-        })
+    }
+
+    /// Datagrams sent and lost and the largest jitter: the stream's, the direction's, or over
+    /// the directions when every direction counted its datagrams.
+    fn loss(&self) -> Option<(u64, u64, f64)> {
+        let loss = match (self.stream, self.total) {
+            (Some(p), _) => p.receiver.loss,
+            (None, Some(t)) => t.loss,
+            (None, None) => {
+                return self.totals()?.iter().try_fold((0, 0, 0.0f64), |acc, d| {
+                    d.loss
+                        .map(|l| (acc.0 + l.sent, acc.1 + l.lost, acc.2.max(l.jitter_s)))
+                })
+            }
+        };
+        loss.map(|l| (l.sent, l.lost, l.jitter_s))
+    }
+
+    /// The verdict on the row's sender rate (stream rows only).
+    fn sender_validity(&self) -> Validity {
+        match (self.stream, self.total) {
+            (Some(p), _) => p.sender.validity.clone(),
+            (None, Some(t)) => t.sender_validity(),
+            (None, None) => Validity::default(),
+        }
+    }
+
+    fn receiver_validity(&self) -> Validity {
+        match (self.stream, self.total) {
+            (Some(p), _) => p.receiver.validity.clone(),
+            (None, Some(t)) => t.receiver_validity(),
+            (None, None) => Validity::default(),
+        }
     }
 
     /// A figure of the whole point, which one stream's row leaves empty.
@@ -252,6 +294,93 @@ pub const SETUP_MEAN: Column = Column {
     },
 };
 
+/// The stream's number; a point's or a direction's sum over several streams is "total" (a
+/// direction's single stream is stream 0).
+pub const STREAM: Column = Column {
+    name: "stream",
+    get: |r| match (r.stream, r.total, &r.point.stream) {
+        (Some(p), _, _) => p.index.into(),
+        (None, Some(_), Some(s)) if s.streams.len() <= s.totals.len() => Cell::Int(0),
+        (None, _, Some(_)) => text("total"),
+        (None, _, None) => Cell::Empty,
+    },
+};
+pub const DIRECTION: Column = Column {
+    name: "direction",
+    get: |r| match (r.stream, r.total, &r.point.stream) {
+        (Some(p), _, _) => text(&p.direction),
+        (None, Some(t), _) => text(&t.direction),
+        (None, None, Some(s)) => text(
+            &s.totals
+                .iter()
+                .map(|t| t.direction.as_str())
+                .collect::<Vec<_>>()
+                .join("+"),
+        ),
+        (None, None, None) => Cell::Empty,
+    },
+};
+pub const SENDER_BITS: Column = Column {
+    name: "sender_bits_per_s",
+    get: |r| r.sum(|p| p.sender.bits_per_s, |d| d.sender_bits_per_s),
+};
+/// Where the sender's kernel keeps TCP_INFO: the rate the peer acknowledged.
+pub const ACKED_BITS: Column = Column {
+    name: "acked_bits_per_s",
+    get: |r| r.maybe(|p| p.sender.acked_bits_per_s, |d| d.acked_bits_per_s),
+};
+pub const RECEIVER_BITS: Column = Column {
+    name: "receiver_bits_per_s",
+    get: |r| r.sum(|p| p.receiver.bits_per_s, |d| d.receiver_bits_per_s),
+};
+pub const BYTES_SENT: Column = Column {
+    name: "bytes_sent",
+    get: |r| r.count(|p| p.sender.bytes_total, |d| d.bytes_sent),
+};
+pub const BYTES_RECEIVED: Column = Column {
+    name: "bytes_received",
+    get: |r| r.count(|p| p.receiver.bytes_total, |d| d.bytes_received),
+};
+pub const DATAGRAMS_LOST: Column = Column {
+    name: "datagrams_lost",
+    get: |r| r.loss().map(|l| l.1).into(),
+};
+pub const LOSS_RATIO: Column = Column {
+    name: "loss_ratio",
+    get: |r| {
+        r.loss()
+            .map(|(sent, lost, _)| {
+                if sent > 0 {
+                    lost as f64 / sent as f64
+                } else {
+                    0.0
+                }
+            })
+            .into()
+    },
+};
+pub const JITTER: Column = Column {
+    name: "jitter_s",
+    get: |r| r.loss().map(|l| l.2).into(),
+};
+pub const RETRANSMITS: Column = Column {
+    name: "retransmits",
+    get: |r| {
+        r.maybe(
+            |p| p.sender.tcp_info.map(|t| u64::from(t.total_retrans)),
+            |d| d.retransmits,
+        )
+    },
+};
+pub const CLIENT_US_PER_KIB: Column = Column {
+    name: "client_us_per_kib",
+    get: |r| r.whole(|p| p.cpu.client_us_per_kib),
+};
+pub const SERVER_US_PER_KIB: Column = Column {
+    name: "server_us_per_kib",
+    get: |r| r.whole(|p| p.cpu.server_us_per_kib),
+};
+
 fn text(s: &str) -> Cell {
     Cell::Text(s.to_owned())
 }
@@ -262,28 +391,8 @@ pub const CSV: &[Column] = &[
         name: "index",
         get: |r| (r.point.index as u64).into(),
     },
-    Column {
-        name: "stream",
-        get: |r| match (r.stream, &r.point.stream) {
-            (Some(p), _) => p.index.into(),
-            (None, Some(_)) => text("total"),
-            (None, None) => Cell::Empty,
-        },
-    },
-    Column {
-        name: "direction",
-        get: |r| match (r.stream, &r.point.stream) {
-            (Some(p), _) => text(&p.direction),
-            (None, Some(s)) => text(
-                &s.totals
-                    .iter()
-                    .map(|t| t.direction.as_str())
-                    .collect::<Vec<_>>()
-                    .join("+"),
-            ),
-            (None, None) => Cell::Empty,
-        },
-    },
+    STREAM,
+    DIRECTION,
     Column {
         name: "pattern",
         get: |r| text(&r.report.pattern),
@@ -381,62 +490,23 @@ pub const CSV: &[Column] = &[
     TRANSACTIONS,
     LOST_TRANSACTIONS,
     SETUP_MEAN,
-    Column {
-        name: "sender_bits_per_s",
-        get: |r| r.sum(|p| p.sender.bits_per_s, |d| d.sender_bits_per_s),
-    },
-    Column {
-        name: "receiver_bits_per_s",
-        get: |r| r.sum(|p| p.receiver.bits_per_s, |d| d.receiver_bits_per_s),
-    },
-    Column {
-        name: "bytes_sent",
-        get: |r| r.count(|p| p.sender.bytes_total, |d| d.bytes_sent),
-    },
-    Column {
-        name: "bytes_received",
-        get: |r| r.count(|p| p.receiver.bytes_total, |d| d.bytes_received),
-    },
+    SENDER_BITS,
+    ACKED_BITS,
+    RECEIVER_BITS,
+    BYTES_SENT,
+    BYTES_RECEIVED,
     Column {
         name: "datagrams_sent",
         get: |r| r.loss().map(|l| l.0).into(),
     },
-    Column {
-        name: "datagrams_lost",
-        get: |r| r.loss().map(|l| l.1).into(),
-    },
-    Column {
-        name: "loss_ratio",
-        get: |r| {
-            r.loss()
-                .map(|(sent, lost, _)| {
-                    if sent > 0 {
-                        lost as f64 / sent as f64
-                    } else {
-                        0.0
-                    }
-                })
-                .into()
-        },
-    },
-    Column {
-        name: "jitter_s",
-        get: |r| r.loss().map(|l| l.2).into(),
-    },
+    DATAGRAMS_LOST,
+    LOSS_RATIO,
+    JITTER,
     Column {
         name: "send_failures",
         get: |r| r.count(|p| p.sender.send_failures, |d| d.send_failures),
     },
-    Column {
-        name: "retransmits",
-        get: |r| match r.stream {
-            Some(p) => p.sender.tcp_info.map(|t| u64::from(t.total_retrans)).into(),
-            None => r
-                .totals()
-                .and_then(|t| t.iter().map(|d| d.retransmits).sum::<Option<u64>>())
-                .into(),
-        },
-    },
+    RETRANSMITS,
     Column {
         name: "client_cpu_s",
         get: |r| r.whole(|p| p.cpu.client.total_s()),
@@ -445,14 +515,8 @@ pub const CSV: &[Column] = &[
         name: "server_cpu_s",
         get: |r| r.whole(|p| p.cpu.server.total_s()),
     },
-    Column {
-        name: "client_us_per_kib",
-        get: |r| r.whole(|p| p.cpu.client_us_per_kib),
-    },
-    Column {
-        name: "server_us_per_kib",
-        get: |r| r.whole(|p| p.cpu.server_us_per_kib),
-    },
+    CLIENT_US_PER_KIB,
+    SERVER_US_PER_KIB,
     Column {
         name: "valid",
         get: |r| r.validity().valid.into(),
@@ -502,6 +566,26 @@ pub enum Show {
     Mbit,
     /// One decimal (transactions per second).
     OneDecimal,
+    /// Three decimals (CPU service demand).
+    ThreeDecimals,
+    /// A ratio as a percentage, 3 decimals.
+    Percent,
+    /// Seconds as milliseconds, 4 decimals (jitter).
+    Ms,
+    /// A stream's number, or "sum" for a sum over several.
+    Stream,
+}
+
+/// Which verdict marks a table cell with "!" when its figure is not a valid measurement.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Judged {
+    No,
+    /// The point's latency figures.
+    Latency,
+    /// The row's sender rate (stream tables).
+    Sender,
+    /// The row's receiver rate (stream tables).
+    Receiver,
 }
 
 /// A column of the ping-pong and request/response tables: a [`Column`] shown in a unit for
@@ -511,32 +595,38 @@ pub struct TableColumn {
     pub width: usize,
     pub column: Column,
     pub show: Show,
-    /// Marked "!" when the point's latency figures are not valid measurements.
-    pub judged: bool,
+    pub judged: Judged,
 }
 
 impl TableColumn {
-    /// The cell's text, not yet aligned; "-" where the value is unknown.
-    pub fn text(&self, row: &Row, validity: &Validity) -> String {
+    /// The cell's text, not yet aligned; "-" where the value is unknown. `latency` is the
+    /// verdict on the point's latency figures.
+    pub fn text(&self, row: &Row, latency: &Validity) -> String {
         let cell = (self.column.get)(row);
         let Some(x) = cell.number() else {
-            return match cell {
-                Cell::Empty => "-".into(),
-                other => other.csv(),
+            return match (cell, self.show) {
+                (Cell::Empty, _) => "-".into(),
+                (Cell::Text(t), Show::Stream) if t == "total" => "sum".into(),
+                (other, _) => other.csv(),
             };
         };
         let shown = match self.show {
-            Show::Plain => cell.csv(),
+            Show::Plain | Show::Stream => cell.csv(),
             Show::Us => us(x),
             Show::HalfUs => us(x / 2.0),
             Show::Mbit => mbit(x),
             Show::OneDecimal => format!("{x:.1}"),
+            Show::ThreeDecimals => format!("{x:.3}"),
+            Show::Percent => format!("{:.3}", x * 100.0),
+            Show::Ms => format!("{:.4}", x * 1e3),
         };
-        if self.judged {
-            format!("{shown}{}", validity.mark())
-        } else {
-            shown
-        }
+        let mark = match self.judged {
+            Judged::No => "",
+            Judged::Latency => latency.mark(),
+            Judged::Sender => row.sender_validity().mark(),
+            Judged::Receiver => row.receiver_validity().mark(),
+        };
+        format!("{shown}{mark}")
     }
 }
 
@@ -545,7 +635,7 @@ const fn col(
     width: usize,
     column: Column,
     show: Show,
-    judged: bool,
+    judged: Judged,
 ) -> TableColumn {
     TableColumn {
         header,
@@ -558,35 +648,81 @@ const fn col(
 
 /// Ping-pong's table, the swept buffer columns after the first.
 pub const PINGPONG: &[TableColumn] = &[
-    col("size(B)", 9, SIZE, Show::Plain, false),
-    col("samples", 9, RTT_SAMPLES, Show::Plain, false),
-    col("mean(us)", 11, RTT_MEAN, Show::HalfUs, true),
-    col("±CI(us)", 9, RTT_CI, Show::HalfUs, true),
-    col("min(us)", 9, RTT_MIN, Show::HalfUs, false),
-    col("p50(us)", 9, RTT_P50, Show::HalfUs, false),
-    col("p99(us)", 9, RTT_P99, Show::HalfUs, false),
-    col("max(us)", 9, RTT_MAX, Show::HalfUs, false),
-    col("Mbit/s", 11, THROUGHPUT, Show::Mbit, true),
+    col("size(B)", 9, SIZE, Show::Plain, Judged::No),
+    col("samples", 9, RTT_SAMPLES, Show::Plain, Judged::No),
+    col("mean(us)", 11, RTT_MEAN, Show::HalfUs, Judged::Latency),
+    col("±CI(us)", 9, RTT_CI, Show::HalfUs, Judged::Latency),
+    col("min(us)", 9, RTT_MIN, Show::HalfUs, Judged::No),
+    col("p50(us)", 9, RTT_P50, Show::HalfUs, Judged::No),
+    col("p99(us)", 9, RTT_P99, Show::HalfUs, Judged::No),
+    col("max(us)", 9, RTT_MAX, Show::HalfUs, Judged::No),
+    col("Mbit/s", 11, THROUGHPUT, Show::Mbit, Judged::Latency),
 ];
 
 /// rr's and crr's table, the swept buffer columns after the first two.
 pub const RR: &[TableColumn] = &[
-    col("req(B)", 9, REQUEST_SIZE, Show::Plain, false),
-    col("resp(B)", 9, RESPONSE_SIZE, Show::Plain, false),
-    col("txns", 9, TRANSACTIONS, Show::Plain, false),
-    col("txn/s", 11, TRANSACTIONS_PER_S, Show::OneDecimal, true),
-    col("mean(us)", 10, RTT_MEAN, Show::Us, true),
-    col("±CI(us)", 9, RTT_CI, Show::Us, true),
-    col("p50(us)", 9, RTT_P50, Show::Us, false),
-    col("p99(us)", 9, RTT_P99, Show::Us, false),
-    col("max(us)", 9, RTT_MAX, Show::Us, false),
-    col("Mbit/s", 9, THROUGHPUT, Show::Mbit, true),
+    col("req(B)", 9, REQUEST_SIZE, Show::Plain, Judged::No),
+    col("resp(B)", 9, RESPONSE_SIZE, Show::Plain, Judged::No),
+    col("txns", 9, TRANSACTIONS, Show::Plain, Judged::No),
+    col(
+        "txn/s",
+        11,
+        TRANSACTIONS_PER_S,
+        Show::OneDecimal,
+        Judged::Latency,
+    ),
+    col("mean(us)", 10, RTT_MEAN, Show::Us, Judged::Latency),
+    col("±CI(us)", 9, RTT_CI, Show::Us, Judged::Latency),
+    col("p50(us)", 9, RTT_P50, Show::Us, Judged::No),
+    col("p99(us)", 9, RTT_P99, Show::Us, Judged::No),
+    col("max(us)", 9, RTT_MAX, Show::Us, Judged::No),
+    col("Mbit/s", 9, THROUGHPUT, Show::Mbit, Judged::Latency),
+];
+
+/// The stream table's first columns, the swept buffer columns after the first; then the
+/// acknowledged rate where the sender's kernel keeps TCP_INFO, and [`STREAM_RATES`].
+pub const STREAM_TABLE: &[TableColumn] = &[
+    col("size(B)", 9, SIZE, Show::Plain, Judged::No),
+    col("stream", 7, STREAM, Show::Stream, Judged::No),
+    col("direction", 17, DIRECTION, Show::Plain, Judged::No),
+    col("sender", 12, SENDER_BITS, Show::Mbit, Judged::Sender),
+];
+pub const STREAM_ACKED: TableColumn = col("acked", 12, ACKED_BITS, Show::Mbit, Judged::No);
+pub const STREAM_RATES: &[TableColumn] = &[
+    col("receiver", 12, RECEIVER_BITS, Show::Mbit, Judged::Receiver),
+    col("sent(B)", 14, BYTES_SENT, Show::Plain, Judged::No),
+    col("received(B)", 14, BYTES_RECEIVED, Show::Plain, Judged::No),
+];
+/// Transports that may lose datagrams.
+pub const STREAM_LOSS: &[TableColumn] = &[
+    col("lost(dgr)", 10, DATAGRAMS_LOST, Show::Plain, Judged::No),
+    col("loss(%)", 8, LOSS_RATIO, Show::Percent, Judged::No),
+    col("jitter(ms)", 10, JITTER, Show::Ms, Judged::No),
+];
+/// Reliable transports.
+pub const STREAM_RETRANSMITS: TableColumn = col("retr", 7, RETRANSMITS, Show::Plain, Judged::No);
+/// Figures of the whole point, on its sum rows only.
+pub const STREAM_CPU: &[TableColumn] = &[
+    col(
+        "cpu_cli",
+        9,
+        CLIENT_US_PER_KIB,
+        Show::ThreeDecimals,
+        Judged::No,
+    ),
+    col(
+        "cpu_srv",
+        9,
+        SERVER_US_PER_KIB,
+        Show::ThreeDecimals,
+        Judged::No,
+    ),
 ];
 
 /// crr's last column.
-pub const SETUP: TableColumn = col("setup(us)", 11, SETUP_MEAN, Show::Us, false);
+pub const SETUP: TableColumn = col("setup(us)", 11, SETUP_MEAN, Show::Us, Judged::No);
 /// The last column of ping-pong and rr over a transport that may lose messages.
-pub const LOST: TableColumn = col("lost", 7, LOST_TRANSACTIONS, Show::Plain, false);
+pub const LOST: TableColumn = col("lost", 7, LOST_TRANSACTIONS, Show::Plain, Judged::No);
 
 #[cfg(test)]
 mod tests {
@@ -595,7 +731,18 @@ mod tests {
     #[test]
     fn every_table_column_is_a_csv_column() {
         let csv: Vec<&str> = CSV.iter().map(|c| c.name).collect();
-        for t in PINGPONG.iter().chain(RR).chain([&SETUP, &LOST]) {
+        let stream = STREAM_TABLE
+            .iter()
+            .chain(STREAM_RATES)
+            .chain(STREAM_LOSS)
+            .chain(STREAM_CPU)
+            .chain([&STREAM_ACKED, &STREAM_RETRANSMITS]);
+        for t in PINGPONG
+            .iter()
+            .chain(RR)
+            .chain([&SETUP, &LOST])
+            .chain(stream)
+        {
             assert!(csv.contains(&t.column.name), "{}", t.column.name);
         }
         let mut names = csv.clone();

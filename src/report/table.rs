@@ -45,6 +45,27 @@ impl Default for TableSink {
     }
 }
 
+/// A table line: each cell's text from `cell`, right-aligned in its column and separated by a
+/// space, `bufs` (the swept buffers' cells) after the first `before` columns.
+fn columns_line(
+    cols: &[&TableColumn],
+    before: usize,
+    bufs: &str,
+    cell: impl Fn(&TableColumn) -> String,
+) -> String {
+    let mut line = String::new();
+    for (i, c) in cols.iter().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        line.push_str(&format!("{:>w$}", cell(c), w = c.width));
+        if i + 1 == before {
+            line.push_str(bufs);
+        }
+    }
+    line
+}
+
 fn table_line(out: &Output, line: &str) -> anyhow::Result<()> {
     out.line(&crate::text::printable_lines(line))
 }
@@ -94,15 +115,6 @@ impl TableSink {
         s
     }
 
-    /// The `acked` column's cell, for transports whose kernel keeps TCP_INFO.
-    fn acked_column(&self, cell: &str) -> String {
-        if self.acked {
-            format!(" {cell:>12}")
-        } else {
-            String::new()
-        }
-    }
-
     /// The ping-pong and request/response tables' columns, and how many come before the
     /// swept buffers' columns.
     fn latency_columns(&self) -> (Vec<&'static TableColumn>, usize) {
@@ -120,21 +132,30 @@ impl TableSink {
     }
 
     /// One line of the ping-pong or request/response table (the header or a point's row),
-    /// each cell's text from `cell`, right-aligned in its column, `bufs` after the columns
-    /// that come before the swept buffers.
+    /// each cell's text from `cell`, `bufs` after the columns that come before the swept
+    /// buffers.
     fn latency_line(&self, bufs: &str, cell: impl Fn(&TableColumn) -> String) -> String {
         let (cols, before) = self.latency_columns();
-        let mut line = String::new();
-        for (i, c) in cols.iter().enumerate() {
-            if i > 0 {
-                line.push(' ');
-            }
-            line.push_str(&format!("{:>w$}", cell(c), w = c.width));
-            if i + 1 == before {
-                line.push_str(bufs);
-            }
+        columns_line(&cols, before, bufs, cell)
+    }
+
+    /// The stream table's columns for this transport; the point's CPU figures only on the
+    /// header and the sum rows.
+    fn stream_columns(&self, with_cpu: bool) -> Vec<&'static TableColumn> {
+        let mut cols: Vec<&'static TableColumn> = columns::STREAM_TABLE.iter().collect();
+        if self.acked {
+            cols.push(&columns::STREAM_ACKED);
         }
-        line
+        cols.extend(columns::STREAM_RATES);
+        if self.unreliable {
+            cols.extend(columns::STREAM_LOSS);
+        } else {
+            cols.push(&columns::STREAM_RETRANSMITS);
+        }
+        if with_cpu {
+            cols.extend(columns::STREAM_CPU);
+        }
+        cols
     }
 
     fn buffer_headers(&self) -> String {
@@ -266,24 +287,8 @@ impl Sink for TableSink {
                 for line in stream_rates_note(self.acked) {
                     self.line(line)?;
                 }
-                self.line(&format!(
-                    "{:>9}{bufs} {:>7} {:>17} {:>12}{} {:>12} {:>14} {:>14}{} {:>9} {:>9}",
-                    "size(B)",
-                    "stream",
-                    "direction",
-                    "sender",
-                    self.acked_column("acked"),
-                    "receiver",
-                    "sent(B)",
-                    "received(B)",
-                    if self.unreliable {
-                        format!(" {:>10} {:>8} {:>10}", "lost(dgr)", "loss(%)", "jitter(ms)")
-                    } else {
-                        format!(" {:>7}", "retr")
-                    },
-                    "cpu_cli",
-                    "cpu_srv"
-                ))?;
+                let cols = self.stream_columns(true);
+                self.line(&columns_line(&cols, 1, &bufs, |c| c.header.to_owned()))?;
             }
         }
         Ok(())
@@ -336,39 +341,15 @@ impl Sink for TableSink {
                         }
                     }
                 }
-                let cpu =
-                    |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
-                let extra =
-                    |loss: Option<crate::pattern::stream::LossStats>, retr: Option<u64>| match loss
-                    {
-                        Some(l) if self.unreliable => format!(
-                            " {:>10} {:>8} {:>10.4}",
-                            l.lost,
-                            pct(l.loss_ratio),
-                            l.jitter_s * 1e3
-                        ),
-                        _ => format!(
-                            " {:>7}",
-                            retr.map(|r| r.to_string()).unwrap_or_else(|| "-".into())
-                        ),
-                    };
+                let figures = Validity::default();
                 if s.streams.len() > s.totals.len() {
+                    let cols = self.stream_columns(false);
                     for st in &s.streams {
-                        self.line(&format!(
-                            "{:>9}{bufs} {:>7} {:>17} {:>12}{} {:>12} {:>14} {:>14}{}",
-                            p.key.size,
-                            st.index,
-                            st.direction,
-                            marked(mbit(st.sender.bits_per_s), &st.sender.validity),
-                            self.acked_column(&opt_mbit(st.sender.acked_bits_per_s)),
-                            marked(mbit(st.receiver.bits_per_s), &st.receiver.validity),
-                            st.sender.bytes_total,
-                            st.receiver.bytes_total,
-                            extra(
-                                st.receiver.loss,
-                                st.sender.tcp_info.map(|t| u64::from(t.total_retrans))
-                            )
-                        ))?;
+                        let row = Row {
+                            stream: Some(st),
+                            ..Row::point(r, None, p)
+                        };
+                        self.line(&columns_line(&cols, 1, &bufs, |c| c.text(&row, &figures)))?;
                     }
                 }
                 if let Some(st) = s.streams.first() {
@@ -420,25 +401,13 @@ impl Sink for TableSink {
                         ))?;
                     }
                 }
+                let cols = self.stream_columns(true);
                 for t in &s.totals {
-                    self.line(&format!(
-                        "{:>9}{bufs} {:>7} {:>17} {:>12}{} {:>12} {:>14} {:>14}{} {:>9} {:>9}",
-                        p.key.size,
-                        if s.streams.len() > s.totals.len() {
-                            "sum"
-                        } else {
-                            "0"
-                        },
-                        t.direction,
-                        marked(mbit(t.sender_bits_per_s), &t.sender_validity()),
-                        self.acked_column(&opt_mbit(t.acked_bits_per_s)),
-                        marked(mbit(t.receiver_bits_per_s), &t.receiver_validity()),
-                        t.bytes_sent,
-                        t.bytes_received,
-                        extra(t.loss, t.retransmits),
-                        cpu(p.cpu.client_us_per_kib),
-                        cpu(p.cpu.server_us_per_kib),
-                    ))?;
+                    let row = Row {
+                        total: Some(t),
+                        ..Row::point(r, None, p)
+                    };
+                    self.line(&columns_line(&cols, 1, &bufs, |c| c.text(&row, &figures)))?;
                     let dir = if s.totals.len() > 1 {
                         format!("{} ", t.direction)
                     } else {
@@ -600,11 +569,6 @@ impl Sink for TableSink {
         let out = self.out.clone();
         Box::new(move |ev: &IntervalEvent| print_interval(&out, ev))
     }
-}
-
-/// A rate in Mbit/s, or "-" where it is unknown.
-fn opt_mbit(bits_per_s: Option<f64>) -> String {
-    bits_per_s.map(mbit).unwrap_or_else(|| "-".into())
 }
 
 /// What the stream table's rate columns count, one header line each. The sender's is what it
