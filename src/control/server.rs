@@ -251,7 +251,7 @@ fn session(
         .limits
         .check_test(&spec)
         .map_err(anyhow::Error::msg)?;
-    let transport = transport::by_name(&spec.transport, &config.transport)?;
+    let transport = spec.transport.open(&config.transport)?;
     let local_ip = ctrl.local_addr()?.ip();
     // With a key, the cookie is derived on both ends and never sent.
     let (cookie, sent_cookie) = match &keyed {
@@ -264,7 +264,7 @@ fn session(
     // A --one-port test's route closes when the session ends (the guard drops).
     let mut _route = None;
     let mut listener: Box<dyn Listener> = if spec.one_port {
-        if !super::oneport::carries(transport.name()) {
+        if !super::oneport::carries(spec.transport) {
             bail!("one-port tests carry data on the control port's TCP: tcp only");
         }
         let connections = pattern::connection_count(spec.pattern, spec.direction, spec.streams);
@@ -487,7 +487,7 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
     // returned when this function returns, however the point ends.
     let footprint = config
         .limits
-        .check_fit(test, point, &caps, transport.name())
+        .check_fit(test, point, &caps)
         .map_err(anyhow::Error::msg)?;
     let _held = config
         .budget

@@ -346,7 +346,9 @@ fn a_datagram_receiver_reports_intervals_while_nothing_arrives() {
 /// A loopback TCP connection made by the transport itself, with `opts` on both ends; the
 /// client's end as a channel with `io_timeout`, and the server's raw end.
 fn tcp_pair(opts: &SocketOptions, io_timeout: Duration) -> (DataChannel, Box<dyn Connection>) {
-    let tcp = transport::by_name("tcp", &TransportConfig::default()).unwrap();
+    let tcp = transport::TransportKind::Tcp
+        .open(&TransportConfig::default())
+        .unwrap();
     let local = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let mut listener = tcp.listen(local, local).unwrap();
     listener.configure(opts).unwrap();
