@@ -30,7 +30,12 @@ fn code(path: &Path) -> Vec<(usize, String)> {
 /// The top-level module a file belongs to: src/plan/runner.rs -> "plan", src/units.rs -> "units".
 fn module_of(src: &Path, file: &Path) -> String {
     let rel = file.strip_prefix(src).unwrap();
-    let first = rel.components().next().unwrap().as_os_str().to_string_lossy();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
     first.trim_end_matches(".rs").to_owned()
 }
 
@@ -72,7 +77,10 @@ fn src() -> PathBuf {
 fn nothing_below_imports_the_command_layer() {
     let g = graph(&src());
     for (m, deps) in &g {
-        println!("{m} -> {}", deps.iter().cloned().collect::<Vec<_>>().join(" "));
+        println!(
+            "{m} -> {}",
+            deps.iter().cloned().collect::<Vec<_>>().join(" ")
+        );
     }
     let offenders: Vec<&String> = g
         .iter()

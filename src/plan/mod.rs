@@ -6,6 +6,8 @@ pub mod measure;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod runner;
+#[cfg(test)]
+mod runner_tests;
 
 use std::time::Duration;
 
