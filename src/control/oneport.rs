@@ -82,7 +82,7 @@ impl DataRoutes {
 }
 
 #[cfg(test)]
-mod tests {
+mod loopback_tests {
     use super::*;
     use std::net::{TcpListener, TcpStream};
 

@@ -262,7 +262,7 @@ impl<S: StreamSocket> CookieGate<S> {
 }
 
 #[cfg(test)]
-mod tests {
+mod loopback_tests {
     use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 
     use super::*;
