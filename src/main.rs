@@ -14,7 +14,7 @@ fn main() {
                 let _ = e.print();
                 std::process::exit(
                     if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                        2
+                        wirebench::error::EXIT_USAGE
                     } else {
                         0
                     },
@@ -25,7 +25,7 @@ fn main() {
                 "wirebench: error: {}",
                 wirebench::cmd::usage_error_line(&e, &args)
             );
-            std::process::exit(2);
+            std::process::exit(wirebench::error::EXIT_USAGE);
         }
     };
     std::process::exit(wirebench::cmd::main_with(cli));
