@@ -22,7 +22,7 @@ use crate::pattern::crr::{self, CrrPlan, CrrStats, CrrTarget};
 use crate::pattern::exchange::ExchangeStats;
 use crate::pattern::stream::{EndSignal, IntervalEvent, StreamStats};
 use crate::pattern::{self, CpuTime, DataChannel, PatternKind, Role, Side};
-use crate::transport::{self, Cookie, EffectiveOptions, SocketOptions, Transport, TransportConfig};
+use crate::transport::{Cookie, EffectiveOptions, SocketOptions, Transport, TransportConfig};
 
 /// Client-side settings that the server does not need to know.
 #[derive(Debug, Clone)]
@@ -153,7 +153,7 @@ impl Session {
         timeout: Duration,
         psk: Option<&Psk>,
     ) -> Result<Session> {
-        let transport = transport::by_name(&spec.transport, transport)?;
+        let transport = spec.transport.open(transport)?;
         let mut ctrl = TcpStream::connect_timeout(&addr, timeout)
             .with_context(|| format!("cannot reach a wirebench server at {addr}"))?;
         ctrl.set_nodelay(true)?;

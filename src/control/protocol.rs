@@ -43,7 +43,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestSpec {
     pub pattern: PatternKind,
-    pub transport: String,
+    pub transport: crate::transport::TransportKind,
     /// Parallel streams (stream), or parallel request/response connections (pingpong, rr).
     pub streams: u32,
     pub direction: Direction,

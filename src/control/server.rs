@@ -230,13 +230,8 @@ fn session(
             Some(ServerAction::Finished) => return Ok(()),
             Some(ServerAction::OpenTest { spec, cookie }) => {
                 let io = open_test(ctrl, config, routes, spec, cookie)?;
-                let t = io.transport.as_ref();
-                m.test_opened(
-                    Instant::now(),
-                    io.listener.endpoint(),
-                    t.capabilities(),
-                    t.name(),
-                );
+                let caps = io.transport.capabilities();
+                m.test_opened(Instant::now(), io.listener.endpoint(), caps);
                 test = Some(io);
             }
             Some(ServerAction::PreparePoint {
@@ -273,7 +268,7 @@ fn open_test(
     spec: TestSpec,
     cookie: Cookie,
 ) -> Result<TestIo> {
-    let transport = transport::by_name(&spec.transport, &config.transport)?;
+    let transport = spec.transport.open(&config.transport)?;
     let mut route = None;
     let listener: Box<dyn Listener> = if spec.one_port {
         let connections = pattern::connection_count(spec.pattern, spec.direction, spec.streams);

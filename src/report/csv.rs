@@ -131,8 +131,8 @@ pub fn row(report: &RunReport, p: &PointResult) -> Vec<String> {
     let verdict = point_validity(p);
     vec![
         p.index.to_string(),
-        report.pattern.clone(),
-        report.transport.clone(),
+        report.pattern.to_string(),
+        report.transport.to_string(),
         report.started_at.clone(),
         report.client_environment.hostname.clone(),
         opt(report.server_environment.as_ref().map(|e| &e.hostname)),

@@ -390,7 +390,7 @@ impl ClientMachine {
             _ => None,
         };
         if let Some(m) = &middlebox {
-            if crate::control::oneport::carries(&self.spec.transport) {
+            if crate::control::oneport::carries(self.spec.transport) {
                 self.spec.one_port = true;
             } else {
                 self.out.push(ClientAction::Warn(format!(

@@ -190,7 +190,6 @@ impl PointWatch {
 struct Test {
     spec: TestSpec,
     caps: Capabilities,
-    transport: &'static str,
     roles: PointRoles,
     connections: u32,
 }
@@ -486,7 +485,7 @@ impl ServerMachine {
         if let Err(why) = self.limits.check_test(&spec) {
             return self.close(why);
         }
-        if spec.one_port && !crate::control::oneport::carries(&spec.transport) {
+        if spec.one_port && !crate::control::oneport::carries(spec.transport) {
             return self.close("one-port tests carry data on the control port's TCP: tcp only");
         }
         self.out.push(ServerAction::OpenTest {
@@ -497,13 +496,7 @@ impl ServerMachine {
     }
 
     /// The driver made the test's listener: `endpoint` is where the data connections go.
-    pub fn test_opened(
-        &mut self,
-        now: Instant,
-        endpoint: String,
-        caps: Capabilities,
-        transport: &'static str,
-    ) {
+    pub fn test_opened(&mut self, now: Instant, endpoint: String, caps: Capabilities) {
         let State::Opening { spec } = std::mem::replace(&mut self.state, State::Ended) else {
             return self.misuse("test_opened");
         };
@@ -517,7 +510,6 @@ impl ServerMachine {
             connections: pattern::connection_count(spec.pattern, spec.direction, spec.streams),
             spec,
             caps,
-            transport,
         });
         self.state = State::Idle { since: now };
     }
@@ -538,10 +530,7 @@ impl ServerMachine {
             return;
         }
         // What the point would hold, checked before anything is allocated.
-        let footprint = match self
-            .limits
-            .check_fit(&test.spec, &point, &test.caps, test.transport)
-        {
+        let footprint = match self.limits.check_fit(&test.spec, &point, &test.caps) {
             Ok(f) => f,
             Err(why) => return self.close(why),
         };

@@ -13,7 +13,7 @@ use crate::control::protocol::{
 };
 use crate::env::Environment;
 use crate::pattern::{Direction, FastPaths, PatternKind};
-use crate::transport::{Cookie, EffectiveOptions, SocketOptions};
+use crate::transport::{Cookie, EffectiveOptions, SocketOptions, TransportKind};
 
 const SERVER: &str = "127.0.0.1:5320";
 const CLIENT: &str = "127.0.0.1:40000";
@@ -22,7 +22,7 @@ const IO: Duration = Duration::from_secs(2);
 fn spec(direction: Direction, streams: u32) -> TestSpec {
     TestSpec {
         pattern: PatternKind::Stream,
-        transport: "tcp".into(),
+        transport: TransportKind::Tcp,
         streams,
         direction,
         spin: false,
@@ -164,11 +164,8 @@ impl Pair {
                 self.server
             );
         };
-        let caps = crate::transport::by_name(&spec.transport, &Default::default())
-            .unwrap()
-            .capabilities();
-        self.s
-            .test_opened(self.now, "127.0.0.1:5321".into(), caps, "tcp");
+        let caps = spec.transport.capabilities().unwrap();
+        self.s.test_opened(self.now, "127.0.0.1:5321".into(), caps);
         self.run();
         match self.client.pop() {
             Some(ClientAction::Opened(o)) => *o,
@@ -273,10 +270,8 @@ fn idle_server(t0: Instant, limits: Limits, spec: TestSpec) -> ServerMachine {
         s.poll_action(),
         Some(ServerAction::OpenTest { .. })
     ));
-    let caps = crate::transport::by_name("tcp", &Default::default())
-        .unwrap()
-        .capabilities();
-    s.test_opened(t0, "127.0.0.1:5321".into(), caps, "tcp");
+    let caps = TransportKind::Tcp.capabilities().unwrap();
+    s.test_opened(t0, "127.0.0.1:5321".into(), caps);
     assert!(matches!(
         server_sent(&mut s)[..],
         [ServerMessage::Opened {
@@ -688,7 +683,7 @@ fn a_one_port_test_over_udp_is_refused() {
     let t = Instant::now();
     let mut s = welcomed_server(t, Limits::default());
     let mut sp = spec(Direction::Forward, 1);
-    sp.transport = "udp".into();
+    sp.transport = TransportKind::Udp;
     sp.one_port = true;
     s.handle(t, ClientMessage::Open { spec: sp });
     assert_eq!(
@@ -1024,7 +1019,7 @@ fn a_middlebox_sends_tcp_data_through_the_control_port_and_warns_otherwise() {
         other => panic!("{other:?}"),
     }
     let mut udp = spec(Direction::Forward, 1);
-    udp.transport = "udp".into();
+    udp.transport = TransportKind::Udp;
     let mut c = client_answered(udp, None, welcome(PROTOCOL_VERSION, "10.0.0.1:999", None));
     match c.poll_action() {
         Some(ClientAction::Warn(w)) => assert!(
