@@ -20,6 +20,9 @@
 //!                    <-  PointResult
 //! Bye              ->
 //! ```
+//!
+//! Which message may come when, what is answered and what refused is decided by the two
+//! sides' state machines in machine/; client.rs and server.rs only carry their frames.
 
 use serde::{Deserialize, Serialize};
 
