@@ -12,8 +12,11 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
 fi
 # The attack classes of SECURITY.md against a server, a few cases each: failures must be 0.
 python3 bench/attacks --smoke >> "$out"
+# README's worked examples, the binary against itself: the A/B harness runs and reads them.
+python3 bench/ab --smoke >> "$out"
 cat "$out"
 grep -q "TCP stream, 1 flow" "$out"
 grep -q "resident memory" "$out"
 grep -q "well-behaved clients at once: cases [0-9]*, failures 0" "$out"
+grep -q "^pingpong sweep  t0 (ns, lower)" "$out"
 rm -f "$out"

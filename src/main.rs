@@ -1,7 +1,7 @@
 use clap::Parser;
 
 fn main() {
-    let cli = match wirebench::cli::Cli::try_parse() {
+    let cli = match wirebench::cmd::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -14,7 +14,7 @@ fn main() {
                 let _ = e.print();
                 std::process::exit(
                     if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                        2
+                        wirebench::error::EXIT_USAGE
                     } else {
                         0
                     },
@@ -23,10 +23,10 @@ fn main() {
             let args: Vec<String> = std::env::args().skip(1).collect();
             eprintln!(
                 "wirebench: error: {}",
-                wirebench::cli::usage_error_line(&e, &args)
+                wirebench::cmd::usage_error_line(&e, &args)
             );
-            std::process::exit(2);
+            std::process::exit(wirebench::error::EXIT_USAGE);
         }
     };
-    std::process::exit(wirebench::app::main_with(cli));
+    std::process::exit(wirebench::cmd::main_with(cli));
 }

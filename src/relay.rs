@@ -20,41 +20,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
 
 use crate::control::client::resolve;
 use crate::control::server::DEFAULT_PORT;
-
-#[derive(Debug, Args)]
-pub struct RelayArgs {
-    /// Address to accept connections on, [HOST:]PORT (default host 0.0.0.0).
-    #[arg(long)]
-    pub listen: String,
-    /// Where to forward each connection, HOST[:PORT] (default port 5320).
-    #[arg(long)]
-    pub forward: String,
-    /// Bytes copied per read and write call (binary suffixes), at most 16M: one such buffer
-    /// per direction of every relayed connection.
-    #[arg(long, default_value = "128K", value_parser = crate::cli::parse_bytes)]
-    pub buffer: u64,
-    /// Timeout of connecting to the forward address, e.g. 5s.
-    #[arg(long, default_value = "10s", value_parser = crate::cli::parse_duration)]
-    pub connect_timeout: Duration,
-    /// Connections relayed at once; one more is closed as soon as it is accepted. Each costs
-    /// two threads and four descriptors.
-    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
-    pub max_connections: usize,
-    /// A relayed connection with no byte in either direction for this long is closed.
-    #[arg(long, default_value = "120s", value_parser = crate::cli::parse_duration)]
-    pub idle_timeout: Duration,
-    /// A write to either side that cannot progress for this long (the peer reads nothing)
-    /// closes the connection.
-    #[arg(long, default_value = "30s", value_parser = crate::cli::parse_duration)]
-    pub write_timeout: Duration,
-    /// Print one line per closed connection with the bytes relayed each way.
-    #[arg(long, short)]
-    pub verbose: bool,
-}
 
 /// The largest copy buffer: 16 MiB per direction, far beyond what a socket hands one read.
 pub const MAX_BUFFER: u64 = 16 << 20;
@@ -384,27 +352,28 @@ fn write_all_active(to: &mut TcpStream, mut data: &[u8], activity: &Activity) ->
     Ok(())
 }
 
-/// `wirebench relay`.
-pub fn run(a: RelayArgs) -> Result<()> {
-    let listen = if a.listen.chars().all(|c| c.is_ascii_digit()) {
-        format!("0.0.0.0:{}", a.listen)
-    } else {
-        a.listen.clone()
-    };
-    let listen: SocketAddr = listen
-        .parse()
-        .with_context(|| format!("--listen '{}': expected [HOST:]PORT", a.listen))?;
-    let forward = resolve(&a.forward, DEFAULT_PORT)?;
+/// What `wirebench relay` runs: where it listens and forwards, and its bounds.
+#[derive(Debug, Clone)]
+pub struct RelayConfig {
+    pub listen: SocketAddr,
+    /// HOST[:PORT] (default port 5320).
+    pub forward: String,
+    pub buffer: u64,
+    pub connect_timeout: Duration,
+    pub limits: Limits,
+    /// One line per closed connection.
+    pub log: bool,
+}
+
+/// Runs a relay until killed.
+pub fn run(c: RelayConfig) -> Result<()> {
+    let forward = resolve(&c.forward, DEFAULT_PORT)?;
     // Checked before anything is bound: a refused option is one line, not a listening relay.
-    check_buffer(a.buffer)?;
-    let mut relay = Relay::bind(listen, forward, a.buffer)?;
-    relay.connect_timeout = a.connect_timeout;
-    relay.set_limits(Limits {
-        max_connections: a.max_connections,
-        idle_timeout: a.idle_timeout,
-        write_timeout: a.write_timeout,
-    })?;
-    relay.log = a.verbose;
+    check_buffer(c.buffer)?;
+    let mut relay = Relay::bind(c.listen, forward, c.buffer)?;
+    relay.connect_timeout = c.connect_timeout;
+    relay.set_limits(c.limits)?;
+    relay.log = c.log;
     eprintln!(
         "wirebench relay on {} forwarding to {forward} (user-space copy, {} B per call; clients need --one-port; at most {} connections, idle timeout {:?}, write timeout {:?})",
         relay.local_addr()?,

@@ -365,13 +365,118 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::new(secs, nanos))
 }
 
-/// A target sending rate.
+/// The shortest exact text of a duration that [`parse_duration`] reads back: the largest unit
+/// that divides it ("10s", "200ms", "1500us", "90s" for 90 s, "1h").
+pub fn format_duration(d: Duration) -> String {
+    let ns = d.as_nanos();
+    for (unit_ns, unit) in [
+        (3_600_000_000_000u128, "h"),
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+    ] {
+        if ns >= unit_ns && ns.is_multiple_of(unit_ns) {
+            return format!("{}{unit}", ns / unit_ns);
+        }
+    }
+    format!("{ns}ns")
+}
+
+/// Serde for a [`Duration`] as its text ("10s", "200ms"), for documents people read and write.
+pub mod duration_text {
+    use std::time::Duration;
+
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::format_duration(*d))
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = <std::borrow::Cow<str> as serde::Deserialize>::deserialize(d)?;
+        super::parse_duration(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// As [`duration_text`], for an optional duration.
+pub mod opt_duration_text {
+    use std::time::Duration;
+
+    pub fn serialize<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&super::format_duration(*d)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        let text = <Option<std::borrow::Cow<str>> as serde::Deserialize>::deserialize(d)?;
+        text.map(|t| super::parse_duration(&t).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
+/// A target sending rate. Written and read as text ("100M", "1.5G", "10kpps"), so that a run
+/// document or a study file shows it as a person would type it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Rate {
     /// Bits per second, always positive and finite.
     BitsPerSecond(f64),
     /// Packets per second, always positive and finite.
     PacketsPerSecond(f64),
+}
+
+impl std::fmt::Display for Rate {
+    /// The shortest text [`parse_rate`] reads back as exactly this rate: the largest decimal
+    /// prefix whose quotient prints exactly ("100M", "1.5G", "2500", "10kpps").
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (value, unit) = match *self {
+            Rate::BitsPerSecond(v) => (v, ""),
+            Rate::PacketsPerSecond(v) => (v, "pps"),
+        };
+        for (scale, prefix) in [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")] {
+            let q = value / scale;
+            if q >= 1.0 && q * scale == value {
+                let text = format!("{q}{prefix}{unit}");
+                if parse_rate(&text).ok() == Some(*self) {
+                    return f.write_str(&text);
+                }
+            }
+        }
+        write!(f, "{value}{unit}")
+    }
+}
+
+impl std::str::FromStr for Rate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Rate, String> {
+        parse_rate(s)
+    }
+}
+
+impl serde::Serialize for Rate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Rate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
+        let text = std::borrow::Cow::<str>::deserialize(d)?;
+        parse_rate(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for Rate {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Rate".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A bit rate with a decimal prefix (\"100M\" = 10^8 bit/s) or a packet rate (\"10kpps\")."
+        })
+    }
 }
 
 const RATE_ACCEPTED: &str = "expected a positive bit rate with optional decimal prefix k, M, G or T and optional unit bit or bps (100M, 1.5G, 100mbit, 100Mbps), or a packet rate ending in pps (10kpps)";
@@ -874,6 +979,48 @@ mod tests {
         for (n, s) in cases {
             assert_eq!(format_bytes(n), s);
             assert_eq!(parse_bytes(s), Ok(n), "round trip of {s}");
+        }
+    }
+
+    /// A rate prints as the shortest text that reads back as exactly the same rate, and JSON
+    /// carries that text.
+    #[test]
+    fn rates_print_as_they_are_typed_and_read_back_exactly() {
+        for (text, shown) in [
+            ("100M", "100M"),
+            ("100mbit", "100M"),
+            ("1.5G", "1.5G"),
+            ("2500", "2.5k"),
+            ("10kpps", "10kpps"),
+            ("1", "1"),
+            ("0.5", "0.5"),
+            ("123456789", "123.456789M"),
+            ("1T", "1T"),
+        ] {
+            let r = parse_rate(text).unwrap();
+            assert_eq!(r.to_string(), shown, "{text}");
+            assert_eq!(parse_rate(shown).unwrap(), r);
+            let json = serde_json::to_string(&r).unwrap();
+            assert_eq!(json, format!("\"{shown}\""));
+            assert_eq!(serde_json::from_str::<Rate>(&json).unwrap(), r);
+        }
+        assert!(serde_json::from_str::<Rate>("\"10MB/s\"").is_err());
+    }
+
+    #[test]
+    fn durations_print_in_their_largest_exact_unit_and_read_back() {
+        for (d, text) in [
+            (Duration::from_secs(10), "10s"),
+            (Duration::from_millis(200), "200ms"),
+            (Duration::from_millis(1500), "1500ms"),
+            (Duration::from_secs(7200), "2h"),
+            (Duration::from_secs(90), "90s"),
+            (Duration::from_nanos(1), "1ns"),
+            (Duration::from_micros(3), "3us"),
+            (Duration::ZERO, "0ns"),
+        ] {
+            assert_eq!(format_duration(d), text);
+            assert_eq!(parse_duration(text), Ok(d));
         }
     }
 }

@@ -98,7 +98,7 @@ impl RawClient {
 fn stream_test(transport: &str, direction: Direction, streams: u32, batch: u32) -> TestSpec {
     TestSpec {
         pattern: PatternKind::Stream,
-        transport: transport.into(),
+        transport: wirebench::transport::TransportKind::from_name(transport).unwrap(),
         streams,
         direction,
         spin: false,

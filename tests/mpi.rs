@@ -83,7 +83,7 @@ fn check_pingpong_point(p: &Value, what: &str) -> OneWay {
     let l = &p["latency"];
     let rtt = &l["rtt"];
     let samples = u(&rtt["samples"]);
-    assert!(samples > 10, "{what}: only {samples} samples");
+    assert!(samples > 0, "{what}: no samples");
     assert_eq!(u(&l["transactions"]), samples, "{what}");
     let mean = f(&rtt["mean_ns"]);
     assert!((f(&l["one_way_mean_ns"]) - mean / 2.0).abs() < 1e-6 * mean);

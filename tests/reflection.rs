@@ -63,7 +63,7 @@ impl Control {
     ) -> (String, String) {
         let spec = TestSpec {
             pattern,
-            transport: transport.into(),
+            transport: wirebench::transport::TransportKind::from_name(transport).unwrap(),
             streams: 1,
             direction,
             spin: false,

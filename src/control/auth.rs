@@ -41,6 +41,8 @@ const SERVER_LABEL: &[u8] = b"wirebench control 1: server proof";
 const COOKIE_LABEL: &[u8] = b"wirebench control 1: data cookie";
 
 /// A pre-shared key. Its bytes are not kept outside ring's HMAC key, and are never printed.
+/// Cloned into a session's state machine, which drops it after the handshake.
+#[derive(Clone)]
 pub struct Psk {
     key: hmac::Key,
 }

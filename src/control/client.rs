@@ -8,12 +8,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::auth::{Nonce, Psk, NEEDS_KEY, PSK_ENV};
-use super::framing::{read_frame, write_frame};
+use super::auth::{Nonce, Psk};
+use super::framing::{read_frame, receive, receive_by, write_frame, Received};
 use super::limits::Limits;
-use super::protocol::{
-    ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
-};
+use super::machine::{ClientAction, ClientMachine, ClientSetup};
+use super::protocol::{PointSpec, ServerMessage, ServerReport, TestSpec};
 use super::worker::{
     join_senders, join_workers, run_worker, senders_done, stop_at, Handle, Joined, WorkerPlan,
     WorkerResult,
@@ -23,7 +22,7 @@ use crate::pattern::crr::{self, CrrPlan, CrrStats, CrrTarget};
 use crate::pattern::exchange::ExchangeStats;
 use crate::pattern::stream::{EndSignal, IntervalEvent, StreamStats};
 use crate::pattern::{self, CpuTime, DataChannel, PatternKind, Role, Side};
-use crate::transport::{self, Cookie, EffectiveOptions, SocketOptions, Transport, TransportConfig};
+use crate::transport::{Cookie, EffectiveOptions, SocketOptions, Transport, TransportConfig};
 
 /// Client-side settings that the server does not need to know.
 #[derive(Debug, Clone)]
@@ -48,6 +47,8 @@ pub struct PointOutcome {
 
 pub struct Session {
     ctrl: TcpStream,
+    /// What the control protocol allows next (see machine/).
+    machine: ClientMachine,
     pub server_addr: SocketAddr,
     pub server_env: Environment,
     pub limits: Limits,
@@ -79,11 +80,56 @@ pub fn resolve(target: &str, default_port: u16) -> Result<SocketAddr> {
         .with_context(|| format!("server address '{target}' resolves to nothing"))
 }
 
-fn server_reply(ctrl: &mut TcpStream) -> Result<ServerMessage> {
-    match read_frame::<ServerMessage>(ctrl)? {
-        ServerMessage::Error { message } => bail!("server: {message}"),
-        m => Ok(m),
+/// Performs the machine's actions up to the first one that is the driver's to act on, reading
+/// the server's frames (each complete by the machine's deadline) while the machine waits for
+/// them.
+fn next_event(ctrl: &mut TcpStream, m: &mut ClientMachine) -> Result<ClientAction> {
+    loop {
+        match m.poll_action() {
+            Some(ClientAction::Send(msg)) => write_frame(ctrl, &msg)?,
+            Some(ClientAction::Warn(w)) => eprintln!("{w}"),
+            Some(ClientAction::Close { reason }) => return Err(anyhow::Error::msg(reason)),
+            Some(other) => return Ok(other),
+            None if m.awaiting_server() => {
+                let deadline = m.next_deadline();
+                let received = match deadline {
+                    Some(d) => receive_by(ctrl, d),
+                    None => receive(ctrl),
+                };
+                feed(m, received, deadline);
+            }
+            None => bail!("internal error: the control protocol waits for nothing"),
+        }
     }
+}
+
+/// Sends what the machine has queued, without waiting for the server.
+fn flush(ctrl: &mut TcpStream, m: &mut ClientMachine) -> Result<()> {
+    while let Some(a) = m.poll_action() {
+        match a {
+            ClientAction::Send(msg) => write_frame(ctrl, &msg)?,
+            ClientAction::Warn(w) => eprintln!("{w}"),
+            ClientAction::Close { reason } => return Err(anyhow::Error::msg(reason)),
+            other => return Err(out_of_turn(&other)),
+        }
+    }
+    Ok(())
+}
+
+fn feed(m: &mut ClientMachine, received: Received<ServerMessage>, deadline: Option<Instant>) {
+    let now = Instant::now();
+    match received {
+        Received::Message(msg) => m.handle(now, msg),
+        Received::Garbage(why) => m.handle_garbage(now, &why),
+        // The read ran to its deadline (a socket's timeout may wake a hair before it).
+        Received::TimedOut => m.handle_timeout(deadline.map_or(now, |d| now.max(d))),
+        Received::Closed => m.handle_closed(now),
+        Received::Failed(e) => m.handle_failed(now, &format!("{e:#}")),
+    }
+}
+
+fn out_of_turn(a: &ClientAction) -> anyhow::Error {
+    anyhow::anyhow!("internal error: the control protocol asked for {a:?} out of turn")
 }
 
 /// The error the server sent when it ended a point itself (its duration limit, its bit
@@ -107,118 +153,50 @@ impl Session {
         timeout: Duration,
         psk: Option<&Psk>,
     ) -> Result<Session> {
-        let transport = transport::by_name(&spec.transport, transport)?;
+        let transport = spec.transport.open(transport)?;
         let mut ctrl = TcpStream::connect_timeout(&addr, timeout)
             .with_context(|| format!("cannot reach a wirebench server at {addr}"))?;
         ctrl.set_nodelay(true)?;
         ctrl.set_read_timeout(Some(timeout))?;
         ctrl.set_write_timeout(Some(timeout))?;
         let nonce = psk.map(|_| Nonce::random()).transpose()?;
-        let sent = write_frame(
-            &mut ctrl,
-            &ClientMessage::Hello {
-                magic: MAGIC.into(),
-                protocol: PROTOCOL_VERSION,
-                version: env!("CARGO_PKG_VERSION").into(),
-                nonce: nonce.as_ref().map(Nonce::to_hex),
+        let mut machine = ClientMachine::new(
+            Instant::now(),
+            ClientSetup {
+                server: addr.to_string(),
+                spec,
+                psk: psk.cloned(),
+                nonce,
+                timeout,
+                local_addr: ctrl.local_addr().ok().map(|a| a.to_string()),
             },
         );
-        if let Err(e) = sent {
-            // A server that refuses at accept (access list, limits) may have closed before
-            // the hello was written: its reason may still be waiting to be read.
-            if let Ok(ServerMessage::Error { message }) = read_frame::<ServerMessage>(&mut ctrl) {
-                bail!("server: {message}");
-            }
-            return Err(e);
-        }
-        let first = read_frame::<ServerMessage>(&mut ctrl)
-            .with_context(|| format!("{addr} did not answer as a wirebench server"))?;
-        let (welcome, cookie_key) = match (first, psk, nonce) {
-            (ServerMessage::Error { message }, _, _) => bail!("server: {message}"),
-            (ServerMessage::Challenge { .. }, None, _) => bail!("server: {NEEDS_KEY}"),
-            (ServerMessage::Challenge { nonce: server }, Some(psk), Some(client)) => {
-                let server = Nonce::from_hex(&server)
-                    .with_context(|| format!("{addr} sent a malformed challenge"))?;
-                write_frame(
-                    &mut ctrl,
-                    &ClientMessage::Auth {
-                        proof: psk.client_proof(&server, &client),
-                    },
-                )?;
-                let welcome = server_reply(&mut ctrl)?;
-                let proven = matches!(&welcome, ServerMessage::Welcome { proof: Some(p), .. }
-                    if psk.verify_server(&server, &client, p));
-                if !proven {
-                    bail!("{addr} did not prove it holds the pre-shared key: authentication failed");
+        if let Some(ClientAction::Send(hello)) = machine.poll_action() {
+            if let Err(e) = write_frame(&mut ctrl, &hello) {
+                // A server that refuses at accept (access list, limits) may have closed
+                // before the hello was written: its reason may still be waiting to be read.
+                if let Ok(ServerMessage::Error { message }) = read_frame::<ServerMessage>(&mut ctrl)
+                {
+                    bail!("server: {message}");
                 }
-                (welcome, Some(psk.cookie(&server, &client)))
-            }
-            (ServerMessage::Welcome { .. }, Some(_), _) => bail!(
-                "{addr} runs without a pre-shared key: this client has one (--psk-file or {PSK_ENV}) and talks only to a server that proves it holds it"
-            ),
-            (welcome, _, _) => (welcome, None),
-        };
-        let (server_env, limits, seen_as) = match welcome {
-            ServerMessage::Welcome {
-                protocol,
-                environment,
-                limits,
-                client_seen_as,
-                ..
-            } if protocol == PROTOCOL_VERSION => {
-                // The server's words end up in tables and logs: escaped where they enter.
-                (crate::text::sanitized(environment), limits, client_seen_as)
-            }
-            _ => bail!("{addr} did not answer as a wirebench server of this version"),
-        };
-        // Data connections to the server's own data ports would bypass a relay or proxy in
-        // front of it (or fail to pass it): with TCP they then go through the control port.
-        let local = ctrl.local_addr().ok().map(|a| a.to_string());
-        let middlebox = match (seen_as, local) {
-            (Some(seen), Some(local)) if seen != local => {
-                // The server's words: escaped before they reach a terminal.
-                let seen = crate::text::printable(&seen).into_owned();
-                Some(format!("server sees {seen}, this side is {local}"))
-            }
-            _ => None,
-        };
-        let mut spec = spec;
-        if let Some(m) = &middlebox {
-            if super::oneport::carries(&spec.transport) {
-                spec.one_port = true;
-            } else {
-                eprintln!(
-                    "wirebench: warning: a relay, proxy or NAT is in the control path ({m}); {} data goes to the server's own address, not through it",
-                    spec.transport
-                );
+                return Err(e);
             }
         }
-        write_frame(&mut ctrl, &ClientMessage::Open { spec: spec.clone() })?;
-        let (endpoint, cookie) = match (server_reply(&mut ctrl)?, cookie_key) {
-            // After a key exchange the cookie is derived here, never taken from the wire.
-            (ServerMessage::Opened { endpoint, .. }, Some(derived)) => (endpoint, derived),
-            (
-                ServerMessage::Opened {
-                    endpoint,
-                    cookie: Some(cookie),
-                },
-                None,
-            ) => (
-                endpoint,
-                Cookie::from_hex(&cookie).context("server sent a malformed test cookie")?,
-            ),
-            _ => bail!("unexpected answer to the test request"),
+        let opened = match next_event(&mut ctrl, &mut machine)? {
+            ClientAction::Opened(o) => *o,
+            other => return Err(out_of_turn(&other)),
         };
         Ok(Session {
             server_addr: addr,
             ctrl,
-            server_env,
-            limits,
-            middlebox,
+            machine,
+            server_env: opened.server_env,
+            limits: opened.limits,
+            middlebox: opened.middlebox,
             transport,
-            endpoint,
-            cookie,
-            spec,
+            endpoint: opened.endpoint,
+            cookie: opened.cookie,
+            spec: opened.spec,
         })
     }
 
@@ -236,16 +214,11 @@ impl Session {
     ) -> Result<PointOutcome> {
         let spec = &self.spec;
         let caps = self.transport.capabilities();
-        self.ctrl.set_read_timeout(Some(client.io_timeout))?;
-        write_frame(
-            &mut self.ctrl,
-            &ClientMessage::Point {
-                spec: point.clone(),
-            },
-        )?;
-        match server_reply(&mut self.ctrl)? {
-            ServerMessage::PointAccepted => {}
-            _ => bail!("unexpected answer to a point request"),
+        self.machine
+            .start_point(Instant::now(), point, client.io_timeout);
+        match next_event(&mut self.ctrl, &mut self.machine)? {
+            ClientAction::OpenData => {}
+            other => return Err(out_of_turn(&other)),
         }
         let n = pattern::connection_count(spec.pattern, spec.direction, spec.streams);
         let mut channels = Vec::with_capacity(n as usize);
@@ -267,15 +240,13 @@ impl Session {
             client_socket.push(effective);
             channels.push(DataChannel::new(conn, caps, spec.spin, client.io_timeout)?);
         }
-        write_frame(&mut self.ctrl, &ClientMessage::Connected)?;
-        let server_socket = match server_reply(&mut self.ctrl)? {
-            ServerMessage::Go { socket } => socket,
-            _ => bail!("unexpected answer after connecting"),
+        self.machine.data_connected(Instant::now());
+        // The point runs once Go is here; the machine's deadlines give the server the point's
+        // whole duration to answer at its end.
+        let server_socket = match next_event(&mut self.ctrl, &mut self.machine)? {
+            ClientAction::RunData { server_socket } => server_socket,
+            other => return Err(out_of_turn(&other)),
         };
-        // The point runs now; the server may take its whole duration to answer.
-        let wait = Duration::from_millis(point.duration_ms.unwrap_or(self.limits.max_duration_ms))
-            + 3 * client.io_timeout;
-        self.ctrl.set_read_timeout(Some(wait))?;
 
         let roles: Vec<Role> = (0..n)
             .map(|i| pattern::role(Side::Client, spec.pattern, spec.direction, spec.streams, i))
@@ -284,7 +255,7 @@ impl Session {
         let stop = AtomicBool::new(false);
         let cpu_for =
             |i: usize| (!client.cpus.is_empty()).then(|| client.cpus[i % client.cpus.len()]);
-        let ctrl = &mut self.ctrl;
+        let (ctrl, machine) = (&mut self.ctrl, &mut self.machine);
         let transport = self.transport.as_ref();
         let (server, endpoint, cookie) = (self.server_addr, self.endpoint.as_str(), &self.cookie);
 
@@ -335,7 +306,7 @@ impl Session {
             // crr has no standing connections: the point ends when its client loop does.
             let crr_result = crr_handle.map(|h| h.join());
             let mut results: Vec<Option<Joined>> = (0..n).map(|_| None).collect();
-            let control = drive_point(ctrl, &roles, &mut handles, &mut results, &ends);
+            let control = drive_point(ctrl, machine, &roles, &mut handles, &mut results, &ends);
             if control.is_err() {
                 for e in &ends {
                     e.abort.store(true, Ordering::SeqCst);
@@ -400,23 +371,26 @@ impl Session {
             return Err(server_reason(&mut self.ctrl).unwrap_or(e));
         }
         control?;
-        out.server = match server_reply(&mut self.ctrl)? {
-            ServerMessage::PointResult { report } => crate::text::sanitized(report),
-            _ => bail!("unexpected answer at the end of a point"),
+        out.server = match next_event(&mut self.ctrl, &mut self.machine)? {
+            ClientAction::PointDone(report) => *report,
+            other => return Err(out_of_turn(&other)),
         };
         Ok(out)
     }
 
     /// Ends the test politely.
     pub fn close(mut self) {
-        let _ = write_frame(&mut self.ctrl, &ClientMessage::Bye);
+        self.machine.bye(Instant::now());
+        let _ = flush(&mut self.ctrl, &mut self.machine);
     }
 }
 
 /// The client's control side of a running point (mirror of the server's): report when its
 /// senders are done, learn when the server's are, let every worker finish, end the point.
+/// What is said when is the machine's; this side only joins and signals the workers.
 fn drive_point(
     ctrl: &mut TcpStream,
+    machine: &mut ClientMachine,
     roles: &[Role],
     handles: &mut [Option<Handle<'_>>],
     results: &mut [Option<Joined>],
@@ -424,17 +398,18 @@ fn drive_point(
 ) -> Result<()> {
     if roles.contains(&Role::Sender) {
         let sent = join_senders(roles, handles, results);
-        write_frame(ctrl, &ClientMessage::SendDone { sent })?;
+        machine.senders_finished(Instant::now(), sent);
+        flush(ctrl, machine)?;
     }
     if roles.contains(&Role::Receiver) {
-        let sent = match server_reply(ctrl)? {
-            ServerMessage::SendDone { sent } => sent,
-            _ => bail!("unexpected control message while receiving"),
+        let sent = match next_event(ctrl, machine)? {
+            ClientAction::PeerSendersDone { sent } => sent,
+            other => return Err(out_of_turn(&other)),
         };
         senders_done(roles, ends, &sent)?;
     }
     // Receivers and requesters finish on their own now; the point ends when they have.
     join_workers(roles, None, handles, results);
-    write_frame(ctrl, &ClientMessage::EndPoint)?;
-    Ok(())
+    machine.workers_finished(Instant::now());
+    flush(ctrl, machine)
 }

@@ -29,15 +29,59 @@ pub fn write_frame<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<()> {
 
 /// Reads one frame. Timeouts surface as errors that say so.
 pub fn read_frame<T: DeserializeOwned>(r: &mut impl Read) -> Result<T> {
+    receive(r).into_result()
+}
+
+/// What one attempt to read a frame gave: the protocol's state machines (see machine/) take
+/// each kind of outcome as an input of its own, so a driver must not fold them into one error.
+#[derive(Debug)]
+pub enum Received<T> {
+    Message(T),
+    /// Bytes that are not a frame, or a frame that is not a message: why, as users see it.
+    Garbage(String),
+    TimedOut,
+    Closed,
+    Failed(anyhow::Error),
+}
+
+impl<T> Received<T> {
+    /// The message, or the error `read_frame` has always given.
+    pub fn into_result(self) -> Result<T> {
+        match self {
+            Received::Message(m) => Ok(m),
+            Received::Garbage(why) => Err(anyhow::Error::msg(why)),
+            Received::TimedOut => bail!("control connection timed out"),
+            Received::Closed => bail!("control connection closed by peer"),
+            Received::Failed(e) => Err(e),
+        }
+    }
+}
+
+/// Reads one frame, telling apart garbage, a timeout, the peer's close and a failure.
+pub fn receive<T: DeserializeOwned>(r: &mut impl Read) -> Received<T> {
     let mut len = [0u8; 4];
-    r.read_exact(&mut len).map_err(describe)?;
+    if let Err(e) = r.read_exact(&mut len) {
+        return describe(e);
+    }
     let len = u32::from_be_bytes(len);
     if len == 0 || len > MAX_FRAME {
-        bail!("malformed control frame (length {len}, limit {MAX_FRAME}): not a wirebench peer?");
+        return Received::Garbage(format!(
+            "malformed control frame (length {len}, limit {MAX_FRAME}): not a wirebench peer?"
+        ));
     }
     let mut body = vec![0u8; len as usize];
-    r.read_exact(&mut body).map_err(describe)?;
-    serde_json::from_slice(&body).map_err(|e| anyhow::anyhow!("malformed control message: {e}"))
+    if let Err(e) = r.read_exact(&mut body) {
+        return describe(e);
+    }
+    match serde_json::from_slice(&body) {
+        Ok(m) => Received::Message(m),
+        Err(e) => Received::Garbage(format!("malformed control message: {e}")),
+    }
+}
+
+/// [`receive`] of a frame that must be complete by `deadline` (see [`read_frame_by`]).
+pub fn receive_by<T: DeserializeOwned>(r: &mut impl TimedRead, deadline: Instant) -> Received<T> {
+    receive(&mut Deadline { inner: r, deadline })
 }
 
 /// A source whose reads can be bounded in time: a control connection.
@@ -56,7 +100,7 @@ impl TimedRead for TcpStream {
 /// reader forever (a 1-byte-per-second hello was once accepted after 78 s): each read here
 /// waits only for what is left of the frame's time.
 pub fn read_frame_by<T: DeserializeOwned>(r: &mut impl TimedRead, deadline: Instant) -> Result<T> {
-    read_frame(&mut Deadline { inner: r, deadline })
+    receive_by(r, deadline).into_result()
 }
 
 struct Deadline<'a, R> {
@@ -75,13 +119,11 @@ impl<R: TimedRead> Read for Deadline<'_, R> {
     }
 }
 
-fn describe(e: io::Error) -> anyhow::Error {
+fn describe<T>(e: io::Error) -> Received<T> {
     match e.kind() {
-        io::ErrorKind::UnexpectedEof => anyhow::anyhow!("control connection closed by peer"),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
-            anyhow::anyhow!("control connection timed out")
-        }
-        _ => anyhow::Error::new(e).context("control connection failed"),
+        io::ErrorKind::UnexpectedEof => Received::Closed,
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Received::TimedOut,
+        _ => Received::Failed(anyhow::Error::new(e).context("control connection failed")),
     }
 }
 

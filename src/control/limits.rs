@@ -243,7 +243,7 @@ impl Limits {
     }
 
     pub fn check_test(&self, t: &TestSpec) -> Result<(), String> {
-        crate::transport::by_name(&t.transport, &Default::default()).map_err(|e| e.to_string())?;
+        t.transport.capabilities().map_err(|e| e.to_string())?;
         if t.streams == 0 || t.streams > self.max_streams {
             return Err(format!(
                 "{} parallel streams requested; this server allows 1 to {}",
@@ -285,7 +285,7 @@ impl Limits {
                 "busy-poll (SO_BUSY_POLL)",
             ),
             (
-                t.transport == "raw",
+                t.transport == crate::transport::TransportKind::Raw,
                 self.permit_raw,
                 "raw (the raw Ethernet transport)",
             ),
@@ -377,8 +377,8 @@ impl Limits {
         t: &TestSpec,
         p: &PointSpec,
         caps: &Capabilities,
-        transport: &str,
     ) -> Result<Footprint, String> {
+        let transport = t.transport;
         if caps.message_boundaries {
             let max = caps.max_message;
             for (what, v, limit) in [
@@ -556,7 +556,7 @@ mod tests {
     use crate::control::protocol::{PointSpec, TestSpec};
     use crate::pattern::stream::Pace;
     use crate::pattern::{Direction, FastPaths, PatternKind};
-    use crate::transport::{Capabilities, SocketOptions};
+    use crate::transport::{Capabilities, SocketOptions, TransportKind};
 
     fn paced(interval_ns: f64, burst: u64) -> PointSpec {
         PointSpec {
@@ -573,10 +573,10 @@ mod tests {
         }
     }
 
-    fn test(pattern: PatternKind, transport: &str, streams: u32, batch: u32) -> TestSpec {
+    fn test(pattern: PatternKind, transport: TransportKind, streams: u32, batch: u32) -> TestSpec {
         TestSpec {
             pattern,
-            transport: transport.into(),
+            transport,
             streams,
             direction: Direction::Forward,
             spin: false,
@@ -654,35 +654,33 @@ mod tests {
     #[test]
     fn udp_sizes_beyond_a_datagram_are_refused_before_any_allocation() {
         let l = Limits::default();
-        let t = test(PatternKind::Stream, "udp", 1, 1024);
+        let t = test(PatternKind::Stream, TransportKind::Udp, 1, 1024);
         let e = l
-            .check_fit(&t, &sized(1000, 64 << 20), &caps(true), "udp")
+            .check_fit(&t, &sized(1000, 64 << 20), &caps(true))
             .unwrap_err();
         assert!(e.contains("read size of 67108864 bytes"), "{e}");
         assert!(e.contains("65507"), "{e}");
         let e = l
-            .check_fit(&t, &sized(70_000, 65_536), &caps(true), "udp")
+            .check_fit(&t, &sized(70_000, 65_536), &caps(true))
             .unwrap_err();
         assert!(e.contains("request/message size of 70000"), "{e}");
         // The client's default read of 64 KiB and the largest datagram are fine, batch or not.
-        assert!(l
-            .check_fit(&t, &sized(65_507, 65_536), &caps(true), "udp")
-            .is_ok());
+        assert!(l.check_fit(&t, &sized(65_507, 65_536), &caps(true)).is_ok());
     }
 
     #[test]
     fn batch_times_size_counts_against_the_memory_budget() {
         let l = Limits::default();
         // 1024 x 64 KiB = 64 MiB per stream: four streams fit in 256 MiB, eight do not.
-        let four = test(PatternKind::Stream, "udp", 3, 1024);
+        let four = test(PatternKind::Stream, TransportKind::Udp, 3, 1024);
         let f = l
-            .check_fit(&four, &sized(1000, 65_536), &caps(true), "udp")
+            .check_fit(&four, &sized(1000, 65_536), &caps(true))
             .unwrap();
         assert_eq!(f.streams, 3);
         assert!(f.memory >= 3 * 1024 * 65_536, "{f:?}");
-        let eight = test(PatternKind::Stream, "udp", 8, 1024);
+        let eight = test(PatternKind::Stream, TransportKind::Udp, 8, 1024);
         let e = l
-            .check_fit(&eight, &sized(1000, 65_536), &caps(true), "udp")
+            .check_fit(&eight, &sized(1000, 65_536), &caps(true))
             .unwrap_err();
         assert!(e.contains("--max-test-memory"), "{e}");
     }
@@ -690,24 +688,24 @@ mod tests {
     #[test]
     fn sixteen_pingpongs_of_64_mib_exceed_the_memory_budget() {
         let l = Limits::default();
-        let one = test(PatternKind::Pingpong, "tcp", 1, 1);
+        let one = test(PatternKind::Pingpong, TransportKind::Tcp, 1, 1);
         let f = l
-            .check_fit(&one, &sized(64 << 20, 64 << 20), &caps(false), "tcp")
+            .check_fit(&one, &sized(64 << 20, 64 << 20), &caps(false))
             .unwrap();
         assert_eq!(f.memory, 128 << 20);
-        let sixteen = test(PatternKind::Pingpong, "tcp", 16, 1);
+        let sixteen = test(PatternKind::Pingpong, TransportKind::Tcp, 16, 1);
         let e = l
-            .check_fit(&sixteen, &sized(64 << 20, 64 << 20), &caps(false), "tcp")
+            .check_fit(&sixteen, &sized(64 << 20, 64 << 20), &caps(false))
             .unwrap_err();
         assert!(e.contains("2048.0 MiB of buffers"), "{e}");
         assert!(e.contains("memory budget per test is 256.0 MiB"), "{e}");
         // Requested socket buffers count too (doubled, as the kernel does).
         let mut big = sized(1000, 1000);
         big.server_socket.rcvbuf = 150 << 20;
-        assert!(l.check_fit(&one, &big, &caps(false), "tcp").is_err());
+        assert!(l.check_fit(&one, &big, &caps(false)).is_err());
         // The self-hosted server has no budget.
         assert!(Limits::local()
-            .check_fit(&sixteen, &sized(64 << 20, 64 << 20), &caps(false), "tcp")
+            .check_fit(&sixteen, &sized(64 << 20, 64 << 20), &caps(false))
             .is_ok());
     }
 
@@ -776,7 +774,7 @@ mod tests {
     #[test]
     fn spin_busy_poll_and_raw_need_the_operators_permission() {
         let l = Limits::default();
-        let mut t = test(PatternKind::Stream, "tcp", 1, 1);
+        let mut t = test(PatternKind::Stream, TransportKind::Tcp, 1, 1);
         assert!(l.check_test(&t).is_ok());
         t.spin = true;
         let e = l.check_test(&t).unwrap_err();
@@ -799,14 +797,12 @@ mod tests {
             max_rate_bps: 10_000_000,
             ..Limits::default()
         };
-        let mut t = test(PatternKind::Stream, "tcp", 2, 1);
+        let mut t = test(PatternKind::Stream, TransportKind::Tcp, 2, 1);
         // Forward: the server only receives; what arrives is watched while the point runs.
-        assert!(l
-            .check_fit(&t, &sized(1000, 1000), &caps(false), "tcp")
-            .is_ok());
+        assert!(l.check_fit(&t, &sized(1000, 1000), &caps(false)).is_ok());
         t.direction = Direction::Reverse;
         let e = l
-            .check_fit(&t, &sized(1000, 1000), &caps(false), "tcp")
+            .check_fit(&t, &sized(1000, 1000), &caps(false))
             .unwrap_err();
         assert!(e.contains("unpaced") && e.contains("--max-rate"), "{e}");
         // Two streams of 1000-byte writes every 1.6 ms: 10 Mbit/s in all.
@@ -815,12 +811,12 @@ mod tests {
             interval_ns: 1.6e6,
             burst: 1,
         });
-        assert!(l.check_fit(&t, &p, &caps(false), "tcp").is_ok());
+        assert!(l.check_fit(&t, &p, &caps(false)).is_ok());
         p.pace = Some(Pace {
             interval_ns: 1.5e6,
             burst: 1,
         });
-        assert!(l.check_fit(&t, &p, &caps(false), "tcp").is_err());
+        assert!(l.check_fit(&t, &p, &caps(false)).is_err());
     }
 
     #[test]
@@ -829,14 +825,14 @@ mod tests {
             max_duration_ms: 2000,
             ..Limits::default()
         };
-        let t = test(PatternKind::Stream, "tcp", 1, 1);
+        let t = test(PatternKind::Stream, TransportKind::Tcp, 1, 1);
         // 1000 writes every 10 ms: 10 s of warm-up.
         let mut p = paced(1e7, 1);
         p.warmup = 1000;
-        let e = l.check_fit(&t, &p, &caps(false), "tcp").unwrap_err();
+        let e = l.check_fit(&t, &p, &caps(false)).unwrap_err();
         assert!(e.contains("duration limit of 2 s"), "{e}");
         p.warmup = 50;
-        assert!(l.check_fit(&t, &p, &caps(false), "tcp").is_ok());
+        assert!(l.check_fit(&t, &p, &caps(false)).is_ok());
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod client;
 pub mod framing;
 pub mod limits;
+pub mod machine;
 pub mod oneport;
 pub mod protocol;
 pub mod rate;

@@ -21,8 +21,8 @@ pub fn queue_capacity(connections: u32) -> usize {
 
 /// Whether a transport's data can share the control port: the control listener accepts TCP
 /// connections, so only plain TCP data can arrive there.
-pub fn carries(transport: &str) -> bool {
-    transport == "tcp"
+pub fn carries(transport: crate::transport::TransportKind) -> bool {
+    transport == crate::transport::TransportKind::Tcp
 }
 
 /// The tests of one server that take data connections on its control port.
@@ -82,7 +82,7 @@ impl DataRoutes {
 }
 
 #[cfg(test)]
-mod tests {
+mod loopback_tests {
     use super::*;
     use std::net::{TcpListener, TcpStream};
 

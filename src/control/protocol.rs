@@ -20,6 +20,9 @@
 //!                    <-  PointResult
 //! Bye              ->
 //! ```
+//!
+//! Which message may come when, what is answered and what refused is decided by the two
+//! sides' state machines in machine/; client.rs and server.rs only carry their frames.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +43,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestSpec {
     pub pattern: PatternKind,
-    pub transport: String,
+    pub transport: crate::transport::TransportKind,
     /// Parallel streams (stream), or parallel request/response connections (pingpong, rr).
     pub streams: u32,
     pub direction: Direction,

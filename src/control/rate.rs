@@ -162,7 +162,7 @@ mod tests {
     fn test(pattern: PatternKind, direction: Direction, streams: u32) -> TestSpec {
         TestSpec {
             pattern,
-            transport: "tcp".into(),
+            transport: crate::transport::TransportKind::Tcp,
             streams,
             direction,
             spin: false,

@@ -11,13 +11,12 @@ use anyhow::{bail, Context, Result};
 
 use super::access::ClientKey;
 use super::admission::{Acceptor, AccessConfig, Admitted, Slots};
-use super::auth::{Nonce, Psk, AUTH_FAILED, NEEDS_KEY};
-use super::framing::{read_frame, read_frame_by, write_frame};
-use super::limits::{Budget, Limits};
+use super::auth::Nonce;
+use super::framing::{receive, receive_by, write_frame, Received};
+use super::limits::{Budget, Footprint, Limits};
+use super::machine::{ServerAction, ServerMachine, ServerSetup};
 use super::oneport::DataRoutes;
-use super::protocol::{
-    ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
-};
+use super::protocol::{ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec};
 use super::rate::RateBudget;
 use super::worker::{
     join_senders, run_worker, senders_done, Handle, Joined, WorkerPlan, WorkerResult,
@@ -29,13 +28,6 @@ use crate::transport::{self, Cookie, HandedOverListener, Listener, Transport};
 
 /// The documented default control port.
 pub const DEFAULT_PORT: u16 = 5320;
-
-/// How long after accept a session has to finish its handshake: the hello (which must come
-/// within admission::HELLO_DEADLINE), the key exchange and the test request. Each is a
-/// deadline for the whole frame, not a timeout per read.
-const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(15);
-/// How long a session may sit idle between points: the next request must be complete by then.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -158,40 +150,49 @@ fn session_thread(admitted: Admitted, config: Arc<ServerConfig>, routes: Arc<Dat
     }
 }
 
-/// What a key exchange settled: the server's proof for its Welcome and the test cookie.
-struct Keyed {
-    proof: String,
+/// What a test's data plane stands on while its session lasts.
+struct TestIo {
+    transport: Box<dyn Transport>,
+    listener: Box<dyn Listener>,
     cookie: Cookie,
+    spec: TestSpec,
+    /// A --one-port test's route closes when the session ends (the guard drops).
+    _route: Option<super::oneport::Route>,
 }
 
-/// The server's side of the key exchange, when it has a key.
-fn authenticate(
-    ctrl: &mut TcpStream,
-    psk: &Psk,
-    client_nonce: Option<&str>,
-    deadline: Instant,
-) -> Result<Keyed> {
-    let Some(client) = client_nonce else {
-        bail!(NEEDS_KEY);
-    };
-    let Some(client) = Nonce::from_hex(client) else {
-        bail!("malformed hello: the client nonce is not 32 bytes of hex");
-    };
-    let server = Nonce::random()?;
-    write_frame(
-        ctrl,
-        &ServerMessage::Challenge {
-            nonce: server.to_hex(),
-        },
-    )?;
-    match read_frame_by::<ClientMessage>(ctrl, deadline)? {
-        ClientMessage::Auth { proof } if psk.verify_client(&server, &client, &proof) => Ok(Keyed {
-            proof: psk.server_proof(&server, &client),
-            cookie: psk.cookie(&server, &client),
-        }),
-        ClientMessage::Auth { .. } => bail!(AUTH_FAILED),
-        other => bail!("expected the key exchange, got {}", name(&other)),
+/// Performs the machine's actions until one is the driver's to act on (None: the machine waits
+/// for the client). A Close is the session's error.
+fn pump(ctrl: &mut TcpStream, m: &mut ServerMachine) -> Result<Option<ServerAction>> {
+    while let Some(a) = m.poll_action() {
+        match a {
+            ServerAction::Send(msg) => write_frame(ctrl, &msg)?,
+            ServerAction::Close { reason } => return Err(anyhow::Error::msg(reason)),
+            other => return Ok(Some(other)),
+        }
     }
+    Ok(None)
+}
+
+/// Gives the machine what a read of the control connection gave.
+fn feed(
+    m: &mut ServerMachine,
+    received: Received<ClientMessage>,
+    deadline: Option<Instant>,
+) -> Result<()> {
+    let now = Instant::now();
+    match received {
+        Received::Message(msg) => m.handle(now, msg),
+        Received::Garbage(why) => m.handle_garbage(now, &why),
+        // The read ran to its deadline (a socket's timeout may wake a hair before it).
+        Received::TimedOut => m.handle_timeout(deadline.map_or(now, |d| now.max(d))),
+        Received::Closed => m.handle_closed(now),
+        Received::Failed(e) => return Err(e),
+    }
+    Ok(())
+}
+
+fn out_of_turn(a: &ServerAction) -> anyhow::Error {
+    anyhow::anyhow!("internal error: the control protocol asked for {a:?} out of turn")
 }
 
 fn session(
@@ -203,125 +204,93 @@ fn session(
 ) -> Result<()> {
     ctrl.set_nodelay(true)?;
     ctrl.set_write_timeout(Some(config.io_timeout))?;
-    let handshake_done = accepted + HANDSHAKE_DEADLINE;
-    let client_nonce = match read_frame::<ClientMessage>(&mut &hello[..])? {
-        ClientMessage::Hello {
-            magic,
-            protocol,
-            nonce,
-            ..
-        } if magic == MAGIC => {
-            if protocol != PROTOCOL_VERSION {
-                bail!(
-                    "client speaks control protocol {protocol}, this server speaks {PROTOCOL_VERSION}: use the same wirebench version on both ends"
-                );
-            }
-            nonce
-        }
-        _ => bail!("expected a wirebench hello"),
-    };
-    // A keyless server answers a client with a key as always: the client, which wants the
-    // server to prove it holds the key, is the one to refuse.
-    let keyed = match &config.access.psk {
-        Some(psk) => Some(authenticate(
-            ctrl,
-            psk,
-            client_nonce.as_deref(),
-            handshake_done,
-        )?),
-        None => None,
-    };
-    write_frame(
-        ctrl,
-        &ServerMessage::Welcome {
-            protocol: PROTOCOL_VERSION,
-            version: env!("CARGO_PKG_VERSION").into(),
-            environment: Environment::capture(),
-            limits: config.limits.clone(),
-            client_seen_as: ctrl.peer_addr().ok().map(|a| a.to_string()),
-            proof: keyed.as_ref().map(|k| k.proof.clone()),
-        },
-    )?;
-    let spec = match read_frame_by::<ClientMessage>(ctrl, handshake_done)? {
-        ClientMessage::Open { spec } => spec,
-        ClientMessage::Bye => return Ok(()),
-        other => bail!("expected a test request, got {}", name(&other)),
-    };
-    config
-        .limits
-        .check_test(&spec)
-        .map_err(anyhow::Error::msg)?;
-    let transport = transport::by_name(&spec.transport, &config.transport)?;
-    let local_ip = ctrl.local_addr()?.ip();
-    // With a key, the cookie is derived on both ends and never sent.
-    let (cookie, sent_cookie) = match &keyed {
-        Some(k) => (k.cookie, None),
-        None => {
-            let c = Cookie::random()?;
-            (c, Some(c.to_hex()))
-        }
-    };
-    // A --one-port test's route closes when the session ends (the guard drops).
-    let mut _route = None;
-    let mut listener: Box<dyn Listener> = if spec.one_port {
-        if !super::oneport::carries(transport.name()) {
-            bail!("one-port tests carry data on the control port's TCP: tcp only");
-        }
-        let connections = pattern::connection_count(spec.pattern, spec.direction, spec.streams);
-        let capacity = super::oneport::queue_capacity(connections);
-        let (route, handed) = DataRoutes::open(routes, &cookie, capacity);
-        _route = Some(route);
-        Box::new(HandedOverListener::new(handed))
-    } else {
-        transport.listen(local_ip, ctrl.peer_addr()?.ip())?
-    };
-    write_frame(
-        ctrl,
-        &ServerMessage::Opened {
-            endpoint: listener.endpoint(),
-            cookie: sent_cookie,
-        },
-    )?;
+    let mut m = ServerMachine::new(ServerSetup {
+        limits: config.limits.clone(),
+        psk: config.access.psk.clone(),
+        io_timeout: config.io_timeout,
+        accepted,
+        environment: Environment::capture(),
+        client_seen_as: ctrl.peer_addr().ok().map(|a| a.to_string()),
+        server_nonce: Nonce::random()?,
+        cookie: Cookie::random()?,
+    });
+    // Admission read the hello whole, within its own deadline.
+    feed(&mut m, receive(&mut &hello[..]), None)?;
+    let mut test: Option<TestIo> = None;
     loop {
-        match read_frame_by::<ClientMessage>(ctrl, Instant::now() + IDLE_TIMEOUT)? {
-            ClientMessage::Point { spec: point } => {
-                if let Err(msg) = config.limits.check_point(&point) {
-                    write_frame(ctrl, &ServerMessage::Error { message: msg })?;
-                    continue;
-                }
+        match pump(ctrl, &mut m)? {
+            None => {
+                let deadline = m.next_deadline();
+                let received = match deadline {
+                    Some(d) => receive_by(ctrl, d),
+                    None => receive(ctrl),
+                };
+                feed(&mut m, received, deadline)?;
+            }
+            Some(ServerAction::Finished) => return Ok(()),
+            Some(ServerAction::OpenTest { spec, cookie }) => {
+                let io = open_test(ctrl, config, routes, spec, cookie)?;
+                let caps = io.transport.capabilities();
+                m.test_opened(Instant::now(), io.listener.endpoint(), caps);
+                test = Some(io);
+            }
+            Some(ServerAction::PreparePoint {
+                point,
+                footprint,
+                rate,
+            }) => {
+                let Some(io) = test.as_mut() else {
+                    bail!("internal error: a point without a test");
+                };
                 let ctx = PointContext {
                     ctrl: &mut *ctrl,
+                    machine: &mut m,
                     config,
-                    test: &spec,
+                    test: &io.spec,
                     point: &point,
-                    transport: transport.as_ref(),
-                    listener: listener.as_mut(),
-                    cookie: &cookie,
+                    transport: io.transport.as_ref(),
+                    listener: io.listener.as_mut(),
+                    cookie: &io.cookie,
                 };
-                let report = run_point(ctx)?;
-                write_frame(ctrl, &ServerMessage::PointResult { report })?;
+                let report = run_point(ctx, footprint, rate)?;
+                m.point_finished(Instant::now(), report);
             }
-            ClientMessage::Bye => return Ok(()),
-            other => bail!("unexpected control message {}", name(&other)),
+            Some(other) => return Err(out_of_turn(&other)),
         }
     }
 }
 
-fn name(m: &ClientMessage) -> &'static str {
-    match m {
-        ClientMessage::Hello { .. } => "hello",
-        ClientMessage::Auth { .. } => "auth",
-        ClientMessage::Open { .. } => "open",
-        ClientMessage::Point { .. } => "point",
-        ClientMessage::Connected => "connected",
-        ClientMessage::SendDone { .. } => "send_done",
-        ClientMessage::EndPoint => "end_point",
-        ClientMessage::Bye => "bye",
-    }
+/// The test's transport and data listener: its own ports, or the control port's route.
+fn open_test(
+    ctrl: &TcpStream,
+    config: &ServerConfig,
+    routes: &Arc<DataRoutes>,
+    spec: TestSpec,
+    cookie: Cookie,
+) -> Result<TestIo> {
+    let transport = spec.transport.open(&config.transport)?;
+    let mut route = None;
+    let listener: Box<dyn Listener> = if spec.one_port {
+        let connections = pattern::connection_count(spec.pattern, spec.direction, spec.streams);
+        let capacity = super::oneport::queue_capacity(connections);
+        let (r, handed) = DataRoutes::open(routes, &cookie, capacity);
+        route = Some(r);
+        Box::new(HandedOverListener::new(handed))
+    } else {
+        transport.listen(ctrl.local_addr()?.ip(), ctrl.peer_addr()?.ip())?
+    };
+    Ok(TestIo {
+        transport,
+        listener,
+        cookie,
+        spec,
+        _route: route,
+    })
 }
 
 struct PointContext<'a> {
     ctrl: &'a mut TcpStream,
+    machine: &'a mut ServerMachine,
     config: &'a ServerConfig,
     test: &'a TestSpec,
     point: &'a PointSpec,
@@ -330,151 +299,49 @@ struct PointContext<'a> {
     cookie: &'a Cookie,
 }
 
-/// How long the server waits for the client to finish a point.
-fn point_wait(config: &ServerConfig, point: &PointSpec) -> Duration {
-    let d = point.duration_ms.unwrap_or(config.limits.max_duration_ms);
-    Duration::from_millis(d) + 3 * config.io_timeout
-}
-
 /// How often the control side of a running point looks at its senders, its deadline, the
 /// client's rate and whether the client is still there.
 const WATCH_SLICE: Duration = Duration::from_millis(20);
 
-/// Before a client's average rate is held against `--max-rate`: a TCP start's first burst
-/// is not the test's rate.
-const RATE_WINDOW: Duration = Duration::from_secs(1);
-
-/// The absolute deadlines and budgets of one running point, from its Go.
-struct PointWatch<'a> {
-    started: Instant,
-    /// When the server gives up waiting for the client: the point's duration plus the
-    /// grace, or the server's duration limit, whichever is sooner.
-    deadline: Instant,
-    /// Whether that deadline is the server's duration limit (else the point's own).
-    limit_reached: bool,
-    limits: &'a Limits,
-    /// The bit rate the point reserved and what set it (see rate.rs).
-    rate: Option<(f64, &'static str)>,
-    /// Bytes a paced sender may be ahead of its rate: one step (burst x write) per data
-    /// connection, since a step leaves at its start (ten 128 KiB writes at 10 Mbit/s are 11
-    /// writes at 1 s, 10.5% over the average).
-    step_bytes: u64,
+/// Waits up to one slice (and no later than `deadline`) for the control connection to become
+/// readable: Some(true) when a frame is there, Some(false) after a quiet slice, None when the
+/// client closed it; an error when it failed (the client is gone: everything this point sends
+/// must stop).
+fn readable(
+    ctrl: &mut TcpStream,
+    deadline: Option<Instant>,
     io_timeout: Duration,
-}
-
-impl<'a> PointWatch<'a> {
-    /// Every point, its warm-up and byte- or iteration-bound ones included, ends within the
-    /// server's duration limit plus the grace a client that is done needs to say so.
-    fn new(
-        config: &'a ServerConfig,
-        point: &PointSpec,
-        streams: u32,
-        rate: Option<(f64, &'static str)>,
-    ) -> PointWatch<'a> {
-        let started = Instant::now();
-        let grace = 3 * config.io_timeout;
-        let limit = Duration::from_millis(config.limits.max_duration_ms) + grace;
-        // A paced warm-up takes its known time before the timed phase (check_fit made sure
-        // both fit in the limit).
-        let warmup = point.pace.map_or(Duration::ZERO, |p| {
-            Duration::try_from_secs_f64(p.end_ns(point.warmup) / 1e9)
-                .unwrap_or(limit)
-                .min(limit)
-        });
-        let wait = point_wait(config, point) + warmup;
-        PointWatch {
-            started,
-            deadline: started + wait.min(limit),
-            limit_reached: limit <= wait,
-            limits: &config.limits,
-            rate,
-            step_bytes: point
-                .request_size
-                .saturating_mul(point.pace.map_or(1, |p| p.burst))
-                .saturating_mul(u64::from(streams)),
-            io_timeout: config.io_timeout,
+) -> Result<Option<bool>> {
+    let left = deadline.map_or(WATCH_SLICE, |d| d.saturating_duration_since(Instant::now()));
+    ctrl.set_read_timeout(Some(left.clamp(Duration::from_millis(1), WATCH_SLICE)))?;
+    match ctrl.peek(&mut [0u8; 1]) {
+        Ok(0) => Ok(None),
+        Ok(_) => {
+            ctrl.set_read_timeout(Some(io_timeout))?;
+            Ok(Some(true))
         }
-    }
-
-    /// Fails once the deadline has passed or the data arriving on `ends` exceeds the
-    /// server's bit rate.
-    fn check(&self, ends: &[EndSignal]) -> Result<()> {
-        let now = Instant::now();
-        if now >= self.deadline {
-            if self.limit_reached {
-                bail!(
-                    "the server's duration limit of {} s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)",
-                    self.limits.max_duration_ms as f64 / 1000.0
-                );
-            }
-            bail!(
-                "the client did not end the point within {} s after its duration (the warm-up counts: an unpaced warm-up is not given time of its own)",
-                (3 * self.io_timeout).as_secs_f64()
-            );
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock
+                    | std::io::ErrorKind::TimedOut
+                    | std::io::ErrorKind::Interrupted
+            ) =>
+        {
+            Ok(Some(false))
         }
-        let elapsed = now.saturating_duration_since(self.started);
-        if let Some((limit, what)) = self.rate {
-            if elapsed >= RATE_WINDOW {
-                let bytes: u64 = ends
-                    .iter()
-                    .map(|e| e.received.load(Ordering::Relaxed))
-                    .sum();
-                let ahead = bytes.saturating_sub(self.step_bytes);
-                let bps = ahead as f64 * 8.0 / elapsed.as_secs_f64();
-                // 1% above the limit, for the step a paced sender lets out at once.
-                if bps > limit * 1.01 {
-                    bail!(
-                        "the test moved {:.3} Mbit/s on average, above the {:.3} Mbit/s it may move on this server ({what})",
-                        bps / 1e6,
-                        limit / 1e6
-                    );
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Waits up to one slice for the control connection to become readable: Ok(true) when a
-    /// frame is there, Ok(false) after a quiet slice; an error when the client closed it or
-    /// it failed (the client is gone: everything this point sends must stop).
-    fn readable(&self, ctrl: &mut TcpStream) -> Result<bool> {
-        let left = self.deadline.saturating_duration_since(Instant::now());
-        ctrl.set_read_timeout(Some(left.clamp(Duration::from_millis(1), WATCH_SLICE)))?;
-        match ctrl.peek(&mut [0u8; 1]) {
-            Ok(0) => bail!("the client closed the control connection during the point"),
-            Ok(_) => {
-                ctrl.set_read_timeout(Some(self.io_timeout))?;
-                Ok(true)
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(anyhow::Error::new(e).context("the control connection failed")),
-        }
-    }
-
-    /// The client's next control message, waiting no longer than the deadline and ending the
-    /// wait when the client leaves or exceeds the rate.
-    fn next_message(&self, ctrl: &mut TcpStream, ends: &[EndSignal]) -> Result<ClientMessage> {
-        loop {
-            self.check(ends)?;
-            if self.readable(ctrl)? {
-                return read_frame::<ClientMessage>(ctrl);
-            }
-        }
+        Err(e) => Err(anyhow::Error::new(e).context("the control connection failed")),
     }
 }
 
-fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
+fn run_point(
+    ctx: PointContext<'_>,
+    footprint: Footprint,
+    rate: Option<(f64, &'static str)>,
+) -> Result<ServerReport> {
     let PointContext {
         ctrl,
+        machine,
         config,
         test,
         point,
@@ -483,19 +350,15 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
         cookie,
     } = ctx;
     let caps = transport.capabilities();
-    // What the point will hold, charged before anything is allocated; the reservation is
-    // returned when this function returns, however the point ends.
-    let footprint = config
-        .limits
-        .check_fit(test, point, &caps, transport.name())
-        .map_err(anyhow::Error::msg)?;
+    // What the point will hold (the machine checked it fits), reserved before anything is
+    // allocated; the reservation is returned when this function returns, however the point
+    // ends.
     let _held = config
         .budget
         .reserve(footprint, &config.limits)
         .map_err(anyhow::Error::msg)?;
     // The rate the point may move, reserved against the server's and this client's shares
-    // and held to while it runs.
-    let rate = super::rate::point_limit(&config.limits, test, point);
+    // (the machine holds the point to it while it runs).
     let _rate_held = match rate {
         Some((bps, _)) => Some(
             config
@@ -506,27 +369,46 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
         None => None,
     };
     listener.configure(&point.server_socket)?;
-    write_frame(ctrl, &ServerMessage::PointAccepted)?;
+    machine.point_ready(Instant::now());
 
     let n = pattern::connection_count(test.pattern, test.direction, test.streams);
     let mut channels = Vec::with_capacity(n as usize);
-    let mut socket = Vec::with_capacity(n as usize);
-    // One deadline for the whole setup, not one per connection: a client that let each of
-    // 128 connections arrive just inside --io-timeout held the point for 21 minutes.
-    let setup_deadline = Instant::now() + config.io_timeout;
-    for i in 0..n {
-        let missing = || format!("data connection {} of {n} did not arrive", i + 1);
-        let left = transport::remaining(setup_deadline).with_context(missing)?;
-        let conn = listener.accept(cookie, left)?.with_context(missing)?;
-        socket.push(conn.effective_options(&point.server_socket));
+    // One deadline for the whole setup (the machine's), for the connections and the
+    // client's Connected alike.
+    let mut started = pump(ctrl, machine)?;
+    for _ in 0..n {
+        let deadline = machine.next_deadline();
+        let conn = match deadline.and_then(transport::remaining) {
+            Some(left) => listener.accept(cookie, left)?,
+            None => None,
+        };
+        let Some(conn) = conn else {
+            let now = Instant::now();
+            machine.handle_timeout(deadline.map_or(now, |d| now.max(d)));
+            pump(ctrl, machine)?;
+            bail!("internal error: the setup deadline passed unnoticed");
+        };
+        machine
+            .data_connection_arrived(Instant::now(), conn.effective_options(&point.server_socket));
         channels.push(DataChannel::new(conn, caps, test.spin, config.io_timeout)?);
+        started = started.or(pump(ctrl, machine)?);
     }
-    match read_frame_by::<ClientMessage>(ctrl, setup_deadline)? {
-        ClientMessage::Connected => {}
-        other => bail!("expected control message connected, got {}", name(&other)),
+    // Then the client's Connected, by the same deadline.
+    let started = loop {
+        if let Some(action) = started {
+            break action;
+        }
+        let deadline = machine.next_deadline();
+        let received = match deadline {
+            Some(d) => receive_by(ctrl, d),
+            None => receive(ctrl),
+        };
+        feed(machine, received, deadline)?;
+        started = pump(ctrl, machine)?;
+    };
+    if !matches!(started, ServerAction::RunData) {
+        return Err(out_of_turn(&started));
     }
-    write_frame(ctrl, &ServerMessage::Go { socket })?;
-    let watch = PointWatch::new(config, point, n, rate);
 
     let stop = AtomicBool::new(false);
     let ends: Vec<EndSignal> = (0..n).map(|_| EndSignal::default()).collect();
@@ -576,7 +458,12 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
         });
 
         let mut results: Vec<Option<Joined>> = (0..n).map(|_| None).collect();
-        let control = drive_point(ctrl, &roles, &mut handles, &mut results, &ends, &watch);
+        let watch = Watched {
+            roles: &roles,
+            ends: &ends,
+            io_timeout: config.io_timeout,
+        };
+        let control = drive_point(ctrl, machine, &watch, &mut handles, &mut results);
         // Whatever happened on the control connection, let every worker finish.
         stop.store(true, Ordering::SeqCst);
         if control.is_err() {
@@ -633,70 +520,75 @@ fn run_point(ctx: PointContext<'_>) -> Result<ServerReport> {
     })
 }
 
-/// The server's control side of a running point: report when its own senders are done, learn
-/// when the client's are, and wait for the client to end the point. Every wait looks at the
-/// control connection and the point's deadline: a client that leaves (even killed, its data
+/// The data plane of a running point as its control side sees it.
+struct Watched<'a> {
+    roles: &'a [Role],
+    ends: &'a [EndSignal],
+    io_timeout: Duration,
+}
+
+/// The server's control side of a running point: every slice it tells the machine the time,
+/// the bytes received and whether its senders are done, and passes on what the client says;
+/// the machine decides what is answered and when the point ends (the client's EndPoint), is
+/// over its deadline or rate, or is abandoned. A client that leaves (even killed, its data
 /// connections silent) or overstays ends the point within a slice, and the caller stops the
 /// workers.
 fn drive_point(
     ctrl: &mut TcpStream,
-    roles: &[Role],
+    machine: &mut ServerMachine,
+    watched: &Watched<'_>,
     handles: &mut [Option<Handle<'_>>],
     results: &mut [Option<Joined>],
-    ends: &[EndSignal],
-    watch: &PointWatch<'_>,
 ) -> Result<()> {
-    // A message the client sent while this side's senders still ran (its own SendDone in a
-    // bidirectional stream).
-    let mut early: Option<ClientMessage> = None;
-    if roles.contains(&Role::Sender) {
-        let running = |handles: &[Option<Handle<'_>>]| {
-            roles
-                .iter()
-                .zip(handles)
-                .any(|(r, h)| *r == Role::Sender && h.as_ref().is_some_and(|h| !h.is_finished()))
-        };
-        while running(handles) {
-            watch.check(ends)?;
-            if watch.readable(ctrl)? {
-                if early.is_some() {
-                    bail!("unexpected control message while the server was sending");
-                }
-                early = Some(read_frame::<ClientMessage>(ctrl)?);
+    let roles = watched.roles;
+    let mut senders_reported = !roles.contains(&Role::Sender);
+    loop {
+        match pump(ctrl, machine)? {
+            Some(ServerAction::PeerSendersDone { sent }) => {
+                senders_done(roles, watched.ends, &sent)?;
+                continue;
             }
+            Some(ServerAction::EndData) => return Ok(()),
+            Some(other) => return Err(out_of_turn(&other)),
+            None => {}
         }
-        let sent = join_senders(roles, handles, results);
-        write_frame(ctrl, &ServerMessage::SendDone { sent })?;
+        let running = roles
+            .iter()
+            .zip(handles.iter())
+            .any(|(r, h)| *r == Role::Sender && h.as_ref().is_some_and(|h| !h.is_finished()));
+        if !senders_reported && !running {
+            let sent = join_senders(roles, handles, results);
+            machine.senders_finished(Instant::now(), sent);
+            senders_reported = true;
+            continue;
+        }
+        let now = Instant::now();
+        machine.handle_timeout(now);
+        let received: u64 = watched
+            .ends
+            .iter()
+            .map(|e| e.received.load(Ordering::Relaxed))
+            .sum();
+        machine.data_progress(now, received);
+        if machine.is_ended() {
+            continue;
+        }
+        match readable(ctrl, machine.next_deadline(), watched.io_timeout)? {
+            Some(true) => feed(machine, receive(ctrl), None)?,
+            Some(false) => {}
+            None => machine.handle_closed(Instant::now()),
+        }
     }
-    if roles.contains(&Role::Receiver) {
-        let m = match early.take() {
-            Some(m) => m,
-            None => watch.next_message(ctrl, ends)?,
-        };
-        let sent = match m {
-            ClientMessage::SendDone { sent } => sent,
-            other => bail!("expected control message send_done, got {}", name(&other)),
-        };
-        senders_done(roles, ends, &sent)?;
-    }
-    let m = match early.take() {
-        Some(m) => m,
-        None => watch.next_message(ctrl, ends)?,
-    };
-    if name(&m) != "end_point" {
-        bail!("expected control message end_point, got {}", name(&m));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{PointWatch, ServerConfig};
+    use super::ServerConfig;
     use crate::control::limits::Limits;
+    use crate::control::machine::PointWatch;
     use crate::control::protocol::PointSpec;
-    use crate::pattern::stream::{EndSignal, Pace};
+    use crate::pattern::stream::Pace;
     use crate::transport::SocketOptions;
-    use std::sync::atomic::Ordering;
     use std::time::{Duration, Instant};
 
     fn point(duration_ms: Option<u64>, pace: Option<Pace>, warmup: u64) -> PointSpec {
@@ -726,25 +618,36 @@ mod tests {
         }
     }
 
+    fn watch(
+        c: &ServerConfig,
+        started: Instant,
+        p: &PointSpec,
+        streams: u32,
+        rate: Option<(f64, &'static str)>,
+    ) -> PointWatch {
+        PointWatch::new(started, &c.limits, c.io_timeout, p, streams, rate)
+    }
+
     #[test]
     fn a_byte_bound_point_ends_at_the_duration_limit_plus_the_grace() {
         let c = config(2000, 0);
-        let w = PointWatch::new(&c, &point(None, None, 0), 2, None);
+        let t0 = Instant::now();
+        let w = watch(&c, t0, &point(None, None, 0), 2, None);
         assert!(w.limit_reached);
         assert_eq!(w.deadline - w.started, Duration::from_secs(5));
         // A point with its own shorter duration ends at that plus the grace, and a paced
         // warm-up's known time is added to it.
-        let w = PointWatch::new(&c, &point(Some(500), None, 0), 2, None);
+        let w = watch(&c, t0, &point(Some(500), None, 0), 2, None);
         assert!(!w.limit_reached);
         assert_eq!(w.deadline - w.started, Duration::from_millis(3500));
         let pace = Pace {
             interval_ns: 1e7,
             burst: 1,
         };
-        let w = PointWatch::new(&c, &point(Some(500), Some(pace), 100), 2, None);
+        let w = watch(&c, t0, &point(Some(500), Some(pace), 100), 2, None);
         assert_eq!(w.deadline - w.started, Duration::from_millis(4500));
         // Never past the limit.
-        let w = PointWatch::new(&c, &point(Some(2000), Some(pace), 100), 2, None);
+        let w = watch(&c, t0, &point(Some(2000), Some(pace), 100), 2, None);
         assert!(w.limit_reached);
         assert_eq!(w.deadline - w.started, Duration::from_secs(5));
     }
@@ -752,23 +655,18 @@ mod tests {
     #[test]
     fn a_passed_deadline_and_a_client_over_the_rate_end_the_point_readably() {
         let c = config(2000, 8_000_000);
-        let mut w = PointWatch::new(&c, &point(None, None, 0), 2, Some((8e6, "--max-rate")));
-        let ends: Vec<EndSignal> = (0..2).map(|_| EndSignal::default()).collect();
-        assert!(w.check(&ends).is_ok());
+        let t0 = Instant::now();
+        let w = watch(&c, t0, &point(None, None, 0), 2, Some((8e6, "--max-rate")));
+        assert!(w.check(t0, 0).is_ok());
         // 2 s in, 1 MB arrived on each of two streams: 8 Mbit/s, at the limit.
-        w.started = Instant::now() - Duration::from_secs(2);
-        for e in &ends {
-            e.received.store(1_000_000, Ordering::Relaxed);
-        }
-        assert!(w.check(&ends).is_ok());
-        ends[0].received.store(1_300_000, Ordering::Relaxed);
-        let e = w.check(&ends).unwrap_err().to_string();
+        let t2 = t0 + Duration::from_secs(2);
+        assert!(w.check(t2, 2_000_000).is_ok());
+        let e = w.check(t2, 2_300_000).unwrap_err();
         assert!(
             e.contains("above the 8.000 Mbit/s it may move on this server (--max-rate)"),
             "{e}"
         );
-        w.deadline = Instant::now();
-        let e = w.check(&ends).unwrap_err().to_string();
+        let e = w.check(w.deadline, 0).unwrap_err();
         assert_eq!(
             e,
             "the server's duration limit of 2 s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)"
@@ -780,15 +678,13 @@ mod tests {
         let c = config(60_000, 0);
         let mut p = point(None, None, 0);
         p.request_size = 131_072;
-        let mut w = PointWatch::new(&c, &p, 1, Some((10e6, "its --rate")));
-        w.started = Instant::now() - Duration::from_secs(1);
-        let ends = vec![EndSignal::default()];
+        let t0 = Instant::now();
+        let w = watch(&c, t0, &p, 1, Some((10e6, "its --rate")));
+        let t1 = t0 + Duration::from_secs(1);
         // 128 KiB writes at 10 Mbit/s leave every 104.9 ms, each at the start of its step:
         // 10 of them by 1 s are 10.49 Mbit/s on average, and within the rate.
-        ends[0].received.store(10 * 131_072, Ordering::Relaxed);
-        assert!(w.check(&ends).is_ok());
-        ends[0].received.store(12 * 131_072, Ordering::Relaxed);
-        let e = w.check(&ends).unwrap_err().to_string();
+        assert!(w.check(t1, 10 * 131_072).is_ok());
+        let e = w.check(t1, 12 * 131_072).unwrap_err();
         assert!(e.contains("(its --rate)"), "{e}");
     }
 }

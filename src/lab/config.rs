@@ -3,12 +3,10 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, Result};
-use clap::{Args, ValueEnum};
+use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use super::link::QueueLimit;
-use crate::units::{self, Rate};
 
 /// One direction of the link.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -82,7 +80,7 @@ pub enum Profile {
 }
 
 impl Profile {
-    fn direction(self) -> DirectionConfig {
+    pub fn direction(self) -> DirectionConfig {
         let (rate, delay_us) = match self {
             Profile::Lan => (1e9, 50),
             Profile::Campus => (1e9, 1_000),
@@ -122,123 +120,5 @@ impl LinkConfig {
             || [self.forward, self.back]
                 .iter()
                 .any(|d| d.rate_bits_per_s.is_some())
-    }
-}
-
-/// Link options shared by `lab up` and `lab run`.
-#[derive(Debug, Clone, Args)]
-pub struct LinkArgs {
-    /// Start from a profile (its values can be overridden by the options below).
-    #[arg(long, value_enum)]
-    pub profile: Option<Profile>,
-    /// Link rate, DECIMAL bits per second (100mbit, 1G); both directions unless --rate-back.
-    #[arg(long)]
-    pub rate: Option<String>,
-    /// One-way delay added in each direction (10ms, 250us).
-    #[arg(long, value_parser = parse_duration)]
-    pub delay: Option<Duration>,
-    /// Uniform jitter of the delay, +/- (frames may then be reordered).
-    #[arg(long, value_parser = parse_duration)]
-    pub jitter: Option<Duration>,
-    /// Random frame loss in each direction, percent (0.5%).
-    #[arg(long)]
-    pub loss: Option<String>,
-    /// Rate from host b to host a, if different (asymmetric link).
-    #[arg(long)]
-    pub rate_back: Option<String>,
-    /// Delay from host b to host a, if different.
-    #[arg(long, value_parser = parse_duration)]
-    pub delay_back: Option<Duration>,
-    /// Jitter from host b to host a, if different.
-    #[arg(long, value_parser = parse_duration)]
-    pub jitter_back: Option<Duration>,
-    /// Loss from host b to host a, if different.
-    #[arg(long)]
-    pub loss_back: Option<String>,
-    /// The queue in front of the wire, each direction: packets (100p) or bytes (64K, 150000B).
-    /// Default: 50 ms at the rate, at least 100 frames of the MTU. Overflow is dropped and
-    /// counted (lab status).
-    #[arg(long, value_parser = QueueLimit::parse)]
-    pub queue: Option<QueueLimit>,
-    /// Queue from host b to host a, if different.
-    #[arg(long, value_parser = QueueLimit::parse)]
-    pub queue_back: Option<QueueLimit>,
-    /// MTU of every interface of the link, bytes.
-    #[arg(long, default_value_t = 1500)]
-    pub mtu: u64,
-    /// How delay and jitter are made.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub mechanism: Mechanism,
-}
-
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    units::parse_duration(s)
-}
-
-fn bits(s: &str, what: &str) -> Result<f64> {
-    match units::parse_rate(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))? {
-        Rate::BitsPerSecond(b) => Ok(b),
-        Rate::PacketsPerSecond(_) => {
-            bail!("--{what}: a link rate is in bits per second, not packets")
-        }
-    }
-}
-
-fn loss(s: &str, what: &str) -> Result<f64> {
-    units::parse_percent(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))
-}
-
-impl LinkArgs {
-    pub fn to_config(&self) -> Result<LinkConfig> {
-        let base = self.profile.map(Profile::direction).unwrap_or_default();
-        let mut fwd = base;
-        if let Some(r) = &self.rate {
-            fwd.rate_bits_per_s = Some(bits(r, "rate")?);
-        }
-        if let Some(d) = self.delay {
-            fwd.delay = d;
-        }
-        if let Some(j) = self.jitter {
-            fwd.jitter = j;
-        }
-        if let Some(l) = &self.loss {
-            fwd.loss = loss(l, "loss")?;
-        }
-        if self.queue.is_some() {
-            fwd.queue = self.queue;
-        }
-        let mut back = fwd;
-        if let Some(r) = &self.rate_back {
-            back.rate_bits_per_s = Some(bits(r, "rate-back")?);
-        }
-        if let Some(d) = self.delay_back {
-            back.delay = d;
-        }
-        if let Some(j) = self.jitter_back {
-            back.jitter = j;
-        }
-        if let Some(l) = &self.loss_back {
-            back.loss = loss(l, "loss-back")?;
-        }
-        if self.queue_back.is_some() {
-            back.queue = self.queue_back;
-        }
-        if !(68..=65_535).contains(&self.mtu) {
-            bail!("--mtu {}: an IPv4 link MTU is 68 to 65535 bytes", self.mtu);
-        }
-        for d in [fwd, back] {
-            if d.delay > Duration::from_secs(10) || d.jitter > Duration::from_secs(10) {
-                bail!("delay and jitter are limited to 10 s");
-            }
-            if d.rate_bits_per_s.is_some_and(|r| r < 8_000.0) {
-                bail!("a link rate below 8 kbit/s is not supported");
-            }
-        }
-        Ok(LinkConfig {
-            forward: fwd,
-            back,
-            mtu: self.mtu,
-            mechanism: self.mechanism,
-        })
     }
 }

@@ -8,7 +8,6 @@
 //!  wb0 10.77.0.1 ==== wba [delay line: queue, wire, delay] wbb ==== wb0 10.77.0.2
 //! ```
 
-pub mod cli;
 pub mod config;
 pub mod delayline;
 pub mod goodput;
@@ -410,7 +409,7 @@ pub fn run_delay_line(name: &str) -> Result<()> {
         }
     })();
     if let Err(e) = &result {
-        println!("{}", crate::app::one_line(e));
+        println!("{}", crate::error::one_line(e));
     }
     result
 }
@@ -429,7 +428,7 @@ pub fn down(name: &str) -> Result<()> {
         let n = ns(name, h);
         if host::netns_path(&n).exists() {
             if let Err(e) = host::sh("ip", &["netns", "del", &n]) {
-                errors.push(crate::app::one_line(&e));
+                errors.push(crate::error::one_line(&e));
             }
         }
     }

@@ -16,7 +16,9 @@ use serde::{Deserialize, Serialize};
 
 pub use channel::DataChannel;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum PatternKind {
     /// Echo: n bytes there, n bytes back; one-way latency = RTT/2.
@@ -40,8 +42,14 @@ impl PatternKind {
     }
 }
 
+impl std::fmt::Display for PatternKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Which way a stream test's data flows, seen from the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// Client sends, server receives.
@@ -50,6 +58,23 @@ pub enum Direction {
     Reverse,
     /// Both at once, on separate connections.
     Bidir,
+}
+
+impl Direction {
+    /// As run documents spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Forward => "forward",
+            Direction::Reverse => "reverse",
+            Direction::Bidir => "bidir",
+        }
+    }
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// What one side does on one data connection.

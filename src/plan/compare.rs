@@ -6,70 +6,41 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, Parser as _};
 use serde::Serialize;
 
-use crate::cli::{Cli, Command, TransportArgs};
 use crate::report::model::{PointResult, RunReport};
 use crate::report::Sink;
+use crate::request::Request;
 use crate::stats::ci::{parse_confidence, MeanCi};
 use crate::stats::sweep::SweepMetrics;
-use crate::transport;
+use crate::transport::TransportKind;
 
 use super::{runner, RunPlan};
 
-#[derive(Debug, Args)]
-pub struct CompareArgs {
-    /// Server as HOST[:PORT]; without it, a server on loopback inside this process.
-    #[arg(long)]
+/// What `compare-transports` measures: the same ping-pong size sweep over each transport.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareRequest {
+    /// HOST[:PORT]; None: a server on loopback inside this process.
     pub to: Option<String>,
-    #[command(flatten)]
-    pub auth: crate::cli::ClientAuthArgs,
-    /// Transports to compare, of tcp, udp, unix, mptcp, quic and raw, e.g. tcp,udp,raw.
-    /// Default: every transport that can run here (raw needs root; unix only without --to).
-    #[arg(long, value_delimiter = ',')]
-    pub transports: Option<Vec<String>>,
-    /// Message sizes of the sweep (binary suffixes); sizes above a transport's largest
-    /// message are left out for that transport.
-    #[arg(long, default_value = "1..1M:*4", value_parser = crate::cli::parse_sweep)]
-    pub size: String,
-    /// Time per size and run, e.g. 200ms.
-    #[arg(long, short = 'd', default_value = "200ms", value_parser = crate::cli::parse_duration)]
+    pub psk_file: Option<std::path::PathBuf>,
+    /// None: every transport that can run here.
+    pub transports: Option<Vec<TransportKind>>,
+    /// The sweep's sizes; sizes above a transport's largest message are left out for it.
+    pub sizes: Vec<u64>,
+    /// Time per size and run.
     pub duration: Duration,
-    /// Independent sweeps per transport, interleaved across transports; the confidence
-    /// intervals are over these runs.
-    #[arg(long, default_value_t = 3)]
+    /// Independent sweeps per transport, interleaved.
     pub runs: u32,
-    /// The transport the others are compared with. Default: the lowest layer measured.
-    #[arg(long)]
-    pub baseline: Option<String>,
-    /// Confidence level in percent: 90, 95 or 99.
-    #[arg(long, default_value_t = 95)]
+    /// None: the lowest layer measured.
+    pub baseline: Option<TransportKind>,
+    /// Percent: 90, 95 or 99.
     pub confidence: u32,
-    /// Timeout of every data send and receive and of connection setup.
-    #[arg(long, default_value = "10s", value_parser = crate::cli::parse_duration)]
     pub io_timeout: Duration,
-    #[command(flatten)]
-    pub transport_args: TransportArgs,
-    /// As JSON.
-    #[arg(long)]
-    pub json: bool,
+    pub local: crate::transport::TransportConfig,
+    /// Progress on stderr (when it is a terminal).
+    pub progress: bool,
 }
 
-/// Where a transport sits: lower numbers are lower layers.
-fn layer(name: &str) -> (u32, &'static str) {
-    match name {
-        "raw" => (0, "link: Ethernet frames"),
-        "unix" => (1, "local IPC, no network stack"),
-        "udp" => (2, "IP datagrams"),
-        "tcp" => (3, "IP byte stream"),
-        "mptcp" => (3, "IP byte stream, multipath"),
-        "quic" => (4, "user-space stream over UDP"),
-        _ => (5, "other"),
-    }
-}
-
-/// A mean with its confidence interval half-width (None with one run).
 #[derive(Debug, Clone, Serialize)]
 pub struct Estimate {
     pub mean: f64,
@@ -100,7 +71,7 @@ pub struct Overhead {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TransportRow {
-    pub transport: String,
+    pub transport: TransportKind,
     pub layer: String,
     /// Sizes measured for this transport, bytes.
     pub sizes: Vec<u64>,
@@ -139,7 +110,7 @@ pub struct Comparison {
     pub duration_per_size_s: f64,
     pub runs: u32,
     pub confidence: f64,
-    pub baseline: Option<String>,
+    pub baseline: Option<TransportKind>,
     pub transports: Vec<TransportRow>,
     pub client_environment: crate::env::Environment,
 }
@@ -162,123 +133,70 @@ impl Sink for Quiet {
     }
 }
 
-fn default_transports(a: &CompareArgs) -> Vec<String> {
+fn default_transports(c: &CompareRequest) -> Vec<TransportKind> {
     let root = nix::unistd::geteuid().is_root();
-    transport::NAMES
-        .iter()
-        .filter(|n| **n != "raw" || root)
-        .filter(|n| **n != "unix" || a.to.is_none())
-        .map(|n| n.to_string())
+    TransportKind::SERVED
+        .into_iter()
+        .filter(|&k| k != TransportKind::Raw || root)
+        .filter(|&k| k != TransportKind::Unix || c.to.is_none())
         .collect()
 }
 
-/// The `run pingpong` command line of one transport's sweep.
-fn sweep_args(a: &CompareArgs, name: &str, sizes: &[u64]) -> Result<crate::cli::RunArgs> {
-    let list = sizes
-        .iter()
-        .map(u64::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    let mut argv: Vec<String> = [
-        "wirebench",
-        "run",
-        "pingpong",
-        "-t",
-        name,
-        "--size",
-        &list,
-        "--duration",
-        &format!("{}ms", a.duration.as_millis().max(1)),
-        "--io-timeout",
-        &format!("{}ms", a.io_timeout.as_millis().max(1)),
-        "--confidence",
-        &a.confidence.to_string(),
-        "--no-save",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    if let Some(to) = &a.to {
-        argv.extend(["--to".into(), to.clone()]);
-    }
-    if let Some(key) = &a.auth.psk_file {
-        argv.extend(["--psk-file".into(), key.to_string_lossy().into_owned()]);
-    }
+/// One transport's sweep, as `run pingpong` would be asked for it.
+fn sweep_request(c: &CompareRequest, kind: TransportKind, sizes: &[u64]) -> Result<Request> {
+    let mut r = Request::new(crate::pattern::PatternKind::Pingpong, kind);
+    r.server.to = c.to.clone();
+    r.server.psk_file = c.psk_file.clone();
+    r.local = c.local.clone();
+    r.sizes.size = Some(sizes.to_vec());
+    r.stop.duration = Some(c.duration);
+    r.timeouts.io = c.io_timeout;
+    r.statistics.confidence = c.confidence;
+    r.output.save = false;
     // Nagle would hold the last segment of every message above the MSS for an ACK: off, as
     // NetPIPE does, wherever TCP options apply.
-    if transport::by_name(name, &a.transport_args.config())?
-        .capabilities()
-        .tcp_options
-    {
-        argv.push("--nodelay".into());
-    }
-    let t = &a.transport_args;
-    for (flag, v) in [
-        ("--iface", t.iface.as_ref().map(|s| s.to_owned())),
-        (
-            "--tls-cert",
-            t.tls_cert.as_ref().map(|p| p.display().to_string()),
-        ),
-        (
-            "--tls-key",
-            t.tls_key.as_ref().map(|p| p.display().to_string()),
-        ),
-        (
-            "--tls-ca",
-            t.tls_ca.as_ref().map(|p| p.display().to_string()),
-        ),
-    ] {
-        if let Some(v) = v {
-            argv.extend([flag.to_string(), v]);
-        }
-    }
-    match Cli::try_parse_from(argv)?.command {
-        Command::Run(r) => Ok(*r),
-        _ => bail!("internal: the sweep is not a run command"),
-    }
+    r.socket.nodelay = kind.open(&c.local)?.capabilities().tcp_options;
+    Ok(r)
 }
 
 /// Runs the comparison; transports that fail are reported with their error, the others
 /// keep their figures.
-pub fn compare(a: &CompareArgs) -> Result<Comparison> {
-    let confidence = parse_confidence(a.confidence).map_err(anyhow::Error::msg)?;
-    if a.runs == 0 {
+pub fn compare(c: &CompareRequest) -> Result<Comparison> {
+    let confidence = parse_confidence(c.confidence).map_err(anyhow::Error::msg)?;
+    if c.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let names = a
+    let kinds = c
         .transports
         .clone()
-        .unwrap_or_else(|| default_transports(a));
-    if names.is_empty() {
+        .unwrap_or_else(|| default_transports(c));
+    if kinds.is_empty() {
         bail!("--transports names no transport");
     }
-    if let Some(b) = &a.baseline {
-        if !names.contains(b) {
+    if let Some(b) = c.baseline {
+        if !kinds.contains(&b) {
             bail!("--baseline {b} is not among the transports compared");
         }
     }
-    let all_sizes =
-        crate::units::parse_size_spec(&a.size).map_err(|e| anyhow::anyhow!("--size: {e}"))?;
     // Each transport's sizes and plan, checked before anything runs.
     let mut setups = Vec::new();
-    for name in &names {
-        let t = transport::by_name(name, &a.transport_args.config())?;
-        let max = t.capabilities().max_message;
-        let sizes: Vec<u64> = all_sizes.iter().copied().filter(|&s| s <= max).collect();
+    for &kind in &kinds {
+        let max = kind.open(&c.local)?.capabilities().max_message;
+        let sizes: Vec<u64> = c.sizes.iter().copied().filter(|&s| s <= max).collect();
         if sizes.len() < 2 {
-            bail!("--size leaves fewer than two sizes for {name} (largest message {max} B)");
+            bail!("--size leaves fewer than two sizes for {kind} (largest message {max} B)");
         }
-        let args = sweep_args(a, name, &sizes)?;
-        let plan = super::build(&args).with_context(|| format!("planning the {name} sweep"))?;
-        setups.push((name.clone(), sizes, args, plan));
+        let request = sweep_request(c, kind, &sizes)?;
+        let plan = super::build(&request).with_context(|| format!("planning the {kind} sweep"))?;
+        setups.push((kind, sizes, request, plan));
     }
     runner::stop_on_ctrl_c();
-    let show_progress = !a.json && std::io::stderr().is_terminal();
+    let show_progress = c.progress && std::io::stderr().is_terminal();
     let mut metrics: Vec<Vec<SweepMetrics>> = vec![Vec::new(); setups.len()];
     let mut errors: Vec<Option<String>> = vec![None; setups.len()];
     // Interleaved: run r of every transport before run r + 1 of any, so that a slow spell of
     // the host falls on all of them alike.
-    for run in 0..a.runs {
+    for run in 0..c.runs {
         for (i, (name, _, args, plan)) in setups.iter().enumerate() {
             if errors[i].is_some() {
                 continue;
@@ -287,7 +205,7 @@ pub fn compare(a: &CompareArgs) -> Result<Comparison> {
                 eprint!(
                     "\r\x1b[Kcompare-transports: run {} of {}, {name}",
                     run + 1,
-                    a.runs
+                    c.runs
                 );
             }
             let mut report = runner::new_report(plan, args);
@@ -297,7 +215,7 @@ pub fn compare(a: &CompareArgs) -> Result<Comparison> {
                     Some(g) => metrics[i].push(g.metrics.clone()),
                     None => errors[i] = Some("no sweep metrics (no completed sizes)".into()),
                 },
-                Err(e) => errors[i] = Some(crate::app::one_line(&e)),
+                Err(e) => errors[i] = Some(crate::error::one_line(&e)),
             }
         }
     }
@@ -307,23 +225,17 @@ pub fn compare(a: &CompareArgs) -> Result<Comparison> {
     let mut rows: Vec<TransportRow> = setups
         .iter()
         .enumerate()
-        .map(|(i, (name, sizes, _, _))| {
-            row(name, sizes, &metrics[i], errors[i].clone(), confidence)
+        .map(|(i, (kind, sizes, _, _))| {
+            row(*kind, sizes, &metrics[i], errors[i].clone(), confidence)
         })
         .collect();
-    let baseline = match &a.baseline {
-        Some(b) => Some(b.clone()),
-        None => rows
-            .iter()
+    let baseline = c.baseline.or_else(|| {
+        rows.iter()
             .filter(|r| r.t0_s.is_some())
-            .min_by_key(|r| layer(&r.transport).0)
-            .map(|r| r.transport.clone()),
-    };
-    if let Some(base) = rows
-        .iter()
-        .find(|r| Some(&r.transport) == baseline.as_ref())
-        .cloned()
-    {
+            .min_by_key(|r| r.transport.layer().rank)
+            .map(|r| r.transport)
+    });
+    if let Some(base) = rows.iter().find(|r| Some(r.transport) == baseline).cloned() {
         for r in &mut rows {
             r.overhead = overhead(r, &base);
         }
@@ -331,9 +243,9 @@ pub fn compare(a: &CompareArgs) -> Result<Comparison> {
     Ok(Comparison {
         schema: "wirebench.compare_transports",
         schema_version: 1,
-        server: a.to.clone(),
-        duration_per_size_s: a.duration.as_secs_f64(),
-        runs: a.runs,
+        server: c.to.clone(),
+        duration_per_size_s: c.duration.as_secs_f64(),
+        runs: c.runs,
         confidence,
         baseline,
         transports: rows,
@@ -342,7 +254,7 @@ pub fn compare(a: &CompareArgs) -> Result<Comparison> {
 }
 
 fn row(
-    name: &str,
+    kind: TransportKind,
     sizes: &[u64],
     runs: &[SweepMetrics],
     error: Option<String>,
@@ -397,8 +309,8 @@ fn row(
         .max_by_key(|s| at.iter().filter(|x| x == s).count())
         .copied();
     TransportRow {
-        transport: name.to_owned(),
-        layer: layer(name).1.to_owned(),
+        transport: kind,
+        layer: kind.layer().what.to_owned(),
         sizes: sizes.to_vec(),
         t0_s: t0,
         t0_size: runs.first().map(|m| m.t0_size),
@@ -433,21 +345,6 @@ fn overhead(r: &TransportRow, base: &TransportRow) -> Option<Overhead> {
     })
 }
 
-/// `wirebench compare-transports`: prints the table or the JSON document.
-pub fn run(a: CompareArgs) -> Result<i32> {
-    let c = compare(&a)?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&c)?);
-    } else {
-        crate::report::compare::print(&c);
-    }
-    Ok(if c.transports.iter().all(|r| r.error.is_none()) {
-        0
-    } else {
-        crate::app::EXIT_FAILURE
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,7 +372,7 @@ mod tests {
         assert_eq!(negative.fit_valid, Some(false));
 
         let one = row(
-            "tcp",
+            TransportKind::Tcp,
             &[1000, 2000, 3000],
             std::slice::from_ref(&linear),
             None,
@@ -490,7 +387,13 @@ mod tests {
             Some("r_max at the largest size (3000 B) in 1 of 1 run(s): the curve had not flattened, r_max is a lower bound and n_1/2 only an estimate against it")
         );
 
-        let two = row("tcp", &[1000, 2000, 3000], &[linear, negative], None, 0.95);
+        let two = row(
+            TransportKind::Tcp,
+            &[1000, 2000, 3000],
+            &[linear, negative],
+            None,
+            0.95,
+        );
         assert!(!two.fit_valid);
         assert_eq!(
             two.fit_invalid_reason.as_deref(),
@@ -501,7 +404,13 @@ mod tests {
         // Run 2 peaked at its smallest size; run 1 at its largest: flagged, 1 of 2.
         assert!(two.r_max_note.unwrap().contains("in 1 of 2 run(s)"));
 
-        let none = row("udp", &[1, 2], &[], Some("refused".into()), 0.95);
+        let none = row(
+            TransportKind::Udp,
+            &[1, 2],
+            &[],
+            Some("refused".into()),
+            0.95,
+        );
         assert!(!none.fit_valid && !none.r_max_at_largest);
     }
 }

@@ -1,19 +1,24 @@
-//! The plan: turns a command line into the list of points to measure (a sweep is the
+//! The plan: turns a [`Request`] into the list of points to measure (a sweep is the
 //! cartesian product of the swept parameters) and checks it before anything runs.
 
 pub mod compare;
+pub mod measure;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod runner;
+#[cfg(test)]
+mod runner_tests;
 
 use std::time::Duration;
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::RunArgs;
 use crate::control::client::ClientSide;
 use crate::control::protocol::{PointSpec, TestSpec};
 use crate::pattern::stream::{Pace, DATAGRAM_HEADER, MAX_PACE_BURST};
 use crate::pattern::{Direction, FastPaths, PatternKind};
+use crate::request::Request;
 use crate::transport::{self, SocketOptions};
 use crate::units::{self, Rate};
 
@@ -81,66 +86,75 @@ pub fn sweep_points(dims: &[usize]) -> u128 {
     dims.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128))
 }
 
-fn sweep(spec: Option<&str>, what: &str) -> Result<Vec<u64>> {
-    match spec {
-        None => Ok(vec![0]),
-        Some(s) => units::parse_size_spec(s).map_err(|e| anyhow::anyhow!("--{what}: {e}")),
-    }
+/// A sweep's values, or the one value "not set" (0: kernel autotuning).
+fn sweep(values: Option<&Vec<u64>>) -> Vec<u64> {
+    values.cloned().unwrap_or_else(|| vec![0])
 }
 
-pub fn build(a: &RunArgs) -> Result<RunPlan> {
-    let t = transport::by_name(&a.transport, &a.transport_args.config())?;
+/// Checks a request and lays out its points. Every refusal names the option as the command
+/// line spells it.
+pub fn build(r: &Request) -> Result<RunPlan> {
+    let t = r.transport.open(&r.local)?;
     let caps = t.capabilities();
-    let pattern = a.pattern;
-    if a.one_port && !crate::control::oneport::carries(t.name()) {
+    let pattern = r.pattern;
+    let (sizes_req, bufs, stop, traffic, sock, fast, stats) = (
+        &r.sizes,
+        &r.buffers,
+        &r.stop,
+        &r.traffic,
+        &r.socket,
+        &r.fast,
+        &r.statistics,
+    );
+    if r.server.one_port && !crate::control::oneport::carries(r.transport) {
         bail!(
             "--one-port carries the data connections on the control port's TCP: it works with -t tcp only, not {}",
-            t.name()
+            r.transport
         );
     }
 
     if !caps.tcp_options {
         for (set, name) in [
-            (a.nodelay, "--nodelay"),
-            (a.cc.is_some(), "--cc"),
-            (a.mss.is_some(), "--mss"),
+            (sock.nodelay, "--nodelay"),
+            (sock.cc.is_some(), "--cc"),
+            (sock.mss.is_some(), "--mss"),
         ] {
             if set {
                 bail!(
                     "{name} applies to TCP only, not to the {} transport",
-                    a.transport
+                    r.transport
                 );
             }
         }
     }
-    if let Some(cc) = &a.cc {
+    if let Some(cc) = &sock.cc {
         transport::sockopt::validate_cc(cc)?;
     }
     if pattern != PatternKind::Stream {
         for (set, name) in [
-            (a.reverse, "--reverse"),
-            (a.bidir, "--bidir"),
-            (a.rate.is_some(), "--rate"),
-            (a.pace_burst != 1, "--pace-burst"),
-            (a.interval.is_some(), "--interval"),
-            (a.write_size.is_some(), "--write-size"),
-            (a.read_size.is_some(), "--read-size"),
+            (traffic.direction == Direction::Reverse, "--reverse"),
+            (traffic.direction == Direction::Bidir, "--bidir"),
+            (traffic.rate.is_some(), "--rate"),
+            (traffic.pace_burst != 1, "--pace-burst"),
+            (traffic.interval.is_some(), "--interval"),
+            (sizes_req.write_size.is_some(), "--write-size"),
+            (sizes_req.read_size.is_some(), "--read-size"),
         ] {
             if set {
                 bail!("{name} applies to the stream pattern only");
             }
         }
     }
-    let byte_stream_only = [(a.zerocopy, "--zerocopy"), (a.sendfile, "--sendfile")];
+    let byte_stream_only = [(fast.zerocopy, "--zerocopy"), (fast.sendfile, "--sendfile")];
     let datagram_only = [
-        (a.gso, "--gso"),
-        (a.gro, "--gro"),
-        (a.batch.is_some(), "--batch"),
+        (fast.gso, "--gso"),
+        (fast.gro, "--gro"),
+        (fast.batch.is_some(), "--batch"),
     ];
     for (set, name) in byte_stream_only.iter().chain(datagram_only.iter()).chain(
         [
-            (a.skip_rx_copy, "--skip-rx-copy"),
-            (a.rcvlowat.is_some(), "--rcvlowat"),
+            (fast.skip_rx_copy, "--skip-rx-copy"),
+            (fast.rcvlowat.is_some(), "--rcvlowat"),
         ]
         .iter(),
     ) {
@@ -152,73 +166,88 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
         if set && !caps.reliable {
             bail!(
                 "{name} applies to byte streams (tcp, unix), not to {}",
-                a.transport
+                r.transport
             );
         }
     }
-    if a.rcvlowat.is_some() && !caps.rcvlowat {
-        bail!("--rcvlowat applies to tcp streams, not to {}", a.transport);
+    if fast.rcvlowat.is_some() && !caps.rcvlowat {
+        bail!("--rcvlowat applies to tcp streams, not to {}", r.transport);
     }
     for (set, name) in datagram_only {
         if set && !caps.syscall_batching {
             bail!(
                 "{name} applies to kernel datagram sockets (udp), not to {}",
-                a.transport
+                r.transport
             );
         }
     }
-    if a.zerocopy && a.sendfile {
+    if fast.zerocopy && fast.sendfile {
         bail!("--zerocopy and --sendfile are two different send paths: choose one");
     }
-    if a.batch == Some(0) || a.batch.is_some_and(|b| b > 1024) {
+    if fast.batch == Some(0) || fast.batch.is_some_and(|b| b > 1024) {
         bail!("--batch must be 1 to 1024");
     }
-    if pattern != PatternKind::Rr && a.burst != 1 {
+    if pattern != PatternKind::Rr && traffic.burst != 1 {
         bail!("--burst applies to the rr pattern only");
     }
-    if pattern == PatternKind::Crr && a.parallel != 1 {
+    if pattern == PatternKind::Crr && traffic.parallel != 1 {
         bail!("crr runs one connection at a time; drop --parallel");
     }
-    if a.parallel == 0 {
+    if traffic.parallel == 0 {
         bail!("--parallel must be at least 1");
     }
-    if a.burst == 0 {
+    if traffic.burst == 0 {
         bail!("--burst must be at least 1");
     }
-    let confidence = crate::stats::parse_confidence(a.confidence)
+    let confidence = crate::stats::parse_confidence(stats.confidence)
         .map_err(|e| anyhow::anyhow!("--confidence: {e}"))?;
-    if a.repeat == 0 {
+    if stats.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
-    let until_ci = match &a.until_ci {
-        Some(s) => Some(units::parse_percent(s).map_err(|e| anyhow::anyhow!("--until-ci: {e}"))?),
-        None => None,
-    };
-    if until_ci.is_some() && a.max_repeat < 3 {
+    let until_ci = stats.until_ci;
+    if until_ci.is_some_and(|f| !(f > 0.0 && f.is_finite())) {
+        bail!("--until-ci must be a share above 0%");
+    }
+    if until_ci.is_some() && stats.max_repeat < 3 {
         bail!("--max-repeat must be at least 3 with --until-ci");
     }
     let cpus = crate::sys::cpu_count();
-    if let Some(c) = a.cpu.iter().find(|&&c| c >= cpus) {
+    if let Some(c) = sock.cpu.iter().find(|&&c| c >= cpus) {
         bail!("--cpu {c}: this machine has CPUs 0 to {}", cpus - 1);
     }
-    if a.interval.is_some_and(|d| d.is_zero()) {
+    if traffic.interval.is_some_and(|d| d.is_zero()) {
         bail!("--interval must be longer than 0");
     }
-    if a.duration.is_some_and(|d| d.is_zero()) {
+    if stop.duration.is_some_and(|d| d.is_zero()) {
         bail!("--duration must be longer than 0");
     }
-    if a.iterations == Some(0) || a.bytes == Some(0) {
+    if stop.iterations == Some(0) || stop.bytes == Some(0) {
         bail!("--iterations and --bytes must be at least 1");
     }
 
     // Sizes.
-    let mut sizes = match (&a.size, pattern, a.write_size, a.request_size) {
+    let mut sizes = match (
+        &sizes_req.size,
+        pattern,
+        sizes_req.write_size,
+        sizes_req.request_size,
+    ) {
         (_, PatternKind::Stream, Some(w), _) => vec![w],
-        (_, PatternKind::Rr | PatternKind::Crr, _, Some(r)) => vec![r],
-        (Some(s), ..) => units::parse_size_spec(s).map_err(|e| anyhow::anyhow!("--size: {e}"))?,
+        (_, PatternKind::Rr | PatternKind::Crr, _, Some(q)) => vec![q],
+        (Some(s), ..) => s.clone(),
         (None, ..) => vec![default_size(pattern, caps.reliable)],
     };
-    sizes = units::perturb(&sizes, a.perturb);
+    if sizes.is_empty() {
+        bail!("--size names no size");
+    }
+    if sizes.len() > units::MAX_SIZE_SPEC_VALUES {
+        bail!(
+            "--size has {} sizes; at most {} are allowed",
+            sizes.len(),
+            units::MAX_SIZE_SPEC_VALUES
+        );
+    }
+    sizes = units::perturb(&sizes, sizes_req.perturb);
     if let Some(&bad) = sizes.iter().find(|&&s| s == 0) {
         bail!("message size {bad}: sizes must be at least 1 byte");
     }
@@ -230,10 +259,10 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
     if let Some(&small) = sizes.iter().find(|&&s| s < floor) {
         bail!(
             "datagram size {small} is too small: a {} stream datagram carries a {floor}-byte sequence header",
-            a.transport
+            r.transport
         );
     }
-    let response = a.response_size;
+    let response = sizes_req.response_size;
     let largest = sizes
         .iter()
         .copied()
@@ -243,7 +272,7 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
     if largest > caps.max_message {
         bail!(
             "message size {largest} bytes exceeds what one {} message can carry ({} bytes)",
-            a.transport,
+            r.transport,
             caps.max_message
         );
     }
@@ -252,12 +281,12 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
     }
     // A datagram read holds one datagram: a larger read buffer only costs memory (times
     // --batch, on both ends), and a server refuses it.
-    if let Some(r) = a.read_size {
+    if let Some(read) = sizes_req.read_size {
         let most = caps.max_message.max(crate::control::limits::DATAGRAM_READ);
-        if caps.message_boundaries && r > most {
+        if caps.message_boundaries && read > most {
             bail!(
-                "--read-size of {r} bytes: one {} message holds at most {} bytes (reads up to {most} are accepted)",
-                a.transport,
+                "--read-size of {read} bytes: one {} message holds at most {} bytes (reads up to {most} are accepted)",
+                r.transport,
                 caps.max_message
             );
         }
@@ -265,24 +294,23 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
 
     // Socket buffer sweeps (0 = autotuning).
     // -w (--window) sets both; --sndbuf and --rcvbuf override it each.
-    let sndbufs = match (&a.sndbuf, &a.window) {
-        (None, Some(w)) => sweep(Some(w), "window")?,
-        (s, _) => sweep(s.as_deref(), "sndbuf")?,
-    };
-    let rcvbufs = match (&a.rcvbuf, &a.window) {
-        (None, Some(w)) => sweep(Some(w), "window")?,
-        (r, _) => sweep(r.as_deref(), "rcvbuf")?,
-    };
+    let sndbufs = sweep(bufs.sndbuf.as_ref().or(bufs.window.as_ref()));
+    let rcvbufs = sweep(bufs.rcvbuf.as_ref().or(bufs.window.as_ref()));
     // -w alone sweeps both buffers together (one point per value), not their product.
-    let paired = a.window.is_some() && a.sndbuf.is_none() && a.rcvbuf.is_none();
-    let server_sndbufs = match &a.server_sndbuf {
-        Some(s) => sweep(Some(s), "server-sndbuf")?,
-        None => vec![u64::MAX], // follow --sndbuf
-    };
-    let server_rcvbufs = match &a.server_rcvbuf {
-        Some(s) => sweep(Some(s), "server-rcvbuf")?,
-        None => vec![u64::MAX],
-    };
+    let paired = bufs.window.is_some() && bufs.sndbuf.is_none() && bufs.rcvbuf.is_none();
+    // u64::MAX: the server follows the client's --sndbuf / --rcvbuf.
+    let server_sndbufs = bufs.server_sndbuf.clone().unwrap_or_else(|| vec![u64::MAX]);
+    let server_rcvbufs = bufs.server_rcvbuf.clone().unwrap_or_else(|| vec![u64::MAX]);
+    for (name, values) in [
+        ("--sndbuf", &sndbufs),
+        ("--rcvbuf", &rcvbufs),
+        ("--server-sndbuf", &server_sndbufs),
+        ("--server-rcvbuf", &server_rcvbufs),
+    ] {
+        if values.is_empty() {
+            bail!("{name} names no size");
+        }
+    }
     let swept = Swept {
         size: sizes.len() > 1,
         sndbuf: sndbufs.len() > 1,
@@ -291,9 +319,9 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
         server_rcvbuf: server_rcvbufs.len() > 1,
     };
 
-    let duration = a
+    let duration = stop
         .duration
-        .or(if a.bytes.is_none() && a.iterations.is_none() {
+        .or(if stop.bytes.is_none() && stop.iterations.is_none() {
             Some(match pattern {
                 PatternKind::Stream => Duration::from_secs(10),
                 _ => Duration::from_secs(1),
@@ -301,21 +329,17 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
         } else {
             None
         });
-    let direction = if a.bidir {
-        Direction::Bidir
-    } else if a.reverse {
-        Direction::Reverse
-    } else {
-        Direction::Forward
-    };
-    let rate = match &a.rate {
-        Some(r) => Some(units::parse_rate(r).map_err(|e| anyhow::anyhow!("--rate: {e}"))?),
-        None => None,
-    };
-    if a.pace_burst == 0 || a.pace_burst > MAX_PACE_BURST {
+    let direction = traffic.direction;
+    let rate = traffic.rate;
+    if let Some(Rate::BitsPerSecond(v) | Rate::PacketsPerSecond(v)) = rate {
+        if !(v > 0.0 && v.is_finite()) {
+            bail!("--rate must be above 0");
+        }
+    }
+    if traffic.pace_burst == 0 || traffic.pace_burst > MAX_PACE_BURST {
         bail!("--pace-burst must be 1 to {MAX_PACE_BURST}");
     }
-    if a.pace_burst != 1 && rate.is_none() {
+    if traffic.pace_burst != 1 && rate.is_none() {
         bail!("--pace-burst needs --rate: it groups the paced sender's writes");
     }
 
@@ -342,9 +366,9 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
     let base_socket = SocketOptions {
         sndbuf: 0,
         rcvbuf: 0,
-        nodelay: a.nodelay,
-        cc: a.cc.clone(),
-        mss: a.mss,
+        nodelay: sock.nodelay,
+        cc: sock.cc.clone(),
+        mss: sock.mss,
     };
     let mut points = Vec::new();
     for &size in &sizes {
@@ -365,7 +389,7 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
                             server_rcvbuf,
                         };
                         points.push(point(
-                            a,
+                            r,
                             pattern,
                             caps.reliable,
                             key,
@@ -382,53 +406,53 @@ pub fn build(a: &RunArgs) -> Result<RunPlan> {
 
     Ok(RunPlan {
         test: TestSpec {
-            one_port: a.one_port,
+            one_port: r.server.one_port,
             pattern,
-            transport: a.transport.clone(),
-            streams: a.parallel,
+            transport: r.transport,
+            streams: traffic.parallel,
             direction,
-            spin: a.spin,
-            server_cpus: a.server_cpu.clone(),
-            interval_ms: a.interval.map(|d| d.as_millis().max(1) as u64),
-            burst: a.burst,
+            spin: sock.spin,
+            server_cpus: sock.server_cpu.clone(),
+            interval_ms: traffic.interval.map(|d| d.as_millis().max(1) as u64),
+            burst: traffic.burst,
             fast: FastPaths {
-                zerocopy: a.zerocopy,
-                sendfile: a.sendfile,
-                skip_rx_copy: a.skip_rx_copy,
+                zerocopy: fast.zerocopy,
+                sendfile: fast.sendfile,
+                skip_rx_copy: fast.skip_rx_copy,
                 // Batching is the default for datagram streams: one system call per datagram
                 // caps the rate well below what the path carries.
-                batch: a.batch.unwrap_or(
+                batch: fast.batch.unwrap_or(
                     if pattern == PatternKind::Stream && caps.syscall_batching {
                         16
                     } else {
                         1
                     },
                 ),
-                gso: a.gso,
-                gro: a.gro,
-                busy_poll_us: a.busy_poll,
-                rcvlowat: a.rcvlowat.unwrap_or_default(),
+                gso: fast.gso,
+                gro: fast.gro,
+                busy_poll_us: fast.busy_poll_us,
+                rcvlowat: fast.rcvlowat.unwrap_or_default(),
             },
         },
         points,
         swept,
         client: ClientSide {
             socket: base_socket,
-            cpus: a.cpu.clone(),
-            io_timeout: a.io_timeout,
-            loss_timeout: a.loss_timeout,
+            cpus: sock.cpu.clone(),
+            io_timeout: r.timeouts.io,
+            loss_timeout: r.timeouts.loss,
         },
         confidence,
-        repeat: a.repeat,
+        repeat: stats.repeat,
         until_ci,
-        max_repeat: a.max_repeat,
+        max_repeat: stats.max_repeat,
         rate,
     })
 }
 
 #[allow(clippy::too_many_arguments)]
 fn point(
-    a: &RunArgs,
+    r: &Request,
     pattern: PatternKind,
     reliable: bool,
     key: PointKey,
@@ -443,23 +467,25 @@ fn point(
     };
     // Only streams read in chunks of their own size; exchanges read whole messages.
     let read_size = match pattern {
-        PatternKind::Stream => a
-            .read_size
-            .unwrap_or(if reliable { 128 * 1024 } else { 65_536 }),
+        PatternKind::Stream => {
+            r.sizes
+                .read_size
+                .unwrap_or(if reliable { 128 * 1024 } else { 65_536 })
+        }
         _ => key.size,
     };
-    let streams = u64::from(a.parallel);
+    let streams = u64::from(r.traffic.parallel);
     // Totals per direction are split evenly over the streams.
-    let pace = rate.map(|r| Pace {
-        interval_ns: match r {
+    let pace = rate.map(|rate| Pace {
+        interval_ns: match rate {
             Rate::BitsPerSecond(bps) => key.size as f64 * 8.0 * 1e9 / (bps / streams as f64),
             Rate::PacketsPerSecond(pps) => 1e9 / (pps / streams as f64),
         },
-        burst: u64::from(a.pace_burst),
+        burst: u64::from(r.traffic.pace_burst),
     });
     let bytes = match pattern {
-        PatternKind::Stream => a.bytes.map(|b| b.div_ceil(streams)),
-        _ => a.bytes,
+        PatternKind::Stream => r.stop.bytes.map(|b| b.div_ceil(streams)),
+        _ => r.stop.bytes,
     };
     PlannedPoint {
         key,
@@ -469,8 +495,8 @@ fn point(
             read_size,
             duration_ms: duration.map(|d| d.as_millis().max(1) as u64),
             bytes,
-            iterations: a.iterations,
-            warmup: a.warmup,
+            iterations: r.stop.iterations,
+            warmup: r.stop.warmup,
             pace,
             server_socket: SocketOptions {
                 sndbuf: key.server_sndbuf,

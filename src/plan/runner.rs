@@ -9,17 +9,18 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::{PlannedPoint, RunPlan};
-use crate::cli::RunArgs;
 use crate::control::admission::AccessConfig;
 use crate::control::auth::Psk;
 use crate::control::client::{resolve, ClientSide, PointOutcome, Session};
 use crate::control::server::{Server, ServerConfig, DEFAULT_PORT};
 use crate::pattern::stream::IntervalEvent;
-use crate::pattern::{Direction, PatternKind};
+use crate::pattern::PatternKind;
 use crate::report::model::{RunReport, ServerInfo, Settings, SweepGroup, SCHEMA, SCHEMA_VERSION};
 use crate::report::summarize::{headline_value, summarize};
 use crate::report::Sink;
+use crate::request::Request;
 use crate::stats::sweep::{derive, LeftOut, SweepPoint};
+use crate::transport::TransportKind;
 
 /// Set by the first Ctrl-C: the run stops after the point in progress and keeps what it has.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -38,7 +39,8 @@ pub fn stop_on_ctrl_c() {
 /// Minimum runs before --until-ci may stop (netperf's -i default minimum is 3 too).
 const UNTIL_CI_MIN_RUNS: u32 = 3;
 
-pub fn new_report(plan: &RunPlan, args: &RunArgs) -> RunReport {
+pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
+    let args = request;
     let t = &plan.test;
     RunReport {
         schema: SCHEMA.into(),
@@ -47,12 +49,12 @@ pub fn new_report(plan: &RunPlan, args: &RunArgs) -> RunReport {
         started_at: crate::env::now_rfc3339(),
         finished_at: None,
         command: std::env::args().collect(),
-        label: args.label.clone(),
-        pattern: t.pattern.name().into(),
-        transport: t.transport.clone(),
+        label: args.output.label.clone(),
+        pattern: t.pattern,
+        transport: t.transport,
         server: ServerInfo {
-            address: args.to.clone(),
-            self_hosted: args.to.is_none(),
+            address: args.server.to.clone(),
+            self_hosted: args.server.to.is_none(),
             one_port: t.one_port,
             middlebox: None,
         },
@@ -60,36 +62,31 @@ pub fn new_report(plan: &RunPlan, args: &RunArgs) -> RunReport {
         server_environment: None,
         settings: Settings {
             streams: t.streams,
-            direction: match t.direction {
-                Direction::Forward => "forward",
-                Direction::Reverse => "reverse",
-                Direction::Bidir => "bidir",
-            }
-            .into(),
+            direction: t.direction,
             burst: t.burst,
-            warmup: args.warmup,
+            warmup: args.stop.warmup,
             duration_s: plan
                 .points
                 .first()
                 .and_then(|p| p.spec.duration_ms)
                 .map(|ms| ms as f64 / 1000.0),
-            bytes: args.bytes,
-            iterations: args.iterations,
-            rate: args.rate.clone(),
-            pace_burst: args.pace_burst,
-            interval_s: args.interval.map(|d| d.as_secs_f64()),
-            nodelay: args.nodelay,
-            cc: args.cc.clone(),
-            mss: args.mss,
-            spin: args.spin,
-            client_cpus: args.cpu.clone(),
-            server_cpus: args.server_cpu.clone(),
+            bytes: args.stop.bytes,
+            iterations: args.stop.iterations,
+            rate: args.traffic.rate,
+            pace_burst: args.traffic.pace_burst,
+            interval_s: args.traffic.interval.map(|d| d.as_secs_f64()),
+            nodelay: args.socket.nodelay,
+            cc: args.socket.cc.clone(),
+            mss: args.socket.mss,
+            spin: args.socket.spin,
+            client_cpus: args.socket.cpu.clone(),
+            server_cpus: args.socket.server_cpu.clone(),
             confidence: plan.confidence,
             repeat: plan.repeat,
             until_ci: plan.until_ci,
             max_repeat: plan.max_repeat,
-            io_timeout_s: args.io_timeout.as_secs_f64(),
-            loss_timeout_s: args.loss_timeout.as_secs_f64(),
+            io_timeout_s: args.timeouts.io.as_secs_f64(),
+            loss_timeout_s: args.timeouts.loss.as_secs_f64(),
             fast: t.fast.clone(),
         },
         swept: plan.swept,
@@ -121,12 +118,12 @@ pub trait PointRunner {
 /// The usual runner: a session with a wirebench server, started on loopback when `--to`
 /// is not given.
 pub struct ControlRunner<'a> {
-    args: &'a RunArgs,
+    args: &'a Request,
     session: Option<Session>,
 }
 
 impl<'a> ControlRunner<'a> {
-    pub fn new(args: &'a RunArgs) -> ControlRunner<'a> {
+    pub fn new(args: &'a Request) -> ControlRunner<'a> {
         ControlRunner {
             args,
             session: None,
@@ -137,15 +134,15 @@ impl<'a> ControlRunner<'a> {
 impl PointRunner for ControlRunner<'_> {
     fn open(&mut self, plan: &RunPlan, report: &mut RunReport) -> Result<()> {
         let args = self.args;
-        let psk = Psk::load(args.auth.psk_file.as_deref())?.map(Arc::new);
-        let addr = match &args.to {
+        let psk = Psk::load(args.server.psk_file.as_deref())?.map(Arc::new);
+        let addr = match &args.server.to {
             Some(target) => resolve(target, DEFAULT_PORT)?,
             None => {
                 // The user's own server on loopback: every feature, no budgets.
                 let config = ServerConfig {
                     limits: crate::control::limits::Limits::local(),
-                    io_timeout: args.io_timeout,
-                    transport: args.transport_args.config(),
+                    io_timeout: args.timeouts.io,
+                    transport: args.local.clone(),
                     access: AccessConfig {
                         psk: psk.clone(),
                         ..AccessConfig::default()
@@ -161,8 +158,8 @@ impl PointRunner for ControlRunner<'_> {
         let session = Session::open(
             addr,
             plan.test.clone(),
-            &args.transport_args.config(),
-            args.io_timeout,
+            &args.local,
+            args.timeouts.io,
             psk.as_deref(),
         )?;
         report.server_environment = Some(session.server_env.clone());
@@ -266,7 +263,7 @@ fn run_points(
         ) {
             let mut result = result;
             if let Some(lab) = &report.lab {
-                add_theoretical_goodput(lab, &plan.test.transport, &mut result);
+                add_theoretical_goodput(lab, plan.test.transport, &mut result);
             }
             let shown = progress.suspend(|| sink.point(report, &result));
             report.points.push(result);
@@ -299,7 +296,7 @@ fn run_points(
 /// runs on host a, so client-to-server traffic crosses the link's a->b direction.
 fn add_theoretical_goodput(
     lab: &crate::lab::LabState,
-    transport: &str,
+    transport: TransportKind,
     result: &mut crate::report::model::PointResult,
 ) {
     use crate::lab::goodput;
@@ -317,12 +314,14 @@ fn add_theoretical_goodput(
         // With random loss, each message keeps the link's goodput only when all its frames
         // arrive (for TCP an upper bound: see `goodput::loss_share`).
         t.theoretical_goodput_bits_per_s = dir.rate_bits_per_s.and_then(|r| match transport {
-            "tcp" => Some(goodput::tcp(r, mtu).tcp_bits_per_s * goodput::loss_share(dir.loss, 1)),
-            "udp" => Some(
+            TransportKind::Tcp => {
+                Some(goodput::tcp(r, mtu).tcp_bits_per_s * goodput::loss_share(dir.loss, 1))
+            }
+            TransportKind::Udp => Some(
                 goodput::udp(r, mtu, size)
                     * goodput::loss_share(dir.loss, goodput::udp_frames(size, mtu)),
             ),
-            "raw" => Some(
+            TransportKind::Raw => Some(
                 goodput::raw(r, mtu, size)
                     * goodput::loss_share(dir.loss, goodput::raw_frames(size, mtu)),
             ),

@@ -395,11 +395,11 @@ pub const CSV: &[Column] = &[
     DIRECTION,
     Column {
         name: "pattern",
-        get: |r| text(&r.report.pattern),
+        get: |r| Cell::Text(r.report.pattern.to_string()),
     },
     Column {
         name: "transport",
-        get: |r| text(&r.report.transport),
+        get: |r| Cell::Text(r.report.transport.to_string()),
     },
     Column {
         name: "run_started_at",

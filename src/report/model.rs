@@ -23,8 +23,8 @@ pub struct RunReport {
     pub started_at: String,
     pub finished_at: Option<String>,
     pub command: Vec<String>,
-    pub pattern: String,
-    pub transport: String,
+    pub pattern: crate::pattern::PatternKind,
+    pub transport: crate::transport::TransportKind,
     pub server: ServerInfo,
     pub client_environment: Environment,
     pub server_environment: Option<Environment>,
@@ -62,7 +62,7 @@ impl RunReport {
             if let Some(StreamResult { streams, totals }) = &mut p.stream {
                 for pair in streams.iter_mut() {
                     if !pair.sender.validity.is_judged() || !pair.receiver.validity.is_judged() {
-                        pair.judge(&self.transport);
+                        pair.judge(self.transport);
                     }
                 }
                 for t in totals.iter_mut() {
@@ -144,13 +144,13 @@ pub struct ServerInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Settings {
     pub streams: u32,
-    pub direction: String,
+    pub direction: crate::pattern::Direction,
     pub burst: u32,
     pub warmup: u64,
     pub duration_s: Option<f64>,
     pub bytes: Option<u64>,
     pub iterations: Option<u64>,
-    pub rate: Option<String>,
+    pub rate: Option<crate::units::Rate>,
     /// Writes or datagrams per pacing step (--pace-burst); 1 in runs saved before it existed.
     #[serde(default = "one")]
     pub pace_burst: u32,
@@ -305,7 +305,7 @@ impl StreamPair {
         direction: String,
         sender: StreamStats,
         receiver: StreamStats,
-        transport: &str,
+        transport: crate::transport::TransportKind,
     ) -> StreamPair {
         let mut pair = StreamPair {
             index,
@@ -324,18 +324,12 @@ impl StreamPair {
     }
 
     /// (Re)judges both sides from their counts.
-    pub fn judge(&mut self, transport: &str) {
+    pub fn judge(&mut self, transport: crate::transport::TransportKind) {
         let (s, r) = (self.sender.timed(), self.receiver.timed());
-        self.sender.validity = validity::rate(
-            s,
-            validity::noun(transport, true),
-            Some(("receiver", r.seconds)),
-        );
-        self.receiver.validity = validity::rate(
-            r,
-            validity::noun(transport, false),
-            Some(("sender", s.seconds)),
-        );
+        self.sender.validity =
+            validity::rate(s, transport.call_noun(true), Some(("receiver", r.seconds)));
+        self.receiver.validity =
+            validity::rate(r, transport.call_noun(false), Some(("sender", s.seconds)));
     }
 }
 

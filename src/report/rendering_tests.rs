@@ -89,7 +89,7 @@ fn stream_p2() -> RunReport {
                 "client_to_server".into(),
                 side(b, "write"),
                 side(b, "read"),
-                "tcp",
+                crate::transport::TransportKind::Tcp,
             );
             pair.sender.tcp_info = None;
             pair
@@ -117,8 +117,8 @@ fn stream_p2() -> RunReport {
 /// A UDP stream both ways with two streams each (`--bidir -P 2`), datagrams lost in one.
 fn udp_bidir_p2() -> RunReport {
     let mut r = stream_p2();
-    r.transport = "udp".into();
-    r.settings.direction = "bidir".into();
+    r.transport = crate::transport::TransportKind::Udp;
+    r.settings.direction = crate::pattern::Direction::Bidir;
     let mut pairs = Vec::new();
     for (i, dir) in [
         "client_to_server",
@@ -145,7 +145,7 @@ fn udp_bidir_p2() -> RunReport {
             dir.to_string(),
             side(b, "write"),
             receiver,
-            "udp",
+            crate::transport::TransportKind::Udp,
         ));
     }
     let totals = super::summarize::totals(&pairs);

@@ -42,7 +42,7 @@ pub fn headline_value(test: &TestSpec, o: &PointOutcome) -> Option<(f64, Validit
             )
         }),
         PatternKind::Stream => {
-            let pairs = stream_pairs(o, &test.transport);
+            let pairs = stream_pairs(o, test.transport);
             let result = StreamResult {
                 totals: Vec::new(),
                 streams: pairs,
@@ -102,7 +102,7 @@ fn per_s(n: u64, secs: f64) -> f64 {
 
 /// Pairs each connection's client and server statistics into sender and receiver, and judges
 /// both rates.
-fn stream_pairs(o: &PointOutcome, transport: &str) -> Vec<StreamPair> {
+fn stream_pairs(o: &PointOutcome, transport: crate::transport::TransportKind) -> Vec<StreamPair> {
     let mut pairs = Vec::new();
     for (k, (index, client)) in o.client_streams.iter().enumerate() {
         let Some(server) = o.server.streams.get(k) else {
@@ -300,7 +300,7 @@ pub fn summarize(
     };
 
     let stream = (test.pattern == PatternKind::Stream).then(|| {
-        let pairs = stream_pairs(last, &test.transport);
+        let pairs = stream_pairs(last, test.transport);
         StreamResult {
             totals: totals(&pairs),
             streams: pairs,

@@ -179,9 +179,7 @@ impl Sink for TableSink {
         self.pattern = Some(plan.test.pattern);
         self.swept = plan.swept;
         // Loss, jitter and reordering columns for every transport that may lose messages.
-        let caps = crate::transport::by_name(&r.transport, &Default::default())
-            .ok()
-            .map(|t| t.capabilities());
+        let caps = r.transport.capabilities().ok();
         self.unreliable = caps.is_some_and(|c| !c.reliable);
         self.acked = caps.is_some_and(|c| c.tcp_options);
         self.intervals = plan.test.interval_ms.is_some();
@@ -254,14 +252,9 @@ impl Sink for TableSink {
                 .unwrap_or_default()
         ))?;
         if let Some(rate) = &st.rate {
-            let rate = match crate::units::parse_rate(rate) {
-                Ok(crate::units::Rate::BitsPerSecond(b)) => {
-                    format!("{} Mbit/s of payload", b / 1e6)
-                }
-                Ok(crate::units::Rate::PacketsPerSecond(p)) => {
-                    format!("{p} writes/datagrams per s")
-                }
-                Err(_) => rate.clone(),
+            let rate = match rate {
+                crate::units::Rate::BitsPerSecond(b) => format!("{} Mbit/s of payload", b / 1e6),
+                crate::units::Rate::PacketsPerSecond(p) => format!("{p} writes/datagrams per s"),
             };
             self.line(&format!(
                 "# sender paced at {rate} per direction, split evenly over the streams, {}",
@@ -599,7 +592,7 @@ fn goodput_loss_note(r: &RunReport, direction: &str) -> String {
         format!(
             " less its {}% loss per frame ({})",
             d.loss * 100.0,
-            if r.transport == "tcp" {
+            if r.transport == crate::transport::TransportKind::Tcp {
                 "an upper bound: TCP resends what is lost and may slow down far below it"
             } else {
                 "messages lost whole when any frame is"

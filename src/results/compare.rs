@@ -222,8 +222,8 @@ pub fn compare(a: &RunReport, b: &RunReport) -> Result<Comparison> {
             continue;
         };
         let repeated = pa.runs >= 2 && pb.runs >= 2;
-        let fb = figures(&b.pattern, pb, repeated);
-        for fa in figures(&a.pattern, pa, repeated) {
+        let fb = figures(b.pattern.name(), pb, repeated);
+        for fa in figures(a.pattern.name(), pa, repeated) {
             let Some(fb) = fb.iter().find(|f| f.name == fa.name) else {
                 continue;
             };

@@ -190,8 +190,8 @@ impl Db {
             params![
                 report.started_at,
                 report.finished_at,
-                report.pattern,
-                report.transport,
+                report.pattern.name(),
+                report.transport.name(),
                 report.server.address,
                 h.latency_ns,
                 h.throughput_bits_per_s,
@@ -535,7 +535,7 @@ pub(crate) mod tests {
             let mut r = report(pattern, 1, 10_000.0);
             r.started_at = format!("2025-03-0{}T10:00:00.000Z", i + 1);
             if i == 2 {
-                r.transport = "udp".into();
+                r.transport = crate::transport::TransportKind::Udp;
                 r.client_environment.hostname = "beta".into();
                 r.server.address = Some("10.9.8.7:5320".into());
             }
@@ -625,7 +625,7 @@ pub(crate) mod tests {
             conn.execute_batch(V1_SCHEMA).unwrap();
             conn.execute(
                 "INSERT INTO runs (started_at, pattern, transport, report_json) VALUES (?1, ?2, ?3, ?4)",
-                params![old.started_at, old.pattern, old.transport, serde_json::to_string(&old).unwrap()],
+                params![old.started_at, old.pattern.name(), old.transport.name(), serde_json::to_string(&old).unwrap()],
             )
             .unwrap();
         }
@@ -724,7 +724,7 @@ pub(crate) mod tests {
                 frames: Some(frames),
                 ..StreamStats::default()
             },
-            "raw",
+            crate::transport::TransportKind::Raw,
         );
         let mut total = DirectionTotal {
             direction: "client_to_server".into(),

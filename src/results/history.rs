@@ -9,7 +9,6 @@ use super::db::{self, Db, Filter, RunRow, Source};
 use super::summary::{describe, RunHeadline};
 use crate::control::client::ClientSide;
 use crate::control::protocol::TestSpec;
-use crate::pattern::{Direction, PatternKind};
 use crate::plan::RunPlan;
 use crate::report::model::RunReport;
 use crate::report::table::TableSink;
@@ -71,25 +70,14 @@ pub fn history(db: &Db, filter: &Filter) -> Result<String> {
 
 /// The plan a table needs to lay out its columns, rebuilt from what the result recorded.
 pub(crate) fn plan_of(r: &RunReport) -> Result<RunPlan> {
-    let pattern = match r.pattern.as_str() {
-        "pingpong" => PatternKind::Pingpong,
-        "stream" => PatternKind::Stream,
-        "rr" => PatternKind::Rr,
-        "crr" => PatternKind::Crr,
-        other => anyhow::bail!("unknown pattern '{other}' in the stored result"),
-    };
     let s = &r.settings;
     Ok(RunPlan {
         test: TestSpec {
             one_port: false,
-            pattern,
-            transport: r.transport.clone(),
+            pattern: r.pattern,
+            transport: r.transport,
             streams: s.streams,
-            direction: match s.direction.as_str() {
-                "reverse" => Direction::Reverse,
-                "bidir" => Direction::Bidir,
-                _ => Direction::Forward,
-            },
+            direction: s.direction,
             spin: s.spin,
             server_cpus: s.server_cpus.clone(),
             interval_ms: s.interval_s.map(|x| (x * 1000.0).round() as u64),

@@ -7,7 +7,6 @@
 //! [`plots`] draws as SVG (and [`png`] rasterises) and [`report`] assembles into one HTML
 //! file; [`compare`] matches the points of two runs and tests each difference ([`welch`]).
 
-pub mod cli;
 pub mod compare;
 pub mod db;
 pub mod distribution;

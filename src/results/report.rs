@@ -88,8 +88,8 @@ fn runs_table(runs: &[Run]) -> String {
             "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td><td class=\"n\">{}{}</td><td>{}</td><td><code>{}</code></td></tr>\n",
             run.id,
             esc(&r.started_at),
-            esc(&r.pattern),
-            esc(&r.transport),
+            esc(r.pattern.name()),
+            esc(r.transport.name()),
             esc(r.server.address.as_deref().unwrap_or("-")),
             if r.server.self_hosted { " (loopback, self-hosted)" } else { "" },
             esc(&r.client_environment.hostname),
@@ -99,7 +99,7 @@ fn runs_table(runs: &[Run]) -> String {
             } else {
                 format!(" <span class=\"warn\">incomplete{}</span>", r.error.as_deref().map(|e| format!(": {}", esc(e))).unwrap_or_default())
             },
-            esc(&describe(&r.pattern, &headline(r))),
+            esc(&describe(r.pattern.name(), &headline(r))),
             esc(&r.command.join(" ")),
         ));
     }
@@ -267,14 +267,14 @@ fn environment(run: &Run) -> String {
         esc(&r.started_at),
         esc(r.finished_at.as_deref().unwrap_or("-")),
         st.streams,
-        esc(&st.direction),
+        esc(st.direction.name()),
         st.warmup,
         esc(&stop.join(" or ")),
         fmt_num(st.confidence * 100.0),
         st.repeat,
         if st.nodelay { ", TCP_NODELAY" } else { "" },
         st.cc.as_deref().map(|c| format!(", congestion control {}", esc(c))).unwrap_or_default(),
-        st.rate.as_deref().map(|c| format!(", rate {}", esc(c))).unwrap_or_default(),
+        st.rate.map(|c| format!(", rate {}", esc(&c.to_string()))).unwrap_or_default(),
     ));
     s
 }
@@ -297,15 +297,15 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
 
     let mut patterns: Vec<&str> = Vec::new();
     for r in runs {
-        if !patterns.contains(&r.report.pattern.as_str()) {
-            patterns.push(&r.report.pattern);
+        if !patterns.contains(&r.report.pattern.name()) {
+            patterns.push(r.report.pattern.name());
         }
     }
     for pattern in patterns {
         let group: Vec<Run> = runs
             .iter()
             .copied()
-            .filter(|r| r.report.pattern == pattern)
+            .filter(|r| r.report.pattern.name() == pattern)
             .collect();
         page.html
             .push_str(&format!("<h2>Figures: {}</h2>\n", esc(pattern)));

@@ -10,10 +10,10 @@ use anyhow::{anyhow, Result};
 use indicatif::ProgressBar;
 
 use super::db::{self, Db, Source};
-use crate::cli::RunArgs;
 use crate::plan::RunPlan;
 use crate::report::model::{PointResult, RunReport};
 use crate::report::{IntervalPrinter, Sink};
+use crate::request::Output;
 
 /// What became of the saving, for the exit code: the outcome of the last write.
 #[derive(Clone, Default)]
@@ -29,15 +29,16 @@ impl SaveStatus {
     }
 }
 
-/// Wraps the run's output so that it also saves into the database, unless `--no-save`.
+/// Wraps the run's output so that it also saves into the database, unless saving is off
+/// (`--no-save`).
 /// Opens (and creates or migrates) the database now, so that a bad `--db` fails before
 /// anything is measured.
-pub fn attach(args: &RunArgs, inner: Box<dyn Sink>) -> Result<(Box<dyn Sink>, SaveStatus)> {
+pub fn attach(output: &Output, inner: Box<dyn Sink>) -> Result<(Box<dyn Sink>, SaveStatus)> {
     let status = SaveStatus::default();
-    if args.no_save {
+    if !output.save {
         return Ok((inner, status));
     }
-    let path = db::resolve(args.db.as_deref())?;
+    let path = db::resolve(output.db.as_deref())?;
     let db = Db::open_or_create(&path)?;
     let sink = SavingSink {
         inner,
@@ -69,7 +70,7 @@ impl SavingSink {
             format!(
                 "saving the run in {}: {}",
                 self.db.path().display(),
-                crate::app::one_line(&e)
+                crate::error::one_line(&e)
             )
         });
     }

@@ -123,7 +123,7 @@ fn groups<'a>(r: &'a RunReport, x: Param) -> Vec<Group<'a>> {
                 let label = others
                     .iter()
                     .zip(&key)
-                    .map(|(o, v)| format!("{} {}", o.name(&r.pattern), fmt_bytes_param(*v)))
+                    .map(|(o, v)| format!("{} {}", o.name(r.pattern.name()), fmt_bytes_param(*v)))
                     .collect::<Vec<_>>()
                     .join(", ");
                 out.push((
@@ -162,7 +162,7 @@ fn label(runs: &[Run], run: &Run, group: &str, what: &str) -> String {
 type Side<'f> = (&'f str, bool, &'f dyn Fn(&PointResult) -> Option<f64>);
 
 fn pattern_of<'a>(runs: &[Run<'a>]) -> &'a str {
-    runs.first().map_or("", |r| r.report.pattern.as_str())
+    runs.first().map_or("", |r| r.report.pattern.name())
 }
 
 /// One curve per run, group and side: (x, y) for every point that has a value. A point of a
@@ -496,7 +496,7 @@ pub fn describe_point(r: &RunReport, p: &PointResult) -> String {
         if param.swept(r) {
             s.push_str(&format!(
                 ", {} {}",
-                param.name(&r.pattern),
+                param.name(r.pattern.name()),
                 fmt_bytes_param(param.of(&p.key))
             ));
         }
@@ -698,7 +698,7 @@ pub fn heatmaps(run: &Run) -> Vec<Figure> {
             .filter_map(|p| {
                 let i = xs.iter().position(|v| *v == xp.of(&p.key))?;
                 let j = ys.iter().position(|v| *v == yp.of(&p.key))?;
-                Some((i, j, heat_value(&r.pattern, p)?))
+                Some((i, j, heat_value(r.pattern.name(), p)?))
             })
             .collect();
         if cells.is_empty() {
@@ -707,26 +707,26 @@ pub fn heatmaps(run: &Run) -> Vec<Figure> {
         let fixed: Vec<String> = rest
             .iter()
             .zip(&combo)
-            .map(|(o, v)| format!("{} {}", o.name(&r.pattern), fmt_bytes_param(*v)))
+            .map(|(o, v)| format!("{} {}", o.name(r.pattern.name()), fmt_bytes_param(*v)))
             .collect();
         figures.push(Figure::Heatmap(Heatmap {
             title: format!(
                 "Run #{}: {} by {}{}",
                 run.id,
-                xp.name(&r.pattern),
-                yp.name(&r.pattern),
+                xp.name(r.pattern.name()),
+                yp.name(r.pattern.name()),
                 if fixed.is_empty() {
                     String::new()
                 } else {
                     format!(" ({})", fixed.join(", "))
                 }
             ),
-            x_label: xp.axis_label(&r.pattern),
-            y_label: yp.axis_label(&r.pattern),
+            x_label: xp.axis_label(r.pattern.name()),
+            y_label: yp.axis_label(r.pattern.name()),
             x_values: xs,
             y_values: ys,
             cells,
-            value_label: heat_label(&r.pattern).into(),
+            value_label: heat_label(r.pattern.name()).into(),
         }));
     }
     figures

@@ -93,7 +93,7 @@ pub fn headline(r: &RunReport) -> RunHeadline {
         )
     };
     let latencies = || use_points.iter().filter_map(|p| p.latency.as_ref());
-    let mut h = match r.pattern.as_str() {
+    let mut h = match r.pattern.name() {
         "pingpong" => {
             // The smallest message's latency is t0, whether or not the run swept sizes.
             let smallest = use_points

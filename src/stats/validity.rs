@@ -212,17 +212,6 @@ pub fn latency(samples: u64) -> Validity {
     }))
 }
 
-/// The name of a stream side's calls on `transport`: datagrams on UDP, messages on raw
-/// links, else writes (sender) and reads (receiver).
-pub fn noun(transport: &str, sender: bool) -> &'static str {
-    match (transport, sender) {
-        ("udp", _) => "datagram",
-        ("raw", _) => "message",
-        (_, true) => "write",
-        (_, false) => "read",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

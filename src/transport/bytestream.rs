@@ -262,15 +262,17 @@ impl<S: StreamSocket> CookieGate<S> {
 }
 
 #[cfg(test)]
-mod tests {
+mod loopback_tests {
     use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 
     use super::*;
-    use crate::transport::{by_name, TransportConfig};
+    use crate::transport::{TransportConfig, TransportKind};
 
     fn tcp_listener(peer: IpAddr) -> (Box<dyn crate::transport::Listener>, SocketAddr) {
         let local: IpAddr = Ipv4Addr::LOCALHOST.into();
-        let tcp = by_name("tcp", &TransportConfig::default()).unwrap();
+        let tcp = TransportKind::Tcp
+            .open(&TransportConfig::default())
+            .unwrap();
         let listener = tcp.listen(local, peer).unwrap();
         let port = listener.endpoint().parse().unwrap();
         (listener, SocketAddr::new(local, port))

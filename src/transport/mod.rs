@@ -1,9 +1,10 @@
 //! Transports: how bytes move between two endpoints of the data plane.
 //!
 //! Patterns see only the [`Transport`], [`Listener`] and [`Connection`] traits. A new transport
-//! is one new file implementing them, plus one line in [`by_name`].
+//! is one new file implementing them, plus one arm of [`TransportKind`] (in `kind.rs`).
 
 mod bytestream;
+mod kind;
 #[cfg(test)]
 pub mod mem;
 #[cfg(feature = "mpi")]
@@ -21,9 +22,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+pub use kind::{names, Layer, TransportKind};
 pub use sockopt::{EffectiveOptions, SocketOptions};
 pub use tcp::{HandedOverListener, DATA_PREFIX};
 
@@ -209,7 +211,8 @@ impl LinkCounters {
 
 /// What some transports need besides socket options. It comes from this side's own command
 /// line and is never sent over control: each end names its own interface and certificates.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct TransportConfig {
     /// raw: the network interface to send frames on. Default: the interface that holds the
     /// local address of the control connection.
@@ -226,30 +229,6 @@ pub struct TransportConfig {
 /// What a build without the `mpi` feature says when asked for MPI.
 pub const NO_MPI: &str =
     "this wirebench was built without MPI support; build with --features mpi (see README)";
-
-/// Names of all transports, for help texts and error messages.
-pub const NAMES: &[&str] = &["tcp", "udp", "unix", "mptcp", "quic", "raw"];
-
-/// Looks a transport up by its command-line name; `config` carries this side's settings.
-pub fn by_name(name: &str, config: &TransportConfig) -> Result<Box<dyn Transport>> {
-    match name {
-        "tcp" => Ok(Box::new(tcp::TCP)),
-        "mptcp" => Ok(Box::new(mptcp::MPTCP)),
-        "udp" => Ok(Box::new(udp::Udp)),
-        "unix" => Ok(Box::new(unix::Unix)),
-        "raw" => Ok(Box::new(raw::Raw::new(config))),
-        "quic" => Ok(Box::new(quic::Quic::new(config)?)),
-        // Only `wirebench mpi` measures over it; here it gives the plan its capabilities.
-        #[cfg(feature = "mpi")]
-        "mpi" => Ok(Box::new(mpi::Mpi)),
-        #[cfg(not(feature = "mpi"))]
-        "mpi" => bail!("{NO_MPI}"),
-        other => bail!(
-            "unknown transport '{other}' (available: {})",
-            NAMES.join(", ")
-        ),
-    }
-}
 
 /// Whether `a` and `b` are one address, an IPv4 address and its IPv4-mapped IPv6 form too (a
 /// dual-stack socket sees IPv4 peers in that form).

@@ -170,7 +170,7 @@ impl Job {
 
 fn abort_job(why: &str) -> ! {
     eprintln!("wirebench: error: {why}; ending the MPI job (MPI_Abort)");
-    SimpleCommunicator::world().abort(crate::app::EXIT_FAILURE)
+    SimpleCommunicator::world().abort(crate::error::EXIT_FAILURE)
 }
 
 /// Sends `buf` as one message to `peer` with `tag` and polls until MPI is done with the

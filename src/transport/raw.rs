@@ -873,40 +873,45 @@ mod tests {
         assert!(format!("{e:#}").contains("no link-layer address"), "{e:#}");
     }
 
-    /// Reflection, on loopback as root: the same HELLO, cookie and all, is ignored from a
-    /// forged source MAC and admitted from the control peer's (loopback's, all zeros).
-    #[test]
-    fn a_hello_from_another_mac_than_the_control_peers_is_ignored() {
-        if !nix::unistd::geteuid().is_root() {
-            eprintln!("skipped: packet sockets need root");
-            return;
+    /// Needs sockets on loopback: the loopback tier (see README, Tests).
+    mod loopback_a_hello_from_another_mac_than_the_contro {
+        use super::*;
+
+        /// Reflection, on loopback as root: the same HELLO, cookie and all, is ignored from a
+        /// forged source MAC and admitted from the control peer's (loopback's, all zeros).
+        #[test]
+        fn a_hello_from_another_mac_than_the_control_peers_is_ignored() {
+            if !nix::unistd::geteuid().is_root() {
+                eprintln!("skipped: packet sockets need root");
+                return;
+            }
+            let local: IpAddr = std::net::Ipv4Addr::LOCALHOST.into();
+            let mut listener = Raw::new(&TransportConfig::default())
+                .listen(local, local)
+                .unwrap();
+            let (mac, port, _) = parse_endpoint(&listener.endpoint()).unwrap();
+            assert_eq!(mac, [0; 6], "loopback's MAC");
+            let cookie = Cookie([8; 16]);
+            let sender = packet::open("lo", 1 << 20).unwrap();
+            let send_from = |src: [u8; 6], client_port: u16| {
+                let mut frame = vec![0u8; packet::VNET_HDR_LEN];
+                frame.extend_from_slice(&mac);
+                frame.extend_from_slice(&src);
+                frame.extend_from_slice(&ETHERTYPE.to_be_bytes());
+                frame.extend_from_slice(&handshake_frame(HELLO, port, client_port, &cookie, 1500));
+                packet::send(sender.as_fd(), &frame).unwrap();
+            };
+            for _ in 0..5 {
+                send_from([2, 0, 0, 0, 0, 0x66], 4001);
+            }
+            let got = listener
+                .accept(&cookie, Duration::from_millis(800))
+                .unwrap();
+            assert!(got.is_none(), "a HELLO from a forged MAC was admitted");
+            send_from([0; 6], 4002);
+            let got = listener.accept(&cookie, Duration::from_secs(10)).unwrap();
+            assert!(got.is_some(), "the control peer's HELLO was not admitted");
         }
-        let local: IpAddr = std::net::Ipv4Addr::LOCALHOST.into();
-        let mut listener = Raw::new(&TransportConfig::default())
-            .listen(local, local)
-            .unwrap();
-        let (mac, port, _) = parse_endpoint(&listener.endpoint()).unwrap();
-        assert_eq!(mac, [0; 6], "loopback's MAC");
-        let cookie = Cookie([8; 16]);
-        let sender = packet::open("lo", 1 << 20).unwrap();
-        let send_from = |src: [u8; 6], client_port: u16| {
-            let mut frame = vec![0u8; packet::VNET_HDR_LEN];
-            frame.extend_from_slice(&mac);
-            frame.extend_from_slice(&src);
-            frame.extend_from_slice(&ETHERTYPE.to_be_bytes());
-            frame.extend_from_slice(&handshake_frame(HELLO, port, client_port, &cookie, 1500));
-            packet::send(sender.as_fd(), &frame).unwrap();
-        };
-        for _ in 0..5 {
-            send_from([2, 0, 0, 0, 0, 0x66], 4001);
-        }
-        let got = listener
-            .accept(&cookie, Duration::from_millis(800))
-            .unwrap();
-        assert!(got.is_none(), "a HELLO from a forged MAC was admitted");
-        send_from([0; 6], 4002);
-        let got = listener.accept(&cookie, Duration::from_secs(10)).unwrap();
-        assert!(got.is_some(), "the control peer's HELLO was not admitted");
     }
 
     #[test]

@@ -362,7 +362,7 @@ impl Connection for UdpConnection {
 }
 
 #[cfg(test)]
-mod tests {
+mod loopback_tests {
     use super::*;
 
     /// A client whose first ACK is lost repeats its HELLO after the server's accept has

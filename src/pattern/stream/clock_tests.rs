@@ -346,7 +346,9 @@ fn a_datagram_receiver_reports_intervals_while_nothing_arrives() {
 /// A loopback TCP connection made by the transport itself, with `opts` on both ends; the
 /// client's end as a channel with `io_timeout`, and the server's raw end.
 fn tcp_pair(opts: &SocketOptions, io_timeout: Duration) -> (DataChannel, Box<dyn Connection>) {
-    let tcp = transport::by_name("tcp", &TransportConfig::default()).unwrap();
+    let tcp = transport::TransportKind::Tcp
+        .open(&TransportConfig::default())
+        .unwrap();
     let local = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let mut listener = tcp.listen(local, local).unwrap();
     listener.configure(opts).unwrap();
@@ -372,109 +374,129 @@ fn small_buffers() -> SocketOptions {
     }
 }
 
-#[test]
-fn a_sender_blocked_by_a_peer_that_never_reads_keeps_its_intervals_and_its_deadline() {
-    // 4 KiB writes into 8 KiB buffers whose peer never reads: after a few writes every write
-    // blocks for good. With -d 1s and 200 ms intervals, the sender must still report every
-    // interval and end its timed phase at 1 s, not wait out the 10 s I/O timeout.
-    //
-    // Intervals: each is recorded by the first pass of the loop at or after its due time, and
-    // a blocked write returns within STALL_CHECK; the fifth is due at the deadline itself and
-    // is recorded by the pass that ends the phase, after which nothing is left to close. So
-    // exactly 5 on an idle host; a host that keeps the sender off its CPU for a whole interval
-    // merges two into one, hence 4 or 5.
-    let (mut ch, _peer) = tcp_pair(&small_buffers(), Duration::from_secs(10));
-    let mut plan = send_plan(
-        4096,
-        StopAt {
-            duration: Some(Duration::from_secs(1)),
-            ..StopAt::default()
-        },
-        1,
-        None,
-    );
-    plan.interval = Some(Duration::from_millis(200));
-    let s = run_sender(&mut ch, &plan, 0, None).expect("the sender ends at its deadline");
-    assert!(
-        (1.0..1.5).contains(&s.elapsed_s),
-        "timed phase of {} s for -d 1s",
-        s.elapsed_s
-    );
-    let n = s.intervals.len();
-    assert!((4..=5).contains(&n), "{n} intervals: {:?}", s.intervals);
-    assert_intervals_cover(&s);
-    assert!(s.bytes_timed > 0);
-    // Some tens of KiB fill the buffers within the first interval; from 0.4 s on nothing
-    // moves, and the reports say so.
-    for iv in s.intervals.iter().filter(|iv| iv.start_s >= 0.4) {
-        assert_eq!((iv.bytes, iv.bits_per_s), (0, 0.0), "{iv:?}");
+/// Needs sockets on loopback: the loopback tier (see README, Tests).
+mod loopback_a_sender_blocked_by_a_peer_that_never_re {
+    use super::*;
+
+    #[test]
+    fn a_sender_blocked_by_a_peer_that_never_reads_keeps_its_intervals_and_its_deadline() {
+        // 4 KiB writes into 8 KiB buffers whose peer never reads: after a few writes every write
+        // blocks for good. With -d 1s and 200 ms intervals, the sender must still report every
+        // interval and end its timed phase at 1 s, not wait out the 10 s I/O timeout.
+        //
+        // Intervals: each is recorded by the first pass of the loop at or after its due time, and
+        // a blocked write returns within STALL_CHECK; the fifth is due at the deadline itself and
+        // is recorded by the pass that ends the phase, after which nothing is left to close. So
+        // exactly 5 on an idle host; a host that keeps the sender off its CPU for a whole interval
+        // merges two into one, hence 4 or 5.
+        let (mut ch, _peer) = tcp_pair(&small_buffers(), Duration::from_secs(10));
+        let mut plan = send_plan(
+            4096,
+            StopAt {
+                duration: Some(Duration::from_secs(1)),
+                ..StopAt::default()
+            },
+            1,
+            None,
+        );
+        plan.interval = Some(Duration::from_millis(200));
+        let s = run_sender(&mut ch, &plan, 0, None).expect("the sender ends at its deadline");
+        assert!(
+            (1.0..1.5).contains(&s.elapsed_s),
+            "timed phase of {} s for -d 1s",
+            s.elapsed_s
+        );
+        let n = s.intervals.len();
+        assert!((4..=5).contains(&n), "{n} intervals: {:?}", s.intervals);
+        assert_intervals_cover(&s);
+        assert!(s.bytes_timed > 0);
+        // Some tens of KiB fill the buffers within the first interval; from 0.4 s on nothing
+        // moves, and the reports say so.
+        for iv in s.intervals.iter().filter(|iv| iv.start_s >= 0.4) {
+            assert_eq!((iv.bytes, iv.bits_per_s), (0, 0.0), "{iv:?}");
+        }
+        // The peer acknowledged what reached its buffer, never more than the warm-up and the
+        // timed phase handed over.
+        let acked = s.bytes_acked_timed.expect("TCP keeps TCP_INFO");
+        assert!(acked <= 4096 + s.bytes_timed, "acked {acked}");
+        assert!(s.intervals.iter().all(|iv| iv.acked_bytes.is_some()));
+        let acked_in_intervals: u64 = s.intervals.iter().filter_map(|iv| iv.acked_bytes).sum();
+        assert!(acked_in_intervals <= 4096 + s.bytes_timed);
     }
-    // The peer acknowledged what reached its buffer, never more than the warm-up and the
-    // timed phase handed over.
-    let acked = s.bytes_acked_timed.expect("TCP keeps TCP_INFO");
-    assert!(acked <= 4096 + s.bytes_timed, "acked {acked}");
-    assert!(s.intervals.iter().all(|iv| iv.acked_bytes.is_some()));
-    let acked_in_intervals: u64 = s.intervals.iter().filter_map(|iv| iv.acked_bytes).sum();
-    assert!(acked_in_intervals <= 4096 + s.bytes_timed);
 }
 
-#[test]
-fn a_sender_that_moves_nothing_for_the_io_timeout_still_fails() {
-    // The short write timeout is not an I/O timeout: with --io-timeout 300ms and -d 30s the
-    // blocked sender fails with the usual timeout, long before its deadline.
-    let (mut ch, _peer) = tcp_pair(&small_buffers(), Duration::from_millis(300));
-    let plan = send_plan(
-        4096,
-        StopAt {
-            duration: Some(Duration::from_secs(30)),
-            ..StopAt::default()
-        },
-        0,
-        None,
-    );
-    let started = Instant::now();
-    let e = run_sender(&mut ch, &plan, 0, None).expect_err("no progress for 300 ms");
-    assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
-    assert!(started.elapsed() < Duration::from_secs(20));
+/// Needs sockets on loopback: the loopback tier (see README, Tests).
+mod loopback_a_sender_that_moves_nothing_for_the_io_t {
+    use super::*;
+
+    #[test]
+    fn a_sender_that_moves_nothing_for_the_io_timeout_still_fails() {
+        // The short write timeout is not an I/O timeout: with --io-timeout 300ms and -d 30s the
+        // blocked sender fails with the usual timeout, long before its deadline.
+        let (mut ch, _peer) = tcp_pair(&small_buffers(), Duration::from_millis(300));
+        let plan = send_plan(
+            4096,
+            StopAt {
+                duration: Some(Duration::from_secs(30)),
+                ..StopAt::default()
+            },
+            0,
+            None,
+        );
+        let started = Instant::now();
+        let e = run_sender(&mut ch, &plan, 0, None).expect_err("no progress for 300 ms");
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(started.elapsed() < Duration::from_secs(20));
+    }
 }
 
-#[test]
-fn a_blocked_byte_stream_receiver_reports_intervals_of_0_bytes() {
-    // The peer writes the warm-up (10 000 bytes), waits 600 ms, writes 1000 bytes and closes.
-    // With 100 ms intervals the receiver reports the silence as it happens: 5 or 6 intervals
-    // of 0 bytes on an idle host, at least 2 on one that keeps the receiver off its CPU for
-    // whole intervals (before, none: a blocked read recorded nothing).
-    let (mut ch, mut peer) = tcp_pair(&SocketOptions::default(), Duration::from_secs(10));
-    let writer = std::thread::spawn(move || {
-        peer.send(&vec![1u8; 10_000]).unwrap();
-        std::thread::sleep(Duration::from_millis(600));
-        peer.send(&[2u8; 1000]).unwrap();
-        peer.shutdown_write().unwrap();
-        // Keep the socket open until the reader has seen the end.
-        std::thread::sleep(Duration::from_millis(200));
-    });
-    let plan = recv_plan(10_000, 0, Duration::from_millis(100));
-    let end = EndSignal::default();
-    let s = run_receiver(&mut ch, &plan, &end, Duration::from_secs(10), 0, None).unwrap();
-    writer.join().unwrap();
-    assert_eq!(s.bytes_timed, 1000);
-    assert!(empty_intervals(&s) >= 2, "{:?}", s.intervals);
-    assert_eq!(s.intervals.last().unwrap().bytes, 1000);
-    assert_intervals_cover(&s);
+/// Needs sockets on loopback: the loopback tier (see README, Tests).
+mod loopback_a_blocked_byte_stream_receiver_reports_i {
+    use super::*;
+
+    #[test]
+    fn a_blocked_byte_stream_receiver_reports_intervals_of_0_bytes() {
+        // The peer writes the warm-up (10 000 bytes), waits 600 ms, writes 1000 bytes and closes.
+        // With 100 ms intervals the receiver reports the silence as it happens: 5 or 6 intervals
+        // of 0 bytes on an idle host, at least 2 on one that keeps the receiver off its CPU for
+        // whole intervals (before, none: a blocked read recorded nothing).
+        let (mut ch, mut peer) = tcp_pair(&SocketOptions::default(), Duration::from_secs(10));
+        let writer = std::thread::spawn(move || {
+            peer.send(&vec![1u8; 10_000]).unwrap();
+            std::thread::sleep(Duration::from_millis(600));
+            peer.send(&[2u8; 1000]).unwrap();
+            peer.shutdown_write().unwrap();
+            // Keep the socket open until the reader has seen the end.
+            std::thread::sleep(Duration::from_millis(200));
+        });
+        let plan = recv_plan(10_000, 0, Duration::from_millis(100));
+        let end = EndSignal::default();
+        let s = run_receiver(&mut ch, &plan, &end, Duration::from_secs(10), 0, None).unwrap();
+        writer.join().unwrap();
+        assert_eq!(s.bytes_timed, 1000);
+        assert!(empty_intervals(&s) >= 2, "{:?}", s.intervals);
+        assert_eq!(s.intervals.last().unwrap().bytes, 1000);
+        assert_intervals_cover(&s);
+    }
 }
 
-#[test]
-fn a_byte_stream_receiver_that_gets_nothing_for_the_io_timeout_still_fails() {
-    let (mut ch, mut peer) = tcp_pair(&SocketOptions::default(), Duration::from_millis(300));
-    peer.send(&[1u8; 1000]).unwrap();
-    let plan = recv_plan(1000, 0, Duration::from_millis(50));
-    let end = EndSignal::default();
-    let started = Instant::now();
-    let e = run_receiver(&mut ch, &plan, &end, Duration::from_millis(300), 0, None)
-        .expect_err("nothing for 300 ms");
-    assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
-    assert!(started.elapsed() < Duration::from_secs(20));
-    drop(peer);
+/// Needs sockets on loopback: the loopback tier (see README, Tests).
+mod loopback_a_byte_stream_receiver_that_gets_nothing {
+    use super::*;
+
+    #[test]
+    fn a_byte_stream_receiver_that_gets_nothing_for_the_io_timeout_still_fails() {
+        let (mut ch, mut peer) = tcp_pair(&SocketOptions::default(), Duration::from_millis(300));
+        peer.send(&[1u8; 1000]).unwrap();
+        let plan = recv_plan(1000, 0, Duration::from_millis(50));
+        let end = EndSignal::default();
+        let started = Instant::now();
+        let e = run_receiver(&mut ch, &plan, &end, Duration::from_millis(300), 0, None)
+            .expect_err("nothing for 300 ms");
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(started.elapsed() < Duration::from_secs(20));
+        drop(peer);
+    }
 }
 
 #[test]

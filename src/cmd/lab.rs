@@ -1,11 +1,16 @@
 //! `wirebench lab ...`: bring emulated links up and down, run commands on their hosts, and
 //! run a whole test across one.
 
+use std::time::Duration;
+
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 
-use super::config::LinkArgs;
-use super::{ns, Lab, LabState, ADDR_B};
+use crate::lab::config::{LinkConfig, Mechanism, Profile};
+use crate::lab::link::QueueLimit;
+use crate::lab::{ns, Lab, LabState, ADDR_B};
+use crate::request::Request;
+use crate::units::{self, Rate};
 
 #[derive(Debug, Args)]
 pub struct LabArgs {
@@ -90,15 +95,15 @@ pub fn run(args: LabArgs) -> Result<i32> {
         } => exec(&name, &host, &command),
         LabCommand::Status { name, json } => status(name, json),
         LabCommand::Down { name, all } => {
-            let names = if all { super::list() } else { vec![name] };
+            let names = if all { crate::lab::list() } else { vec![name] };
             for n in names {
-                super::down(&n)?;
+                crate::lab::down(&n)?;
                 eprintln!("lab {n} removed");
             }
             Ok(0)
         }
         LabCommand::Run { name, link, test } => run_test(name, link, test),
-        LabCommand::DelayLine { name } => super::run_delay_line(&name).map(|_| 0),
+        LabCommand::DelayLine { name } => crate::lab::run_delay_line(&name).map(|_| 0),
     }
 }
 
@@ -131,7 +136,7 @@ fn exec(name: &str, host: &str, command: &[String]) -> Result<i32> {
     if host != "a" && host != "b" {
         bail!("host '{host}': a lab has hosts a and b");
     }
-    super::load(name)?;
+    crate::lab::load(name)?;
     let namespace = ns(name, host);
     let (program, rest) = command.split_first().context("no command given")?;
     let program = program.clone();
@@ -139,7 +144,7 @@ fn exec(name: &str, host: &str, command: &[String]) -> Result<i32> {
     // The command replaces this process (as `ip netns exec` does) from the thread that
     // entered the namespace, instead of running as its child: a child outlived a `lab exec`
     // that was killed, and every lab test left a `wirebench serve` running in a removed lab.
-    let code = super::in_netns(&namespace, move || {
+    let code = crate::lab::in_netns(&namespace, move || {
         use std::os::unix::process::CommandExt;
         let e = std::process::Command::new(&program).args(&rest).exec();
         Err(anyhow::Error::new(e).context(format!("cannot run '{program}'")))
@@ -150,13 +155,13 @@ fn exec(name: &str, host: &str, command: &[String]) -> Result<i32> {
 fn status(name: Option<String>, json: bool) -> Result<i32> {
     let names = match name {
         Some(n) => vec![n],
-        None => super::list(),
+        None => crate::lab::list(),
     };
     let mut all = Vec::new();
     for n in &names {
-        let state = super::load(n)?;
-        let stats = super::delay_line_stats(n);
-        let running = state.delay_line_pid.map(super::alive);
+        let state = crate::lab::load(n)?;
+        let stats = crate::lab::delay_line_stats(n);
+        let running = state.delay_line_pid.map(crate::lab::alive);
         if json {
             all.push(serde_json::json!({"lab": state, "delay_line_running": running, "delay_line": stats}));
             continue;
@@ -189,7 +194,7 @@ fn status(name: Option<String>, json: bool) -> Result<i32> {
 
 /// One direction's delay-line counters for people: what crossed, what the queue dropped, and
 /// how late frames left (whether the host kept up with the emulation).
-pub fn describe_counters(c: &super::delayline::CountersSnapshot) -> String {
+pub fn describe_counters(c: &crate::lab::delayline::CountersSnapshot) -> String {
     format!(
         "{} frames ({} segments, {} wire bytes) forwarded; queue drops {} frames ({} segments), peak {} bytes; \
          refused by the link {}, over the memory bound {}; released late (>100 us) {}, lateness mean {:.1} us, max {:.1} us",
@@ -211,7 +216,7 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
     let config = link.to_config()?;
     let mut argv = vec!["wirebench".to_string(), "run".to_string()];
     argv.extend(test);
-    let cli = match <crate::cli::Cli as clap::Parser>::try_parse_from(&argv) {
+    let cli = match <crate::cmd::Cli as clap::Parser>::try_parse_from(&argv) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             // `lab run -- --help`: run's help.
@@ -222,25 +227,26 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
             // A usage error, as `wirebench run` gives it: all of it on one line, exit 2.
             eprintln!(
                 "wirebench: error: the test after --: {}",
-                crate::cli::usage_error_line(&e, &argv[1..])
+                crate::cmd::usage_error_line(&e, &argv[1..])
             );
-            return Ok(2);
+            return Ok(crate::error::EXIT_USAGE);
         }
     };
-    let crate::cli::Command::Run(mut args) = cli.command else {
+    let crate::cmd::Command::Run(args) = cli.command else {
         bail!("the test after -- must be a pattern with its options");
     };
-    if args.to.is_some() {
+    let mut request = Request::try_from(&*args)?;
+    if request.server.to.is_some() {
         bail!("lab run places the server on host b itself; drop --to");
     }
     let name = name.unwrap_or_else(|| format!("run{}", std::process::id()));
     let lab = Lab::up(&name, config)?;
-    let io_timeout = args.io_timeout;
-    let transport = args.transport_args.config();
+    let io_timeout = request.timeouts.io;
+    let transport = request.local.clone();
     // The client takes its key from --psk-file or WIREBENCH_PSK: the lab's server holds it too.
-    let psk =
-        crate::control::auth::Psk::load(args.auth.psk_file.as_deref())?.map(std::sync::Arc::new);
-    let server_addr = super::in_netns(&lab.state.host_b.netns, move || {
+    let psk = crate::control::auth::Psk::load(request.server.psk_file.as_deref())?
+        .map(std::sync::Arc::new);
+    let server_addr = crate::lab::in_netns(&lab.state.host_b.netns, move || {
         // The user's own server in the lab: every feature, no budgets.
         let config = crate::control::server::ServerConfig {
             limits: crate::control::limits::Limits::local(),
@@ -258,16 +264,16 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
         )?;
         server.spawn()
     })?;
-    args.to = Some(server_addr.to_string());
+    request.server.to = Some(server_addr.to_string());
     let state = lab.state.clone();
-    let code = super::in_netns(&lab.state.host_a.netns, move || {
-        Ok(crate::app::run_measurement(*args, Some(state)))
+    let code = crate::lab::in_netns(&lab.state.host_a.netns, move || {
+        Ok(crate::plan::measure::run(&request, Some(state)))
     })?;
     // What the link did during the test, from the delay line's next report: on stderr, so
     // that --json keeps stdout to one document.
     if lab.state.delay_line_pid.is_some() {
-        std::thread::sleep(super::STATS_EVERY + std::time::Duration::from_millis(50));
-        if let Some(s) = super::delay_line_stats(&lab.state.name) {
+        std::thread::sleep(crate::lab::STATS_EVERY + std::time::Duration::from_millis(50));
+        if let Some(s) = crate::lab::delay_line_stats(&lab.state.name) {
             for (dir, c) in [("a -> b", &s.forward), ("b -> a", &s.back)] {
                 eprintln!("# lab link {dir}: {}", describe_counters(c));
             }
@@ -275,4 +281,122 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
     }
     drop(lab);
     Ok(code)
+}
+
+/// Link options shared by `lab up` and `lab run`.
+#[derive(Debug, Clone, Args)]
+pub struct LinkArgs {
+    /// Start from a profile (its values can be overridden by the options below).
+    #[arg(long, value_enum)]
+    pub profile: Option<Profile>,
+    /// Link rate, DECIMAL bits per second (100mbit, 1G); both directions unless --rate-back.
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// One-way delay added in each direction (10ms, 250us).
+    #[arg(long, value_parser = parse_duration)]
+    pub delay: Option<Duration>,
+    /// Uniform jitter of the delay, +/- (frames may then be reordered).
+    #[arg(long, value_parser = parse_duration)]
+    pub jitter: Option<Duration>,
+    /// Random frame loss in each direction, percent (0.5%).
+    #[arg(long)]
+    pub loss: Option<String>,
+    /// Rate from host b to host a, if different (asymmetric link).
+    #[arg(long)]
+    pub rate_back: Option<String>,
+    /// Delay from host b to host a, if different.
+    #[arg(long, value_parser = parse_duration)]
+    pub delay_back: Option<Duration>,
+    /// Jitter from host b to host a, if different.
+    #[arg(long, value_parser = parse_duration)]
+    pub jitter_back: Option<Duration>,
+    /// Loss from host b to host a, if different.
+    #[arg(long)]
+    pub loss_back: Option<String>,
+    /// The queue in front of the wire, each direction: packets (100p) or bytes (64K, 150000B).
+    /// Default: 50 ms at the rate, at least 100 frames of the MTU. Overflow is dropped and
+    /// counted (lab status).
+    #[arg(long, value_parser = QueueLimit::parse)]
+    pub queue: Option<QueueLimit>,
+    /// Queue from host b to host a, if different.
+    #[arg(long, value_parser = QueueLimit::parse)]
+    pub queue_back: Option<QueueLimit>,
+    /// MTU of every interface of the link, bytes.
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: u64,
+    /// How delay and jitter are made.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub mechanism: Mechanism,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    units::parse_duration(s)
+}
+
+fn bits(s: &str, what: &str) -> Result<f64> {
+    match units::parse_rate(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))? {
+        Rate::BitsPerSecond(b) => Ok(b),
+        Rate::PacketsPerSecond(_) => {
+            bail!("--{what}: a link rate is in bits per second, not packets")
+        }
+    }
+}
+
+fn loss(s: &str, what: &str) -> Result<f64> {
+    units::parse_percent(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))
+}
+
+impl LinkArgs {
+    pub fn to_config(&self) -> Result<LinkConfig> {
+        let base = self.profile.map(Profile::direction).unwrap_or_default();
+        let mut fwd = base;
+        if let Some(r) = &self.rate {
+            fwd.rate_bits_per_s = Some(bits(r, "rate")?);
+        }
+        if let Some(d) = self.delay {
+            fwd.delay = d;
+        }
+        if let Some(j) = self.jitter {
+            fwd.jitter = j;
+        }
+        if let Some(l) = &self.loss {
+            fwd.loss = loss(l, "loss")?;
+        }
+        if self.queue.is_some() {
+            fwd.queue = self.queue;
+        }
+        let mut back = fwd;
+        if let Some(r) = &self.rate_back {
+            back.rate_bits_per_s = Some(bits(r, "rate-back")?);
+        }
+        if let Some(d) = self.delay_back {
+            back.delay = d;
+        }
+        if let Some(j) = self.jitter_back {
+            back.jitter = j;
+        }
+        if let Some(l) = &self.loss_back {
+            back.loss = loss(l, "loss-back")?;
+        }
+        if self.queue_back.is_some() {
+            back.queue = self.queue_back;
+        }
+        if !(68..=65_535).contains(&self.mtu) {
+            bail!("--mtu {}: an IPv4 link MTU is 68 to 65535 bytes", self.mtu);
+        }
+        for d in [fwd, back] {
+            if d.delay > Duration::from_secs(10) || d.jitter > Duration::from_secs(10) {
+                bail!("delay and jitter are limited to 10 s");
+            }
+            if d.rate_bits_per_s.is_some_and(|r| r < 8_000.0) {
+                bail!("a link rate below 8 kbit/s is not supported");
+            }
+        }
+        Ok(LinkConfig {
+            forward: fwd,
+            back,
+            mtu: self.mtu,
+            mechanism: self.mechanism,
+        })
+    }
 }

@@ -1,5 +1,5 @@
-//! `wirebench mpi PATTERN`: the patterns of `wirebench run` between the two ranks of an MPI
-//! job, over MPI point-to-point calls (IMB PingPong, osu_latency, osu_bw).
+//! Measuring a [`Request`] between the two ranks of an MPI job, over MPI point-to-point calls
+//! (IMB PingPong, osu_latency, osu_bw): what `wirebench mpi PATTERN` runs.
 //!
 //! Both ranks run this command with the same arguments. Rank 0 is the client: it builds the
 //! plan with [`crate::plan::build`], runs it with the usual runner (repeats, summaries, table,
@@ -33,17 +33,17 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::app::{one_line, run_measurement_with, EXIT_FAILURE};
-use crate::cli::MpiArgs;
 use crate::control::client::{ClientSide, PointOutcome};
 use crate::control::protocol::{PointSpec, ServerReport, TestSpec};
 use crate::control::worker::{run_worker, WorkerPlan, WorkerResult};
 use crate::env::Environment;
+use crate::error::{one_line, EXIT_FAILURE};
 use crate::pattern::stream::{EndSignal, IntervalEvent};
 use crate::pattern::{self, CpuTime, DataChannel, Role, Side};
 use crate::plan::runner::PointRunner;
 use crate::plan::{PlannedPoint, RunPlan};
 use crate::report::model::RunReport;
+use crate::request::Request;
 use crate::transport::mpi::{self, Job, MpiConnection};
 use crate::transport::{Connection, EffectiveOptions};
 
@@ -89,8 +89,9 @@ struct RankReport {
     socket: Vec<EffectiveOptions>,
 }
 
-/// Runs the command on this rank; the exit code of this process.
-pub fn run(a: MpiArgs) -> i32 {
+/// Runs `request` on this rank, `window` messages in flight for a stream; the exit code of
+/// this process.
+pub fn run(request: &Request, window: u32) -> i32 {
     let job = match Job::init() {
         Ok(j) => j,
         Err(e) => {
@@ -103,7 +104,7 @@ pub fn run(a: MpiArgs) -> i32 {
             eprintln!(
                 "wirebench: error: wirebench mpi needs an MPI job of exactly 2 ranks, this one has {}: run it as `mpirun -np 2 wirebench mpi {} ...` (as root add --allow-run-as-root; see README)",
                 job.size(),
-                a.pattern.kind().name()
+                request.pattern.name()
             );
         }
         return EXIT_FAILURE;
@@ -117,23 +118,15 @@ pub fn run(a: MpiArgs) -> i32 {
             }
         };
     }
-    let args = match a.to_run_args() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("wirebench: error: {}", one_line(&e));
-            MpiRunner::release();
-            return EXIT_FAILURE;
-        }
-    };
     let mut runner = MpiRunner {
         library: job.library(),
-        window: a.window,
+        window,
         test: None,
-        io_timeout: args.io_timeout,
+        io_timeout: request.timeouts.io,
         runs: 0,
         closed: false,
     };
-    let code = run_measurement_with(&args, None, &mut runner);
+    let code = super::measure::run_with(request, None, &mut runner);
     // The plan or the database may have failed before the runner was opened: rank 1 still
     // waits for its first instruction.
     runner.close();

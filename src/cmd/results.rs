@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::db::{self, Db, Filter};
-use super::series::{self, DistributionKind, IntervalKind, Run};
-use super::{compare, history, plots, png, report};
 use crate::pattern::PatternKind;
 use crate::report::model::RunReport;
+use crate::results::db::{self, Db, Filter};
+use crate::results::series::{self, DistributionKind, IntervalKind, Run};
+use crate::results::{compare, history, plots, png, report};
 
 /// Exit code of `compare --fail-if-worse` when a figure got worse (1 is an error, 2 bad
 /// command-line syntax).
@@ -376,7 +376,7 @@ fn plot(a: PlotArgs) -> Result<()> {
         }
     };
     let Some(figure) = figure else {
-        bail!("{}", missing(a.kind, pattern, a.point));
+        bail!("{}", missing(a.kind, pattern.name(), a.point));
     };
     let svg = plots::render_svg(&figure)?;
     if png_out {

@@ -1,0 +1,83 @@
+//! `wirebench compare-transports`: its options, and the table or JSON it prints.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::run::{
+    parse_duration, parse_sweep, ClientAuthArgs, Sweep, TransportArgs, TransportParser,
+};
+use crate::plan::compare::{compare, CompareRequest};
+use crate::transport::TransportKind;
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Server as HOST[:PORT]; without it, a server on loopback inside this process.
+    #[arg(long)]
+    pub to: Option<String>,
+    #[command(flatten)]
+    pub auth: ClientAuthArgs,
+    /// Transports to compare, of tcp, udp, unix, mptcp, quic and raw, e.g. tcp,udp,raw.
+    /// Default: every transport that can run here (raw needs root; unix only without --to).
+    #[arg(long, value_delimiter = ',', value_parser = TransportParser)]
+    pub transports: Option<Vec<TransportKind>>,
+    /// Message sizes of the sweep (binary suffixes); sizes above a transport's largest
+    /// message are left out for that transport.
+    #[arg(long, default_value = "1..1M:*4", value_parser = parse_sweep)]
+    pub size: Sweep,
+    /// Time per size and run, e.g. 200ms.
+    #[arg(long, short = 'd', default_value = "200ms", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Independent sweeps per transport, interleaved across transports; the confidence
+    /// intervals are over these runs.
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+    /// The transport the others are compared with. Default: the lowest layer measured.
+    #[arg(long, value_parser = TransportParser)]
+    pub baseline: Option<TransportKind>,
+    /// Confidence level in percent: 90, 95 or 99.
+    #[arg(long, default_value_t = 95)]
+    pub confidence: u32,
+    /// Timeout of every data send and receive and of connection setup.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub io_timeout: Duration,
+    #[command(flatten)]
+    pub transport_args: TransportArgs,
+    /// As JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl From<&CompareArgs> for CompareRequest {
+    fn from(a: &CompareArgs) -> CompareRequest {
+        CompareRequest {
+            to: a.to.clone(),
+            psk_file: a.auth.psk_file.clone(),
+            transports: a.transports.clone(),
+            sizes: a.size.0.clone(),
+            duration: a.duration,
+            runs: a.runs,
+            baseline: a.baseline,
+            confidence: a.confidence,
+            io_timeout: a.io_timeout,
+            local: a.transport_args.config(),
+            progress: !a.json,
+        }
+    }
+}
+
+/// `wirebench compare-transports`: prints the table or the JSON document.
+pub fn run(a: CompareArgs) -> Result<i32> {
+    let c = compare(&CompareRequest::from(&a))?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&c)?);
+    } else {
+        crate::report::compare::print(&c);
+    }
+    Ok(if c.transports.iter().all(|r| r.error.is_none()) {
+        0
+    } else {
+        crate::error::EXIT_FAILURE
+    })
+}

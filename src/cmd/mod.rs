@@ -1,0 +1,286 @@
+//! The command layer: what the user can type (clap's definitions, with units and defaults in
+//! every help text) and the handler of each command. Everything below it takes typed values
+//! (a [`crate::request::Request`], a server or lab configuration); no module below imports
+//! this one.
+
+pub mod compare;
+pub mod lab;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+pub mod relay;
+pub mod results;
+pub mod run;
+pub mod serve;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+use crate::error::{one_line, EXIT_FAILURE};
+pub use run::RunArgs;
+pub use serve::ServeArgs;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "wirebench",
+    version,
+    about = "Protocol-independent network benchmark: latency, throughput and loss over TCP, UDP, Unix sockets, MPTCP, QUIC and raw Ethernet",
+    long_about = "Protocol-independent network benchmark: latency, throughput and loss over TCP, UDP, Unix sockets, MPTCP, QUIC and raw Ethernet.\n\nSizes take BINARY suffixes (K = 1024 bytes, M = 1024^2, G = 1024^3). Rates take DECIMAL suffixes (k = 1000 bit/s, M = 10^6, G = 10^9) or 'pps'. Throughput is printed in Mbit/s = 10^6 bit/s.",
+    after_help = "Examples:\n  wirebench run pingpong                      # self-hosted loopback server\n  wirebench serve                             # server on port 5320\n  wirebench run pingpong --to HOST --size 1..4M:*2\n  wirebench run stream --to HOST --parallel 4 --interval 1s\n  wirebench run stream --transport udp --rate 500M --size 1400"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a server that answers any number of clients at once.
+    Serve(serve::ServeArgs),
+    /// Run a test as client (with no --to, against a server started on loopback).
+    Run(Box<run::RunArgs>),
+    /// The same ping-pong size sweep over several transports: t0, r_max and n_1/2 of each,
+    /// with confidence intervals, and the overhead against the lowest layer measured.
+    CompareTransports(compare::CompareArgs),
+    /// A user-space TCP relay to put in the path: measures what an extra hop costs
+    /// (clients point --to at it and add --one-port).
+    Relay(relay::RelayArgs),
+    /// Measure what timing costs here: a clock read and a histogram record.
+    Calibrate {
+        /// Iterations per figure.
+        #[arg(long, default_value_t = 10_000_000)]
+        iterations: u64,
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Emulated networks in namespaces: two hosts joined by a shaped link (needs root).
+    Lab(lab::LabArgs),
+    /// Ping-pong, rr or stream over MPI point-to-point calls between the two ranks of an MPI
+    /// job: `mpirun -np 2 wirebench mpi PATTERN [options]`.
+    #[cfg(feature = "mpi")]
+    Mpi(Box<mpi::MpiArgs>),
+    /// MPI point-to-point benchmarks (not in this build: it needs `--features mpi`, see README).
+    #[cfg(not(feature = "mpi"))]
+    #[command(disable_help_flag = true)]
+    Mpi {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    },
+    /// Print a completion script for SHELL to stdout, e.g.
+    /// `wirebench completions bash > /etc/bash_completion.d/wirebench`.
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// The manual page: wirebench(1) on stdout, or with --dir a page per command
+    /// (wirebench.1, wirebench-run.1, ...) written into DIR.
+    Man {
+        /// Directory to write the pages into, e.g. /usr/local/share/man/man1; the files
+        /// written are listed on stdout.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Saved results: history, show, export, import, report, plot, compare.
+    #[command(flatten)]
+    Results(results::ResultsCommand),
+}
+
+/// Runs a parsed command line: the process's exit code, every failure one line on stderr.
+pub fn main_with(cli: Cli) -> i32 {
+    let result = match cli.command {
+        Command::Serve(a) => serve::run(a).map(|()| 0),
+        Command::Run(a) => run::run(&a),
+        Command::Lab(a) => lab::run(a),
+        Command::Relay(a) => relay::run(a).map(|()| 0),
+        Command::CompareTransports(a) => compare::run(a),
+        #[cfg(feature = "mpi")]
+        Command::Mpi(a) => return mpi::run(*a),
+        #[cfg(not(feature = "mpi"))]
+        Command::Mpi { .. } => Err(anyhow::anyhow!(crate::transport::NO_MPI)),
+        Command::Calibrate { iterations, json } => calibrate(iterations, json),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            completions(shell, &mut script);
+            to_stdout(&script).map(|()| 0)
+        }
+        Command::Man { dir } => {
+            let mut text = Vec::new();
+            man(dir.as_deref(), &mut text).and_then(|()| to_stdout(&text).map(|()| 0))
+        }
+        Command::Results(c) => results::run(c),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("wirebench: error: {}", one_line(&e));
+            EXIT_FAILURE
+        }
+    }
+}
+
+/// Writes generated text to stdout; a reader that stopped early (`| head`) is no error.
+fn to_stdout(bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+fn calibrate(iterations: u64, json: bool) -> Result<i32> {
+    let o = crate::stats::overhead::measure(iterations);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&o)?);
+    } else {
+        println!(
+            "clock read (Instant::now, CLOCK_MONOTONIC): {:.1} ns\nhistogram record (HDR + running moments): {:.1} ns\none timed sample (2 clock reads + 1 record): {:.1} ns\naveraged over {} iterations each",
+            o.clock_read_ns, o.record_ns, o.sample_ns, o.iterations
+        );
+    }
+    Ok(0)
+}
+
+/// A usage error of clap's on one line, with everything clap said but its usage block: what
+/// is missing, the values allowed, its "tip: a similar ... exists", and a pointer to the help
+/// of the subcommand `args` (the command line after the program's name) name, e.g.
+/// "the following required arguments were not provided: <PATTERN> (see 'wirebench run --help')".
+pub fn usage_error_line(e: &clap::Error, args: &[String]) -> String {
+    let text = e.render().to_string();
+    let mut parts: Vec<String> = Vec::new();
+    let mut in_usage = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with("Usage:") {
+            in_usage = true;
+            continue;
+        }
+        if line.is_empty() {
+            in_usage = false;
+            continue;
+        }
+        if in_usage || line.starts_with("For more information, try") {
+            continue;
+        }
+        let line = line.strip_prefix("error: ").unwrap_or(line);
+        let line = match line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            Some(inner) => inner, // "[possible values: ...]"
+            None => line,
+        };
+        // "...not provided:" and the arguments it lists on the following lines: one piece.
+        match parts.last_mut() {
+            Some(last) if last.ends_with(':') => {
+                last.push(' ');
+                last.push_str(line);
+            }
+            Some(last)
+                if last.contains("not provided: ")
+                    && (line.starts_with('<') || line.starts_with('-')) =>
+            {
+                last.push_str(", ");
+                last.push_str(line);
+            }
+            _ => parts.push(line.to_owned()),
+        }
+    }
+    if parts.is_empty() {
+        parts.push("invalid arguments".to_owned());
+    }
+    let line = parts.join("; ");
+    let line = crate::text::printable(&line).into_owned();
+    format!("{line} (see '{} --help')", command_path(args))
+}
+
+/// "wirebench" and the subcommands that lead `args`, e.g. "wirebench lab up": whose help to
+/// point a usage error at.
+pub fn command_path(args: &[String]) -> String {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut path = String::from("wirebench");
+    for a in args {
+        let Some(sub) = cmd.find_subcommand(a).cloned() else {
+            break;
+        };
+        path.push(' ');
+        path.push_str(sub.get_name());
+        cmd = sub;
+    }
+    path
+}
+
+/// `wirebench completions SHELL`: the script, from the clap definitions, to `out`.
+pub fn completions(shell: clap_complete::Shell, out: &mut dyn std::io::Write) {
+    use clap::CommandFactory;
+    clap_complete::generate(shell, &mut Cli::command(), "wirebench", out);
+}
+
+/// `wirebench man`: wirebench(1) to `out`, or with `dir` a page per command (hidden ones
+/// left out) into it, each path written to `out`.
+pub fn man(dir: Option<&std::path::Path>, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let Some(dir) = dir else {
+        clap_mangen::Man::new(cmd).render(out)?;
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // As clap_mangen::generate_to, but saying which files it wrote.
+    fn generate(
+        cmd: clap::Command,
+        dir: &std::path::Path,
+        out: &mut dyn std::io::Write,
+    ) -> anyhow::Result<()> {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
+            generate(sub, dir, out)?;
+        }
+        let path = clap_mangen::Man::new(cmd)
+            .generate_to(dir)
+            .with_context(|| format!("writing to {}", dir.display()))?;
+        writeln!(out, "{}", path.display())?;
+        Ok(())
+    }
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
+    generate(cmd, dir, out)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod help_tests {
+    use clap::CommandFactory;
+
+    /// Every argument of every subcommand says what it is: `--help` lists no bare flag.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") || arg.is_hide_set() {
+                    continue;
+                }
+                let has = arg
+                    .get_help()
+                    .is_some_and(|h| !h.to_string().trim().is_empty())
+                    || arg
+                        .get_long_help()
+                        .is_some_and(|h| !h.to_string().trim().is_empty());
+                if !has {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(format!("{path} {} (the subcommand)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "wirebench", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:#?}");
+    }
+}

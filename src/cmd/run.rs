@@ -1,0 +1,580 @@
+//! `wirebench run`: its options as clap parses them, and the one place they become a typed
+//! [`Request`].
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::pattern::{Direction, PatternKind};
+use crate::request::{self, Format, Request};
+use crate::transport::TransportKind;
+use crate::units::Rate;
+
+/// Settings of particular transports, for this side only.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TransportArgs {
+    /// raw: network interface to send Ethernet frames on (default: the interface holding the
+    /// local address of the control connection).
+    #[arg(long, value_name = "IFACE")]
+    pub iface: Option<String>,
+    /// quic server: certificate chain, PEM (default: a self-signed certificate made at start).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// quic server: private key of --tls-cert, PEM.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// quic client: verify the server with these CA certificates, PEM (default: accept exactly
+    /// the certificate whose SHA-256 fingerprint the server announced on the control connection).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+}
+
+impl TransportArgs {
+    pub fn config(&self) -> crate::transport::TransportConfig {
+        crate::transport::TransportConfig {
+            iface: self.iface.clone(),
+            tls_cert: self.tls_cert.clone(),
+            tls_key: self.tls_key.clone(),
+            tls_ca: self.tls_ca.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What to measure.
+    #[arg(value_enum)]
+    pub pattern: PatternKind,
+
+    /// Server as HOST[:PORT] (default port 5320). Without it, a server is started on loopback
+    /// inside this process. iperf3: -c.
+    #[arg(long, short = 'c', value_name = "HOST[:PORT]")]
+    pub to: Option<String>,
+    #[command(flatten)]
+    pub auth: ClientAuthArgs,
+    /// Transport: tcp, udp, unix, mptcp, quic or raw. Not iperf3's -t (time): that is -d here.
+    #[arg(long, short = 't', default_value = "tcp", value_parser = TransportParser)]
+    pub transport: TransportKind,
+    #[command(flatten)]
+    pub transport_args: TransportArgs,
+    /// Send the data connections to the control port too (TCP only), so that a single
+    /// forwarded port carries the test: use it when --to is a relay or proxy. The server
+    /// applies its socket options after accepting such a connection.
+    #[arg(long)]
+    pub one_port: bool,
+
+    #[command(flatten)]
+    pub sizes: SizeArgs,
+
+    #[command(flatten)]
+    pub stop: StopArgs,
+    /// Warm-up iterations before timing starts (excluded from statistics; the first one's cost is
+    /// reported apart). 0 turns warm-up off.
+    #[arg(long, default_value_t = 10)]
+    pub warmup: u64,
+
+    // ---- traffic shape ----
+    /// Parallel streams (stream) or connections (pingpong, rr).
+    #[arg(long, short = 'P', default_value_t = 1)]
+    pub parallel: u32,
+    /// Stream: the server sends to the client over connections the client opened.
+    #[arg(long, short = 'R', conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Stream: both directions at once (separate connections).
+    #[arg(long)]
+    pub bidir: bool,
+    /// Pace each direction's total sending rate: bits/s with DECIMAL suffixes (100M = 10^8
+    /// bit/s of payload, split evenly over the streams) or packets/s ("10kpps"). iperf3: -b.
+    #[arg(long, short = 'b', value_parser = crate::units::parse_rate)]
+    pub rate: Option<Rate>,
+    /// With --rate: writes or datagrams let out together at each pacing step (default 1: each
+    /// on its own schedule). The rate is the same; the sender sleeps between bursts, and with
+    /// --gso a burst leaves as one frame (iperf3's -b RATE/BURST).
+    #[arg(long, default_value_t = 1)]
+    pub pace_burst: u32,
+    /// rr: transactions kept in flight per connection.
+    #[arg(long, default_value_t = 1)]
+    pub burst: u32,
+    /// Stream: print an interval report this often (e.g. 1s), with TCP_INFO for TCP.
+    #[arg(long, short = 'i', value_parser = parse_duration)]
+    pub interval: Option<std::time::Duration>,
+
+    // ---- socket options ----
+    /// Both socket buffers, SO_SNDBUF and SO_RCVBUF, on both ends in bytes (0 = kernel
+    /// autotuning): --sndbuf and --rcvbuf at once, each of which overrides it. Accepts a
+    /// sweep like --size (one sweep, the same value for both). iperf3: -w.
+    #[arg(long, short = 'w', value_parser = parse_sweep)]
+    pub window: Option<Sweep>,
+    /// SO_SNDBUF on both ends in bytes (0 = kernel autotuning). Accepts a sweep like --size.
+    #[arg(long, value_parser = parse_sweep)]
+    pub sndbuf: Option<Sweep>,
+    /// SO_RCVBUF on both ends in bytes (0 = kernel autotuning). Accepts a sweep like --size.
+    #[arg(long, value_parser = parse_sweep)]
+    pub rcvbuf: Option<Sweep>,
+    /// SO_SNDBUF of the server's sockets (overrides --sndbuf there). Accepts a sweep.
+    #[arg(long, value_parser = parse_sweep)]
+    pub server_sndbuf: Option<Sweep>,
+    /// SO_RCVBUF of the server's sockets (overrides --rcvbuf there). Accepts a sweep.
+    #[arg(long, value_parser = parse_sweep)]
+    pub server_rcvbuf: Option<Sweep>,
+    /// TCP_NODELAY: turn Nagle's algorithm off on both ends.
+    #[arg(long)]
+    pub nodelay: bool,
+    /// TCP congestion control on both ends (e.g. cubic, reno, bbr).
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// TCP maximum segment size (TCP_MAXSEG) in bytes, both ends.
+    #[arg(long)]
+    pub mss: Option<u32>,
+    /// Busy-poll the receive path (non-blocking sockets) instead of sleeping in the kernel.
+    #[arg(long)]
+    pub spin: bool,
+    /// Pin client data threads to these CPUs, round robin (e.g. 0 or 0,2).
+    #[arg(long, value_delimiter = ',')]
+    pub cpu: Vec<usize>,
+    /// Pin server data threads to these CPUs, round robin.
+    #[arg(long, value_delimiter = ',')]
+    pub server_cpu: Vec<usize>,
+
+    // ---- fast paths (stream) ----
+    /// TCP sender: MSG_ZEROCOPY (the result says whether the kernel copied anyway).
+    #[arg(long)]
+    pub zerocopy: bool,
+    /// TCP/Unix sender: sendfile from a memory file instead of write.
+    #[arg(long)]
+    pub sendfile: bool,
+    /// Receiver: MSG_TRUNC, the kernel discards TCP data without copying it (datagrams:
+    /// only the 16-byte sequence header is copied).
+    #[arg(long)]
+    pub skip_rx_copy: bool,
+    /// Datagram stream: datagrams per sendmmsg/recvmmsg call; 1 = one system call each.
+    /// Default 16 for UDP streams.
+    #[arg(long)]
+    pub batch: Option<u32>,
+    /// UDP sender: generic segmentation offload (UDP_SEGMENT), one send for up to 64 datagrams.
+    /// A paced sender (--rate) sends what its schedule lets out, mostly one datagram per frame:
+    /// add --pace-burst for whole frames.
+    #[arg(long)]
+    pub gso: bool,
+    /// UDP receiver: generic receive offload (UDP_GRO), one receive for many datagrams.
+    #[arg(long)]
+    pub gro: bool,
+    /// SO_BUSY_POLL on data sockets: the kernel busy-polls the device for this many
+    /// microseconds on a receive.
+    #[arg(long)]
+    pub busy_poll: Option<u32>,
+    /// TCP stream receiver: bytes queued before a blocking read is woken (SO_RCVLOWAT).
+    /// "auto" (default): what arrives in 1 ms at the warm-up's rate, at most one read; "off":
+    /// the kernel's default, a wake-up per arriving segment; or a byte count.
+    #[arg(long, value_parser = parse_rcvlowat)]
+    pub rcvlowat: Option<crate::pattern::RcvLowat>,
+
+    #[command(flatten)]
+    pub statistics: StatsArgs,
+
+    // ---- timeouts ----
+    /// Timeout of every data send/receive and of connection setup.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub io_timeout: std::time::Duration,
+    /// Unreliable transports: a response not back within this time counts as lost.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub loss_timeout: std::time::Duration,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    crate::units::parse_duration(s)
+}
+
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
+    crate::units::parse_bytes(s)
+}
+
+/// A transport's name (as `--transport`), checked when the command line is parsed, so that a
+/// wrong one is a usage error like any other. An iperf3 habit, `-t 5` for five seconds, gets
+/// a hint: wirebench's -t is the transport, its time is -d.
+fn parse_transport(s: &str) -> Result<TransportKind, String> {
+    // "mpi" is checked later: a build without MPI says how to get it.
+    if let Ok(k) = TransportKind::from_name(s) {
+        return Ok(k);
+    }
+    let mut msg = format!(
+        "unknown transport '{s}' (available: {})",
+        crate::transport::names()
+    );
+    let time = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        Some(format!("{s}s"))
+    } else if crate::units::parse_duration(s).is_ok() {
+        Some(s.to_owned())
+    } else {
+        None
+    };
+    if let Some(t) = time {
+        msg.push_str(&format!(
+            "; did you mean `-d {t}`? (iperf3's -t is time; wirebench's -t is the transport)"
+        ));
+    }
+    Err(msg)
+}
+
+/// The values of a size sweep (`--size 1..4M:*2`, `--sndbuf 16K,64K`): one option, a list
+/// (clap would take a bare `Vec` for an option given several times).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sweep(pub Vec<u64>);
+
+/// A size or a sweep of sizes (`--size`, `--sndbuf`, ...), expanded when parsed.
+pub(crate) fn parse_sweep(s: &str) -> Result<Sweep, String> {
+    crate::units::parse_size_spec(s).map(Sweep)
+}
+
+/// A share in percent (`2%`, `0.5%`) as a fraction (0.02).
+fn parse_share(s: &str) -> Result<f64, String> {
+    crate::units::parse_percent(s)
+}
+
+/// `--transport`'s parser: [`parse_transport`]'s errors and hints, with the names clap's
+/// completions offer.
+#[derive(Clone)]
+pub(crate) struct TransportParser;
+
+impl clap::builder::TypedValueParser for TransportParser {
+    type Value = TransportKind;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<TransportKind, clap::Error> {
+        // The function parser's own error: the option, the value and the hint, as before.
+        let f: fn(&str) -> Result<TransportKind, String> = parse_transport;
+        clap::builder::TypedValueParser::parse_ref(&f, cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            TransportKind::SERVED
+                .into_iter()
+                .map(|k| clap::builder::PossibleValue::new(k.name())),
+        ))
+    }
+}
+
+fn parse_rcvlowat(s: &str) -> Result<crate::pattern::RcvLowat, String> {
+    use crate::pattern::RcvLowat;
+    match s {
+        "auto" => Ok(RcvLowat::Auto),
+        "off" => Ok(RcvLowat::Off),
+        _ => match crate::units::parse_bytes(s) {
+            Ok(0) => Err("0 bytes: use \"off\" for the kernel's default".into()),
+            Ok(b) => Ok(RcvLowat::Bytes(b)),
+            Err(e) => Err(format!("{e} (or \"auto\", \"off\")")),
+        },
+    }
+}
+
+/// The client's pre-shared key (`run`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ClientAuthArgs {
+    /// Pre-shared key of a server run with --psk-file, read from FILE: this side proves it
+    /// holds it and talks only to a server that proves the same. Default: the key in the
+    /// environment variable WIREBENCH_PSK if set, else none. A server started here (no --to)
+    /// uses the same key.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<PathBuf>,
+}
+
+/// Message sizes, shared by `run` and `mpi`.
+#[derive(Debug, Clone, Args)]
+pub struct SizeArgs {
+    /// Message size in bytes: ping-pong message, rr/crr request, stream write or datagram.
+    /// A list (1,16,64,1K), a linear range (1K..64K:+1K) or a geometric range (1..4M:*2,
+    /// 1..10M:*1.2). K, M, G are binary (1024). Default: 1 for pingpong/rr/crr, 128K for
+    /// streams over reliable transports (tcp, unix, mptcp, quic), 1400 for datagram streams
+    /// (udp, raw). iperf3: -l.
+    #[arg(long, short = 's', visible_short_alias = 'l', value_parser = parse_sweep)]
+    pub size: Option<Sweep>,
+    /// NetPIPE-style perturbation: also measure n-P and n+P for every size n.
+    #[arg(long, default_value_t = 0)]
+    pub perturb: u64,
+    /// rr/crr request size in bytes (overrides --size).
+    #[arg(long, value_parser = parse_bytes)]
+    pub request_size: Option<u64>,
+    /// rr/crr response size in bytes (default: 1, or --size for pingpong).
+    #[arg(long, value_parser = parse_bytes)]
+    pub response_size: Option<u64>,
+    /// Stream: bytes per write call (overrides --size).
+    #[arg(long, value_parser = parse_bytes)]
+    pub write_size: Option<u64>,
+    /// Stream: bytes per read call (default: 128K, or 64K+ for datagrams).
+    #[arg(long, value_parser = parse_bytes)]
+    pub read_size: Option<u64>,
+}
+
+/// When a point ends, shared by `run` and `mpi` (each has its own warm-up default).
+#[derive(Debug, Clone, Args)]
+pub struct StopArgs {
+    /// Length of each timed point, e.g. 10s, 500ms. Default: 1s for pingpong/rr/crr, 10s for
+    /// stream. Whichever of --duration, --bytes, --iterations comes first ends the point.
+    #[arg(long, short = 'd', value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Stop after this many bytes (stream: per direction, split over the streams; exchanges:
+    /// request plus response bytes). Binary suffixes.
+    #[arg(long, value_parser = parse_bytes)]
+    pub bytes: Option<u64>,
+    /// Stop after this many timed iterations (transactions per connection, or writes per stream).
+    #[arg(long, short = 'n')]
+    pub iterations: Option<u64>,
+}
+
+/// Repeats and confidence, shared by `run` and `mpi`.
+#[derive(Debug, Clone, Args)]
+pub struct StatsArgs {
+    /// Confidence level of intervals, percent: 90, 95 or 99.
+    #[arg(long, default_value_t = 95)]
+    pub confidence: u32,
+    /// Run every point this many times.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Repeat each point (at least 3 times) until the confidence interval's half-width of its
+    /// headline figure is below this share of the mean, e.g. 2%.
+    #[arg(long, value_parser = parse_share)]
+    pub until_ci: Option<f64>,
+    /// Cap on runs per point for --until-ci.
+    #[arg(long, default_value_t = 10)]
+    pub max_repeat: u32,
+}
+
+/// What is printed and saved, shared by `run` and `mpi`.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// One JSON document on stdout (schema "wirebench.run", version 1), nothing else there.
+    /// iperf3: -J.
+    #[arg(long, short = 'J', conflicts_with = "csv")]
+    pub json: bool,
+    /// CSV: a header and one row per point on stdout.
+    #[arg(long)]
+    pub csv: bool,
+    /// Newline-delimited JSON on stdout as the run goes: a "begin" object, one "interval"
+    /// object per interval report (with --interval) and one "point" object per point as each
+    /// finishes, then an "end" object holding the whole document that --json prints.
+    #[arg(long, conflicts_with_all = ["json", "csv"])]
+    pub json_stream: bool,
+    /// A name for this run, kept with it in the results database and its documents, and
+    /// printed with its table (e.g. --label "after the NIC firmware update").
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// Also write the JSON document to this file.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+
+    // ---- results database ----
+    /// Results database the run is saved in (default: $XDG_DATA_HOME/wirebench/results.sqlite,
+    /// else ~/.local/share/wirebench/results.sqlite).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Do not save the run in the results database.
+    #[arg(long, conflicts_with = "db")]
+    pub no_save: bool,
+}
+
+impl SizeArgs {
+    pub fn request(&self) -> request::Sizes {
+        request::Sizes {
+            size: self.size.as_ref().map(|s| s.0.clone()),
+            perturb: self.perturb,
+            request_size: self.request_size,
+            response_size: self.response_size,
+            write_size: self.write_size,
+            read_size: self.read_size,
+        }
+    }
+}
+
+impl StopArgs {
+    pub fn request(&self, warmup: u64) -> request::Stop {
+        request::Stop {
+            duration: self.duration,
+            bytes: self.bytes,
+            iterations: self.iterations,
+            warmup,
+        }
+    }
+}
+
+impl StatsArgs {
+    pub fn request(&self) -> request::Statistics {
+        request::Statistics {
+            confidence: self.confidence,
+            repeat: self.repeat,
+            until_ci: self.until_ci,
+            max_repeat: self.max_repeat,
+        }
+    }
+}
+
+impl OutputArgs {
+    pub fn request(&self) -> request::Output {
+        request::Output {
+            format: if self.json_stream {
+                Format::JsonStream
+            } else if self.json {
+                Format::Json
+            } else if self.csv {
+                Format::Csv
+            } else {
+                Format::Table
+            },
+            label: self.label.clone(),
+            file: self.output.clone(),
+            save: !self.no_save,
+            db: self.db.clone(),
+        }
+    }
+}
+
+impl TryFrom<&RunArgs> for Request {
+    type Error = anyhow::Error;
+
+    /// The command line as a request: the only place `run`'s flags are read.
+    fn try_from(a: &RunArgs) -> Result<Request> {
+        let list = |s: &Option<Sweep>| s.as_ref().map(|s| s.0.clone());
+        Ok(Request {
+            pattern: a.pattern,
+            transport: a.transport,
+            server: request::ServerTarget {
+                to: a.to.clone(),
+                psk_file: a.auth.psk_file.clone(),
+                one_port: a.one_port,
+            },
+            local: a.transport_args.config(),
+            sizes: a.sizes.request(),
+            buffers: request::Buffers {
+                window: list(&a.window),
+                sndbuf: list(&a.sndbuf),
+                rcvbuf: list(&a.rcvbuf),
+                server_sndbuf: list(&a.server_sndbuf),
+                server_rcvbuf: list(&a.server_rcvbuf),
+            },
+            stop: a.stop.request(a.warmup),
+            traffic: request::Traffic {
+                parallel: a.parallel,
+                direction: if a.bidir {
+                    Direction::Bidir
+                } else if a.reverse {
+                    Direction::Reverse
+                } else {
+                    Direction::Forward
+                },
+                rate: a.rate,
+                pace_burst: a.pace_burst,
+                burst: a.burst,
+                interval: a.interval,
+            },
+            socket: request::SocketSettings {
+                nodelay: a.nodelay,
+                cc: a.cc.clone(),
+                mss: a.mss,
+                spin: a.spin,
+                cpu: a.cpu.clone(),
+                server_cpu: a.server_cpu.clone(),
+            },
+            fast: request::FastRequest {
+                zerocopy: a.zerocopy,
+                sendfile: a.sendfile,
+                skip_rx_copy: a.skip_rx_copy,
+                batch: a.batch,
+                gso: a.gso,
+                gro: a.gro,
+                busy_poll_us: a.busy_poll,
+                rcvlowat: a.rcvlowat,
+            },
+            statistics: a.statistics.request(),
+            timeouts: request::Timeouts {
+                io: a.io_timeout,
+                loss: a.loss_timeout,
+            },
+            output: a.output.request(),
+        })
+    }
+}
+
+/// `wirebench run`: the exit code.
+pub fn run(a: &RunArgs) -> Result<i32> {
+    let request = Request::try_from(a)?;
+    Ok(crate::plan::measure::run(&request, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{FromArgMatches, Parser};
+
+    fn parse(args: &[&str]) -> RunArgs {
+        let cmd = RunArgs::augment_args(clap::Command::new("run"));
+        let m = cmd
+            .try_get_matches_from(std::iter::once("run").chain(args.iter().copied()))
+            .unwrap();
+        RunArgs::from_arg_matches(&m).unwrap()
+    }
+
+    /// `run`'s defaults and [`Request::default`] are one set of defaults.
+    #[test]
+    fn the_bare_command_line_is_the_default_request() {
+        let r = Request::try_from(&parse(&["pingpong"])).unwrap();
+        assert_eq!(r, Request::default());
+    }
+
+    /// Every kind of value is parsed once, into its type, where the command line is read.
+    #[test]
+    fn values_arrive_typed() {
+        let r = Request::try_from(&parse(&[
+            "stream",
+            "-t",
+            "udp",
+            "--size",
+            "1K..4K:*2",
+            "-w",
+            "64K",
+            "-b",
+            "100M",
+            "-R",
+            "--until-ci",
+            "2%",
+            "-d",
+            "1500ms",
+            "-J",
+            "--no-save",
+        ]))
+        .unwrap();
+        assert_eq!(r.pattern, PatternKind::Stream);
+        assert_eq!(r.transport, TransportKind::Udp);
+        assert_eq!(r.sizes.size, Some(vec![1024, 2048, 4096]));
+        assert_eq!(r.buffers.window, Some(vec![65536]));
+        assert_eq!(r.traffic.rate, Some(Rate::BitsPerSecond(100e6)));
+        assert_eq!(r.traffic.direction, Direction::Reverse);
+        assert_eq!(r.statistics.until_ci, Some(0.02));
+        assert_eq!(
+            r.stop.duration,
+            Some(std::time::Duration::from_millis(1500))
+        );
+        assert_eq!(r.output.format, Format::Json);
+        assert!(!r.output.save);
+    }
+
+    /// `-t 5` (iperf3's time) is refused with a hint at `-d`, and clap's message keeps the
+    /// value and the option.
+    #[test]
+    fn an_iperf3_time_gets_a_hint() {
+        let e = crate::cmd::Cli::try_parse_from(["wirebench", "run", "pingpong", "-t", "5"])
+            .unwrap_err();
+        let line = crate::cmd::usage_error_line(&e, &["run".into()]);
+        assert!(line.contains("did you mean `-d 5s`?"), "{line}");
+        assert!(line.contains("'5'"), "{line}");
+    }
+}

@@ -1,0 +1,76 @@
+//! The one path from a request to its output: plan, run, print, save. `run`, `lab run`,
+//! `mpi` and anything else that measures a [`Request`] end here, whatever carries the data.
+
+use anyhow::Context;
+
+use super::runner::{self, PointRunner};
+use crate::error::{one_line, report, EXIT_FAILURE};
+use crate::report::json::{JsonSink, JsonStreamSink};
+use crate::report::{csv::CsvSink, table::TableSink, Sink};
+use crate::request::{Format, Request};
+
+/// Measures `request` against a wirebench server (started on loopback when it names none),
+/// prints it and saves it; `lab` describes the emulated link it runs over, if any. The exit
+/// code of the run.
+pub fn run(request: &Request, lab: Option<crate::lab::LabState>) -> i32 {
+    let mut point_runner = runner::ControlRunner::new(request);
+    run_with(request, lab, &mut point_runner)
+}
+
+/// As [`run`], with `point_runner` measuring each point.
+pub fn run_with(
+    request: &Request,
+    lab: Option<crate::lab::LabState>,
+    point_runner: &mut dyn PointRunner,
+) -> i32 {
+    let plan = match super::build(request) {
+        Ok(p) => p,
+        Err(e) => return report(&e),
+    };
+    let sink: Box<dyn Sink> = match request.output.format {
+        Format::JsonStream => Box::new(JsonStreamSink::default()),
+        Format::Json => Box::new(JsonSink::default()),
+        Format::Csv => Box::new(CsvSink::default()),
+        Format::Table => Box::new(TableSink::new()),
+    };
+    let (mut sink, saved) = match crate::results::save::attach(&request.output, sink) {
+        Ok(s) => s,
+        Err(e) => return report(&e),
+    };
+    runner::stop_on_ctrl_c();
+    let mut run_report = runner::new_report(&plan, request);
+    run_report.lab = lab;
+    let result = runner::run_with(&plan, &mut run_report, sink.as_mut(), point_runner);
+    run_report.finished_at = Some(crate::env::now_rfc3339());
+    run_report.complete = result.is_ok();
+    run_report.error = result.as_ref().err().map(one_line);
+    let shown = sink.finish(&run_report);
+    if let Err(e) = &shown {
+        // A write that failed during the run fails again here: said once.
+        if result.as_ref().err().map(one_line) != Some(one_line(e)) {
+            report(e);
+        }
+    }
+    if let Err(e) = saved.outcome() {
+        report(&e);
+        if result.is_ok() {
+            return EXIT_FAILURE;
+        }
+    }
+    if let Some(path) = &request.output.file {
+        let written = crate::report::json::to_string(&run_report)
+            .context("encoding the result")
+            .and_then(|s| {
+                std::fs::write(path, s + "\n")
+                    .with_context(|| format!("writing {}", path.display()))
+            });
+        if let Err(e) = written {
+            return report(&e);
+        }
+    }
+    match result {
+        Ok(()) if shown.is_ok() => 0,
+        Ok(()) => EXIT_FAILURE,
+        Err(e) => report(&e),
+    }
+}

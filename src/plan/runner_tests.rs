@@ -1,0 +1,315 @@
+//! The runner without sockets: a scripted [`PointRunner`] hands it known round-trip times, so
+//! that its repeats, its stopping rule, what it keeps after a failure and what it hands the
+//! output are checked against exact numbers.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::mpsc;
+
+use anyhow::{bail, Result};
+
+use super::runner::{new_report, run_with, PointRunner};
+use super::{build, PlannedPoint, RunPlan};
+use crate::control::client::{ClientSide, PointOutcome};
+use crate::control::protocol::ServerReport;
+use crate::pattern::exchange::ExchangeStats;
+use crate::pattern::stream::IntervalEvent;
+use crate::pattern::{CpuTime, PatternKind};
+use crate::report::model::{PointResult, RunReport};
+use crate::report::Sink;
+use crate::request::Request;
+use crate::stats::LatencyRecorder;
+use crate::transport::TransportKind;
+
+/// Answers each run of each point with the round-trip times `rtts(point, run)` gives, or
+/// fails on the run named in `fail_at`; records every call.
+struct Scripted {
+    rtts: fn(usize, u32) -> Vec<u64>,
+    fail_at: Option<(usize, u32)>,
+    calls: Vec<(u64, u32)>,
+    opened: u32,
+    closed: u32,
+    runs_of: std::collections::HashMap<u64, u32>,
+}
+
+impl Scripted {
+    fn new(rtts: fn(usize, u32) -> Vec<u64>) -> Scripted {
+        Scripted {
+            rtts,
+            fail_at: None,
+            calls: Vec::new(),
+            opened: 0,
+            closed: 0,
+            runs_of: Default::default(),
+        }
+    }
+}
+
+impl PointRunner for Scripted {
+    fn open(&mut self, _: &RunPlan, _: &mut RunReport) -> Result<()> {
+        self.opened += 1;
+        Ok(())
+    }
+
+    fn run_point(
+        &mut self,
+        planned: &PlannedPoint,
+        _: &ClientSide,
+        _: Option<mpsc::Sender<IntervalEvent>>,
+    ) -> Result<PointOutcome> {
+        let size = planned.key.size;
+        let run = *self
+            .runs_of
+            .entry(size)
+            .and_modify(|r| *r += 1)
+            .or_insert(0);
+        self.calls.push((size, run));
+        let point = self
+            .calls
+            .iter()
+            .map(|c| c.0)
+            .collect::<std::collections::BTreeSet<_>>();
+        let index = point.iter().position(|&s| s == size).unwrap();
+        if self.fail_at == Some((index, run)) {
+            bail!("the scripted server went away");
+        }
+        let samples = (self.rtts)(index, run);
+        let mut rtt = LatencyRecorder::new();
+        for &ns in &samples {
+            rtt.record(ns);
+        }
+        Ok(PointOutcome {
+            client_streams: Vec::new(),
+            exchanges: vec![ExchangeStats {
+                rtt,
+                transactions: samples.len() as u64,
+                lost: 0,
+                stale: 0,
+                first_ns: Some(50_000),
+                elapsed_s: samples.iter().sum::<u64>() as f64 / 1e9,
+                cpu: CpuTime::default(),
+            }],
+            crr: None,
+            server: ServerReport::default(),
+            client_socket: Vec::new(),
+            server_socket: Vec::new(),
+            client_cpu: CpuTime::default(),
+        })
+    }
+
+    fn close(&mut self) {
+        self.closed += 1;
+    }
+}
+
+/// What the output was handed, in order.
+#[derive(Default)]
+struct Recorded {
+    events: Vec<String>,
+}
+
+struct RecordingSink(Rc<RefCell<Recorded>>);
+
+impl Sink for RecordingSink {
+    fn begin(&mut self, _: &RunReport, plan: &RunPlan) -> Result<()> {
+        let n = plan.points.len();
+        self.0.borrow_mut().events.push(format!("begin {n}"));
+        Ok(())
+    }
+    fn point(&mut self, _: &RunReport, p: &PointResult) -> Result<()> {
+        let e = format!("point {} size {}", p.index, p.key.size);
+        self.0.borrow_mut().events.push(e);
+        Ok(())
+    }
+    fn finish(&mut self, _: &RunReport) -> Result<()> {
+        self.0.borrow_mut().events.push("finish".into());
+        Ok(())
+    }
+}
+
+fn pingpong(sizes: &[u64]) -> Request {
+    let mut r = Request::new(PatternKind::Pingpong, TransportKind::Tcp);
+    r.sizes.size = Some(sizes.to_vec());
+    r.output.save = false;
+    r
+}
+
+fn run(request: &Request, runner: &mut Scripted) -> (RunReport, Result<()>, Rc<RefCell<Recorded>>) {
+    let plan = build(request).unwrap();
+    let mut report = new_report(&plan, request);
+    let recorded = Rc::new(RefCell::new(Recorded::default()));
+    let mut sink = RecordingSink(recorded.clone());
+    let result = run_with(&plan, &mut report, &mut sink, runner);
+    (report, result, recorded)
+}
+
+/// 1..=100 us, each once: mean 50.5 us, min 1 us, max 100 us; one-way = RTT / 2.
+fn hundred(_: usize, _: u32) -> Vec<u64> {
+    (1..=100).map(|i| i * 1000).collect()
+}
+
+#[test]
+fn each_point_is_summarised_from_exactly_the_samples_it_was_given() {
+    let mut runner = Scripted::new(hundred);
+    let (report, result, recorded) = run(&pingpong(&[1, 64, 1024]), &mut runner);
+    result.unwrap();
+    assert_eq!(runner.calls, vec![(1, 0), (64, 0), (1024, 0)]);
+    assert_eq!((runner.opened, runner.closed), (1, 1));
+    assert_eq!(report.points.len(), 3);
+    for (i, p) in report.points.iter().enumerate() {
+        assert_eq!(p.index, i);
+        assert_eq!(p.runs, 1);
+        let l = p.latency.as_ref().unwrap();
+        assert_eq!(l.rtt.samples, 100);
+        assert_eq!(l.rtt.min_ns, 1000);
+        assert_eq!(l.rtt.max_ns, 100_000);
+        assert_eq!(l.rtt.mean_ns, 50_500.0);
+        assert_eq!(l.one_way_mean_ns, Some(25_250.0));
+        assert_eq!(p.headline.values, vec![25_250.0]);
+        assert_eq!(
+            p.headline.validity.valid,
+            Some(true),
+            "{:?}",
+            p.headline.validity
+        );
+    }
+    assert_eq!(
+        recorded.borrow().events,
+        vec![
+            "begin 3",
+            "point 0 size 1",
+            "point 1 size 64",
+            "point 2 size 1024"
+        ],
+        "run_with begins the output once the session is open and hands each point over as it finishes (finish is the caller's)"
+    );
+}
+
+#[test]
+fn repeats_are_runs_of_the_same_point_and_their_mean_is_over_runs() {
+    // Run k of every point: 100 samples of (k + 1) x 10 us: one-way 5, 10 and 15 us.
+    fn by_run(_: usize, run: u32) -> Vec<u64> {
+        vec![u64::from(run + 1) * 10_000; 100]
+    }
+    let mut request = pingpong(&[8, 16]);
+    request.statistics.repeat = 3;
+    let mut runner = Scripted::new(by_run);
+    let (report, result, _) = run(&request, &mut runner);
+    result.unwrap();
+    assert_eq!(
+        runner.calls,
+        vec![(8, 0), (8, 1), (8, 2), (16, 0), (16, 1), (16, 2)]
+    );
+    for p in &report.points {
+        assert_eq!(p.runs, 3);
+        assert_eq!(p.headline.values, vec![5_000.0, 10_000.0, 15_000.0]);
+        let over = p.headline.over_runs.as_ref().unwrap();
+        assert_eq!(over.mean, 10_000.0);
+        // The merged histogram holds all 300 samples.
+        assert_eq!(p.latency.as_ref().unwrap().rtt.samples, 300);
+    }
+}
+
+#[test]
+fn until_ci_stops_at_the_minimum_runs_when_the_interval_is_met_and_at_the_cap_when_not() {
+    // Identical runs: the interval has width 0 after the third.
+    let mut request = pingpong(&[1]);
+    request.statistics.until_ci = Some(0.01);
+    request.statistics.max_repeat = 6;
+    let mut steady = Scripted::new(hundred);
+    let (report, result, _) = run(&request, &mut steady);
+    result.unwrap();
+    assert_eq!(steady.calls.len(), 3);
+    assert_eq!(report.points[0].headline.target_met, Some(true));
+
+    // Runs that alternate between 1 and 100 us never meet 1%: the cap ends them.
+    fn alternating(_: usize, run: u32) -> Vec<u64> {
+        vec![
+            if run.is_multiple_of(2) {
+                2_000
+            } else {
+                200_000
+            };
+            100
+        ]
+    }
+    let mut noisy = Scripted::new(alternating);
+    let (report, result, _) = run(&request, &mut noisy);
+    result.unwrap();
+    assert_eq!(noisy.calls.len(), 6);
+    assert_eq!(report.points[0].runs, 6);
+    assert_eq!(report.points[0].headline.target_met, Some(false));
+}
+
+#[test]
+fn a_failure_keeps_every_point_before_it_and_names_the_point() {
+    let mut runner = Scripted::new(hundred);
+    runner.fail_at = Some((1, 0));
+    let (report, result, recorded) = run(&pingpong(&[1, 64, 1024]), &mut runner);
+    let e = format!("{:#}", result.unwrap_err());
+    assert!(e.contains("point 2 (size 64 bytes)"), "{e}");
+    assert!(e.contains("the scripted server went away"), "{e}");
+    assert_eq!(report.points.len(), 1);
+    assert_eq!(report.points[0].key.size, 1);
+    assert_eq!(recorded.borrow().events, vec!["begin 3", "point 0 size 1"]);
+    assert_eq!(runner.closed, 1, "the runner is closed after a failure too");
+}
+
+#[test]
+fn too_few_samples_are_flagged_not_printed_as_a_result() {
+    fn three(_: usize, _: u32) -> Vec<u64> {
+        vec![10_000, 20_000, 30_000]
+    }
+    let mut runner = Scripted::new(three);
+    let (report, result, _) = run(&pingpong(&[1]), &mut runner);
+    result.unwrap();
+    let h = &report.points[0].headline;
+    assert_eq!(h.values, vec![10_000.0]);
+    assert_eq!(h.validity.valid, Some(false));
+    let why = h.validity.invalid_reason.as_deref().unwrap_or_default();
+    assert!(why.contains("3 samples"), "{why}");
+}
+
+/// An output that fails to write its `fail_at`th point (a full disk).
+struct FailingSink {
+    points: usize,
+    fail_at: usize,
+}
+
+impl Sink for FailingSink {
+    fn begin(&mut self, _: &RunReport, _: &RunPlan) -> Result<()> {
+        Ok(())
+    }
+    fn point(&mut self, _: &RunReport, _: &PointResult) -> Result<()> {
+        self.points += 1;
+        if self.points == self.fail_at {
+            anyhow::bail!("writing the output: No space left on device");
+        }
+        Ok(())
+    }
+    fn finish(&mut self, _: &RunReport) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failed_write_ends_the_run_with_the_point_it_could_not_show_kept() {
+    let mut runner = Scripted::new(hundred);
+    let request = pingpong(&[1, 64, 1024]);
+    let plan = build(&request).unwrap();
+    let mut report = new_report(&plan, &request);
+    let mut sink = FailingSink {
+        points: 0,
+        fail_at: 2,
+    };
+    let result = run_with(&plan, &mut report, &mut sink, &mut runner);
+    let e = result.unwrap_err();
+    assert_eq!(
+        format!("{e:#}"),
+        "writing the output: No space left on device"
+    );
+    assert_eq!(runner.calls, vec![(1, 0), (64, 0)], "no point after it");
+    assert_eq!((runner.opened, runner.closed), (1, 1));
+    let sizes: Vec<u64> = report.points.iter().map(|p| p.key.size).collect();
+    assert_eq!(sizes, [1, 64], "the point measured is kept");
+}
