@@ -49,7 +49,7 @@ mod endpoint;
 mod engine;
 mod listener;
 #[cfg(test)]
-mod tests;
+mod loopback_tests;
 mod tls;
 
 use std::net::{IpAddr, SocketAddr};

@@ -1,5 +1,6 @@
 //! The QUIC transport over loopback sockets: data both ways, the end of a stream, refused
-//! certificates, cookies and strangers, non-blocking receives.
+//! certificates, cookies and strangers, non-blocking receives. (Named `loopback...` so that
+//! the unit tier, which runs without a network, leaves it out.)
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
