@@ -1,0 +1,203 @@
+//! The QUIC transport over loopback sockets: data both ways, the end of a stream, refused
+//! certificates, cookies and strangers, non-blocking receives. (Named `loopback...` so that
+//! the unit tier, which runs without a network, leaves it out.)
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use super::endpoint::{format_endpoint, parse_endpoint};
+use super::Quic;
+use crate::transport::{Cookie, Listener, SocketOptions, Transport, TransportConfig};
+
+/// A listener on loopback and what a client needs to reach it.
+fn serve() -> (Box<dyn Listener>, SocketAddr, String, Cookie) {
+    let quic = Quic::new(&TransportConfig::default()).unwrap();
+    let listener = quic
+        .listen(
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+        )
+        .unwrap();
+    let endpoint = listener.endpoint();
+    // connect() takes the control address: only its IP is used.
+    let control = SocketAddr::from((Ipv4Addr::LOCALHOST, 9));
+    (listener, control, endpoint, Cookie::random().unwrap())
+}
+
+#[test]
+fn bytes_flow_both_ways_and_end_cleanly() {
+    let (mut listener, control, endpoint, cookie) = serve();
+    let server = std::thread::spawn(move || {
+        let mut conn = listener
+            .accept(&cookie, Duration::from_secs(5))
+            .unwrap()
+            .expect("a connection");
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 7];
+        loop {
+            match conn.recv(&mut buf).unwrap() {
+                0 => break,
+                n => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        conn.send(&got[..3]).unwrap();
+        conn.shutdown_write().unwrap();
+        got
+    });
+    let quic = Quic::new(&TransportConfig::default()).unwrap();
+    let mut conn = quic
+        .connect(
+            control,
+            &endpoint,
+            &SocketOptions::default(),
+            &cookie,
+            Duration::from_secs(5),
+        )
+        .unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let msg = b"hello over quic";
+    let mut off = 0;
+    while off < msg.len() {
+        off += conn.send(&msg[off..]).unwrap();
+    }
+    conn.shutdown_write().unwrap();
+    let mut back = [0u8; 8];
+    let n = conn.recv(&mut back).unwrap();
+    assert_eq!(&back[..n], b"hel");
+    assert_eq!(conn.recv(&mut back).unwrap(), 0, "end of stream");
+    assert_eq!(conn.recv(&mut back).unwrap(), 0, "end of stream stays");
+    assert_eq!(server.join().unwrap(), msg);
+    let e = conn.effective_options(&SocketOptions::default());
+    assert!(e.rcvbuf_bytes.is_some_and(|b| b > 0));
+}
+
+#[test]
+fn a_certificate_other_than_the_announced_one_is_refused() {
+    let (_listener, control, endpoint, cookie) = serve();
+    let (port, _) = parse_endpoint(&endpoint).unwrap();
+    let forged = format_endpoint(port, &[0x11; 32]);
+    let quic = Quic::new(&TransportConfig::default()).unwrap();
+    let started = Instant::now();
+    let err = match quic.connect(
+        control,
+        &forged,
+        &SocketOptions::default(),
+        &cookie,
+        Duration::from_secs(10),
+    ) {
+        Ok(_) => panic!("a forged fingerprint must not connect"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(err.starts_with("QUIC handshake with 127.0.0.1:"), "{err}");
+    assert!(err.contains("does not match"), "{err}");
+    assert!(err.contains(&"11".repeat(32)), "{err}");
+    assert!(!err.contains('\n'), "{err}");
+}
+
+#[test]
+fn a_wrong_cookie_is_not_admitted() {
+    let (mut listener, control, endpoint, cookie) = serve();
+    let server = std::thread::spawn(move || {
+        listener
+            .accept(&cookie, Duration::from_millis(1500))
+            .unwrap()
+            .is_none()
+    });
+    let quic = Quic::new(&TransportConfig::default()).unwrap();
+    let err = match quic.connect(
+        control,
+        &endpoint,
+        &SocketOptions::default(),
+        &Cookie([0; 16]),
+        Duration::from_secs(5),
+    ) {
+        Ok(_) => panic!("a wrong cookie must not be admitted"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err.contains("refused the test cookie"), "{err}");
+    assert!(server.join().unwrap(), "the listener admitted nothing");
+}
+
+/// Reflection: a QUIC connection from another address than the control peer gets no
+/// answer at all (not even the handshake's), and the listener admits nothing.
+#[test]
+fn a_connection_from_another_address_than_the_control_peer_gets_no_answer() {
+    let quic = Quic::new(&TransportConfig::default()).unwrap();
+    let mut listener = quic
+        .listen(
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)),
+        )
+        .unwrap();
+    let endpoint = listener.endpoint();
+    let cookie = Cookie::random().unwrap();
+    let server = std::thread::spawn(move || {
+        listener
+            .accept(&cookie, Duration::from_millis(1500))
+            .unwrap()
+            .is_none()
+    });
+    let control = SocketAddr::from((Ipv4Addr::LOCALHOST, 9));
+    let got = quic.connect(
+        control,
+        &endpoint,
+        &SocketOptions::default(),
+        &cookie,
+        Duration::from_secs(2),
+    );
+    assert!(got.is_err(), "a stranger's connection was answered");
+    assert!(server.join().unwrap(), "the listener admitted a stranger");
+}
+
+#[test]
+fn nonblocking_receive_reports_would_block_then_data() {
+    let (mut listener, control, endpoint, cookie) = serve();
+    let server = std::thread::spawn(move || {
+        let mut conn = listener
+            .accept(&cookie, Duration::from_secs(5))
+            .unwrap()
+            .expect("a connection");
+        std::thread::sleep(Duration::from_millis(50));
+        conn.send(b"x").unwrap();
+        conn.shutdown_write().unwrap();
+    });
+    let quic = Quic::new(&TransportConfig::default()).unwrap();
+    let mut conn = quic
+        .connect(
+            control,
+            &endpoint,
+            &SocketOptions::default(),
+            &cookie,
+            Duration::from_secs(5),
+        )
+        .unwrap();
+    conn.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 4];
+    let mut would_block = 0;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let n = loop {
+        match conn.recv(&mut buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => would_block += 1,
+            r => break r.unwrap(),
+        }
+        assert!(Instant::now() < deadline, "no data while spinning");
+    };
+    assert_eq!(&buf[..n], b"x");
+    assert!(would_block > 0);
+    let eof = loop {
+        match conn.recv(&mut buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            r => break r.unwrap(),
+        }
+        assert!(Instant::now() < deadline, "no end of stream while spinning");
+    };
+    assert_eq!(eof, 0);
+    server.join().unwrap();
+}
