@@ -189,3 +189,31 @@ pub fn u(v: &Value) -> u64 {
     v.as_u64()
         .unwrap_or_else(|| panic!("expected an unsigned integer, got {v}"))
 }
+
+/// The kernel's count of UDP datagrams dropped for a full receive buffer (RcvbufErrors in
+/// /proc/net/snmp) in this network namespace: on a loaded host a starved receiver loses
+/// datagrams even on loopback, and every datagram a run reports lost must be one the kernel
+/// counted here (other tests running at the same time can only add to it).
+#[allow(dead_code)]
+pub fn udp_rcvbuf_errors() -> u64 {
+    let text = std::fs::read_to_string("/proc/net/snmp").expect("/proc/net/snmp");
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+    let (names, values) = (udp.next().unwrap_or(""), udp.next().unwrap_or(""));
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == "RcvbufErrors")
+        .and_then(|(_, v)| v.parse().ok())
+        .expect("RcvbufErrors in /proc/net/snmp")
+}
+
+/// Every datagram lost since `before` (a [`udp_rcvbuf_errors`] reading) was dropped by the
+/// kernel for a full receive buffer: the loss is the host's, accounted for.
+#[allow(dead_code)]
+pub fn assert_udp_loss_explained(lost: u64, before: u64, what: &str) {
+    let dropped = udp_rcvbuf_errors() - before;
+    assert!(
+        lost <= dropped,
+        "{what}: {lost} datagrams lost, the kernel dropped {dropped} for full receive buffers"
+    );
+}
