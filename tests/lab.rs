@@ -264,7 +264,7 @@ fn jitter_reorders_datagrams() {
     // buffer: at most 1% of the 10 000 datagrams.
     assert!(u(&loss["lost"]) <= 100, "{loss}");
     // RFC 3550 jitter of a uniform +/-2 ms delay is of the order of a millisecond.
-    let j = f(&loss["jitter_s"]);
+    let j = f(&loss["jitter_ns"]) / 1e9;
     assert!((0.0003..0.004).contains(&j), "jitter {j}");
 }
 
