@@ -396,6 +396,33 @@ pub mod duration_text {
     }
 }
 
+/// Serde for a [`Duration`] as whole nanoseconds, the unit of every time in a run document.
+/// Reads also the `{"secs": .., "nanos": ..}` object of serde's own form for `Duration`, which
+/// lab state files and run documents of schema version 1 hold.
+pub mod duration_ns {
+    use std::time::Duration;
+
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_nanos().min(u64::MAX as u128) as u64)
+    }
+
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Nanos(u64),
+        Parts { secs: u64, nanos: u32 },
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        match <Written as serde::Deserialize>::deserialize(d)? {
+            Written::Nanos(ns) => Ok(Duration::from_nanos(ns)),
+            Written::Parts { secs, nanos } => Duration::from_secs(secs)
+                .checked_add(Duration::from_nanos(u64::from(nanos)))
+                .ok_or_else(|| serde::de::Error::custom("duration out of range")),
+        }
+    }
+}
+
 /// As [`duration_text`], for an optional duration.
 pub mod opt_duration_text {
     use std::time::Duration;

@@ -57,7 +57,7 @@ fn refused(args: &[&str], key: Option<&str>, needle: &str) {
 }
 
 fn hello() -> Vec<u8> {
-    let body = br#"{"type":"hello","magic":"wirebench","protocol":1,"version":"test"}"#;
+    let body = br#"{"type":"hello","magic":"wirebench","protocol":2,"version":"test"}"#;
     let mut f = (body.len() as u32).to_be_bytes().to_vec();
     f.extend_from_slice(body);
     f

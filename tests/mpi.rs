@@ -124,7 +124,7 @@ fn pingpong_over_mpi_tcp_agrees_with_tcp() {
         }
         // Rank 1 answered every request, warm-up included.
         let r = &p["cpu"]["server"];
-        assert!(r["user_s"].as_f64().is_some(), "rank 1's CPU time: {p}");
+        assert!(r["user_ns"].as_u64().is_some(), "rank 1's CPU time: {p}");
     }
     assert!(v["sweep_metrics"][0]["metrics"].is_object(), "t0, r_max");
     let mpi = mpi_1b.expect("1 B point");

@@ -725,8 +725,8 @@ fn a_hockney_fit_that_is_not_valid_is_never_shown_as_a_result() {
     m.insert(
         "fit".into(),
         serde_json::json!({
-            "t0_s": -2.0e-8,
-            "r_inf_bytes_per_s": 3.3e9,
+            "t0_ns": -20.0,
+            "r_inf_bits_per_s": 2.64e10,
             "n_half_bytes": -66.0,
             "r_squared": 0.999,
             "points": 3

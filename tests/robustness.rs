@@ -173,7 +173,7 @@ fn garbage_and_silent_clients_do_not_stop_the_server() {
     let _silent = TcpStream::connect(&server.addr).unwrap();
     // A client that says hello and then stalls.
     let mut stall = TcpStream::connect(&server.addr).unwrap();
-    let hello = br#"{"type":"hello","magic":"wirebench","protocol":1,"version":"x"}"#;
+    let hello = br#"{"type":"hello","magic":"wirebench","protocol":2,"version":"x"}"#;
     stall
         .write_all(&(hello.len() as u32).to_be_bytes())
         .unwrap();

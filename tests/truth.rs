@@ -157,8 +157,8 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
         let metrics = &v["sweep_metrics"][0]["metrics"];
         assert_eq!(metrics["fit_valid"], true, "{metrics}");
         let fit = &metrics["fit"];
-        let r_inf = f(&fit["r_inf_bytes_per_s"]) * 8.0;
-        let t0 = f(&fit["t0_s"]);
+        let r_inf = f(&fit["r_inf_bits_per_s"]);
+        let t0 = f(&fit["t0_ns"]) / 1e9;
         println!(
             "{} Mbit/s: fit r_inf {:.2} Mbit/s (physics {:.2}, goodput {:.2}), t0 {:.1} us (physics + baseline {:.1} us)",
             rate / 1e6,
@@ -203,7 +203,7 @@ fn a_tcp_stream_delivers_the_links_goodput_and_never_more() {
     // for one frame whose wire time began before the phase did (at most a 64 KiB GSO frame,
     // 0.18% of the 36 MB of 3 s).
     let receiver = &v["points"][0]["stream"]["streams"][0]["receiver"];
-    let slack = 65_536.0 * 8.0 / f(&receiver["elapsed_s"]);
+    let slack = 65_536.0 * 8.0 / (f(&receiver["elapsed_ns"]) / 1e9);
     assert!(
         got <= theory + slack,
         "receiver {got} above goodput {theory}"
@@ -212,7 +212,8 @@ fn a_tcp_stream_delivers_the_links_goodput_and_never_more() {
     // once slow start is over (before the clock starts, after the warm-up) the wire never
     // idles; what it carries twice (retransmissions after a queue overflow) is lost to
     // goodput, counted by the sender's kernel.
-    let retrans = u(&t["retransmits"]) as f64 * MSS as f64 * 8.0 / f(&receiver["elapsed_s"]);
+    let retrans =
+        u(&t["retransmits"]) as f64 * MSS as f64 * 8.0 / (f(&receiver["elapsed_ns"]) / 1e9);
     assert!(
         got >= 0.99 * theory - retrans,
         "receiver {got} below goodput {theory} (retransmissions {retrans} bit/s)"

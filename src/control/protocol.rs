@@ -36,8 +36,9 @@ use super::limits::Limits;
 
 /// Identifies a wirebench control connection.
 pub const MAGIC: &str = "wirebench";
-/// Bumped on any incompatible change of these messages.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Bumped on any incompatible change of these messages. 2: the reports' times in
+/// nanoseconds (`elapsed_ns`, `user_ns`, `jitter_ns`, intervals' `start_ns` and `end_ns`).
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// What a test is: fixed for all its points.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,9 +13,22 @@ use super::link::QueueLimit;
 pub struct DirectionConfig {
     /// Bits per second; None = unlimited.
     pub rate_bits_per_s: Option<f64>,
-    /// One-way delay added in this direction.
+    /// One-way delay added in this direction, nanoseconds (`delay` in lab state files and
+    /// run documents written before times were all in nanoseconds still reads).
+    #[serde(
+        rename = "delay_ns",
+        alias = "delay",
+        with = "crate::units::duration_ns"
+    )]
+    #[schemars(with = "u64")]
     pub delay: Duration,
-    /// Uniform jitter of the delay, +/- this much (frames may then be reordered).
+    /// Uniform jitter of the delay, +/- this much (frames may then be reordered), nanoseconds.
+    #[serde(
+        rename = "jitter_ns",
+        alias = "jitter",
+        with = "crate::units::duration_ns"
+    )]
+    #[schemars(with = "u64")]
     pub jitter: Duration,
     /// Probability that a frame is dropped, 0..1.
     pub loss: f64,
@@ -120,5 +133,32 @@ impl LinkConfig {
             || [self.forward, self.back]
                 .iter()
                 .any(|d| d.rate_bits_per_s.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_are_written_in_nanoseconds_and_the_older_form_still_reads() {
+        let d = DirectionConfig {
+            delay: Duration::from_micros(1500),
+            jitter: Duration::from_nanos(7),
+            ..DirectionConfig::default()
+        };
+        let v = serde_json::to_value(d).unwrap();
+        assert_eq!(v["delay_ns"], 1_500_000);
+        assert_eq!(v["jitter_ns"], 7);
+        assert!(v.get("delay").is_none());
+        assert_eq!(serde_json::from_value::<DirectionConfig>(v).unwrap(), d);
+        // As a lab brought up by an earlier build wrote its state file.
+        let old = serde_json::json!({"rate_bits_per_s": null, "loss": 0.0,
+            "delay": {"secs": 0, "nanos": 1_500_000}, "jitter": {"secs": 0, "nanos": 7}});
+        assert_eq!(serde_json::from_value::<DirectionConfig>(old).unwrap(), d);
+        // Out of range is an error, not a panic.
+        let huge = serde_json::json!({"rate_bits_per_s": null, "loss": 0.0, "jitter_ns": 0,
+            "delay": {"secs": u64::MAX, "nanos": 2_000_000_000u32}});
+        assert!(serde_json::from_value::<DirectionConfig>(huge).is_err());
     }
 }

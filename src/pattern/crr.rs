@@ -29,7 +29,7 @@ pub struct CrrStats {
     pub setup: LatencyRecorder,
     pub transactions: u64,
     pub first_ns: Option<u64>,
-    pub elapsed_s: f64,
+    pub elapsed_ns: u64,
     pub cpu: CpuTime,
 }
 
@@ -60,7 +60,7 @@ pub fn run_client(target: &CrrTarget<'_>, plan: &CrrPlan) -> Result<CrrStats> {
         setup: LatencyRecorder::new(),
         transactions: 0,
         first_ns: None,
-        elapsed_s: 0.0,
+        elapsed_ns: 0,
         cpu: CpuTime::default(),
     };
     let mut one = |out: &mut CrrStats, timed: bool| -> Result<()> {
@@ -110,7 +110,7 @@ pub fn run_client(target: &CrrTarget<'_>, plan: &CrrPlan) -> Result<CrrStats> {
         n += 1;
         now = Instant::now();
     }
-    out.elapsed_s = now.saturating_duration_since(start).as_secs_f64();
+    out.elapsed_ns = nanos(start, now);
     out.cpu = cpu.stop();
     Ok(out)
 }

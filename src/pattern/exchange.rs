@@ -39,8 +39,8 @@ pub struct ExchangeStats {
     pub stale: u64,
     /// Round-trip time of the very first (warm-up) transaction, ns.
     pub first_ns: Option<u64>,
-    /// Length of the timed phase, seconds.
-    pub elapsed_s: f64,
+    /// Length of the timed phase, nanoseconds.
+    pub elapsed_ns: u64,
     pub cpu: CpuTime,
 }
 
@@ -73,7 +73,7 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
         lost: 0,
         stale: 0,
         first_ns: None,
-        elapsed_s: 0.0,
+        elapsed_ns: 0,
         cpu: CpuTime::default(),
     };
     let mut req = payload(plan.request_size.max(1));
@@ -135,7 +135,7 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
             out.lost += 1;
         }
     }
-    out.elapsed_s = now.saturating_duration_since(start).as_secs_f64();
+    out.elapsed_ns = nanos(start, now);
     out.cpu = cpu.stop();
     Ok(out)
 }
@@ -254,7 +254,7 @@ fn run_burst(
             Err(e) => return Err(e),
         }
     }
-    out.elapsed_s = now.saturating_duration_since(start).as_secs_f64();
+    out.elapsed_ns = nanos(start, now);
     out.cpu = cpu.stop();
     Ok(out)
 }

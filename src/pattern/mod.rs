@@ -144,7 +144,8 @@ pub struct FastPaths {
     pub gso: bool,
     /// UDP receivers: UDP_GRO, one receive for many datagrams.
     pub gro: bool,
-    /// SO_BUSY_POLL on data sockets, microseconds.
+    /// SO_BUSY_POLL on data sockets, microseconds: a setting in the kernel's own unit (the
+    /// socket option takes microseconds), not a measured figure, so it stays in them.
     pub busy_poll_us: Option<u32>,
     /// TCP stream receivers: how many queued bytes wake a blocking read (SO_RCVLOWAT). A
     /// document without it (an older client, a stored older run) meant the kernel's default.
@@ -205,20 +206,25 @@ impl StopAt {
     }
 }
 
-/// CPU time of the threads that moved the data (user and system), seconds.
+/// CPU time of the threads that moved the data (user and system), nanoseconds: the kernel
+/// counts thread CPU time in whole nanoseconds, so integers keep it exactly.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuTime {
-    pub user_s: f64,
-    pub system_s: f64,
+    pub user_ns: u64,
+    pub system_ns: u64,
 }
 
 impl CpuTime {
+    pub fn total_ns(&self) -> u64 {
+        self.user_ns.saturating_add(self.system_ns)
+    }
+    /// User plus system, seconds: for tables and service demand.
     pub fn total_s(&self) -> f64 {
-        self.user_s + self.system_s
+        self.total_ns() as f64 / 1e9
     }
     pub fn add(&mut self, other: CpuTime) {
-        self.user_s += other.user_s;
-        self.system_s += other.system_s;
+        self.user_ns = self.user_ns.saturating_add(other.user_ns);
+        self.system_ns = self.system_ns.saturating_add(other.system_ns);
     }
 }
 
@@ -236,8 +242,8 @@ impl CpuMeter {
     pub fn stop(&self) -> CpuTime {
         let (u, s) = crate::sys::thread_cpu_time();
         CpuTime {
-            user_s: u.saturating_sub(self.user).as_secs_f64(),
-            system_s: s.saturating_sub(self.system).as_secs_f64(),
+            user_ns: duration_ns(u.saturating_sub(self.user)),
+            system_ns: duration_ns(s.saturating_sub(self.system)),
         }
     }
 }
@@ -258,12 +264,17 @@ pub fn read_tag(buf: &[u8]) -> Option<u64> {
         .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
 }
 
-/// Nanoseconds between two instants, saturating, as recorded in histograms.
+/// Nanoseconds between two instants, saturating, as recorded in histograms and as the run
+/// document holds measured durations (an `Instant` difference is integral nanoseconds).
 #[inline]
 pub fn nanos(from: Instant, to: Instant) -> u64 {
-    to.saturating_duration_since(from)
-        .as_nanos()
-        .min(u64::MAX as u128) as u64
+    duration_ns(to.saturating_duration_since(from))
+}
+
+/// A duration in whole nanoseconds, saturating (after 584 years).
+#[inline]
+pub fn duration_ns(d: Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
 }
 
 /// Fills a payload with a fixed non-zero pattern, so that nothing compresses it to nothing.

@@ -62,8 +62,8 @@ impl Estimate {
 /// Each transport's figures against the baseline's.
 #[derive(Debug, Clone, Serialize)]
 pub struct Overhead {
-    /// t0 minus the baseline's t0, seconds.
-    pub t0_extra_s: f64,
+    /// t0 minus the baseline's t0, nanoseconds.
+    pub t0_extra_ns: f64,
     pub t0_ratio: f64,
     pub r_max_ratio: f64,
     pub n_half_ratio: Option<f64>,
@@ -75,11 +75,11 @@ pub struct TransportRow {
     pub layer: String,
     /// Sizes measured for this transport, bytes.
     pub sizes: Vec<u64>,
-    /// One-way time (RTT/2) of the smallest message, seconds.
-    pub t0_s: Option<Estimate>,
+    /// One-way time (RTT/2) of the smallest message, nanoseconds.
+    pub t0_ns: Option<Estimate>,
     pub t0_size: Option<u64>,
-    /// Highest throughput of the sweep, bytes per second (size / one-way time).
-    pub r_max_bytes_per_s: Option<Estimate>,
+    /// Highest throughput of the sweep, bits per second (size / one-way time).
+    pub r_max_bits_per_s: Option<Estimate>,
     /// Size at which r_max was reached in the most runs, bytes.
     pub r_max_size: Option<u64>,
     /// Size reaching r_max / 2, bytes (interpolated).
@@ -91,8 +91,9 @@ pub struct TransportRow {
     pub r_max_note: Option<String>,
     /// Hockney fit t(n) = t0 + n / r_inf, averaged over the runs that have one, valid or not:
     /// for inspection; it is a result only when `fit_valid`.
-    pub fit_t0_s: Option<f64>,
-    pub fit_r_inf_bytes_per_s: Option<f64>,
+    /// t0 in nanoseconds, r_inf in bits per second.
+    pub fit_t0_ns: Option<f64>,
+    pub fit_r_inf_bits_per_s: Option<f64>,
     /// Every run's fit is valid (see `stats::sweep::judge_fit`).
     pub fit_valid: bool,
     /// Why not, naming the first run whose fit is not valid.
@@ -107,7 +108,8 @@ pub struct Comparison {
     pub schema: &'static str,
     pub schema_version: u32,
     pub server: Option<String>,
-    pub duration_per_size_s: f64,
+    /// The timed phase of each size, nanoseconds.
+    pub duration_per_size_ns: u64,
     pub runs: u32,
     pub confidence: f64,
     pub baseline: Option<TransportKind>,
@@ -231,7 +233,7 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
         .collect();
     let baseline = c.baseline.or_else(|| {
         rows.iter()
-            .filter(|r| r.t0_s.is_some())
+            .filter(|r| r.t0_ns.is_some())
             .min_by_key(|r| r.transport.layer().rank)
             .map(|r| r.transport)
     });
@@ -242,9 +244,11 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
     }
     Ok(Comparison {
         schema: "wirebench.compare_transports",
-        schema_version: 1,
+        // 2: every time in nanoseconds and every rate in bits per second (1 had seconds and
+        // bytes per second).
+        schema_version: 2,
         server: c.to.clone(),
-        duration_per_size_s: c.duration.as_secs_f64(),
+        duration_per_size_ns: crate::pattern::duration_ns(c.duration),
         runs: c.runs,
         confidence,
         baseline,
@@ -263,18 +267,18 @@ fn row(
     let pick = |f: &dyn Fn(&SweepMetrics) -> Option<f64>| -> Vec<f64> {
         runs.iter().filter_map(f).collect()
     };
-    let mut t0 = Estimate::of(&pick(&|m| Some(m.t0_s)), confidence);
-    let mut r_max = Estimate::of(&pick(&|m| Some(m.r_max_bytes_per_s)), confidence);
+    let mut t0 = Estimate::of(&pick(&|m| Some(m.t0_ns)), confidence);
+    let mut r_max = Estimate::of(&pick(&|m| Some(m.r_max_bits_per_s)), confidence);
     // One run: the within-run intervals of the sweep are the best available.
     if let (Some(t), [m]) = (t0.as_mut(), runs) {
-        t.ci_half_width = m.t0_ci_s;
+        t.ci_half_width = m.t0_ci_ns;
     }
     if let (Some(r), [m]) = (r_max.as_mut(), runs) {
-        r.ci_half_width = m.r_max_ci_bytes_per_s.map(|(lo, hi)| (hi - lo) / 2.0);
+        r.ci_half_width = m.r_max_ci_bits_per_s.map(|(lo, hi)| (hi - lo) / 2.0);
     }
     let n_half = Estimate::of(&pick(&|m| m.n_half_bytes), confidence);
-    let fit_t0 = pick(&|m| m.fit.as_ref().map(|f| f.t0_s));
-    let fit_r = pick(&|m| m.fit.as_ref().map(|f| f.r_inf_bytes_per_s));
+    let fit_t0 = pick(&|m| m.fit.as_ref().map(|f| f.t0_ns));
+    let fit_r = pick(&|m| m.fit.as_ref().map(|f| f.r_inf_bits_per_s));
     let fit_invalid_reason = if runs.is_empty() {
         Some("no sweep measured".to_owned())
     } else {
@@ -312,15 +316,15 @@ fn row(
         transport: kind,
         layer: kind.layer().what.to_owned(),
         sizes: sizes.to_vec(),
-        t0_s: t0,
+        t0_ns: t0,
         t0_size: runs.first().map(|m| m.t0_size),
-        r_max_bytes_per_s: r_max,
+        r_max_bits_per_s: r_max,
         r_max_size,
         n_half_bytes: n_half,
         r_max_at_largest: at_largest > 0,
         r_max_note,
-        fit_t0_s: mean(&fit_t0),
-        fit_r_inf_bytes_per_s: mean(&fit_r),
+        fit_t0_ns: mean(&fit_t0),
+        fit_r_inf_bits_per_s: mean(&fit_r),
         fit_valid: fit_invalid_reason.is_none(),
         fit_invalid_reason,
         overhead: None,
@@ -329,13 +333,13 @@ fn row(
 }
 
 fn overhead(r: &TransportRow, base: &TransportRow) -> Option<Overhead> {
-    let (t0, bt0) = (r.t0_s.as_ref()?.mean, base.t0_s.as_ref()?.mean);
+    let (t0, bt0) = (r.t0_ns.as_ref()?.mean, base.t0_ns.as_ref()?.mean);
     let (rm, brm) = (
-        r.r_max_bytes_per_s.as_ref()?.mean,
-        base.r_max_bytes_per_s.as_ref()?.mean,
+        r.r_max_bits_per_s.as_ref()?.mean,
+        base.r_max_bits_per_s.as_ref()?.mean,
     );
     Some(Overhead {
-        t0_extra_s: t0 - bt0,
+        t0_extra_ns: t0 - bt0,
         t0_ratio: t0 / bt0,
         r_max_ratio: rm / brm,
         n_half_ratio: match (&r.n_half_bytes, &base.n_half_bytes) {
@@ -355,8 +359,8 @@ mod tests {
             .iter()
             .map(|&(size, one_way_s)| SweepPoint {
                 size,
-                one_way_s,
-                one_way_ci_s: None,
+                one_way_ns: one_way_s * 1e9,
+                one_way_ci_ns: None,
             })
             .collect();
         derive(&pts).unwrap()
@@ -379,7 +383,7 @@ mod tests {
             0.95,
         );
         assert!(one.fit_valid && one.fit_invalid_reason.is_none());
-        assert!((one.fit_t0_s.unwrap() - 10e-6).abs() < 1e-15);
+        assert!((one.fit_t0_ns.unwrap() - 10e3).abs() < 1e-6);
         // 3000 B / 13 us is the peak: at the largest size.
         assert!(one.r_max_at_largest);
         assert_eq!(
@@ -400,7 +404,7 @@ mod tests {
             Some("run 2 of 2: the fitted t0 is not positive (nor, then, n_1/2 = r_inf*t0): the one-way times are not a line t0 + n/r_inf over these sizes")
         );
         // The fitted numbers stay for inspection: the mean of 10 us and -1 us.
-        assert!((two.fit_t0_s.unwrap() - 4.5e-6).abs() < 1e-15);
+        assert!((two.fit_t0_ns.unwrap() - 4.5e3).abs() < 1e-6);
         // Run 2 peaked at its smallest size; run 1 at its largest: flagged, 1 of 2.
         assert!(two.r_max_note.unwrap().contains("in 1 of 2 run(s)"));
 

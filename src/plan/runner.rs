@@ -65,16 +65,16 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
             direction: t.direction,
             burst: t.burst,
             warmup: args.stop.warmup,
-            duration_s: plan
+            duration_ns: plan
                 .points
                 .first()
                 .and_then(|p| p.spec.duration_ms)
-                .map(|ms| ms as f64 / 1000.0),
+                .map(|ms| ms.saturating_mul(1_000_000)),
             bytes: args.stop.bytes,
             iterations: args.stop.iterations,
             rate: args.traffic.rate,
             pace_burst: args.traffic.pace_burst,
-            interval_s: args.traffic.interval.map(|d| d.as_secs_f64()),
+            interval_ns: args.traffic.interval.map(crate::pattern::duration_ns),
             nodelay: args.socket.nodelay,
             cc: args.socket.cc.clone(),
             mss: args.socket.mss,
@@ -85,8 +85,8 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
             repeat: plan.repeat,
             until_ci: plan.until_ci,
             max_repeat: plan.max_repeat,
-            io_timeout_s: args.timeouts.io.as_secs_f64(),
-            loss_timeout_s: args.timeouts.loss.as_secs_f64(),
+            io_timeout_ns: crate::pattern::duration_ns(args.timeouts.io),
+            loss_timeout_ns: crate::pattern::duration_ns(args.timeouts.loss),
             fast: t.fast.clone(),
         },
         swept: plan.swept,
@@ -408,8 +408,8 @@ fn sweep_metrics(plan: &RunPlan, report: &RunReport) -> Vec<SweepGroup> {
                 }
                 Some(SweepPoint {
                     size: p.key.size,
-                    one_way_s: one_way / 1e9,
-                    one_way_ci_s: l.one_way_ci_ns.map(|c| c / 1e9),
+                    one_way_ns: one_way,
+                    one_way_ci_ns: l.one_way_ci_ns,
                 })
             })
             .collect();

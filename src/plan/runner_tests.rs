@@ -86,7 +86,7 @@ impl PointRunner for Scripted {
                 lost: 0,
                 stale: 0,
                 first_ns: Some(50_000),
-                elapsed_s: samples.iter().sum::<u64>() as f64 / 1e9,
+                elapsed_ns: samples.iter().sum::<u64>(),
                 cpu: CpuTime::default(),
             }],
             crr: None,

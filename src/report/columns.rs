@@ -171,11 +171,11 @@ impl<'a> Row<'a> {
             (None, None) => {
                 return self.totals()?.iter().try_fold((0, 0, 0.0f64), |acc, d| {
                     d.loss
-                        .map(|l| (acc.0 + l.sent, acc.1 + l.lost, acc.2.max(l.jitter_s)))
+                        .map(|l| (acc.0 + l.sent, acc.1 + l.lost, acc.2.max(l.jitter_ns / 1e9)))
                 })
             }
         };
-        loss.map(|l| (l.sent, l.lost, l.jitter_s))
+        loss.map(|l| (l.sent, l.lost, l.jitter_ns / 1e9))
     }
 
     /// The verdict on the row's sender rate (stream rows only).

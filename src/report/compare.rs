@@ -23,7 +23,7 @@ fn with_ci(e: &Option<Estimate>, scale: f64, decimals: usize, prefix: &str) -> S
 pub fn print(c: &Comparison) {
     println!(
         "# wirebench compare-transports: ping-pong size sweep per transport, {} ms per size, {} run(s) interleaved; server {}",
-        (c.duration_per_size_s * 1e3).round(),
+        (c.duration_per_size_ns as f64 / 1e6).round(),
         c.runs,
         c.server.as_deref().unwrap_or("self-hosted on loopback")
     );
@@ -63,7 +63,7 @@ pub fn print(c: &Comparison) {
                 format!("{:.2}", o.r_max_ratio),
             ),
             Some(o) => (
-                format!("{:+} us", us(o.t0_extra_s * 1e9)),
+                format!("{:+} us", us(o.t0_extra_ns)),
                 format!("{:.2}", o.t0_ratio),
                 format!("{:.2}", o.r_max_ratio),
             ),
@@ -78,8 +78,8 @@ pub fn print(c: &Comparison) {
             "{:<10} {:<28} {:>18} {:>22} {:>10} {:>20} {:>11} {:>9} {:>9}",
             r.transport,
             r.layer,
-            with_ci(&r.t0_s, 1e6, 2, ""),
-            with_ci(&r.r_max_bytes_per_s, 1e-6, 1, bound),
+            with_ci(&r.t0_ns, 1e-3, 2, ""),
+            with_ci(&r.r_max_bits_per_s, 1.0 / 8e6, 1, bound),
             r.r_max_size
                 .map(|s| s.to_string())
                 .unwrap_or_else(|| "-".into()),
@@ -108,12 +108,12 @@ pub fn print(c: &Comparison) {
             r.sizes.first().copied().unwrap_or(0),
             r.sizes.last().copied().unwrap_or(0)
         );
-        match (r.fit_valid, r.fit_t0_s, r.fit_r_inf_bytes_per_s) {
+        match (r.fit_valid, r.fit_t0_ns, r.fit_r_inf_bits_per_s) {
             (true, Some(t0), Some(ri)) => println!(
                 "# {} fit t(n) = t0 + n/r_inf: t0 = {} us, r_inf = {:.1} MB/s, {sizes}",
                 r.transport,
-                us(t0 * 1e9),
-                ri / 1e6,
+                us(t0),
+                ri / 8e6,
             ),
             _ => println!(
                 "# {} fit t(n) = t0 + n/r_inf, {sizes}: no valid fit: {}",

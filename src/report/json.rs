@@ -93,7 +93,8 @@ impl Sink for JsonStreamSink {
             &self.out,
             &Line::Begin {
                 schema: "wirebench.run.stream",
-                schema_version: 1,
+                // 2 with version 2 of the run document it carries (times in nanoseconds).
+                schema_version: 2,
                 run: report,
             },
         )

@@ -11,6 +11,7 @@ mod rendering_tests;
 pub mod schema;
 pub mod summarize;
 pub mod table;
+pub mod upgrade;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 

@@ -1,6 +1,12 @@
 //! The result document: what `--json` prints and what every other output is rendered from.
-//! Field names carry their units; rates are bits per second (decimal), sizes bytes, times
-//! nanoseconds (`_ns`) or seconds (`_s`). No NaN or infinity ever appears: unknown is null.
+//! Field names carry their units, one system throughout: times in nanoseconds (`_ns`; integers
+//! where the figure is a measured duration, which an `Instant` difference gives exactly, and
+//! floats where it is a statistic such as a mean), rates in bits per second (decimal,
+//! `_bits_per_s`), sizes in bytes, counts as counts (`transactions_per_s` is a count per
+//! second). The exceptions, each with its reason at the field: netperf's service demand
+//! (`*_us_per_kib`, `*_us_per_transaction`), the kernel's TCP_INFO times (`*_rtt_us`) and the
+//! SO_BUSY_POLL setting (`busy_poll_us`). No NaN or infinity ever appears: unknown is null.
+//! Documents of earlier schema versions are brought to this one by [`super::upgrade`].
 
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +19,7 @@ use crate::stats::{LatencySummary, MeanCi, SweepMetrics, Validity};
 use crate::transport::{EffectiveOptions, LinkCounters};
 
 pub const SCHEMA: &str = "wirebench.run";
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunReport {
@@ -147,14 +153,16 @@ pub struct Settings {
     pub direction: crate::pattern::Direction,
     pub burst: u32,
     pub warmup: u64,
-    pub duration_s: Option<f64>,
+    /// The timed phase's length asked for (-d), nanoseconds.
+    pub duration_ns: Option<u64>,
     pub bytes: Option<u64>,
     pub iterations: Option<u64>,
     pub rate: Option<crate::units::Rate>,
     /// Writes or datagrams per pacing step (--pace-burst); 1 in runs saved before it existed.
     #[serde(default = "one")]
     pub pace_burst: u32,
-    pub interval_s: Option<f64>,
+    /// Interval reports asked for (-i), nanoseconds apart.
+    pub interval_ns: Option<u64>,
     pub nodelay: bool,
     pub cc: Option<String>,
     pub mss: Option<u32>,
@@ -165,8 +173,11 @@ pub struct Settings {
     pub repeat: u32,
     pub until_ci: Option<f64>,
     pub max_repeat: u32,
-    pub io_timeout_s: f64,
-    pub loss_timeout_s: f64,
+    /// Longest wait for any one read or write, nanoseconds.
+    pub io_timeout_ns: u64,
+    /// How long an unreliable transport's response is awaited before it counts as lost,
+    /// nanoseconds.
+    pub loss_timeout_ns: u64,
     /// Fast paths asked for; what actually ran is in each stream's `io_path` and `fallbacks`.
     #[serde(default)]
     pub fast: crate::pattern::FastPaths,
@@ -231,10 +242,11 @@ pub struct LatencyResult {
     /// in increasing order. Empty in results written before this field existed.
     #[serde(default)]
     pub distribution: Vec<LatencyBin>,
-    /// The shortest connection's timed phase in the last run, seconds: with `transactions`,
-    /// the basis of `transactions_per_s`. Null in results written before this field existed.
+    /// The shortest connection's timed phase in the last run, nanoseconds: with
+    /// `transactions`, the basis of `transactions_per_s`. Null in results written before this
+    /// field existed.
     #[serde(default)]
-    pub elapsed_s: Option<f64>,
+    pub elapsed_ns: Option<u64>,
     /// Whether the point's figures stand on enough samples (`valid`), or why not.
     #[serde(flatten)]
     pub validity: Validity,
@@ -279,7 +291,7 @@ impl SideStats {
         Timed {
             bytes: self.stats.bytes_timed,
             messages: self.stats.messages_timed,
-            seconds: self.stats.elapsed_s,
+            seconds: self.stats.elapsed_ns as f64 / 1e9,
         }
     }
 }
@@ -348,7 +360,7 @@ pub struct DirectionTotal {
     /// Sum over streams of each receiver's bytes / its own timed phase.
     pub receiver_bits_per_s: f64,
     /// The basis of the two rates: timed bytes and writes/reads (datagrams) summed over the
-    /// streams, and the shortest of the streams' timed phases in seconds. 0 in results
+    /// streams, and the shortest of the streams' timed phases in nanoseconds. 0 in results
     /// written before these fields existed, until they are read (then filled in from the
     /// streams).
     #[serde(default)]
@@ -356,13 +368,13 @@ pub struct DirectionTotal {
     #[serde(default)]
     pub sender_messages_timed: u64,
     #[serde(default)]
-    pub sender_elapsed_s: f64,
+    pub sender_elapsed_ns: u64,
     #[serde(default)]
     pub receiver_bytes_timed: u64,
     #[serde(default)]
     pub receiver_messages_timed: u64,
     #[serde(default)]
-    pub receiver_elapsed_s: f64,
+    pub receiver_elapsed_ns: u64,
     /// Whether `sender_bits_per_s` is a measurement: valid only when every stream's sender
     /// rate is; otherwise the streams' reasons.
     #[serde(default)]
@@ -413,15 +425,14 @@ impl DirectionTotal {
                 String::new()
             }
         };
-        let shortest = |f: &dyn Fn(&StreamPair) -> f64| {
-            streams.iter().map(|p| f(p)).reduce(f64::min).unwrap_or(0.0)
-        };
+        let shortest =
+            |f: &dyn Fn(&StreamPair) -> u64| streams.iter().map(|p| f(p)).min().unwrap_or(0);
         self.sender_bytes_timed = streams.iter().map(|p| p.sender.bytes_timed).sum();
         self.sender_messages_timed = streams.iter().map(|p| p.sender.messages_timed).sum();
-        self.sender_elapsed_s = shortest(&|p| p.sender.elapsed_s);
+        self.sender_elapsed_ns = shortest(&|p| p.sender.elapsed_ns);
         self.receiver_bytes_timed = streams.iter().map(|p| p.receiver.bytes_timed).sum();
         self.receiver_messages_timed = streams.iter().map(|p| p.receiver.messages_timed).sum();
-        self.receiver_elapsed_s = shortest(&|p| p.receiver.elapsed_s);
+        self.receiver_elapsed_ns = shortest(&|p| p.receiver.elapsed_ns);
         let s = validity::all(streams.iter().map(|p| (label(p), &p.sender.validity)));
         let r = validity::all(streams.iter().map(|p| (label(p), &p.receiver.validity)));
         (self.sender_valid, self.sender_invalid_reason) = (s.valid, s.invalid_reason);
@@ -451,10 +462,12 @@ pub struct CpuResult {
     /// CPU time (user + system) of the client's data threads, last run.
     pub client: CpuTime,
     pub server: CpuTime,
-    /// Service demand: CPU microseconds per KiB moved (sent plus received by that side).
+    /// Service demand: CPU microseconds per KiB moved (sent plus received by that side). In
+    /// microseconds, not nanoseconds, because this is netperf's unit of service demand, the
+    /// one its readers compare it with.
     pub client_us_per_kib: Option<f64>,
     pub server_us_per_kib: Option<f64>,
-    /// Exchanges: CPU microseconds per transaction.
+    /// Exchanges: CPU microseconds per transaction (netperf's unit, as above).
     pub client_us_per_transaction: Option<f64>,
     pub server_us_per_transaction: Option<f64>,
 }

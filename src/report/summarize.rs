@@ -30,14 +30,14 @@ pub fn headline_value(test: &TestSpec, o: &PointOutcome) -> Option<(f64, Validit
             Some((
                 o.exchanges
                     .iter()
-                    .map(|x| per_s(x.transactions, x.elapsed_s))
+                    .map(|x| per_s(x.transactions, x.elapsed_ns))
                     .sum(),
                 validity::latency(samples),
             ))
         }
         PatternKind::Crr => o.crr.as_ref().map(|c| {
             (
-                per_s(c.transactions, c.elapsed_s),
+                per_s(c.transactions, c.elapsed_ns),
                 validity::latency(c.transaction.count()),
             )
         }),
@@ -56,8 +56,8 @@ pub fn headline_value(test: &TestSpec, o: &PointOutcome) -> Option<(f64, Validit
 }
 
 /// The shortest of some timed phases; None when there are none.
-fn shortest(secs: impl Iterator<Item = f64>) -> Option<f64> {
-    secs.reduce(f64::min)
+fn shortest(ns: impl Iterator<Item = u64>) -> Option<u64> {
+    ns.min()
 }
 
 /// The verdict on a point's headline from those on each run's value: invalid when any run's
@@ -92,9 +92,9 @@ pub fn headline_name(pattern: PatternKind) -> (&'static str, &'static str) {
     }
 }
 
-fn per_s(n: u64, secs: f64) -> f64 {
-    if secs > 0.0 {
-        n as f64 / secs
+fn per_s(n: u64, ns: u64) -> f64 {
+    if ns > 0 {
+        n as f64 / (ns as f64 / 1e9)
     } else {
         0.0
     }
@@ -146,7 +146,7 @@ pub(crate) fn totals(pairs: &[StreamPair]) -> Vec<DirectionTotal> {
                 acc.lost += l.lost;
                 acc.duplicated += l.duplicated;
                 acc.reordered += l.reordered;
-                acc.jitter_s = acc.jitter_s.max(l.jitter_s);
+                acc.jitter_ns = acc.jitter_ns.max(l.jitter_ns);
                 Some(acc)
             },
         );
@@ -188,7 +188,7 @@ pub(crate) fn totals(pairs: &[StreamPair]) -> Vec<DirectionTotal> {
 }
 
 fn us_per(cpu: CpuTime, units: f64) -> Option<f64> {
-    (units > 0.0).then(|| cpu.total_s() * 1e6 / units)
+    (units > 0.0).then(|| cpu.total_ns() as f64 / 1e3 / units)
 }
 
 /// Summarises every run of one point; None when there was no run. `values` holds each run's
@@ -231,17 +231,17 @@ pub fn summarize(
                 }
             }
             for x in &last.exchanges {
-                tps += per_s(x.transactions, x.elapsed_s);
+                tps += per_s(x.transactions, x.elapsed_ns);
                 if let Some(s) = x.rtt.summary(confidence) {
                     pingpong_bps += 2.0 * spec.request_size as f64 * 8.0 / (s.mean_ns / 1e9);
                 }
             }
-            let elapsed = shortest(last.exchanges.iter().map(|x| x.elapsed_s));
+            let elapsed = shortest(last.exchanges.iter().map(|x| x.elapsed_ns));
             rec.summary(confidence).map(|rtt| {
                 let pingpong = test.pattern == PatternKind::Pingpong;
                 LatencyResult {
                     validity: validity::latency(rtt.samples),
-                    elapsed_s: elapsed,
+                    elapsed_ns: elapsed,
                     one_way_mean_ns: pingpong.then_some(rtt.mean_ns / 2.0),
                     one_way_ci_ns: if pingpong {
                         rtt.ci_half_width_ns.map(|h| h / 2.0)
@@ -278,11 +278,11 @@ pub fn summarize(
             let tps = last
                 .crr
                 .as_ref()
-                .map_or(0.0, |c| per_s(c.transactions, c.elapsed_s));
-            let elapsed = last.crr.as_ref().map(|c| c.elapsed_s);
+                .map_or(0.0, |c| per_s(c.transactions, c.elapsed_ns));
+            let elapsed = last.crr.as_ref().map(|c| c.elapsed_ns);
             rec.summary(confidence).map(|rtt| LatencyResult {
                 validity: validity::latency(rtt.samples),
-                elapsed_s: elapsed,
+                elapsed_ns: elapsed,
                 rtt,
                 one_way_mean_ns: None,
                 one_way_ci_ns: None,

@@ -237,7 +237,7 @@ impl Sink for TableSink {
             st.streams,
             st.warmup,
             [
-                st.duration_s.map(|d| format!("{d} s")),
+                st.duration_ns.map(|d| format!("{} s", d as f64 / 1e9)),
                 st.bytes.map(|b| format!("{b} bytes")),
                 st.iterations.map(|n| format!("{n} iterations")),
             ]
@@ -480,18 +480,18 @@ impl Sink for TableSink {
             self.line(&format!(
                 "# t0 = RTT/2 of the smallest message ({} B) = {} us{}",
                 m.t0_size,
-                us(m.t0_s * 1e9),
-                m.t0_ci_s
-                    .map(|c| format!(" ±{}", us(c * 1e9)))
+                us(m.t0_ns),
+                m.t0_ci_ns
+                    .map(|c| format!(" ±{}", us(c)))
                     .unwrap_or_default()
             ))?;
             self.line(&format!(
                 "# r_max = {} Mbit/s ({:.3} MB/s, MB = 10^6 B) at {} B{}",
-                mbit(m.r_max_bytes_per_s * 8.0),
-                m.r_max_bytes_per_s / 1e6,
+                mbit(m.r_max_bits_per_s),
+                m.r_max_bits_per_s / 8e6,
                 m.r_max_size,
-                m.r_max_ci_bytes_per_s
-                    .map(|(lo, hi)| format!(" [{} .. {}]", mbit(lo * 8.0), mbit(hi * 8.0)))
+                m.r_max_ci_bits_per_s
+                    .map(|(lo, hi)| format!(" [{} .. {}]", mbit(lo), mbit(hi)))
                     .unwrap_or_default()
             ))?;
             if let Some(note) = &m.r_max_note {
@@ -511,8 +511,8 @@ impl Sink for TableSink {
                 Some(f) => self.line(&format!(
                     "# fit t(n) = t0 + n/r_inf over {} sizes: t0 = {} us, r_inf = {} Mbit/s, n_1/2 = r_inf*t0 = {:.0} B, R^2 = {:.5}",
                     f.points,
-                    us(f.t0_s * 1e9),
-                    mbit(f.r_inf_bytes_per_s * 8.0),
+                    us(f.t0_ns),
+                    mbit(f.r_inf_bits_per_s),
                     f.n_half_bytes,
                     f.r_squared
                 ))?,
@@ -646,8 +646,8 @@ fn print_interval(out: &Output, ev: &IntervalEvent) -> anyhow::Result<()> {
                 Role::Sender => "sent",
                 _ => "received",
             },
-            iv.start_s,
-            iv.end_s,
+            iv.start_ns as f64 / 1e9,
+            iv.end_ns as f64 / 1e9,
             iv.bytes,
             mbit(iv.bits_per_s),
             if matches!(ev.role, Role::Sender) {

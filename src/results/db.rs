@@ -410,6 +410,7 @@ pub fn parse_report(json: &str) -> Result<RunReport> {
     }
     let version = value.get("schema_version").and_then(|v| v.as_u64());
     match version {
+        Some(1) => value = crate::report::upgrade::v1_to_v2(value),
         Some(v) if v >= 1 && v <= u64::from(SCHEMA_VERSION) => {}
         Some(v) => bail!(
             "result schema version {v} is not one this wirebench reads (1 to {SCHEMA_VERSION})"
@@ -432,7 +433,8 @@ pub(crate) mod tests {
     /// A small, valid result document with `points` one-byte-apart ping-pong points, its
     /// figures judged as reading it does.
     pub(crate) fn report(pattern: &str, points: usize, mean_ns: f64) -> RunReport {
-        let mut r: RunReport = serde_json::from_value(report_json(pattern, points, mean_ns))
+        let v1 = report_json(pattern, points, mean_ns);
+        let mut r: RunReport = serde_json::from_value(crate::report::upgrade::v1_to_v2(v1))
             .expect("the test document matches the model");
         r.fill_validity();
         r
@@ -685,9 +687,9 @@ pub(crate) mod tests {
             .to_string();
         assert!(e.contains("not a wirebench result"), "{e}");
         let mut v = serde_json::to_value(report("pingpong", 1, 1.0)).unwrap();
-        v["schema_version"] = 2.into();
+        v["schema_version"] = 3.into();
         let e = parse_report(&v.to_string()).unwrap_err().to_string();
-        assert!(e.contains("schema version 2"), "{e}");
+        assert!(e.contains("schema version 3"), "{e}");
         // Results written before `distribution` existed still read.
         let mut v = serde_json::to_value(report("pingpong", 1, 1.0)).unwrap();
         v["points"][0]["latency"]
@@ -813,6 +815,74 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_version_1_document_reads_with_the_same_figures() {
+        // Version 1 as it was written: seconds and bytes per second, a sweep, CPU times and
+        // interval reports.
+        let mut v = report_json("pingpong", 2, 30_000.0);
+        v["points"][0]["latency"]["elapsed_s"] = 0.25.into();
+        v["points"][0]["cpu"]["client"] = serde_json::json!({"user_s": 0.125, "system_s": 2e-9});
+        v["sweep_metrics"] = serde_json::json!([{"sndbuf": 0, "rcvbuf": 0, "server_sndbuf": 0,
+            "server_rcvbuf": 0, "metrics": {"points": 2, "t0_s": 1.5e-5, "t0_ci_s": 2.5e-8,
+            "t0_size": 1, "r_max_bytes_per_s": 133_333.25, "r_max_ci_bytes_per_s": [1.25e5, 1.5e5],
+            "r_max_size": 2, "n_half_bytes": 1.0, "n_half_at_smallest": true,
+            "fit": {"t0_s": 1.4e-5, "r_inf_bytes_per_s": 1e6, "n_half_bytes": 14.0,
+                    "r_squared": 1.0, "points": 2}}}]);
+        let r = parse_report(&v.to_string()).unwrap();
+        assert_eq!(r.schema_version, SCHEMA_VERSION);
+        let s = &r.settings;
+        assert_eq!(
+            (
+                s.duration_ns,
+                s.interval_ns,
+                s.io_timeout_ns,
+                s.loss_timeout_ns
+            ),
+            (Some(1_000_000_000), None, 10_000_000_000, 1_000_000_000)
+        );
+        let p = &r.points[0];
+        let l = p.latency.as_ref().unwrap();
+        assert_eq!(l.elapsed_ns, Some(250_000_000));
+        // Figures already in nanoseconds and bits per second are as they were.
+        assert_eq!(l.one_way_mean_ns, Some(15_000.0));
+        assert_eq!(l.throughput_bits_per_s, 2.0 * 8.0 / 30e-6);
+        assert_eq!(
+            (p.cpu.client.user_ns, p.cpu.client.system_ns),
+            (125_000_000, 2)
+        );
+        assert_eq!(p.headline.values, [15_000.0]);
+        let m = &r.sweep_metrics[0].metrics;
+        assert_eq!(m.t0_ns, 1.5e-5 * 1e9);
+        assert_eq!(m.t0_ci_ns, Some(2.5e-8 * 1e9));
+        assert_eq!(m.r_max_bits_per_s, 133_333.25 * 8.0);
+        assert_eq!(m.r_max_ci_bits_per_s, Some((1e6, 1.2e6)));
+        let fit = m.fit.unwrap();
+        assert_eq!((fit.t0_ns, fit.r_inf_bits_per_s), (1.4e-5 * 1e9, 8e6));
+        assert_eq!((fit.n_half_bytes, fit.points), (14.0, 2));
+        // The stream of a version 1 document: each side's phase and the totals' basis.
+        let r = parse_report(&old_tiny_stream().to_string()).unwrap();
+        let st = r.points[0].stream.as_ref().unwrap();
+        assert_eq!(
+            (
+                st.streams[0].sender.elapsed_ns,
+                st.streams[0].receiver.elapsed_ns
+            ),
+            (300_000_000, 300_000)
+        );
+        assert_eq!(st.streams[0].receiver.bits_per_s, 160.0 * 8.0 / 0.0003);
+        assert_eq!(
+            (
+                st.totals[0].sender_elapsed_ns,
+                st.totals[0].receiver_elapsed_ns
+            ),
+            (300_000_000, 300_000)
+        );
+        // A version 2 document reads back exactly as written, floats included.
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"schema_version\":2"), "{json}");
+        assert_eq!(parse_report(&json).unwrap(), r);
+    }
+
+    #[test]
     fn an_old_stream_document_is_judged_when_read() {
         let r = parse_report(&old_tiny_stream().to_string()).unwrap();
         let p = &r.points[0];
@@ -832,7 +902,7 @@ pub(crate) mod tests {
             (t.receiver_bytes_timed, t.receiver_messages_timed),
             (160, 1)
         );
-        assert_eq!(t.sender_elapsed_s, 0.3);
+        assert_eq!(t.sender_elapsed_ns, 300_000_000);
         // One run: the headline is the receiver's figure, and as invalid.
         assert_eq!(p.headline.validity.reason(), format!("receiver: {why}"));
         // The JSON says it next to each figure.

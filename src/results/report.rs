@@ -129,8 +129,8 @@ fn metrics_table(runs: &[Run]) -> Option<String> {
             let fit = match m.valid_fit() {
                 Some(f) => esc(&format!(
                     "t0 {} µs, r_inf {} Mbit/s, n_1/2 {} B, R² {:.5} ({} sizes)",
-                    fmt_num(f.t0_s * 1e6),
-                    fmt_num(f.r_inf_bytes_per_s * 8.0 / 1e6),
+                    fmt_num(f.t0_ns / 1e3),
+                    fmt_num(f.r_inf_bits_per_s / 1e6),
                     fmt_num(f.n_half_bytes),
                     f.r_squared,
                     f.points
@@ -163,13 +163,13 @@ fn metrics_table(runs: &[Run]) -> Option<String> {
                 run.id,
                 esc(&bufs),
                 left_out,
-                fmt_num(m.t0_s * 1e6),
-                opt_num(m.t0_ci_s.map(|c| c * 1e6)),
+                fmt_num(m.t0_ns / 1e3),
+                opt_num(m.t0_ci_ns.map(|c| c / 1e3)),
                 m.t0_size,
                 if m.r_max_at_largest == Some(true) { "≥ " } else { "" },
-                fmt_num(m.r_max_bytes_per_s * 8.0 / 1e6),
-                m.r_max_ci_bytes_per_s
-                    .map(|(lo, hi)| format!("{} to {}", fmt_num(lo * 8.0 / 1e6), fmt_num(hi * 8.0 / 1e6)))
+                fmt_num(m.r_max_bits_per_s / 1e6),
+                m.r_max_ci_bits_per_s
+                    .map(|(lo, hi)| format!("{} to {}", fmt_num(lo / 1e6), fmt_num(hi / 1e6)))
                     .unwrap_or_else(|| "-".into()),
                 m.r_max_size,
                 note(&m.r_max_note),
@@ -255,7 +255,7 @@ fn environment(run: &Run) -> String {
     }
     s.push_str("</table>\n");
     let stop: Vec<String> = [
-        st.duration_s.map(|d| format!("{d} s")),
+        st.duration_ns.map(|d| format!("{} s", d as f64 / 1e9)),
         st.bytes.map(|b| format!("{b} bytes")),
         st.iterations.map(|n| format!("{n} iterations")),
     ]

@@ -775,7 +775,7 @@ pub fn intervals(run: &Run, p: &PointResult, kind: IntervalKind) -> Option<Figur
                     let points: Vec<(f64, f64)> = stats
                         .intervals
                         .iter()
-                        .map(|iv| (iv.end_s, iv.bits_per_s / 1e6))
+                        .map(|iv| (iv.end_ns as f64 / 1e9, iv.bits_per_s / 1e6))
                         .collect();
                     if !points.is_empty() {
                         lines.push(Line {
@@ -793,7 +793,7 @@ pub fn intervals(run: &Run, p: &PointResult, kind: IntervalKind) -> Option<Figur
                     .sender
                     .intervals
                     .iter()
-                    .filter_map(|iv| Some((iv.end_s, iv.tcp_info?)))
+                    .filter_map(|iv| Some((iv.end_ns as f64 / 1e9, iv.tcp_info?)))
                     .collect();
                 if infos.is_empty() {
                     continue;

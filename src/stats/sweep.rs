@@ -11,21 +11,21 @@ use super::validity::MIN_FIT_SIZES;
 pub struct SweepPoint {
     /// Message size in bytes.
     pub size: u64,
-    /// Mean one-way time (RTT / 2) in seconds.
-    pub one_way_s: f64,
-    /// Confidence-interval half-width of `one_way_s`, in seconds.
-    pub one_way_ci_s: Option<f64>,
+    /// Mean one-way time (RTT / 2) in nanoseconds.
+    pub one_way_ns: f64,
+    /// Confidence-interval half-width of `one_way_ns`, in nanoseconds.
+    pub one_way_ci_ns: Option<f64>,
 }
 
 /// Least-squares fit of one_way(n) = t0 + n / r_inf, as fitted. It is kept for inspection
 /// whatever it came out as; whether it is a result is [`SweepMetrics::fit_valid`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HockneyFit {
-    /// Intercept in seconds. Can come out negative when the data are far from linear: the
-    /// fit is then not valid (see [`judge_fit`]).
-    pub t0_s: f64,
-    /// Asymptotic throughput, 1 / slope; negative when the slope is.
-    pub r_inf_bytes_per_s: f64,
+    /// Intercept in nanoseconds. Can come out negative when the data are far from linear:
+    /// the fit is then not valid (see [`judge_fit`]).
+    pub t0_ns: f64,
+    /// Asymptotic throughput, 1 / slope, in bits per second; negative when the slope is.
+    pub r_inf_bits_per_s: f64,
     /// Hockney's half-performance length r_inf * t0.
     pub n_half_bytes: f64,
     /// Coefficient of determination of the fit (1 = exactly linear).
@@ -39,16 +39,17 @@ pub struct HockneyFit {
 pub struct SweepMetrics {
     /// Number of distinct message sizes with a usable time.
     pub points: usize,
-    /// One-way time of the smallest message, in seconds.
-    pub t0_s: f64,
-    pub t0_ci_s: Option<f64>,
+    /// One-way time of the smallest message, in nanoseconds.
+    pub t0_ns: f64,
+    /// Confidence-interval half-width of `t0_ns`, nanoseconds.
+    pub t0_ci_ns: Option<f64>,
     pub t0_size: u64,
-    /// Highest observed throughput.
-    pub r_max_bytes_per_s: f64,
+    /// Highest observed throughput, bits per second.
+    pub r_max_bits_per_s: f64,
     /// (low, high) throughput at `r_max_size` from the one-way CI bounds;
     /// `None` without a CI or when the CI reaches down to zero time (the
     /// upper bound would be infinite).
-    pub r_max_ci_bytes_per_s: Option<(f64, f64)>,
+    pub r_max_ci_bits_per_s: Option<(f64, f64)>,
     pub r_max_size: u64,
     /// Size at which throughput first reaches r_max / 2, linearly
     /// interpolated in throughput between the two bracketing sizes; `None`
@@ -121,7 +122,7 @@ impl SweepMetrics {
         if self.r_max_at_largest.is_none() {
             if let Some(largest) = self.largest_size {
                 let (at, r_note, n_note) = flattening(
-                    self.r_max_bytes_per_s,
+                    self.r_max_bits_per_s,
                     self.r_max_size,
                     largest,
                     self.n_half_bytes.is_some(),
@@ -150,16 +151,16 @@ pub fn judge_fit(fit: Option<&HockneyFit>, sizes: usize) -> Result<(), String> {
     let Some(f) = fit else {
         return Err("the one-way time does not grow with size (fitted slope 0 or less)".into());
     };
-    let finite = [f.t0_s, f.r_inf_bytes_per_s, f.n_half_bytes, f.r_squared]
+    let finite = [f.t0_ns, f.r_inf_bits_per_s, f.n_half_bytes, f.r_squared]
         .iter()
         .all(|v| v.is_finite());
     if !finite {
         return Err("the fit is not finite".into());
     }
-    if f.r_inf_bytes_per_s <= 0.0 {
+    if f.r_inf_bits_per_s <= 0.0 {
         return Err("the one-way time does not grow with size (fitted slope 0 or less)".into());
     }
-    if f.t0_s <= 0.0 || f.n_half_bytes <= 0.0 {
+    if f.t0_ns <= 0.0 || f.n_half_bytes <= 0.0 {
         return Err(
             "the fitted t0 is not positive (nor, then, n_1/2 = r_inf*t0): the one-way times are not a line t0 + n/r_inf over these sizes"
                 .into(),
@@ -202,13 +203,18 @@ fn flattening(
 #[derive(Debug, Clone, Copy)]
 struct Merged {
     size: u64,
-    one_way_s: f64,
-    ci_s: Option<f64>,
+    one_way_ns: f64,
+    ci_ns: Option<f64>,
+}
+
+/// Bits per second from bytes in nanoseconds.
+fn bits_per_s(size: u64, ns: f64) -> f64 {
+    size as f64 * 8e9 / ns
 }
 
 impl Merged {
     fn throughput(&self) -> f64 {
-        self.size as f64 / self.one_way_s
+        bits_per_s(self.size, self.one_way_ns)
     }
 }
 
@@ -231,10 +237,10 @@ pub fn derive(points: &[SweepPoint]) -> Option<SweepMetrics> {
         }
     }
     let r_max = peak.throughput();
-    let r_max_ci = peak.ci_s.and_then(|h| {
-        let (slow, fast) = (peak.one_way_s + h, peak.one_way_s - h);
+    let r_max_ci = peak.ci_ns.and_then(|h| {
+        let (slow, fast) = (peak.one_way_ns + h, peak.one_way_ns - h);
         (h.is_finite() && h >= 0.0 && fast > 0.0)
-            .then(|| (peak.size as f64 / slow, peak.size as f64 / fast))
+            .then(|| (bits_per_s(peak.size, slow), bits_per_s(peak.size, fast)))
     });
 
     let (n_half, at_smallest) = n_half(&merged, r_max);
@@ -246,11 +252,11 @@ pub fn derive(points: &[SweepPoint]) -> Option<SweepMetrics> {
 
     Some(SweepMetrics {
         points: merged.len(),
-        t0_s: first.one_way_s,
-        t0_ci_s: first.ci_s,
+        t0_ns: first.one_way_ns,
+        t0_ci_ns: first.ci_ns,
         t0_size: first.size,
-        r_max_bytes_per_s: r_max,
-        r_max_ci_bytes_per_s: r_max_ci,
+        r_max_bits_per_s: r_max,
+        r_max_ci_bits_per_s: r_max_ci,
         r_max_size: peak.size,
         n_half_bytes: n_half,
         n_half_at_smallest: at_smallest,
@@ -269,7 +275,7 @@ pub fn derive(points: &[SweepPoint]) -> Option<SweepMetrics> {
 fn merge_sorted(points: &[SweepPoint]) -> Vec<Merged> {
     let mut valid: Vec<SweepPoint> = points
         .iter()
-        .filter(|p| p.one_way_s.is_finite() && p.one_way_s > 0.0)
+        .filter(|p| p.one_way_ns.is_finite() && p.one_way_ns > 0.0)
         .copied()
         .collect();
     valid.sort_by_key(|p| p.size);
@@ -277,11 +283,11 @@ fn merge_sorted(points: &[SweepPoint]) -> Vec<Merged> {
     let mut merged = Vec::with_capacity(valid.len());
     for group in valid.chunk_by(|a, b| a.size == b.size) {
         let k = group.len() as f64;
-        let mean = group.iter().map(|p| p.one_way_s).sum::<f64>() / k;
+        let mean = group.iter().map(|p| p.one_way_ns).sum::<f64>() / k;
         let ci = group
             .iter()
             .map(|p| {
-                p.one_way_ci_s
+                p.one_way_ci_ns
                     .filter(|h| h.is_finite() && *h >= 0.0)
                     .map(|h| h * h)
             })
@@ -289,8 +295,8 @@ fn merge_sorted(points: &[SweepPoint]) -> Vec<Merged> {
             .map(|sq| sq.sqrt() / k);
         merged.push(Merged {
             size: group[0].size,
-            one_way_s: mean,
-            ci_s: ci,
+            one_way_ns: mean,
+            ci_ns: ci,
         });
     }
     merged
@@ -326,13 +332,13 @@ fn hockney_fit(merged: &[Merged]) -> Option<HockneyFit> {
     }
     let k = merged.len() as f64;
     let x_mean = merged.iter().map(|p| p.size as f64).sum::<f64>() / k;
-    let y_mean = merged.iter().map(|p| p.one_way_s).sum::<f64>() / k;
+    let y_mean = merged.iter().map(|p| p.one_way_ns).sum::<f64>() / k;
     // Centred sums: raw sums of n^2 reach 1e13 and more for megabyte sizes
     // and would cancel catastrophically against the mean.
     let (mut sxx, mut sxy, mut syy) = (0.0, 0.0, 0.0);
     for p in merged {
         let dx = p.size as f64 - x_mean;
-        let dy = p.one_way_s - y_mean;
+        let dy = p.one_way_ns - y_mean;
         sxx += dx * dx;
         sxy += dx * dy;
         syy += dy * dy;
@@ -345,23 +351,23 @@ fn hockney_fit(merged: &[Merged]) -> Option<HockneyFit> {
     let ss_res: f64 = merged
         .iter()
         .map(|p| {
-            let r = p.one_way_s - (t0 + slope * p.size as f64);
+            let r = p.one_way_ns - (t0 + slope * p.size as f64);
             r * r
         })
         .sum();
     // A non-zero slope implies syy > 0.
     let r_squared = 1.0 - ss_res / syy;
-    let r_inf = 1.0 / slope;
+    // The slope is nanoseconds per byte: 1 / slope is bytes per nanosecond.
     let fit = HockneyFit {
-        t0_s: t0,
-        r_inf_bytes_per_s: r_inf,
-        n_half_bytes: r_inf * t0,
+        t0_ns: t0,
+        r_inf_bits_per_s: 8e9 / slope,
+        n_half_bytes: t0 / slope,
         r_squared,
         points: merged.len(),
     };
     let finite = [
-        fit.t0_s,
-        fit.r_inf_bytes_per_s,
+        fit.t0_ns,
+        fit.r_inf_bits_per_s,
         fit.n_half_bytes,
         fit.r_squared,
     ]
@@ -375,11 +381,11 @@ mod tests {
     use super::*;
     use crate::stats::testutil::assert_rel;
 
-    fn pt(size: u64, one_way_s: f64) -> SweepPoint {
+    fn pt(size: u64, one_way_ns: f64) -> SweepPoint {
         SweepPoint {
             size,
-            one_way_s,
-            one_way_ci_s: None,
+            one_way_ns,
+            one_way_ci_ns: None,
         }
     }
 
@@ -388,7 +394,7 @@ mod tests {
         (0..23)
             .map(|k| {
                 let n = 1u64 << k;
-                pt(n, 50e-6 + n as f64 / 1e8)
+                pt(n, 50e3 + n as f64 * 10.0)
             })
             .collect()
     }
@@ -398,20 +404,20 @@ mod tests {
         let m = derive(&hockney_points()).unwrap();
         assert_eq!(m.points, 23);
         assert_eq!(m.t0_size, 1);
-        assert_rel(m.t0_s, 50e-6 + 1e-8, 1e-15);
+        assert_rel(m.t0_ns, 50e3 + 10.0, 1e-15);
 
         let fit = m.fit.unwrap();
         assert_eq!(fit.points, 23);
-        assert_rel(fit.t0_s, 50e-6, 1e-9);
-        assert_rel(fit.r_inf_bytes_per_s, 1e8, 1e-9);
+        assert_rel(fit.t0_ns, 50e3, 1e-9);
+        assert_rel(fit.r_inf_bits_per_s, 8e8, 1e-9);
         assert_rel(fit.n_half_bytes, 5000.0, 1e-9);
         assert_rel(fit.r_squared, 1.0, 1e-9);
 
         // throughput(n) = 1e8 * n / (5000 + n) grows with n, so the peak is
         // at 4 MiB: 1e8 * 4194304 / 4199304 = 99_880_932.6497915.
         assert_eq!(m.r_max_size, 4_194_304);
-        assert_rel(m.r_max_bytes_per_s, 99_880_932.649_791_5, 1e-12);
-        assert!(m.r_max_bytes_per_s < 1e8);
+        assert_rel(m.r_max_bits_per_s, 8.0 * 99_880_932.649_791_5, 1e-12);
+        assert!(m.r_max_bits_per_s < 8e8);
 
         // Half of r_max is 49_940_466.32; throughput at 4096 is
         // 1e8 * 4096 / 9096 = 45_030_782.76 and at 8192 is
@@ -427,8 +433,8 @@ mod tests {
             576_777_617_408.0 / 109_356_875.0,
             1e-12,
         );
-        assert_eq!(m.t0_ci_s, None);
-        assert_eq!(m.r_max_ci_bytes_per_s, None);
+        assert_eq!(m.t0_ci_ns, None);
+        assert_eq!(m.r_max_ci_bits_per_s, None);
 
         // A linear one-way time is what the fit is for: valid.
         assert_eq!(m.fit_valid, Some(true));
@@ -451,9 +457,15 @@ mod tests {
     fn a_curve_that_flattened_is_not_flagged() {
         // Throughput n / t: 1 MB/s at 1 B, 1e3/1e-5 = 100 MB/s at 1000 B, 4000/2e-5 = 200 MB/s
         // at 4000 B, then 8000/5e-5 = 160 MB/s at 8000 B: the peak is before the end.
-        let m = derive(&[pt(1, 1e-6), pt(1000, 1e-5), pt(4000, 2e-5), pt(8000, 5e-5)]).unwrap();
+        let m = derive(&[
+            pt(1, 1000.0),
+            pt(1000, 10000.0),
+            pt(4000, 20000.0),
+            pt(8000, 50000.0),
+        ])
+        .unwrap();
         assert_eq!(m.r_max_size, 4000);
-        assert_rel(m.r_max_bytes_per_s, 2e8, 1e-12);
+        assert_rel(m.r_max_bits_per_s, 16e8, 1e-12);
         assert_eq!(m.largest_size, Some(8000));
         assert_eq!(m.r_max_at_largest, Some(false));
         assert_eq!(m.r_max_note, None);
@@ -469,10 +481,10 @@ mod tests {
         // Sxy = 4e-3, slope 2e-9 s/B), so r_inf = 5e8 B/s and n_1/2 = r_inf * t0 = -500 B:
         // a message that takes negative time, which is what `run pingpong --size
         // 1..10M:*1.2 -d 50ms` printed as t0 = -12.03 us.
-        let m = derive(&[pt(1000, 1e-6), pt(2000, 3e-6), pt(3000, 5e-6)]).unwrap();
+        let m = derive(&[pt(1000, 1000.0), pt(2000, 3000.0), pt(3000, 5000.0)]).unwrap();
         let fit = m.fit.unwrap();
-        assert_rel(fit.t0_s, -1e-6, 1e-9);
-        assert_rel(fit.r_inf_bytes_per_s, 5e8, 1e-12);
+        assert_rel(fit.t0_ns, -1e3, 1e-9);
+        assert_rel(fit.r_inf_bits_per_s, 40e8, 1e-12);
         assert_rel(fit.n_half_bytes, -500.0, 1e-9);
         assert_rel(fit.r_squared, 1.0, 1e-12);
         assert_eq!(fit.points, 3);
@@ -503,18 +515,18 @@ mod tests {
     fn single_point() {
         let m = derive(&[SweepPoint {
             size: 1000,
-            one_way_s: 1e-5,
-            one_way_ci_s: Some(2e-6),
+            one_way_ns: 10000.0,
+            one_way_ci_ns: Some(2000.0),
         }])
         .unwrap();
         assert_eq!(m.points, 1);
-        assert_eq!((m.t0_size, m.t0_s, m.t0_ci_s), (1000, 1e-5, Some(2e-6)));
+        assert_eq!((m.t0_size, m.t0_ns, m.t0_ci_ns), (1000, 1e4, Some(2e3)));
         assert_eq!(m.r_max_size, 1000);
-        assert_rel(m.r_max_bytes_per_s, 1e8, 1e-15);
+        assert_rel(m.r_max_bits_per_s, 8e8, 1e-15);
         // 1000 / 12 us and 1000 / 8 us.
-        let (lo, hi) = m.r_max_ci_bytes_per_s.unwrap();
-        assert_rel(lo, 1000.0 / 12e-6, 1e-12);
-        assert_rel(hi, 1000.0 / 8e-6, 1e-12);
+        let (lo, hi) = m.r_max_ci_bits_per_s.unwrap();
+        assert_rel(lo, 8.0 * 1000.0 / 12e-6, 1e-12);
+        assert_rel(hi, 8.0 * 1000.0 / 8e-6, 1e-12);
         assert_eq!(m.n_half_bytes, Some(1000.0));
         assert!(m.n_half_at_smallest);
         assert_eq!(
@@ -535,10 +547,10 @@ mod tests {
     fn two_points_have_no_valid_fit() {
         // The line through two points: t0 = 10 us - 1 * 1e-5/999 s, exact, R^2 = 1, and
         // meaningless; kept for inspection only.
-        let m = derive(&[pt(1, 1e-5), pt(1000, 2e-5)]).unwrap();
+        let m = derive(&[pt(1, 10000.0), pt(1000, 20000.0)]).unwrap();
         assert_eq!(m.points, 2);
         let fit = m.fit.unwrap();
-        assert_rel(fit.r_inf_bytes_per_s, 999.0 / 1e-5, 1e-9);
+        assert_rel(fit.r_inf_bits_per_s, 8.0 * 999.0 / 1e-5, 1e-9);
         assert_eq!(fit.points, 2);
         assert_eq!(m.fit_valid, Some(false));
         assert_eq!(
@@ -554,11 +566,11 @@ mod tests {
         // exact and n_1/2 is half the largest size; the slope is 0: no fit.
         let pts: Vec<SweepPoint> = [64u64, 128, 256, 512, 1024]
             .iter()
-            .map(|&n| pt(n, 2e-6))
+            .map(|&n| pt(n, 2000.0))
             .collect();
         let m = derive(&pts).unwrap();
         assert_eq!(m.r_max_size, 1024);
-        assert_rel(m.r_max_bytes_per_s, 1024.0 / 2e-6, 1e-15);
+        assert_rel(m.r_max_bits_per_s, 8.0 * 1024.0 / 2e-6, 1e-15);
         assert_rel(m.n_half_bytes.unwrap(), 512.0, 1e-12);
         assert!(!m.n_half_at_smallest);
         assert_eq!(m.fit, None);
@@ -572,9 +584,9 @@ mod tests {
 
     #[test]
     fn decreasing_times_have_no_valid_fit() {
-        let m = derive(&[pt(1, 3e-5), pt(2, 2e-5), pt(3, 1e-5)]).unwrap();
+        let m = derive(&[pt(1, 30000.0), pt(2, 20000.0), pt(3, 10000.0)]).unwrap();
         // Slope -1e-5 s/B: r_inf = -1e5 B/s, kept as fitted, refused.
-        assert_rel(m.fit.unwrap().r_inf_bytes_per_s, -1e5, 1e-9);
+        assert_rel(m.fit.unwrap().r_inf_bits_per_s, -8e5, 1e-9);
         assert_eq!(m.fit_valid, Some(false));
         assert_eq!(
             m.fit_invalid_reason.as_deref(),
@@ -592,14 +604,20 @@ mod tests {
         // Throughput 1e5, 6e5, 1e5, 1e6 at sizes 1, 2, 3, 10: half the peak
         // (5e5) is first crossed between 1 and 2, again between 3 and 10;
         // the first: 1 + (5e5 - 1e5) / (6e5 - 1e5) = 1.8.
-        let m = derive(&[pt(1, 1e-5), pt(2, 2.0 / 6e5), pt(3, 3e-5), pt(10, 1e-5)]).unwrap();
+        let m = derive(&[
+            pt(1, 10000.0),
+            pt(2, 2e9 / 6e5),
+            pt(3, 30000.0),
+            pt(10, 10000.0),
+        ])
+        .unwrap();
         assert_eq!(m.r_max_size, 10);
         assert_rel(m.n_half_bytes.unwrap(), 1.8, 1e-12);
     }
 
     #[test]
     fn peak_tie_picks_the_smaller_size() {
-        let m = derive(&[pt(100, 1e-6), pt(200, 2e-6), pt(50, 1e-6)]).unwrap();
+        let m = derive(&[pt(100, 1000.0), pt(200, 2000.0), pt(50, 1000.0)]).unwrap();
         assert_eq!(m.r_max_size, 100);
         // 50 B gives 5e7 = r_max / 2 exactly: reached at the smallest size.
         assert_eq!(m.n_half_bytes, Some(50.0));
@@ -611,9 +629,9 @@ mod tests {
         let m = derive(&[
             pt(1, f64::NAN),
             pt(2, 0.0),
-            pt(3, -1e-6),
+            pt(3, -1000.0),
             pt(4, f64::INFINITY),
-            pt(8, 1e-6),
+            pt(8, 1000.0),
         ])
         .unwrap();
         assert_eq!(m.points, 1);
@@ -627,69 +645,69 @@ mod tests {
         let m = derive(&[
             SweepPoint {
                 size: 8,
-                one_way_s: 1e-6,
-                one_way_ci_s: Some(3e-8),
+                one_way_ns: 1000.0,
+                one_way_ci_ns: Some(30.0),
             },
-            pt(16, 4e-6),
+            pt(16, 4000.0),
             SweepPoint {
                 size: 8,
-                one_way_s: 3e-6,
-                one_way_ci_s: Some(4e-8),
+                one_way_ns: 3000.0,
+                one_way_ci_ns: Some(40.0),
             },
         ])
         .unwrap();
         assert_eq!(m.points, 2);
         assert_eq!(m.t0_size, 8);
-        assert_rel(m.t0_s, 2e-6, 1e-15);
+        assert_rel(m.t0_ns, 2e3, 1e-15);
         // sqrt(3^2 + 4^2) / 2 = 2.5 (times 1e-8).
-        assert_rel(m.t0_ci_s.unwrap(), 2.5e-8, 1e-12);
+        assert_rel(m.t0_ci_ns.unwrap(), 25.0, 1e-12);
         // 8 / 2 us = 16 / 4 us = 4e6: a tie, so the smaller size is the peak.
         assert_eq!(m.r_max_size, 8);
 
         let no_ci = derive(&[
             SweepPoint {
                 size: 8,
-                one_way_s: 1e-6,
-                one_way_ci_s: Some(3e-8),
+                one_way_ns: 1000.0,
+                one_way_ci_ns: Some(30.0),
             },
-            pt(8, 3e-6),
+            pt(8, 3000.0),
         ])
         .unwrap();
-        assert_eq!(no_ci.t0_ci_s, None);
+        assert_eq!(no_ci.t0_ci_ns, None);
 
         let bad_ci = derive(&[SweepPoint {
             size: 8,
-            one_way_s: 1e-6,
-            one_way_ci_s: Some(f64::NAN),
+            one_way_ns: 1000.0,
+            one_way_ci_ns: Some(f64::NAN),
         }])
         .unwrap();
-        assert_eq!(bad_ci.t0_ci_s, None);
-        assert_eq!(bad_ci.r_max_ci_bytes_per_s, None);
+        assert_eq!(bad_ci.t0_ci_ns, None);
+        assert_eq!(bad_ci.r_max_ci_bits_per_s, None);
     }
 
     #[test]
     fn wide_ci_has_no_throughput_interval() {
         let m = derive(&[SweepPoint {
             size: 100,
-            one_way_s: 1e-6,
-            one_way_ci_s: Some(1e-6),
+            one_way_ns: 1000.0,
+            one_way_ci_ns: Some(1000.0),
         }])
         .unwrap();
-        assert_eq!(m.r_max_ci_bytes_per_s, None);
+        assert_eq!(m.r_max_ci_bits_per_s, None);
     }
 
     #[test]
     fn zero_byte_messages() {
         // Only empty messages: latency is meaningful, throughput is not.
-        let only_zero = derive(&[pt(0, 1e-6)]).unwrap();
+        let only_zero = derive(&[pt(0, 1000.0)]).unwrap();
         assert_eq!(only_zero.t0_size, 0);
-        assert_eq!(only_zero.r_max_bytes_per_s, 0.0);
+        assert_eq!(only_zero.r_max_bits_per_s, 0.0);
         assert_eq!(only_zero.n_half_bytes, None);
         assert!(!only_zero.n_half_at_smallest);
 
         // A 0-byte point sets t0 and anchors the interpolation at 0.
-        let m = derive(&[pt(0, 1e-6), pt(100, 1e-6)]).unwrap();
-        assert_eq!((m.t0_size, m.t0_s), (0, 1e-6));
+        let m = derive(&[pt(0, 1000.0), pt(100, 1000.0)]).unwrap();
+        assert_eq!((m.t0_size, m.t0_ns), (0, 1e3));
         assert_rel(m.n_half_bytes.unwrap(), 50.0, 1e-12);
     }
 
@@ -701,11 +719,11 @@ mod tests {
         // residuals -0.3, 0.9, -0.9, 0.3: SSres = 1.8; R^2 = 1 - 1.8/5 = 0.64.
         let pts: Vec<SweepPoint> = [(0, 1.0), (1, 3.0), (2, 2.0), (3, 4.0)]
             .iter()
-            .map(|&(n, us)| pt(n, us * 1e-6))
+            .map(|&(n, us)| pt(n, us * 1e3))
             .collect();
         let fit = derive(&pts).unwrap().fit.unwrap();
-        assert_rel(fit.t0_s, 1.3e-6, 1e-12);
-        assert_rel(fit.r_inf_bytes_per_s, 1.0 / 0.8e-6, 1e-12);
+        assert_rel(fit.t0_ns, 1.3e3, 1e-12);
+        assert_rel(fit.r_inf_bits_per_s, 8.0 / 0.8e-6, 1e-12);
         assert_rel(fit.n_half_bytes, 1.3 / 0.8, 1e-12);
         assert_rel(fit.r_squared, 0.64, 1e-12);
         assert_eq!(fit.points, 4);
@@ -716,10 +734,10 @@ mod tests {
         // A sweep_metrics object as wirebench wrote it before fits were judged: a fit with a
         // negative t0 (the README's example printed t0 = -0.02 us, n_1/2 = -66 B).
         let old = serde_json::json!({
-            "points": 12, "t0_s": 3.4e-5, "t0_ci_s": 1e-7, "t0_size": 1,
-            "r_max_bytes_per_s": 5.1e9, "r_max_ci_bytes_per_s": null, "r_max_size": 4194304,
+            "points": 12, "t0_ns": 3.4e4, "t0_ci_ns": 1e2, "t0_size": 1,
+            "r_max_bits_per_s": 4.08e10, "r_max_ci_bits_per_s": null, "r_max_size": 4194304,
             "n_half_bytes": 109843.0, "n_half_at_smallest": false,
-            "fit": {"t0_s": -2e-8, "r_inf_bytes_per_s": 3.3e9, "n_half_bytes": -66.0,
+            "fit": {"t0_ns": -20.0, "r_inf_bits_per_s": 2.64e10, "n_half_bytes": -66.0,
                     "r_squared": 0.99, "points": 12}
         });
         let mut m: SweepMetrics = serde_json::from_value(old).unwrap();
@@ -741,8 +759,8 @@ mod tests {
             .starts_with("an estimate against r_max"));
         // An old document without a fit and with three sizes or more had a non-positive slope.
         let mut none: SweepMetrics = serde_json::from_value(serde_json::json!({
-            "points": 3, "t0_s": 1e-5, "t0_ci_s": null, "t0_size": 1,
-            "r_max_bytes_per_s": 1e5, "r_max_ci_bytes_per_s": null, "r_max_size": 2,
+            "points": 3, "t0_ns": 1e4, "t0_ci_ns": null, "t0_size": 1,
+            "r_max_bits_per_s": 8e5, "r_max_ci_bits_per_s": null, "r_max_size": 2,
             "n_half_bytes": 1.5, "n_half_at_smallest": false, "fit": null
         }))
         .unwrap();

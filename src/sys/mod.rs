@@ -18,9 +18,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct TcpInfo {
-    /// Smoothed round-trip time, microseconds (kernel's estimate).
+    /// Smoothed round-trip time, microseconds (kernel's estimate). The three TCP_INFO times
+    /// stay in the kernel's microseconds: it keeps them in whole microseconds, and
+    /// nanoseconds would claim a resolution they do not have.
     pub rtt_us: u32,
-    /// Round-trip time variance, microseconds.
+    /// Round-trip time variance, microseconds (the kernel's unit, see `rtt_us`).
     pub rttvar_us: u32,
     /// Congestion window, in segments.
     pub snd_cwnd: u32,
@@ -44,7 +46,7 @@ pub struct TcpInfo {
     pub bytes_received: u64,
     /// The receive window the peer last advertised, bytes (0 on kernels before 5.4).
     pub snd_wnd: u32,
-    /// Smallest RTT the kernel has seen, microseconds.
+    /// Smallest RTT the kernel has seen, microseconds (the kernel's unit, see `rtt_us`).
     pub min_rtt_us: u32,
 }
 

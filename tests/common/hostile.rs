@@ -22,7 +22,7 @@ pub fn read_frame(c: &mut TcpStream) -> std::io::Result<Value> {
 }
 
 pub fn hello() -> Value {
-    json!({"type": "hello", "magic": "wirebench", "protocol": 1, "version": "hostile"})
+    json!({"type": "hello", "magic": "wirebench", "protocol": 2, "version": "hostile"})
 }
 
 /// The test spec of a one-stream test, as `wirebench run` sends it.

@@ -44,7 +44,7 @@ pub fn run_json(args: &[&str]) -> Value {
     );
     let v: Value = serde_json::from_str(&stdout).expect("stdout is one JSON document");
     assert_eq!(v["schema"], "wirebench.run");
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["complete"], true);
     v
 }

@@ -320,8 +320,8 @@ fn a_whole_session_of_several_points_runs_between_the_machines() {
         }
         let report = ServerReport {
             cpu: crate::pattern::CpuTime {
-                user_s: i as f64,
-                system_s: 0.0,
+                user_ns: i as u64,
+                system_ns: 0,
             },
             ..ServerReport::default()
         };
@@ -474,7 +474,7 @@ fn a_garbage_frame_ends_the_session_with_the_framings_reason() {
 }
 
 #[test]
-fn a_hello_from_a_newer_protocol_or_another_program_is_refused() {
+fn a_hello_from_another_protocol_version_or_another_program_is_refused() {
     let t = Instant::now();
     let mut s = server_at(t, Limits::default(), None);
     s.handle(t, hello(PROTOCOL_VERSION + 1, None));
@@ -483,6 +483,15 @@ fn a_hello_from_a_newer_protocol_or_another_program_is_refused() {
         Some(format!(
             "client speaks control protocol {}, this server speaks {PROTOCOL_VERSION}: use the same wirebench version on both ends",
             PROTOCOL_VERSION + 1
+        ))
+    );
+    // Version 1 reported times in seconds: a peer of it is refused the same way.
+    let mut s = server_at(t, Limits::default(), None);
+    s.handle(t, hello(1, None));
+    assert_eq!(
+        server_closed(&mut s),
+        Some(format!(
+            "client speaks control protocol 1, this server speaks {PROTOCOL_VERSION}: use the same wirebench version on both ends"
         ))
     );
     let mut s = server_at(t, Limits::default(), None);

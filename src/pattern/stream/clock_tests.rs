@@ -293,10 +293,10 @@ fn assert_intervals_cover(s: &StreamStats) {
     assert_eq!(sum, s.bytes_timed, "{:?}", s.intervals);
     let last = s.intervals.last().expect("intervals");
     assert!(
-        (last.end_s - s.elapsed_s).abs() < 1e-6,
-        "last interval ends at {} s, the timed phase at {} s",
-        last.end_s,
-        s.elapsed_s
+        last.end_ns.abs_diff(s.elapsed_ns) < 1_000,
+        "last interval ends at {} ns, the timed phase at {} ns",
+        last.end_ns,
+        s.elapsed_ns
     );
 }
 
@@ -402,9 +402,9 @@ mod loopback_a_sender_blocked_by_a_peer_that_never_re {
         plan.interval = Some(Duration::from_millis(200));
         let s = run_sender(&mut ch, &plan, 0, None).expect("the sender ends at its deadline");
         assert!(
-            (1.0..1.5).contains(&s.elapsed_s),
-            "timed phase of {} s for -d 1s",
-            s.elapsed_s
+            (1_000_000_000..1_500_000_000).contains(&s.elapsed_ns),
+            "timed phase of {} ns for -d 1s",
+            s.elapsed_ns
         );
         let n = s.intervals.len();
         assert!((4..=5).contains(&n), "{n} intervals: {:?}", s.intervals);
@@ -412,7 +412,7 @@ mod loopback_a_sender_blocked_by_a_peer_that_never_re {
         assert!(s.bytes_timed > 0);
         // Some tens of KiB fill the buffers within the first interval; from 0.4 s on nothing
         // moves, and the reports say so.
-        for iv in s.intervals.iter().filter(|iv| iv.start_s >= 0.4) {
+        for iv in s.intervals.iter().filter(|iv| iv.start_ns >= 400_000_000) {
             assert_eq!((iv.bytes, iv.bits_per_s), (0, 0.0), "{iv:?}");
         }
         // The peer acknowledged what reached its buffer, never more than the warm-up and the

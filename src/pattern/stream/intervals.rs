@@ -4,7 +4,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::{rate, Interval, IntervalEvent};
-use crate::pattern::{DataChannel, Role};
+use crate::pattern::{nanos, DataChannel, Role};
 
 /// Records intervals without allocating in the loop: the vector is sized up front.
 pub(super) struct IntervalClock<'a> {
@@ -87,16 +87,13 @@ impl<'a> IntervalClock<'a> {
         }
         let (acked_bytes, mark) = self.acked_since(tcp_info);
         self.last_acked = mark;
-        let secs = now.saturating_duration_since(self.last_at).as_secs_f64();
+        let ns = nanos(self.last_at, now);
         let iv = Interval {
-            start_s: self
-                .last_at
-                .saturating_duration_since(self.start)
-                .as_secs_f64(),
-            end_s: now.saturating_duration_since(self.start).as_secs_f64(),
+            start_ns: nanos(self.start, self.last_at),
+            end_ns: nanos(self.start, now),
             bytes: bytes - self.last_bytes,
             messages: messages - self.last_messages,
-            bits_per_s: rate(bytes - self.last_bytes, secs),
+            bits_per_s: rate(bytes - self.last_bytes, ns),
             tcp_info,
             retransmits,
             acked_bytes,
@@ -135,7 +132,7 @@ impl<'a> IntervalClock<'a> {
         let tcp_info = ch.connection().tcp_info();
         let (acked, mark) = self.acked_since(tcp_info);
         let retrans = tcp_info.map(|t| t.total_retrans.saturating_sub(self.last_retrans));
-        let end_s = now.saturating_duration_since(self.start).as_secs_f64();
+        let end_ns = nanos(self.start, now);
         if let Some(prev) = self.out.last_mut() {
             if let (Some(n), Some(r)) = (retrans, prev.retransmits.as_mut()) {
                 *r += n;
@@ -146,8 +143,8 @@ impl<'a> IntervalClock<'a> {
             prev.tcp_info = tcp_info.or(prev.tcp_info);
             prev.bytes += bytes - self.last_bytes;
             prev.messages += messages - self.last_messages;
-            prev.end_s = end_s;
-            prev.bits_per_s = rate(prev.bytes, prev.end_s - prev.start_s);
+            prev.end_ns = end_ns;
+            prev.bits_per_s = rate(prev.bytes, prev.end_ns.saturating_sub(prev.start_ns));
         }
         if let Some(t) = tcp_info {
             self.last_retrans = t.total_retrans;
@@ -168,8 +165,8 @@ impl<'a> IntervalClock<'a> {
         messages: u64,
         ch: &DataChannel,
     ) {
-        let end_s = end.saturating_duration_since(self.start).as_secs_f64();
-        while self.out.last().is_some_and(|iv| iv.end_s > end_s) {
+        let end_ns = nanos(self.start, end);
+        while self.out.last().is_some_and(|iv| iv.end_ns > end_ns) {
             self.out.pop();
         }
         self.last_bytes = self.out.iter().map(|iv| iv.bytes).sum();
@@ -179,7 +176,7 @@ impl<'a> IntervalClock<'a> {
             self.last_acked = Some(base + kept);
         }
         self.last_at = self.out.last().map_or(self.start, |iv| {
-            self.start + Duration::from_secs_f64(iv.end_s)
+            self.start + Duration::from_nanos(iv.end_ns)
         });
         self.finish(end, bytes, messages, ch);
     }

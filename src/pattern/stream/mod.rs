@@ -199,9 +199,9 @@ pub struct EndSignal {
 /// One interval report.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interval {
-    /// Seconds since this side's timed phase began.
-    pub start_s: f64,
-    pub end_s: f64,
+    /// Nanoseconds since this side's timed phase began.
+    pub start_ns: u64,
+    pub end_ns: u64,
     pub bytes: u64,
     pub messages: u64,
     /// Rate over this interval, bits per second (decimal).
@@ -220,7 +220,7 @@ impl Interval {
     /// The rate the peer acknowledged at over this interval (sender, TCP_INFO), bits/s.
     pub fn acked_bits_per_s(&self) -> Option<f64> {
         self.acked_bytes
-            .map(|b| rate(b, (self.end_s - self.start_s).max(0.0)))
+            .map(|b| rate(b, self.end_ns.saturating_sub(self.start_ns)))
     }
 }
 
@@ -246,8 +246,8 @@ pub struct LossStats {
     pub duplicated: u64,
     /// Datagrams that arrived after one with a higher sequence number.
     pub reordered: u64,
-    /// RFC 3550 interarrival jitter, seconds.
-    pub jitter_s: f64,
+    /// RFC 3550 interarrival jitter, nanoseconds (a smoothed estimate, hence not integral).
+    pub jitter_ns: f64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -260,9 +260,9 @@ pub struct StreamStats {
     pub bytes_timed: u64,
     /// Writes (sender) or reads (receiver) in the timed phase; datagrams for message transports.
     pub messages_timed: u64,
-    /// Length of the timed phase on this side's clock, seconds.
-    pub elapsed_s: f64,
-    /// bytes_timed * 8 / elapsed_s; 0 when nothing was timed. A sender's bytes are those
+    /// Length of the timed phase on this side's clock, nanoseconds.
+    pub elapsed_ns: u64,
+    /// bytes_timed * 8 / elapsed_ns, per second; 0 when nothing was timed. A sender's bytes are those
     /// handed to the transport: some may still be in its socket buffer when its phase ends.
     pub bits_per_s: f64,
     /// Sender, where the kernel keeps TCP_INFO (TCP, MPTCP): bytes the peer acknowledged over
@@ -270,7 +270,7 @@ pub struct StreamStats {
     /// bytes acknowledged in the phase count, timed bytes not yet acknowledged at its end do
     /// not. None for other transports and in documents written before it existed.
     pub bytes_acked_timed: Option<u64>,
-    /// bytes_acked_timed * 8 / elapsed_s: the rate the peer acknowledged at.
+    /// bytes_acked_timed * 8 / elapsed_ns, per second: the rate the peer acknowledged at.
     pub acked_bits_per_s: Option<f64>,
     /// Duration of the first write (sender) or the wait for the first byte (receiver), ns.
     pub first_op_ns: Option<u64>,
@@ -311,9 +311,10 @@ fn busy_poll(ch: &super::DataChannel, us: Option<u32>, stats: &mut StreamStats) 
     }
 }
 
-fn rate(bytes: u64, secs: f64) -> f64 {
-    if secs > 0.0 {
-        bytes as f64 * 8.0 / secs
+/// Bits per second from bytes over nanoseconds.
+fn rate(bytes: u64, ns: u64) -> f64 {
+    if ns > 0 {
+        bytes as f64 * 8.0 / (ns as f64 / 1e9)
     } else {
         0.0
     }

@@ -59,7 +59,7 @@ pub fn run_receiver(
     }
     stats.tcp_info = ch.connection().tcp_info();
     stats.frames = ch.connection().link_counters();
-    stats.bits_per_s = rate(stats.bytes_timed, stats.elapsed_s);
+    stats.bits_per_s = rate(stats.bytes_timed, stats.elapsed_ns);
     stats.cpu = cpu.stop();
     Ok(stats)
 }
@@ -279,7 +279,7 @@ fn receive_bytes(
     stats.bytes_timed = timed;
     stats.untimed_tail_bytes = bytes - timed;
     stats.messages_timed = timed_reads;
-    stats.elapsed_s = end.saturating_duration_since(start).as_secs_f64();
+    stats.elapsed_ns = nanos(start, end);
     stats.intervals = intervals.out;
     Ok(())
 }
@@ -671,13 +671,13 @@ fn receive_datagrams(
         },
         duplicated: counter.seqs.duplicated,
         reordered: counter.seqs.reordered,
-        jitter_s: counter.jitter.value_ns / 1e9,
+        jitter_ns: counter.jitter.value_ns,
     });
     stats.first_op_ns = counter.first_op_ns;
     stats.bytes_total = counter.total;
     stats.bytes_timed = counter.bytes;
     stats.messages_timed = counter.datagrams;
-    stats.elapsed_s = last.saturating_duration_since(start).as_secs_f64();
+    stats.elapsed_ns = nanos(start, last);
     stats.intervals = intervals.out;
     Ok(())
 }

@@ -204,9 +204,9 @@ pub fn run_sender(
     if reliable {
         ch.shutdown_write()?;
     }
-    stats.elapsed_s = end.saturating_duration_since(start).as_secs_f64();
-    stats.bits_per_s = rate(stats.bytes_timed, stats.elapsed_s);
-    stats.acked_bits_per_s = stats.bytes_acked_timed.map(|b| rate(b, stats.elapsed_s));
+    stats.elapsed_ns = nanos(start, end);
+    stats.bits_per_s = rate(stats.bytes_timed, stats.elapsed_ns);
+    stats.acked_bits_per_s = stats.bytes_acked_timed.map(|b| rate(b, stats.elapsed_ns));
     stats.cpu = cpu.stop();
     Ok(stats)
 }
