@@ -153,3 +153,15 @@ pub fn delay_line_forward(name: &str, delivered: u64) -> (u64, u64) {
         u(&fwd["dropped_queue_full"]) + u(&fwd["dropped_send"]),
     )
 }
+
+/// Frames the kernel dropped at the receive backlog of any CPU (the second column of
+/// /proc/net/softnet_stat, which is the host's, not a namespace's): where a burst released by
+/// a descheduled delay line overflows before any socket sees it.
+pub fn backlog_drops() -> u64 {
+    std::fs::read_to_string("/proc/net/softnet_stat")
+        .expect("/proc/net/softnet_stat")
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .filter_map(|hex| u64::from_str_radix(hex, 16).ok())
+        .sum()
+}
