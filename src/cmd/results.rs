@@ -174,6 +174,11 @@ pub struct CompareArgs {
     /// without a test to tell.
     #[arg(long, value_name = "PERCENT")]
     pub fail_if_worse: Option<String>,
+    /// Compare runs measured with different settings (another transport, --nodelay against
+    /// none, another lab link): refused by default, since their difference is the settings'.
+    /// The settings that differ are listed above the table.
+    #[arg(long)]
+    pub allow_different: bool,
 }
 
 pub fn run(cmd: ResultsCommand) -> Result<i32> {
@@ -245,7 +250,7 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let db = open_existing(&a.db)?;
             let (a_id, ra) = load(&db, &a.a)?;
             let (b_id, rb) = load(&db, &a.b)?;
-            let c = compare::compare(&ra, &rb)?;
+            let c = compare::compare(&ra, &rb, a.allow_different)?;
             let text = compare::format(&c, a_id, b_id, &ra, &rb);
             print!("{}", crate::text::printable_lines(&text));
             if let Some(t) = threshold {

@@ -77,6 +77,9 @@ impl Change {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
     pub changes: Vec<Change>,
+    /// The settings in which the runs differ ("nodelay: false -> true"); empty unless the
+    /// comparison was asked for across them.
+    pub different_settings: Vec<String>,
     /// Confidence level of the tests (the higher of the two runs' levels).
     pub confidence: f64,
     pub only_in_a: Vec<String>,
@@ -204,12 +207,97 @@ fn same_point(a: &PointResult, b: &PointResult) -> bool {
     a.key == b.key && a.request_size == b.request_size && a.response_size == b.response_size
 }
 
-pub fn compare(a: &RunReport, b: &RunReport) -> Result<Comparison> {
+/// Settings that say how figures were summarised, not what was measured: a comparison across
+/// them is still one measurement against another.
+const STATISTICAL: [&str; 4] = ["confidence", "repeat", "until_ci", "max_repeat"];
+
+/// Every leaf of a JSON object as ("a.b", value), in key order.
+fn leaves(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, serde_json::Value)>) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                let name = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                leaves(&name, v, out);
+            }
+        }
+        other => out.push((prefix.to_owned(), other.clone())),
+    }
+}
+
+/// The settings in which two runs differ, as "name: A -> B": the transport, every setting of
+/// the run but how its statistics were gathered, the one-port path and middlebox, and the lab
+/// link. Hosts, addresses and times are left out: they are what a comparison is usually for.
+pub fn setting_differences(a: &RunReport, b: &RunReport) -> Vec<String> {
+    let mut out = Vec::new();
+    if a.transport != b.transport {
+        out.push(format!("transport: {} -> {}", a.transport, b.transport));
+    }
+    let mut pairs = Vec::new();
+    for (what, va, vb) in [
+        (
+            "",
+            serde_json::to_value(&a.settings).unwrap_or_default(),
+            serde_json::to_value(&b.settings).unwrap_or_default(),
+        ),
+        (
+            "server",
+            serde_json::json!({"one_port": a.server.one_port, "middlebox": a.server.middlebox}),
+            serde_json::json!({"one_port": b.server.one_port, "middlebox": b.server.middlebox}),
+        ),
+        (
+            "lab",
+            serde_json::to_value(a.lab.as_ref().map(|l| &l.config)).unwrap_or_default(),
+            serde_json::to_value(b.lab.as_ref().map(|l| &l.config)).unwrap_or_default(),
+        ),
+    ] {
+        let (mut la, mut lb) = (Vec::new(), Vec::new());
+        leaves(what, &va, &mut la);
+        leaves(what, &vb, &mut lb);
+        pairs.push((la, lb));
+    }
+    for (la, lb) in pairs {
+        let mut names: Vec<&String> = la.iter().chain(lb.iter()).map(|(n, _)| n).collect();
+        names.sort();
+        names.dedup();
+        for name in names {
+            if STATISTICAL.contains(&name.as_str()) {
+                continue;
+            }
+            let get = |l: &Vec<(String, serde_json::Value)>| {
+                l.iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or(serde_json::Value::Null)
+            };
+            let (va, vb) = (get(&la), get(&lb));
+            if va != vb {
+                out.push(format!("{name}: {va} -> {vb}"));
+            }
+        }
+    }
+    out
+}
+
+/// Compares run B with run A point by point. Runs that differ in a setting (one with
+/// `--nodelay`, one without) are refused unless `allow_different`: their difference is the
+/// setting's, and calling it better or worse would judge a change that was not made.
+pub fn compare(a: &RunReport, b: &RunReport, allow_different: bool) -> Result<Comparison> {
     if a.pattern != b.pattern {
         bail!(
             "run A measured {} and run B {}: only runs of the same pattern compare",
             a.pattern,
             b.pattern
+        );
+    }
+    let different_settings = setting_differences(a, b);
+    if !different_settings.is_empty() && !allow_different {
+        bail!(
+            "runs A and B were measured with different settings ({}): their difference is the settings', not a change's; add --allow-different to compare them anyway",
+            different_settings.join("; ")
         );
     }
     let confidence = a.settings.confidence.max(b.settings.confidence);
@@ -280,6 +368,7 @@ pub fn compare(a: &RunReport, b: &RunReport) -> Result<Comparison> {
     }
     Ok(Comparison {
         changes,
+        different_settings,
         confidence,
         only_in_a,
         only_in_b,
@@ -318,6 +407,12 @@ pub fn format(c: &Comparison, a_id: i64, b_id: i64, a: &RunReport, b: &RunReport
         "# compare run {a_id} (A, baseline: {} over {}, {}) with run {b_id} (B: {} over {}, {})\n",
         a.pattern, a.transport, a.started_at, b.pattern, b.transport, b.started_at
     );
+    if !c.different_settings.is_empty() {
+        out.push_str(&format!(
+            "# the runs differ in settings (--allow-different): {}; a change below is the settings' as much as anything's\n",
+            c.different_settings.join("; ")
+        ));
+    }
     out.push_str(&format!(
         "# change = (B - A) / A; Welch's t-test, significant when p < {:.2} ({}% confidence); worse = higher latency or lower throughput/transactions\n",
         1.0 - c.confidence,
@@ -385,9 +480,6 @@ pub fn format(c: &Comparison, a_id: i64, b_id: i64, a: &RunReport, b: &RunReport
             ));
         }
     }
-    if a.transport != b.transport {
-        out.push_str("# note: the runs used different transports\n");
-    }
     for (which, r) in [("A", a), ("B", b)] {
         if !r.complete {
             out.push_str(&format!("# note: run {which} is incomplete\n"));
@@ -409,7 +501,7 @@ mod tests {
         let l = b.points[0].latency.as_mut().unwrap();
         l.rtt.samples = 12;
         l.validity = crate::stats::validity::latency(12);
-        let c = compare(&a, &b).unwrap();
+        let c = compare(&a, &b, false).unwrap();
         let first = &c.changes[0];
         assert_eq!(first.verdict, Verdict::Invalid);
         assert!(!first.a_invalid && first.b_invalid);
@@ -427,5 +519,38 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("# 1 figure(s) NOT VALID in A or B"), "{text}");
+    }
+
+    /// `--nodelay` against none is a different experiment, not a change: refused with the
+    /// setting named, and compared only when asked, with the difference above the table.
+    #[test]
+    fn runs_with_different_settings_are_not_judged_unless_asked() {
+        let a = report("pingpong", 2, 20_000.0);
+        let mut b = report("pingpong", 2, 30_000.0);
+        b.settings.nodelay = !a.settings.nodelay;
+        b.settings.fast.zerocopy = true;
+        b.settings.repeat = a.settings.repeat + 2; // how statistics were gathered: not a setting
+        let e = compare(&a, &b, false).unwrap_err().to_string();
+        assert!(
+            e.contains("nodelay: false -> true") && e.contains("fast.zerocopy: false -> true"),
+            "{e}"
+        );
+        assert!(!e.contains("repeat"), "{e}");
+        assert!(e.contains("--allow-different"), "{e}");
+        let c = compare(&a, &b, true).unwrap();
+        assert_eq!(
+            c.different_settings,
+            vec!["fast.zerocopy: false -> true", "nodelay: false -> true"]
+        );
+        let text = format(&c, 1, 2, &a, &b);
+        assert!(
+            text.contains("# the runs differ in settings (--allow-different): fast.zerocopy"),
+            "{text}"
+        );
+        // The same settings: nothing to allow.
+        assert!(compare(&a, &a, false)
+            .unwrap()
+            .different_settings
+            .is_empty());
     }
 }
