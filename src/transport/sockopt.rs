@@ -45,17 +45,38 @@ pub fn available_congestion_controls() -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Checks a congestion-control name before any socket is made, so a typo is one clear error.
+/// Checks a congestion-control name before any data socket is made, so a typo is one clear
+/// error. A name the kernel has not loaded yet may still be one it loads on demand (as root,
+/// asking for `bbr` loads tcp_bbr): a throw-away socket asks, as the data sockets would.
 pub fn validate_cc(name: &str) -> Result<()> {
     let available = available_congestion_controls();
-    if !available.is_empty() && !available.iter().any(|a| a == name) {
-        bail!(
-            "congestion control '{name}' is not available on {} (available: {})",
-            crate::env::hostname(),
-            available.join(", ")
-        );
+    if available.iter().any(|a| a == name) {
+        return Ok(());
     }
-    Ok(())
+    let probe = socket2::Socket::new(
+        socket2::Domain::IPV4,
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )
+    .context("creating a socket to check the congestion control")?;
+    let Err(e) = probe.set_tcp_congestion(name.as_bytes()) else {
+        return Ok(());
+    };
+    // TCP_CA_NAME_MAX is 16 bytes with the NUL; a module is named tcp_NAME.
+    let plausible = !name.is_empty()
+        && name.len() < 16
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    let hint = if plausible {
+        format!("; if it is built as a module, `modprobe tcp_{name}` loads it")
+    } else {
+        String::new()
+    };
+    bail!(
+        "congestion control '{}' is not available on {} ({e}; available: {}){hint}",
+        crate::text::printable(name),
+        crate::env::hostname(),
+        available.join(", ")
+    );
 }
 
 /// Applies buffer sizes (any socket) and, when `tcp`, the TCP options.
@@ -107,4 +128,26 @@ pub fn read_back(sock: &SockRef<'_>, requested: &SocketOptions, tcp: bool) -> Ef
         e.mss_bytes = sock.tcp_mss().ok();
     }
     e
+}
+
+#[cfg(test)]
+mod cc_tests {
+    /// A name the kernel does not know is one line naming what is available and the module
+    /// to try; the default algorithm passes. (A socket is created, no traffic: unit tier.)
+    #[test]
+    fn an_unknown_congestion_control_names_the_module_to_try() {
+        let e = super::validate_cc("nosuchcc").unwrap_err().to_string();
+        assert!(
+            e.contains("congestion control 'nosuchcc' is not available"),
+            "{e}"
+        );
+        assert!(e.contains("available: "), "{e}");
+        assert!(e.contains("`modprobe tcp_nosuchcc`"), "{e}");
+        assert!(!e.contains('\n'));
+        let odd = super::validate_cc("a b;c").unwrap_err().to_string();
+        assert!(!odd.contains("modprobe"), "{odd}");
+        let default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+            .unwrap_or_else(|_| "cubic".into());
+        super::validate_cc(default.trim()).unwrap();
+    }
 }
