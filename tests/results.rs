@@ -290,6 +290,32 @@ fn compare_finds_a_known_difference() {
         near.contains("+0.50%") && near.contains("no significant change"),
         "{near}"
     );
+
+    // The same comparison as JSON: both runs, and each change with its test and verdict.
+    let doc: Value =
+        serde_json::from_str(&ok(&["compare", &a, &b, "--json", "--db", &db])).unwrap();
+    assert_eq!(doc["schema"], "wirebench.compare");
+    assert_eq!(doc["a"]["id"].as_i64().unwrap().to_string(), a);
+    let changes = doc["comparison"]["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 2, "{doc}");
+    for ch in changes {
+        assert_eq!(ch["verdict"], "worse", "{ch}");
+        assert_eq!(ch["test"]["on"], "samples", "{ch}");
+        assert!(
+            (ch["percent"].as_f64().unwrap() - 50.0).abs() < 1e-9,
+            "{ch}"
+        );
+    }
+    // history --json lists the three imported runs, newest first.
+    let h: Value = serde_json::from_str(&ok(&["history", "--json", "--db", &db])).unwrap();
+    assert_eq!(h["schema"], "wirebench.history");
+    let ids: Vec<String> = h["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, vec![c, b, a]);
 }
 
 #[test]

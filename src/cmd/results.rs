@@ -69,6 +69,10 @@ pub struct HistoryArgs {
     /// Most runs listed (newest first).
     #[arg(long, short = 'n', default_value_t = 50)]
     pub limit: u32,
+    /// As one JSON document (schema "wirebench.history"): the database and its runs, each
+    /// with its headline figures in ns and bit/s.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -179,6 +183,10 @@ pub struct CompareArgs {
     /// The settings that differ are listed above the table.
     #[arg(long)]
     pub allow_different: bool,
+    /// As one JSON document (schema "wirebench.compare"): both runs, every change with its
+    /// test and verdict, and the points only one run has.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(cmd: ResultsCommand) -> Result<i32> {
@@ -203,7 +211,18 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                 incomplete_only: a.incomplete,
                 limit: Some(a.limit),
             };
-            print!("{}", history::history(&db, &filter)?);
+            if a.json {
+                let runs = db.list(&filter)?;
+                let doc = serde_json::json!({
+                    "schema": "wirebench.history",
+                    "schema_version": 1,
+                    "database": db.path(),
+                    "runs": runs,
+                });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+            } else {
+                print!("{}", history::history(&db, &filter)?);
+            }
         }
         ResultsCommand::Show(a) => {
             let db = open_existing(&a.db)?;
@@ -251,8 +270,29 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let (a_id, ra) = load(&db, &a.a)?;
             let (b_id, rb) = load(&db, &a.b)?;
             let c = compare::compare(&ra, &rb, a.allow_different)?;
-            let text = compare::format(&c, a_id, b_id, &ra, &rb);
-            print!("{}", crate::text::printable_lines(&text));
+            if a.json {
+                let run = |id: i64, r: &crate::report::model::RunReport| {
+                    serde_json::json!({
+                        "id": id,
+                        "started_at": r.started_at,
+                        "pattern": r.pattern,
+                        "transport": r.transport,
+                        "label": r.label,
+                        "complete": r.complete,
+                    })
+                };
+                let doc = serde_json::json!({
+                    "schema": "wirebench.compare",
+                    "schema_version": 1,
+                    "a": run(a_id, &ra),
+                    "b": run(b_id, &rb),
+                    "comparison": c,
+                });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+            } else {
+                let text = compare::format(&c, a_id, b_id, &ra, &rb);
+                print!("{}", crate::text::printable_lines(&text));
+            }
             if let Some(t) = threshold {
                 let failed = compare::failures(&c, t);
                 if !failed.is_empty() {

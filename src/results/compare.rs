@@ -9,27 +9,30 @@ use super::welch::{welch, Sample};
 use crate::report::model::{PointResult, RunReport};
 use crate::stats::validity::{self, Validity};
 
-/// How a figure's difference was tested.
-#[derive(Debug, Clone, PartialEq)]
+/// How a figure's difference was tested (in JSON: `{"on": "runs", "p_value": ...}`,
+/// `{"on": "samples", ...}` or `{"on": "untested", "reason": ...}`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "on", rename_all = "snake_case")]
 pub enum Test {
     /// Welch's t-test on the per-run headline values (both points repeated).
     Runs { p_value: f64 },
     /// Welch's t-test on the mean, standard deviation and count of the round-trip samples.
     Samples { p_value: f64 },
     /// No test possible; the reason.
-    Untested(&'static str),
+    Untested { reason: &'static str },
 }
 
 impl Test {
     fn p_value(&self) -> Option<f64> {
         match self {
             Test::Runs { p_value } | Test::Samples { p_value } => Some(*p_value),
-            Test::Untested(_) => None,
+            Test::Untested { .. } => None,
         }
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Worse,
     Better,
@@ -42,7 +45,7 @@ pub enum Verdict {
     Invalid,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Change {
     /// The point, e.g. "64 B".
     pub point: String,
@@ -74,7 +77,7 @@ impl Change {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Comparison {
     pub changes: Vec<Change>,
     /// The settings in which the runs differ ("nodelay: false -> true"); empty unless the
@@ -324,10 +327,16 @@ pub fn compare(a: &RunReport, b: &RunReport, allow_different: bool) -> Result<Co
                 (Some((sa, runs)), Some((sb, _))) => match welch(sa, sb) {
                     Some(w) if runs => Test::Runs { p_value: w.p_value },
                     Some(w) => Test::Samples { p_value: w.p_value },
-                    None => Test::Untested("too few samples"),
+                    None => Test::Untested {
+                        reason: "too few samples",
+                    },
                 },
-                _ if !repeated => Test::Untested("one run: measure with --repeat 3 or more"),
-                _ => Test::Untested("no spread recorded"),
+                _ if !repeated => Test::Untested {
+                    reason: "one run: measure with --repeat 3 or more",
+                },
+                _ => Test::Untested {
+                    reason: "no spread recorded",
+                },
             };
             let worse = if fa.higher_is_better {
                 fb.value < fa.value
@@ -426,13 +435,13 @@ pub fn format(c: &Comparison, a_id: i64, b_id: i64, a: &RunReport, b: &RunReport
         let (p, basis) = match &ch.test {
             Test::Runs { p_value } => (fmt_p(*p_value), "runs"),
             Test::Samples { p_value } => (fmt_p(*p_value), "samples"),
-            Test::Untested(_) => ("-".into(), "-"),
+            Test::Untested { reason: _ } => ("-".into(), "-"),
         };
         let verdict = match (&ch.verdict, &ch.test) {
             (Verdict::Worse, _) => "WORSE (significant)".to_owned(),
             (Verdict::Better, _) => "better (significant)".to_owned(),
             (Verdict::NotSignificant, _) => "no significant change".to_owned(),
-            (Verdict::Untested, Test::Untested(why)) => format!("untested: {why}"),
+            (Verdict::Untested, Test::Untested { reason: why }) => format!("untested: {why}"),
             (Verdict::Untested, _) => "untested".to_owned(),
             (Verdict::Invalid, _) => format!(
                 "NOT VALID: {}",

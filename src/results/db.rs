@@ -55,8 +55,8 @@ impl Source {
     }
 }
 
-/// One line of `history`.
-#[derive(Debug, Clone, PartialEq)]
+/// One line of `history` (and one element of `history --json`'s `runs`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RunRow {
     pub id: i64,
     pub started_at: String,
