@@ -861,3 +861,47 @@ fn the_committed_schema_names_every_key_of_a_real_document() {
         "totals",
     );
 }
+
+/// A saved run can be labelled after the fact and deleted; a delete that names one missing
+/// run deletes nothing.
+#[test]
+fn runs_are_labelled_and_deleted() {
+    let t = Tmp::new();
+    let db = t.db();
+    for _ in 0..2 {
+        ok(&["run", "pingpong", "-n", "50", "--db", &db]);
+    }
+    let out = ok(&["label", "last", "after the firmware update", "--db", &db]);
+    assert!(out.contains("label after the firmware update"), "{out}");
+    let shown = ok(&["show", "last", "--db", &db]);
+    assert!(
+        shown.contains("# label: after the firmware update"),
+        "{shown}"
+    );
+    ok(&["label", "last", "--clear", "--db", &db]);
+    assert!(!ok(&["show", "last", "--db", &db]).contains("# label:"));
+
+    let refused = wb(&["delete", "1", "99", "--db", &db]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("no run 99"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let h: Value = serde_json::from_str(&ok(&["history", "--json", "--db", &db])).unwrap();
+    assert_eq!(
+        h["runs"].as_array().unwrap().len(),
+        2,
+        "a refused delete deletes nothing"
+    );
+
+    assert!(ok(&["delete", "1", "--db", &db]).contains("deleted run 1"));
+    let h: Value = serde_json::from_str(&ok(&["history", "--json", "--db", &db])).unwrap();
+    let ids: Vec<i64> = h["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, vec![2]);
+}

@@ -25,6 +25,10 @@ pub enum ResultsCommand {
     Export(ExportArgs),
     /// Save a run's JSON document (e.g. measured on another machine) in the database.
     Import(ImportArgs),
+    /// Give a saved run a label (as `run --label`), or clear it.
+    Label(LabelArgs),
+    /// Remove saved runs from the database for good.
+    Delete(DeleteArgs),
     /// Write one self-contained HTML report with plots and tables of one or more runs.
     Report(ReportArgs),
     /// Write a single figure as SVG or PNG.
@@ -106,6 +110,29 @@ pub struct ImportArgs {
     pub db: DbArg,
     /// A result document written by `run --json` or `run --output`; '-' reads stdin.
     pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct LabelArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The run (id, 'last' or 'last-N').
+    pub id: String,
+    /// The label, e.g. "after the NIC firmware update".
+    #[arg(required_unless_present = "clear", conflicts_with = "clear")]
+    pub text: Option<String>,
+    /// Remove the run's label.
+    #[arg(long)]
+    pub clear: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The runs (ids, 'last' or 'last-N'), all resolved before any is deleted.
+    #[arg(required = true)]
+    pub ids: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -259,6 +286,29 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             write(&a.output, html.as_bytes())?;
         }
         ResultsCommand::Plot(a) => plot(a)?,
+        ResultsCommand::Label(a) => {
+            let db = open_existing(&a.db)?;
+            let (id, mut report) = load(&db, &a.id)?;
+            report.label = a.text.clone();
+            db.update(id, &report)?;
+            match &report.label {
+                Some(l) => println!("run {id}: label {}", crate::text::printable(l)),
+                None => println!("run {id}: no label"),
+            }
+        }
+        ResultsCommand::Delete(a) => {
+            let db = open_existing(&a.db)?;
+            // Every id must name a stored run before any is deleted: one typo deletes nothing.
+            let ids = a
+                .ids
+                .iter()
+                .map(|spec| load(&db, spec).map(|(id, _)| id))
+                .collect::<Result<Vec<i64>>>()?;
+            for id in ids {
+                db.delete(id)?;
+                println!("deleted run {id}");
+            }
+        }
         ResultsCommand::Compare(a) => {
             let threshold = a
                 .fail_if_worse

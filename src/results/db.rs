@@ -235,6 +235,15 @@ impl Db {
         Ok(())
     }
 
+    /// Removes a run for good.
+    pub fn delete(&self, id: i64) -> Result<()> {
+        let n = self.conn.execute("DELETE FROM runs WHERE id = ?1", [id])?;
+        if n != 1 {
+            bail!("no run {id} in {}", self.path.display());
+        }
+        Ok(())
+    }
+
     /// The stored result document of a run.
     pub fn load(&self, id: i64) -> Result<RunReport> {
         let json: Option<String> = self
