@@ -755,6 +755,8 @@ fn compare_transports_gives_the_table_with_overheads_against_the_lowest_layer() 
         assert!(f(&r["r_max_bits_per_s"]["mean"]) > 0.0);
         assert!(f(&r["n_half_bytes"]["mean"]) > 0.0);
         assert_eq!(u(&r["t0_size"]), 1);
+        // Each run of each transport's sweep is saved like any run.
+        assert_eq!(r["saved_runs"].as_array().unwrap().len(), 2, "{r}");
     }
     // The overheads are exactly the ratios of the figures shown.
     let o = &tcp["overhead"];

@@ -47,6 +47,13 @@ pub struct CompareArgs {
     /// As JSON.
     #[arg(long)]
     pub json: bool,
+    /// Results database every sweep is saved in, labelled "compare-transports TIME:
+    /// TRANSPORT, run K of N" (default as for `run`).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<std::path::PathBuf>,
+    /// Do not save the sweeps in the results database.
+    #[arg(long, conflicts_with = "db")]
+    pub no_save: bool,
 }
 
 impl From<&CompareArgs> for CompareRequest {
@@ -63,6 +70,8 @@ impl From<&CompareArgs> for CompareRequest {
             io_timeout: a.io_timeout,
             local: a.transport_args.config(),
             progress: !a.json,
+            save: !a.no_save,
+            db: a.db.clone(),
         }
     }
 }

@@ -39,6 +39,10 @@ pub struct CompareRequest {
     pub local: crate::transport::TransportConfig,
     /// Progress on stderr (when it is a terminal).
     pub progress: bool,
+    /// Save every sweep in the results database (labelled with the transport and run).
+    pub save: bool,
+    /// The database (None: the default path).
+    pub db: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -73,6 +77,9 @@ pub struct Overhead {
 pub struct TransportRow {
     pub transport: TransportKind,
     pub layer: String,
+    /// The ids of this transport's sweeps in the results database, one per run (none with
+    /// --no-save): `show`, `report` and `compare` take them.
+    pub saved_runs: Vec<i64>,
     /// Sizes measured for this transport, bytes.
     pub sizes: Vec<u64>,
     /// One-way time (RTT/2) of the smallest message, nanoseconds.
@@ -117,8 +124,10 @@ pub struct Comparison {
     pub client_environment: crate::env::Environment,
 }
 
-/// Prints nothing: compare-transports renders its own table at the end.
-struct Quiet;
+/// Prints nothing: compare-transports renders its own table at the end. Keeps the id the
+/// results database gives the sweep, when it is saved.
+#[derive(Default)]
+struct Quiet(std::rc::Rc<std::cell::Cell<Option<i64>>>);
 
 impl Sink for Quiet {
     fn begin(&mut self, _: &RunReport, _: &RunPlan) -> anyhow::Result<()> {
@@ -132,6 +141,9 @@ impl Sink for Quiet {
     }
     fn progress(&self, _: u64) -> indicatif::ProgressBar {
         indicatif::ProgressBar::hidden()
+    }
+    fn saved_as(&mut self, id: i64) {
+        self.0.set(Some(id));
     }
 }
 
@@ -154,7 +166,8 @@ fn sweep_request(c: &CompareRequest, kind: TransportKind, sizes: &[u64]) -> Resu
     r.stop.duration = Some(c.duration);
     r.timeouts.io = c.io_timeout;
     r.statistics.confidence = c.confidence;
-    r.output.save = false;
+    r.output.save = c.save;
+    r.output.db = c.db.clone();
     // Nagle would hold the last segment of every message above the MSS for an ACK: off, as
     // NetPIPE does, wherever TCP options apply.
     r.socket.nodelay = kind.open(&c.local)?.capabilities().tcp_options;
@@ -196,6 +209,8 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
     let show_progress = c.progress && std::io::stderr().is_terminal();
     let mut metrics: Vec<Vec<SweepMetrics>> = vec![Vec::new(); setups.len()];
     let mut errors: Vec<Option<String>> = vec![None; setups.len()];
+    let mut saved: Vec<Vec<i64>> = vec![Vec::new(); setups.len()];
+    let started = crate::env::now_rfc3339();
     // Interleaved: run r of every transport before run r + 1 of any, so that a slow spell of
     // the host falls on all of them alike.
     for run in 0..c.runs {
@@ -210,9 +225,27 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
                     c.runs
                 );
             }
+            // Saved like every run, each sweep labelled with what it was part of.
+            let mut output = args.output.clone();
+            output.label = Some(format!(
+                "compare-transports {started}: {name}, run {} of {}",
+                run + 1,
+                c.runs
+            ));
+            let quiet = Quiet::default();
+            let id = quiet.0.clone();
+            let (mut sink, saving) = crate::results::save::attach(&output, Box::new(quiet))?;
             let mut report = runner::new_report(plan, args);
+            report.label = output.label.clone();
             let mut control = runner::ControlRunner::new(args);
-            match runner::run_with(plan, &mut report, &mut Quiet, &mut control) {
+            let result = runner::run_with(plan, &mut report, sink.as_mut(), &mut control);
+            report.finished_at = Some(crate::env::now_rfc3339());
+            report.complete = result.is_ok();
+            report.error = result.as_ref().err().map(crate::error::one_line);
+            sink.finish(&report)?;
+            saving.outcome()?;
+            saved[i].extend(id.get());
+            match result {
                 Ok(()) => match report.sweep_metrics.first() {
                     Some(g) => metrics[i].push(g.metrics.clone()),
                     None => errors[i] = Some("no sweep metrics (no completed sizes)".into()),
@@ -228,7 +261,9 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
         .iter()
         .enumerate()
         .map(|(i, (kind, sizes, _, _))| {
-            row(*kind, sizes, &metrics[i], errors[i].clone(), confidence)
+            let mut r = row(*kind, sizes, &metrics[i], errors[i].clone(), confidence);
+            r.saved_runs = saved[i].clone();
+            r
         })
         .collect();
     let baseline = c.baseline.or_else(|| {
@@ -315,6 +350,7 @@ fn row(
     TransportRow {
         transport: kind,
         layer: kind.layer().what.to_owned(),
+        saved_runs: Vec::new(),
         sizes: sizes.to_vec(),
         t0_ns: t0,
         t0_size: runs.first().map(|m| m.t0_size),
