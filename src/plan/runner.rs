@@ -92,6 +92,7 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
         swept: plan.swept,
         points: Vec::new(),
         sweep_metrics: Vec::new(),
+        anomalies: Vec::new(),
         lab: None,
         complete: false,
         error: None,
@@ -274,12 +275,14 @@ fn run_points(
         if let Err(e) = unshown {
             progress.finish_and_clear();
             report.sweep_metrics = sweep_metrics(plan, report);
+            report.anomalies = anomalies(plan, report);
             return Err(e);
         }
         progress.inc(1);
         if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) && index + 1 < plan.points.len() {
             progress.finish_and_clear();
             report.sweep_metrics = sweep_metrics(plan, report);
+            report.anomalies = anomalies(plan, report);
             anyhow::bail!(
                 "interrupted after {} of {} points",
                 report.points.len(),
@@ -289,6 +292,7 @@ fn run_points(
     }
     progress.finish_and_clear();
     report.sweep_metrics = sweep_metrics(plan, report);
+    report.anomalies = anomalies(plan, report);
     Ok(())
 }
 
@@ -365,6 +369,77 @@ fn run_one(
 }
 
 /// t0, r_max, n_1/2 and the Hockney fit for each group of points that differ only in size.
+/// The points that stand out from both neighbours along each swept axis, among points that
+/// share every other parameter; only valid headlines are compared.
+fn anomalies(plan: &RunPlan, report: &RunReport) -> Vec<crate::report::model::Anomaly> {
+    use crate::plan::PointKey;
+    type Axis = (&'static str, bool, fn(&PointKey) -> u64);
+    let axes: [Axis; 5] = [
+        ("size", plan.swept.size, |k| k.size),
+        ("sndbuf", plan.swept.sndbuf, |k| k.sndbuf),
+        ("rcvbuf", plan.swept.rcvbuf, |k| k.rcvbuf),
+        ("server_sndbuf", plan.swept.server_sndbuf, |k| {
+            k.server_sndbuf
+        }),
+        ("server_rcvbuf", plan.swept.server_rcvbuf, |k| {
+            k.server_rcvbuf
+        }),
+    ];
+    let mut out = Vec::new();
+    for (position, (axis, swept, along)) in axes.into_iter().enumerate() {
+        if !swept {
+            continue;
+        }
+        // The other parameters, with this axis blanked: one line of points per value.
+        let rest = |k: &PointKey| {
+            let mut all = [k.size, k.sndbuf, k.rcvbuf, k.server_sndbuf, k.server_rcvbuf];
+            all[position] = u64::MAX;
+            all
+        };
+        let mut lines: Vec<[u64; 5]> = Vec::new();
+        for p in &report.points {
+            let r = rest(&p.key);
+            if !lines.contains(&r) {
+                lines.push(r);
+            }
+        }
+        for line in lines {
+            let mut pts: Vec<(usize, &crate::report::model::PointResult)> = report
+                .points
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| rest(&p.key) == line)
+                .collect();
+            pts.sort_by_key(|(_, p)| along(&p.key));
+            let values: Vec<Option<f64>> = pts
+                .iter()
+                .map(|(_, p)| {
+                    let h = &p.headline;
+                    if h.validity.is_invalid() {
+                        return None;
+                    }
+                    h.over_runs
+                        .as_ref()
+                        .map(|m| m.mean)
+                        .or_else(|| h.values.first().copied())
+                })
+                .collect();
+            for o in
+                crate::stats::anomaly::outliers(&values, crate::report::model::ANOMALY_THRESHOLD)
+            {
+                out.push(crate::report::model::Anomaly {
+                    axis: axis.to_owned(),
+                    point: pts[o.index].0,
+                    value: values[o.index].unwrap_or(f64::NAN),
+                    vs_previous: o.vs_previous,
+                    vs_next: o.vs_next,
+                });
+            }
+        }
+    }
+    out
+}
+
 fn sweep_metrics(plan: &RunPlan, report: &RunReport) -> Vec<SweepGroup> {
     if plan.test.pattern != PatternKind::Pingpong || !plan.swept.size {
         return Vec::new();

@@ -313,3 +313,29 @@ fn a_failed_write_ends_the_run_with_the_point_it_could_not_show_kept() {
     let sizes: Vec<u64> = report.points.iter().map(|p| p.key.size).collect();
     assert_eq!(sizes, [1, 64], "the point measured is kept");
 }
+
+#[test]
+fn a_peak_along_the_sweep_is_flagged_with_its_exact_differences() {
+    // One-way 5.0, 5.5, 15.0, 6.5, 7.0 us: the middle size stands out from both neighbours.
+    fn peaked(point: usize, _: u32) -> Vec<u64> {
+        let rtt = if point == 2 {
+            30_000
+        } else {
+            10_000 + 1_000 * point as u64
+        };
+        vec![rtt; 100]
+    }
+    let mut runner = Scripted::new(peaked);
+    let (report, result, _) = run(&pingpong(&[1, 2, 4, 8, 16]), &mut runner);
+    result.unwrap();
+    assert_eq!(report.anomalies.len(), 1, "{:?}", report.anomalies);
+    let a = &report.anomalies[0];
+    assert_eq!((a.axis.as_str(), a.point), ("size", 2));
+    assert_eq!(a.value, 15_000.0);
+    assert!((a.vs_previous - 9_500.0 / 5_500.0).abs() < 1e-12);
+    assert!((a.vs_next - 8_500.0 / 6_500.0).abs() < 1e-12);
+    // A smooth sweep has none.
+    let mut smooth = Scripted::new(hundred);
+    let (report, _, _) = run(&pingpong(&[1, 2, 4, 8]), &mut smooth);
+    assert!(report.anomalies.is_empty());
+}

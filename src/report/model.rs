@@ -45,6 +45,11 @@ pub struct RunReport {
     /// False when the run stopped early; `points` holds what was measured before that.
     pub complete: bool,
     pub error: Option<String>,
+    /// Points that stand out from both neighbours along a swept axis (a peak or a dip of the
+    /// headline by more than [`ANOMALY_THRESHOLD`]): worth a second look, or a re-run with
+    /// more repetitions. Absent from documents of runs without any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anomalies: Vec<Anomaly>,
     /// The user's name for the run (`--label`), kept with it in the results database. Absent
     /// from documents of runs without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -490,4 +495,26 @@ pub struct SweepGroup {
 
 fn one() -> u32 {
     1
+}
+
+/// How far a point's headline must stand above (or below) both neighbours along an axis to
+/// be flagged: 50%. The seeds' anomalies were factors (a window's peak, Nagle's 40 ms bands, a
+/// collapse near 1 KB), while 100 ms points on a shared two-CPU VM differ by 20-30% from
+/// their neighbours by chance alone (measured: a "dip" of 32% at 64 B in a smooth sweep).
+pub const ANOMALY_THRESHOLD: f64 = 0.5;
+
+/// A point whose headline is a peak or a dip along one swept axis (see [`RunReport::anomalies`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Anomaly {
+    /// The swept axis: "size", "sndbuf", "rcvbuf", "server_sndbuf" or "server_rcvbuf".
+    pub axis: String,
+    /// Index of the point in `points`.
+    pub point: usize,
+    /// Its headline (mean over runs), in the headline's unit.
+    pub value: f64,
+    /// (value - previous) / previous, the previous being the nearest valid point before it
+    /// along the axis with every other parameter the same.
+    pub vs_previous: f64,
+    /// (value - next) / next, likewise.
+    pub vs_next: f64,
 }

@@ -70,6 +70,16 @@ fn table_line(out: &Output, line: &str) -> anyhow::Result<()> {
     out.line(&crate::text::printable_lines(line))
 }
 
+/// At least four significant digits, no more decimals than that needs ("14576", "6.500").
+fn four_digits(v: f64) -> String {
+    let magnitude = if v.abs() > 0.0 {
+        v.abs().log10().floor() as i32
+    } else {
+        0
+    };
+    format!("{v:.*}", (3 - magnitude).max(0) as usize)
+}
+
 fn pct(x: f64) -> String {
     format!("{:.3}", x * 100.0)
 }
@@ -455,6 +465,25 @@ impl Sink for TableSink {
     }
 
     fn finish(&mut self, r: &RunReport) -> anyhow::Result<()> {
+        for a in &r.anomalies {
+            let Some(p) = r.points.get(a.point) else {
+                continue;
+            };
+            let k = &p.key;
+            self.line(&format!(
+                "# anomaly along {}: the point at size {} B, sndbuf {}, rcvbuf {} ({} {} {}) is {:+.0}% against the previous point and {:+.0}% against the next: a {} worth a second look (--repeat 5)",
+                a.axis,
+                k.size,
+                k.sndbuf,
+                k.rcvbuf,
+                p.headline.name,
+                four_digits(a.value),
+                p.headline.unit,
+                a.vs_previous * 100.0,
+                a.vs_next * 100.0,
+                if a.vs_previous > 0.0 { "peak" } else { "dip" }
+            ))?;
+        }
         for g in &r.sweep_metrics {
             let m = &g.metrics;
             if self.swept.sndbuf

@@ -5,6 +5,7 @@
 //! Everything here returns `Option`/`Result` instead of panicking, because a
 //! benchmark must never die while it is reporting what it measured.
 
+pub mod anomaly;
 pub mod ci;
 pub mod latency;
 pub mod overhead;
