@@ -396,6 +396,12 @@ pub mod duration_text {
     }
 }
 
+/// A duration in whole nanoseconds, saturating (after 584 years): how run documents hold times.
+#[inline]
+pub fn whole_ns(d: Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
+}
+
 /// Serde for a [`Duration`] as whole nanoseconds, the unit of every time in a run document.
 /// Reads also the `{"secs": .., "nanos": ..}` object of serde's own form for `Duration`, which
 /// lab state files and run documents of schema version 1 hold.
@@ -403,7 +409,7 @@ pub mod duration_ns {
     use std::time::Duration;
 
     pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(d.as_nanos().min(u64::MAX as u128) as u64)
+        s.serialize_u64(super::whole_ns(*d))
     }
 
     #[derive(serde::Deserialize)]

@@ -271,11 +271,8 @@ pub fn nanos(from: Instant, to: Instant) -> u64 {
     duration_ns(to.saturating_duration_since(from))
 }
 
-/// A duration in whole nanoseconds, saturating (after 584 years).
-#[inline]
-pub fn duration_ns(d: Duration) -> u64 {
-    d.as_nanos().min(u64::MAX as u128) as u64
-}
+/// A duration in whole nanoseconds, saturating (see [`crate::units::whole_ns`]).
+pub use crate::units::whole_ns as duration_ns;
 
 /// Fills a payload with a fixed non-zero pattern, so that nothing compresses it to nothing.
 pub fn payload(len: usize) -> Vec<u8> {

@@ -214,8 +214,12 @@ fn same_point(a: &PointResult, b: &PointResult) -> bool {
 /// them is still one measurement against another.
 const STATISTICAL: [&str; 4] = ["confidence", "repeat", "until_ci", "max_repeat"];
 
-/// Every leaf of a JSON object as ("a.b", value), in key order.
-fn leaves(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, serde_json::Value)>) {
+/// Every leaf of a JSON value by its dotted path ("fast.zerocopy"), in key order.
+fn leaves(
+    prefix: &str,
+    v: &serde_json::Value,
+    out: &mut std::collections::BTreeMap<String, serde_json::Value>,
+) {
     match v {
         serde_json::Value::Object(map) => {
             for (k, v) in map {
@@ -227,62 +231,48 @@ fn leaves(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, serde_json
                 leaves(&name, v, out);
             }
         }
-        other => out.push((prefix.to_owned(), other.clone())),
+        other => {
+            out.insert(prefix.to_owned(), other.clone());
+        }
     }
 }
 
-/// The settings in which two runs differ, as "name: A -> B": the transport, every setting of
-/// the run but how its statistics were gathered, the one-port path and middlebox, and the lab
-/// link. Hosts, addresses and times are left out: they are what a comparison is usually for.
-pub fn setting_differences(a: &RunReport, b: &RunReport) -> Vec<String> {
-    let mut out = Vec::new();
-    if a.transport != b.transport {
-        out.push(format!("transport: {} -> {}", a.transport, b.transport));
+/// What a run was measured with, as dotted paths: the transport, every setting of the run but
+/// how its statistics were gathered, the one-port path and middlebox, and the lab link. Hosts,
+/// addresses and times are left out: they are what a comparison is usually for.
+fn measured_with(r: &RunReport) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let mut settings = serde_json::to_value(&r.settings).unwrap_or_default();
+    if let Some(map) = settings.as_object_mut() {
+        map.retain(|k, _| !STATISTICAL.contains(&k.as_str()));
+        map.insert("transport".into(), serde_json::json!(r.transport));
+        map.insert(
+            "server".into(),
+            serde_json::json!({"one_port": r.server.one_port, "middlebox": r.server.middlebox}),
+        );
+        map.insert(
+            "lab".into(),
+            serde_json::to_value(r.lab.as_ref().map(|l| &l.config)).unwrap_or_default(),
+        );
     }
-    let mut pairs = Vec::new();
-    for (what, va, vb) in [
-        (
-            "",
-            serde_json::to_value(&a.settings).unwrap_or_default(),
-            serde_json::to_value(&b.settings).unwrap_or_default(),
-        ),
-        (
-            "server",
-            serde_json::json!({"one_port": a.server.one_port, "middlebox": a.server.middlebox}),
-            serde_json::json!({"one_port": b.server.one_port, "middlebox": b.server.middlebox}),
-        ),
-        (
-            "lab",
-            serde_json::to_value(a.lab.as_ref().map(|l| &l.config)).unwrap_or_default(),
-            serde_json::to_value(b.lab.as_ref().map(|l| &l.config)).unwrap_or_default(),
-        ),
-    ] {
-        let (mut la, mut lb) = (Vec::new(), Vec::new());
-        leaves(what, &va, &mut la);
-        leaves(what, &vb, &mut lb);
-        pairs.push((la, lb));
-    }
-    for (la, lb) in pairs {
-        let mut names: Vec<&String> = la.iter().chain(lb.iter()).map(|(n, _)| n).collect();
-        names.sort();
-        names.dedup();
-        for name in names {
-            if STATISTICAL.contains(&name.as_str()) {
-                continue;
-            }
-            let get = |l: &Vec<(String, serde_json::Value)>| {
-                l.iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or(serde_json::Value::Null)
-            };
-            let (va, vb) = (get(&la), get(&lb));
-            if va != vb {
-                out.push(format!("{name}: {va} -> {vb}"));
-            }
-        }
-    }
+    let mut out = std::collections::BTreeMap::new();
+    leaves("", &settings, &mut out);
     out
+}
+
+/// The settings in which two runs differ, as "name: A -> B" (see [`measured_with`]).
+pub fn setting_differences(a: &RunReport, b: &RunReport) -> Vec<String> {
+    let (ma, mb) = (measured_with(a), measured_with(b));
+    let null = serde_json::Value::Null;
+    let mut names: Vec<&String> = ma.keys().chain(mb.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let (va, vb) = (ma.get(name).unwrap_or(&null), mb.get(name).unwrap_or(&null));
+            (va != vb).then(|| format!("{name}: {va} -> {vb}"))
+        })
+        .collect()
 }
 
 /// Compares run B with run A point by point. Runs that differ in a setting (one with

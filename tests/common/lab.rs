@@ -113,15 +113,7 @@ pub fn udp_receive_buffer_errors(ns: &str) -> u64 {
         .args(["netns", "exec", ns, "cat", "/proc/net/snmp"])
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
-    let (names, values) = (udp.next().unwrap_or(""), udp.next().unwrap_or(""));
-    names
-        .split_whitespace()
-        .zip(values.split_whitespace())
-        .find(|(n, _)| *n == "RcvbufErrors")
-        .and_then(|(_, v)| v.parse().ok())
-        .expect("RcvbufErrors in /proc/net/snmp")
+    super::rcvbuf_errors_in(&String::from_utf8_lossy(&out.stdout))
 }
 
 /// The delay line's counters of lab `name`, direction a->b (`lab status --json`), from the

@@ -196,8 +196,13 @@ pub fn u(v: &Value) -> u64 {
 /// counted here (other tests running at the same time can only add to it).
 #[allow(dead_code)]
 pub fn udp_rcvbuf_errors() -> u64 {
-    let text = std::fs::read_to_string("/proc/net/snmp").expect("/proc/net/snmp");
-    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+    rcvbuf_errors_in(&std::fs::read_to_string("/proc/net/snmp").expect("/proc/net/snmp"))
+}
+
+/// RcvbufErrors of the `Udp:` lines of a /proc/net/snmp text (this namespace's or another's).
+#[allow(dead_code)]
+pub fn rcvbuf_errors_in(snmp: &str) -> u64 {
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp:"));
     let (names, values) = (udp.next().unwrap_or(""), udp.next().unwrap_or(""));
     names
         .split_whitespace()
