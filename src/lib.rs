@@ -21,6 +21,7 @@ pub mod report;
 pub mod request;
 pub mod results;
 pub mod stats;
+pub mod study;
 pub mod sys;
 pub mod text;
 pub mod transport;

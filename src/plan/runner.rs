@@ -25,6 +25,11 @@ use crate::transport::TransportKind;
 /// Set by the first Ctrl-C: the run stops after the point in progress and keeps what it has.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Whether Ctrl-C was pressed (a study stops after its current run).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// The first Ctrl-C ends the run after its current point, with every finished point reported
 /// (and saved); a second one ends the process at once.
 pub fn stop_on_ctrl_c() {
