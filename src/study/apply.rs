@@ -141,10 +141,14 @@ fn put<T: serde::de::DeserializeOwned>(
             }
         }
     }
-    Err(anyhow!(
-        "{}",
-        first_error.map(|e| e.to_string()).unwrap_or_default()
-    ))
+    let mut why = first_error.map(|e| e.to_string()).unwrap_or_default();
+    if let Value::String(s) = value {
+        // Most settings a study sweeps are sizes: say why the text is not one.
+        if let Err(e) = crate::units::parse_bytes(s) {
+            why = format!("{why}; as a size: {e}");
+        }
+    }
+    Err(anyhow!("{why}"))
 }
 
 fn set(tree: &mut Value, path: &[String], value: Value) -> Result<()> {
