@@ -114,6 +114,9 @@ pub struct Traffic {
     /// Stream: an interval report this often.
     #[serde(with = "crate::units::opt_duration_text")]
     pub interval: Option<Duration>,
+    /// pingpong, rr: the client waits this long before each timed transaction.
+    #[serde(with = "crate::units::opt_duration_text")]
+    pub think: Option<Duration>,
 }
 
 impl Default for Traffic {
@@ -125,6 +128,7 @@ impl Default for Traffic {
             pace_burst: 1,
             burst: 1,
             interval: None,
+            think: None,
         }
     }
 }

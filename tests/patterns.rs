@@ -959,3 +959,49 @@ fn json_stream_writes_one_object_per_line_as_the_run_goes() {
         .sum();
     assert_eq!(streamed, kept);
 }
+
+/// Messages split over several writes without --nodelay (where Nagle's algorithm holds the
+/// pieces after the first until the last piece is acknowledged): every transaction still
+/// completes with exactly its bytes, on both ends. The writes per message are counted in the
+/// pattern's unit tests (`pattern::exchange`), over the in-memory link.
+#[test]
+fn split_writes_over_tcp_without_nodelay_complete_every_transaction() {
+    for (pattern, extra) in [
+        ("pingpong", &["--size", "1000"][..]),
+        (
+            "rr",
+            &["--request-size", "700", "--response-size", "1000"][..],
+        ),
+    ] {
+        let mut args = vec![pattern, "--write-size", "300", "-n", "20", "--warmup", "2"];
+        args.extend_from_slice(extra);
+        let v = run_json(&args);
+        assert_eq!(u(&v["settings"]["write_size"]), 300, "{pattern}");
+        let p = only_point(&v);
+        let l = &p["latency"];
+        assert_eq!(u(&l["transactions"]), 20, "{pattern}");
+        assert_eq!(u(&l["rtt"]["samples"]), 20, "{pattern}");
+        assert_eq!(u(&l["lost"]), 0, "{pattern}");
+        assert!(l.get("think").is_none(), "{pattern}: no think time asked");
+    }
+}
+
+/// rr with think time: one wait before each timed transaction, measured, and the time
+/// without them exactly the raw time minus their sum.
+#[test]
+fn rr_think_time_is_measured_and_taken_out_exactly() {
+    let v = run_json(&["rr", "--think", "2ms", "-n", "25", "--nodelay"]);
+    assert_eq!(u(&v["settings"]["think_ns"]), 2_000_000);
+    let l = &only_point(&v)["latency"];
+    assert_eq!(u(&l["transactions"]), 25);
+    let t = &l["think"];
+    assert_eq!(u(&t["asked_ns"]), 2_000_000);
+    assert_eq!(u(&t["waits"]), 25);
+    let (elapsed, waited) = (u(&l["elapsed_ns"]), u(&t["waited_ns"]));
+    assert!(
+        waited >= 25 * 2_000_000,
+        "a wait never ends early: {waited}"
+    );
+    assert_eq!(u(&t["corrected_elapsed_ns"]), elapsed - waited);
+    assert!(f(&t["corrected_transactions_per_s"]) > f(&l["transactions_per_s"]));
+}

@@ -137,7 +137,6 @@ pub fn build(r: &Request) -> Result<RunPlan> {
             (traffic.rate.is_some(), "--rate"),
             (traffic.pace_burst != 1, "--pace-burst"),
             (traffic.interval.is_some(), "--interval"),
-            (sizes_req.write_size.is_some(), "--write-size"),
             (sizes_req.read_size.is_some(), "--read-size"),
         ] {
             if set {
@@ -145,6 +144,7 @@ pub fn build(r: &Request) -> Result<RunPlan> {
             }
         }
     }
+    check_split_and_think(r, caps.message_boundaries)?;
     let byte_stream_only = [(fast.zerocopy, "--zerocopy"), (fast.sendfile, "--sendfile")];
     let datagram_only = [
         (fast.gso, "--gso"),
@@ -415,6 +415,11 @@ pub fn build(r: &Request) -> Result<RunPlan> {
             server_cpus: sock.server_cpu.clone(),
             interval_ms: traffic.interval.map(|d| d.as_millis().max(1) as u64),
             burst: traffic.burst,
+            write_size: match pattern {
+                PatternKind::Pingpong | PatternKind::Rr => sizes_req.write_size,
+                _ => None,
+            },
+            think_ns: traffic.think.map(units::whole_ns),
             fast: FastPaths {
                 zerocopy: fast.zerocopy,
                 sendfile: fast.sendfile,
@@ -448,6 +453,44 @@ pub fn build(r: &Request) -> Result<RunPlan> {
         max_repeat: stats.max_repeat,
         rate,
     })
+}
+
+/// `--write-size` of an exchange and `--think`: what they apply to. A stream's write size is
+/// its message size and is checked with the sizes.
+fn check_split_and_think(r: &Request, message_boundaries: bool) -> Result<()> {
+    let exchange = matches!(r.pattern, PatternKind::Pingpong | PatternKind::Rr);
+    if r.sizes.write_size == Some(0) {
+        bail!("--write-size must be at least 1 byte");
+    }
+    if r.sizes.write_size.is_some() && r.pattern != PatternKind::Stream {
+        if !exchange {
+            bail!(
+                "--write-size applies to the stream, pingpong and rr patterns, not to {}",
+                r.pattern
+            );
+        }
+        if message_boundaries {
+            bail!(
+                "--write-size splits a message over several writes: a {} message is one datagram and cannot be split",
+                r.transport
+            );
+        }
+    }
+    if let Some(think) = r.traffic.think {
+        if !exchange {
+            bail!(
+                "--think applies to the pingpong and rr patterns, not to {}",
+                r.pattern
+            );
+        }
+        if think.is_zero() {
+            bail!("--think must be longer than 0");
+        }
+        if r.traffic.burst > 1 {
+            bail!("--think waits between transactions, one at a time: it cannot be combined with --burst");
+        }
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -75,6 +75,8 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
             rate: args.traffic.rate,
             pace_burst: args.traffic.pace_burst,
             interval_ns: args.traffic.interval.map(crate::pattern::duration_ns),
+            write_size: t.write_size,
+            think_ns: t.think_ns,
             nodelay: args.socket.nodelay,
             cc: args.socket.cc.clone(),
             mss: args.socket.mss,

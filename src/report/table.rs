@@ -19,6 +19,8 @@ pub struct TableSink {
     /// The transport's kernel keeps TCP_INFO: streams show the acknowledged rate.
     acked: bool,
     intervals: bool,
+    /// --think: exchanges show their rate without the waits too.
+    think: bool,
 }
 
 impl TableSink {
@@ -35,6 +37,7 @@ impl TableSink {
             unreliable: false,
             acked: false,
             intervals: false,
+            think: false,
         }
     }
 }
@@ -133,6 +136,9 @@ impl TableSink {
             Some(PatternKind::Rr | PatternKind::Crr) => (columns::RR.iter().collect(), 2),
             _ => (Vec::new(), 0),
         };
+        if self.think {
+            cols.push(&columns::THINK_TPS);
+        }
         if self.pattern == Some(PatternKind::Crr) {
             cols.push(&columns::SETUP);
         } else if self.unreliable {
@@ -193,6 +199,7 @@ impl Sink for TableSink {
         self.unreliable = caps.is_some_and(|c| !c.reliable);
         self.acked = caps.is_some_and(|c| c.tcp_options);
         self.intervals = plan.test.interval_ms.is_some();
+        self.think = plan.test.think_ns.is_some();
         let server = r.server.address.clone().unwrap_or_default();
         self.line(&format!(
             "# wirebench {} {} over {}, server {}{}",
@@ -273,6 +280,18 @@ impl Sink for TableSink {
                 } else {
                     "each write/datagram on its own schedule".into()
                 }
+            ))?;
+        }
+        if let Some(w) = st.write_size {
+            self.line(&format!(
+                "# every request and response written in pieces of at most {w} bytes, on both ends{}",
+                if st.nodelay { "" } else { " (Nagle's algorithm on: --nodelay turns it off)" }
+            ))?;
+        }
+        if let Some(t) = st.think_ns {
+            self.line(&format!(
+                "# think time {} before each timed transaction: txn/s over the raw time, txn/s-think over the time without the waits; RTTs exclude them",
+                crate::units::format_duration(std::time::Duration::from_nanos(t))
             ))?;
         }
         let bufs = self.buffer_headers();
