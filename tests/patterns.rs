@@ -480,6 +480,37 @@ fn nodelay_and_congestion_control_are_applied_on_both_ends() {
     }
 }
 
+/// `--cc a,b` is a sweep axis: one point per algorithm, each point's sockets on both ends
+/// read back (getsockopt TCP_CONGESTION) with its own algorithm; a single `--cc` stays a
+/// setting of the run, its points' keys as they always were.
+#[test]
+fn a_congestion_control_list_is_a_sweep_with_each_point_on_its_algorithm() {
+    let v = run_json(&["stream", "--cc", "cubic,reno", "-d", "200ms"]);
+    assert_eq!(v["swept"]["cc"], true);
+    assert!(v["settings"]["cc"].is_null());
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for (p, cc) in points.iter().zip(["cubic", "reno"]) {
+        assert_eq!(p["key"]["cc"], cc);
+        for side in ["client", "server"] {
+            let sockets = p["socket"][side].as_array().unwrap();
+            assert!(!sockets.is_empty(), "{cc} {side}");
+            for s in sockets {
+                assert_eq!(s["cc"], cc, "{side}");
+            }
+        }
+        let st = &p["stream"]["totals"][0];
+        assert!(f(&st["receiver_bits_per_s"]) > 0.0, "{cc}");
+    }
+
+    let one = run_json(&["pingpong", "-n", "50", "--cc", "reno", "--size", "1,64"]);
+    assert_eq!(one["settings"]["cc"], "reno");
+    assert_eq!(one["swept"]["cc"], false);
+    for p in one["points"].as_array().unwrap() {
+        assert!(p["key"].get("cc").is_none(), "{}", p["key"]);
+    }
+}
+
 #[test]
 fn repeats_give_a_confidence_interval_over_runs() {
     let v = run_json(&["pingpong", "-n", "200", "--repeat", "4"]);

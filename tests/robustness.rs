@@ -56,6 +56,18 @@ fn other_bad_options_are_one_clear_line() {
     fails_with(&["run", "stream", "-t", "udp", "--size", "70000"], "65507");
     fails_with(&["run", "stream", "-t", "udp", "--nodelay"], "TCP only");
     fails_with(&["run", "pingpong", "--cc", "no-such-cc"], "available:");
+    // Every algorithm of a sweep is checked before the first point runs.
+    let args = ["run", "pingpong", "--cc", "cubic,nosuchcc", "--json"];
+    fails_with(&args, "`modprobe tcp_nosuchcc`");
+    assert!(run(&args).stdout.is_empty(), "no point of the sweep ran");
+    fails_with(
+        &["run", "pingpong", "--cc", "reno,reno"],
+        "--cc names 'reno' twice",
+    );
+    fails_with(
+        &["run", "pingpong", "--cc", "cubic,"],
+        "--cc names an empty algorithm",
+    );
     fails_with(&["run", "pingpong", "--confidence", "42"], "--confidence");
     fails_with(&["run", "pingpong", "--reverse"], "stream pattern only");
     fails_with(&["run", "stream", "--rate", "fast"], "--rate");

@@ -126,9 +126,10 @@ pub struct RunArgs {
     /// TCP_NODELAY: turn Nagle's algorithm off on both ends.
     #[arg(long)]
     pub nodelay: bool,
-    /// TCP congestion control on both ends (e.g. cubic, reno, bbr).
-    #[arg(long)]
-    pub cc: Option<String>,
+    /// TCP congestion control on both ends (e.g. cubic, reno, bbr). A list (cubic,reno) is a
+    /// sweep: one point per algorithm, crossed with the other swept options.
+    #[arg(long, value_delimiter = ',')]
+    pub cc: Vec<String>,
     /// TCP maximum segment size (TCP_MAXSEG) in bytes, both ends.
     #[arg(long)]
     pub mss: Option<u32>,
@@ -558,8 +559,11 @@ mod tests {
             "1500ms",
             "-J",
             "--no-save",
+            "--cc",
+            "cubic,reno",
         ]))
         .unwrap();
+        assert_eq!(r.socket.cc, ["cubic", "reno"]);
         assert_eq!(r.pattern, PatternKind::Stream);
         assert_eq!(r.transport, TransportKind::Udp);
         assert_eq!(r.sizes.size, Some(vec![1024, 2048, 4096]));

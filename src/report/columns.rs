@@ -465,6 +465,18 @@ pub const CSV: &[Column] = &[
         name: "server_rcvbuf_bytes",
         get: |r| r.point.key.server_rcvbuf.into(),
     },
+    // The point's algorithm in a sweep, else the run's (empty: the kernel's default).
+    Column {
+        name: "cc",
+        get: |r| {
+            r.point
+                .key
+                .cc
+                .map(|c| c.to_string())
+                .or_else(|| r.report.settings.cc.clone())
+                .into()
+        },
+    },
     Column {
         name: "runs",
         get: |r| r.point.runs.into(),

@@ -125,15 +125,21 @@ impl PointResult {
 }
 
 impl SweepGroup {
-    /// Whether a point with `key` belongs to this group (same buffers, any size).
+    /// Whether a point with `key` belongs to this group (same buffers and algorithm, any size).
     pub fn holds(&self, key: &PointKey) -> bool {
-        (key.sndbuf, key.rcvbuf, key.server_sndbuf, key.server_rcvbuf)
-            == (
-                self.sndbuf,
-                self.rcvbuf,
-                self.server_sndbuf,
-                self.server_rcvbuf,
-            )
+        (
+            key.sndbuf,
+            key.rcvbuf,
+            key.server_sndbuf,
+            key.server_rcvbuf,
+            key.cc,
+        ) == (
+            self.sndbuf,
+            self.rcvbuf,
+            self.server_sndbuf,
+            self.server_rcvbuf,
+            self.cc,
+        )
     }
 }
 
@@ -177,6 +183,8 @@ pub struct Settings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_ns: Option<u64>,
     pub nodelay: bool,
+    /// The congestion control of every point (--cc NAME); null without one and when --cc
+    /// names several (a sweep: each point's `key.cc`, and `swept.cc`).
     pub cc: Option<String>,
     pub mss: Option<u32>,
     pub spin: bool,
@@ -521,6 +529,10 @@ pub struct SweepGroup {
     pub rcvbuf: u64,
     pub server_sndbuf: u64,
     pub server_rcvbuf: u64,
+    /// The algorithm of the group's points in a congestion-control sweep; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub cc: Option<crate::transport::sockopt::CcName>,
     pub metrics: SweepMetrics,
 }
 

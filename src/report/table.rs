@@ -125,6 +125,10 @@ impl TableSink {
                 s.push_str(&format!(" {:>9}", format_bytes(v)));
             }
         }
+        if self.swept.cc {
+            let cc = k.cc.map_or_else(|| "-".to_owned(), |c| c.to_string());
+            s.push_str(&format!(" {cc:>9}"));
+        }
         s
     }
 
@@ -185,6 +189,9 @@ impl TableSink {
             if on {
                 s.push_str(&format!(" {h:>9}"));
             }
+        }
+        if self.swept.cc {
+            s.push_str(&format!(" {:>9}", "cc"));
         }
         s
     }
@@ -490,11 +497,12 @@ impl Sink for TableSink {
             };
             let k = &p.key;
             self.line(&format!(
-                "# anomaly along {}: the point at size {} B, sndbuf {}, rcvbuf {} ({} {} {}) is {:+.0}% against the previous point and {:+.0}% against the next: a {} worth a second look (--repeat 5)",
+                "# anomaly along {}: the point at size {} B, sndbuf {}, rcvbuf {}{} ({} {} {}) is {:+.0}% against the previous point and {:+.0}% against the next: a {} worth a second look (--repeat 5)",
                 a.axis,
                 k.size,
                 k.sndbuf,
                 k.rcvbuf,
+                k.cc.map(|c| format!(", cc {c}")).unwrap_or_default(),
                 p.headline.name,
                 four_digits(a.value),
                 p.headline.unit,
@@ -509,10 +517,15 @@ impl Sink for TableSink {
                 || self.swept.rcvbuf
                 || self.swept.server_sndbuf
                 || self.swept.server_rcvbuf
+                || self.swept.cc
             {
                 self.line(&format!(
-                    "# sweep group: sndbuf {} rcvbuf {} server sndbuf {} server rcvbuf {} (0 = autotuning)",
-                    g.sndbuf, g.rcvbuf, g.server_sndbuf, g.server_rcvbuf
+                    "# sweep group: sndbuf {} rcvbuf {} server sndbuf {} server rcvbuf {} (0 = autotuning){}",
+                    g.sndbuf,
+                    g.rcvbuf,
+                    g.server_sndbuf,
+                    g.server_rcvbuf,
+                    g.cc.map(|c| format!(", congestion control {c}")).unwrap_or_default()
                 ))?;
             }
             if !m.left_out.is_empty() {
