@@ -6,6 +6,11 @@
 //! On unreliable transports requests of 8 bytes or more carry a sequence number that the
 //! responder copies into its response, so that a late response is never taken for the current
 //! one; a transaction whose response does not come within the loss timeout counts as lost.
+//!
+//! Over byte streams a message may be written in pieces (`write_size`: requests here, responses
+//! by the responder alike), as an application that writes a header and then a body does: the
+//! pieces meet Nagle's algorithm and delayed ACKs unless TCP_NODELAY is set. A requester may
+//! think before each timed transaction (`think`); the wait is timed apart from the RTTs.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
