@@ -63,6 +63,15 @@ pub struct TestSpec {
     /// a NAT rule) carries the whole test. TCP only.
     #[serde(default)]
     pub one_port: bool,
+    /// Exchanges (pingpong, rr): requests and responses are written in calls of at most this
+    /// many bytes, by both ends, so that the two directions split alike (None: one call per
+    /// message). A server older than this field writes its responses whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_size: Option<u64>,
+    /// Exchanges: how long the requester waits before each timed transaction, nanoseconds
+    /// (the client's own business: a server ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_ns: Option<u64>,
 }
 
 /// One point of a sweep: sizes, stop condition and the server's socket options.

@@ -80,8 +80,11 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
             rate: args.traffic.rate,
             pace_burst: args.traffic.pace_burst,
             interval_ns: args.traffic.interval.map(crate::pattern::duration_ns),
+            write_size: t.write_size,
+            think_ns: t.think_ns,
             nodelay: args.socket.nodelay,
-            cc: args.socket.cc.clone(),
+            // One algorithm for the whole run; a sweep's are in the points' keys.
+            cc: plan.client.socket.cc.clone(),
             mss: args.socket.mss,
             spin: args.socket.spin,
             client_cpus: args.socket.cpu.clone(),
@@ -373,11 +376,21 @@ fn run_one(
     })
 }
 
+/// What the points of one size sweep share: the four buffers and the algorithm.
+type SweepGroupKey = (
+    u64,
+    u64,
+    u64,
+    u64,
+    Option<crate::transport::sockopt::CcName>,
+);
+
 /// t0, r_max, n_1/2 and the Hockney fit for each group of points that differ only in size.
 /// The points that stand out from both neighbours along each swept axis, among points that
 /// share every other parameter; only valid headlines are compared.
 fn anomalies(plan: &RunPlan, report: &RunReport) -> Vec<crate::report::model::Anomaly> {
     use crate::plan::PointKey;
+    use crate::transport::sockopt::CcName;
     type Axis = (&'static str, bool, fn(&PointKey) -> u64);
     let axes: [Axis; 5] = [
         ("size", plan.swept.size, |k| k.size),
@@ -395,13 +408,14 @@ fn anomalies(plan: &RunPlan, report: &RunReport) -> Vec<crate::report::model::An
         if !swept {
             continue;
         }
-        // The other parameters, with this axis blanked: one line of points per value.
+        // The other parameters, with this axis blanked: one line of points per value. An
+        // algorithm has no order to be a neighbour along, so it only tells lines apart.
         let rest = |k: &PointKey| {
             let mut all = [k.size, k.sndbuf, k.rcvbuf, k.server_sndbuf, k.server_rcvbuf];
             all[position] = u64::MAX;
-            all
+            (all, k.cc)
         };
-        let mut lines: Vec<[u64; 5]> = Vec::new();
+        let mut lines: Vec<([u64; 5], Option<CcName>)> = Vec::new();
         for p in &report.points {
             let r = rest(&p.key);
             if !lines.contains(&r) {
@@ -450,13 +464,14 @@ fn sweep_metrics(plan: &RunPlan, report: &RunReport) -> Vec<SweepGroup> {
         return Vec::new();
     }
     let mut groups: Vec<SweepGroup> = Vec::new();
-    let mut keys: Vec<(u64, u64, u64, u64)> = Vec::new();
+    let mut keys: Vec<SweepGroupKey> = Vec::new();
     for p in &report.points {
         let k = (
             p.key.sndbuf,
             p.key.rcvbuf,
             p.key.server_sndbuf,
             p.key.server_rcvbuf,
+            p.key.cc,
         );
         if !keys.contains(&k) {
             keys.push(k);
@@ -474,6 +489,7 @@ fn sweep_metrics(plan: &RunPlan, report: &RunReport) -> Vec<SweepGroup> {
                     p.key.rcvbuf,
                     p.key.server_sndbuf,
                     p.key.server_rcvbuf,
+                    p.key.cc,
                 ) == k
             })
             .filter_map(|p| {
@@ -500,6 +516,7 @@ fn sweep_metrics(plan: &RunPlan, report: &RunReport) -> Vec<SweepGroup> {
                 rcvbuf: k.1,
                 server_sndbuf: k.2,
                 server_rcvbuf: k.3,
+                cc: k.4,
                 metrics,
             });
         }

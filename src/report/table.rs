@@ -19,6 +19,8 @@ pub struct TableSink {
     /// The transport's kernel keeps TCP_INFO: streams show the acknowledged rate.
     acked: bool,
     intervals: bool,
+    /// --think: exchanges show their rate without the waits too.
+    think: bool,
 }
 
 impl TableSink {
@@ -35,6 +37,7 @@ impl TableSink {
             unreliable: false,
             acked: false,
             intervals: false,
+            think: false,
         }
     }
 }
@@ -122,6 +125,10 @@ impl TableSink {
                 s.push_str(&format!(" {:>9}", format_bytes(v)));
             }
         }
+        if self.swept.cc {
+            let cc = k.cc.map_or_else(|| "-".to_owned(), |c| c.to_string());
+            s.push_str(&format!(" {cc:>9}"));
+        }
         s
     }
 
@@ -133,6 +140,9 @@ impl TableSink {
             Some(PatternKind::Rr | PatternKind::Crr) => (columns::RR.iter().collect(), 2),
             _ => (Vec::new(), 0),
         };
+        if self.think {
+            cols.push(&columns::THINK_TPS);
+        }
         if self.pattern == Some(PatternKind::Crr) {
             cols.push(&columns::SETUP);
         } else if self.unreliable {
@@ -180,6 +190,9 @@ impl TableSink {
                 s.push_str(&format!(" {h:>9}"));
             }
         }
+        if self.swept.cc {
+            s.push_str(&format!(" {:>9}", "cc"));
+        }
         s
     }
 }
@@ -193,6 +206,7 @@ impl Sink for TableSink {
         self.unreliable = caps.is_some_and(|c| !c.reliable);
         self.acked = caps.is_some_and(|c| c.tcp_options);
         self.intervals = plan.test.interval_ms.is_some();
+        self.think = plan.test.think_ns.is_some();
         let server = r.server.address.clone().unwrap_or_default();
         self.line(&format!(
             "# wirebench {} {} over {}, server {}{}",
@@ -273,6 +287,18 @@ impl Sink for TableSink {
                 } else {
                     "each write/datagram on its own schedule".into()
                 }
+            ))?;
+        }
+        if let Some(w) = st.write_size {
+            self.line(&format!(
+                "# every request and response written in pieces of at most {w} bytes, on both ends{}",
+                if st.nodelay { "" } else { " (Nagle's algorithm on: --nodelay turns it off)" }
+            ))?;
+        }
+        if let Some(t) = st.think_ns {
+            self.line(&format!(
+                "# think time {} before each timed transaction: txn/s over the raw time, txn/s-think over the time without the waits; RTTs exclude them",
+                crate::units::format_duration(std::time::Duration::from_nanos(t))
             ))?;
         }
         let bufs = self.buffer_headers();
@@ -471,11 +497,12 @@ impl Sink for TableSink {
             };
             let k = &p.key;
             self.line(&format!(
-                "# anomaly along {}: the point at size {} B, sndbuf {}, rcvbuf {} ({} {} {}) is {:+.0}% against the previous point and {:+.0}% against the next: a {} worth a second look (--repeat 5)",
+                "# anomaly along {}: the point at size {} B, sndbuf {}, rcvbuf {}{} ({} {} {}) is {:+.0}% against the previous point and {:+.0}% against the next: a {} worth a second look (--repeat 5)",
                 a.axis,
                 k.size,
                 k.sndbuf,
                 k.rcvbuf,
+                k.cc.map(|c| format!(", cc {c}")).unwrap_or_default(),
                 p.headline.name,
                 four_digits(a.value),
                 p.headline.unit,
@@ -490,10 +517,15 @@ impl Sink for TableSink {
                 || self.swept.rcvbuf
                 || self.swept.server_sndbuf
                 || self.swept.server_rcvbuf
+                || self.swept.cc
             {
                 self.line(&format!(
-                    "# sweep group: sndbuf {} rcvbuf {} server sndbuf {} server rcvbuf {} (0 = autotuning)",
-                    g.sndbuf, g.rcvbuf, g.server_sndbuf, g.server_rcvbuf
+                    "# sweep group: sndbuf {} rcvbuf {} server sndbuf {} server rcvbuf {} (0 = autotuning){}",
+                    g.sndbuf,
+                    g.rcvbuf,
+                    g.server_sndbuf,
+                    g.server_rcvbuf,
+                    g.cc.map(|c| format!(", congestion control {c}")).unwrap_or_default()
                 ))?;
             }
             if !m.left_out.is_empty() {

@@ -9,6 +9,7 @@ use super::plots::{
 };
 use crate::plan::PointKey;
 use crate::report::model::{PointResult, RunReport};
+use crate::transport::sockopt::CcName;
 
 /// A run with the name it has in legends.
 #[derive(Debug, Clone, Copy)]
@@ -102,6 +103,10 @@ fn scale_for(values: impl Iterator<Item = f64>, ratio: f64) -> Scale {
     }
 }
 
+/// A point's values of some swept parameters, and its algorithm in a congestion-control
+/// sweep.
+type OtherValues = (Vec<u64>, Option<CcName>);
+
 /// The points of a run split by the parameters other than `x`: one curve each.
 struct Group<'a> {
     /// Empty when the run has a single group.
@@ -114,16 +119,22 @@ fn groups<'a>(r: &'a RunReport, x: Param) -> Vec<Group<'a>> {
         .into_iter()
         .filter(|p| *p != x && p.swept(r))
         .collect();
-    let mut out: Vec<(Vec<u64>, Group)> = Vec::new();
+    // A congestion-control sweep's algorithm tells curves apart too (it has no order to be an
+    // x axis).
+    let mut out: Vec<(OtherValues, Group)> = Vec::new();
     for p in &r.points {
-        let key: Vec<u64> = others.iter().map(|o| o.of(&p.key)).collect();
+        let key = (
+            others.iter().map(|o| o.of(&p.key)).collect::<Vec<u64>>(),
+            p.key.cc,
+        );
         match out.iter_mut().find(|(k, _)| *k == key) {
             Some((_, g)) => g.points.push(p),
             None => {
                 let label = others
                     .iter()
-                    .zip(&key)
+                    .zip(&key.0)
                     .map(|(o, v)| format!("{} {}", o.name(r.pattern.name()), fmt_bytes_param(*v)))
+                    .chain(p.key.cc.map(|c| format!("cc {c}")))
                     .collect::<Vec<_>>()
                     .join(", ");
                 out.push((
@@ -501,6 +512,9 @@ pub fn describe_point(r: &RunReport, p: &PointResult) -> String {
             ));
         }
     }
+    if let Some(cc) = p.key.cc {
+        s.push_str(&format!(", cc {cc}"));
+    }
     s
 }
 
@@ -517,6 +531,9 @@ pub fn short_point(r: &RunReport, p: &PointResult) -> String {
         if param.swept(r) {
             s.push_str(&format!(", {name} {}", fmt_bytes_param(param.of(&p.key))));
         }
+    }
+    if let Some(cc) = p.key.cc {
+        s.push_str(&format!(", cc {cc}"));
     }
     s
 }
@@ -674,19 +691,21 @@ pub fn heatmaps(run: &Run) -> Vec<Figure> {
         return Vec::new();
     };
     let mut figures = Vec::new();
-    let mut combos: Vec<Vec<u64>> = Vec::new();
+    let combo_of = |p: &PointResult| {
+        (
+            rest.iter().map(|o| o.of(&p.key)).collect::<Vec<u64>>(),
+            p.key.cc,
+        )
+    };
+    let mut combos: Vec<OtherValues> = Vec::new();
     for p in &r.points {
-        let c: Vec<u64> = rest.iter().map(|o| o.of(&p.key)).collect();
+        let c = combo_of(p);
         if !combos.contains(&c) {
             combos.push(c);
         }
     }
     for combo in combos.into_iter().take(MAX_HEATMAPS) {
-        let points: Vec<&PointResult> = r
-            .points
-            .iter()
-            .filter(|p| rest.iter().map(|o| o.of(&p.key)).collect::<Vec<_>>() == combo)
-            .collect();
+        let points: Vec<&PointResult> = r.points.iter().filter(|p| combo_of(p) == combo).collect();
         let mut xs: Vec<u64> = points.iter().map(|p| xp.of(&p.key)).collect();
         let mut ys: Vec<u64> = points.iter().map(|p| yp.of(&p.key)).collect();
         for v in [&mut xs, &mut ys] {
@@ -706,8 +725,9 @@ pub fn heatmaps(run: &Run) -> Vec<Figure> {
         }
         let fixed: Vec<String> = rest
             .iter()
-            .zip(&combo)
+            .zip(&combo.0)
             .map(|(o, v)| format!("{} {}", o.name(r.pattern.name()), fmt_bytes_param(*v)))
+            .chain(combo.1.map(|c| format!("cc {c}")))
             .collect();
         figures.push(Figure::Heatmap(Heatmap {
             title: format!(
