@@ -37,6 +37,15 @@ fn colour(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
+/// Series colours beyond the palette: `Some(n)` spreads colours 0..n along viridis (its
+/// light yellow end left out: it vanishes on white), ordered as the series are.
+fn series_colour(i: usize, sequential: Option<usize>) -> RGBColor {
+    match sequential {
+        Some(n) if n > 1 => viridis(i as f64 / (n - 1) as f64 * 0.85),
+        _ => colour(i),
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scale {
     Linear,
@@ -110,6 +119,9 @@ pub struct Chart {
     /// Points whose figure is not a valid measurement: grey open markers, never on a curve.
     pub invalid: Vec<(f64, f64)>,
     pub style_keys: Vec<StyleKey>,
+    /// `Some(n)`: n ordered colours along a sequential scale instead of the palette, for
+    /// more series than the palette has colours.
+    pub sequential_colours: Option<usize>,
 }
 
 /// Vertical error bars at curve points, e.g. a confidence interval over repetitions.
@@ -215,6 +227,8 @@ pub struct Bars {
     pub y_label: String,
     pub groups: Vec<String>,
     pub series: Vec<BarSeries>,
+    /// As [`Chart::sequential_colours`].
+    pub sequential_colours: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -505,7 +519,7 @@ where
         }
         let mut poly: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.2)).collect();
         poly.extend(pts.iter().rev().map(|p| (p.0, p.1)));
-        let fill = colour(b.colour).mix(0.18);
+        let fill = series_colour(b.colour, c.sequential_colours).mix(0.18);
         let anno = chart.draw_series(std::iter::once(Polygon::new(poly, fill.filled())))?;
         if !b.label.is_empty() {
             anno.label(b.label.as_str())
@@ -514,7 +528,7 @@ where
     }
     let x_range = chart.as_coord_spec().get_x_range();
     for h in &c.hlines {
-        let col = colour(h.colour);
+        let col = series_colour(h.colour, c.sequential_colours);
         chart
             .draw_series(DashedLineSeries::new(
                 vec![(x_range.start, h.y), (x_range.end, h.y)],
@@ -530,7 +544,7 @@ where
         if pts.is_empty() {
             continue;
         }
-        let col = colour(l.colour);
+        let col = series_colour(l.colour, c.sequential_colours);
         let style = col.stroke_width(2);
         let (dashed, markers) = (l.dashed, l.markers);
         let anno = if dashed {
@@ -548,7 +562,7 @@ where
         }
     }
     for e in &c.error_bars {
-        let style = colour(e.colour).stroke_width(1);
+        let style = series_colour(e.colour, c.sequential_colours).stroke_width(1);
         let pts: Vec<(f64, f64, f64)> = e
             .points
             .iter()
@@ -964,7 +978,7 @@ fn draw_bars(root: &Area, b: &Bars) -> Result<()> {
     let width = 0.8 / n;
     let base = if yr.start < 0.0 { 0.0 } else { yr.start };
     for (k, s) in b.series.iter().enumerate() {
-        let col = colour(s.colour);
+        let col = series_colour(s.colour, b.sequential_colours);
         let left = |g: usize| g as f64 + 0.1 + width * k as f64;
         let anno = chart.draw_series(s.bars.iter().enumerate().filter_map(|(g, bar)| {
             let bar = bar.as_ref()?;
@@ -1093,6 +1107,7 @@ mod tests {
             error_bars: vec![],
             invalid: vec![],
             style_keys: vec![],
+            sequential_colours: None,
         };
         let svg = render_svg(&Figure::Chart(chart)).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..100]);
@@ -1128,6 +1143,7 @@ mod tests {
             error_bars: vec![],
             invalid: vec![],
             style_keys: vec![],
+            sequential_colours: None,
         };
         assert!(render_svg(&Figure::Chart(chart)).is_err());
     }
@@ -1184,6 +1200,7 @@ mod tests {
             error_bars: vec![],
             invalid: vec![],
             style_keys: vec![],
+            sequential_colours: None,
         }
     }
 

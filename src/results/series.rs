@@ -326,6 +326,7 @@ pub fn throughput(runs: &[Run]) -> Option<Figure> {
         error_bars: Vec::new(),
         invalid: Vec::new(),
         style_keys: Vec::new(),
+        sequential_colours: None,
     }))
 }
 
@@ -441,6 +442,7 @@ pub fn latency(runs: &[Run]) -> Option<Figure> {
         error_bars: Vec::new(),
         invalid: Vec::new(),
         style_keys: Vec::new(),
+        sequential_colours: None,
     }))
 }
 
@@ -497,6 +499,7 @@ pub fn signature(runs: &[Run]) -> Option<Figure> {
         error_bars: Vec::new(),
         invalid: Vec::new(),
         style_keys: Vec::new(),
+        sequential_colours: None,
     }))
 }
 
@@ -659,6 +662,7 @@ pub fn distribution(runs: &[Run], index: Option<usize>, kind: DistributionKind) 
         error_bars: Vec::new(),
         invalid: Vec::new(),
         style_keys: Vec::new(),
+        sequential_colours: None,
     }))
 }
 
@@ -903,6 +907,7 @@ pub fn intervals(run: &Run, p: &PointResult, kind: IntervalKind) -> Option<Figur
         error_bars: Vec::new(),
         invalid: Vec::new(),
         style_keys: Vec::new(),
+        sequential_colours: None,
     }))
 }
 

@@ -95,6 +95,12 @@ fn axis_unit(axis: &GridAxis) -> DisplayUnit {
     DisplayUnit::for_values(&axis.unit, max)
 }
 
+/// Colours for `n` series: the palette's 7 distinct ones while they suffice, else ordered
+/// colours along a sequential scale (a study axis's values are ordered).
+fn sequential(n: usize) -> Option<usize> {
+    (n > 7).then_some(n)
+}
+
 /// The unit a figure is shown in over the cells given: chosen from the largest valid mean.
 fn figure_unit<'a>(
     names: impl Fn(&FigureKey) -> bool,
@@ -343,6 +349,7 @@ pub fn curves(
         error_bars,
         invalid,
         style_keys,
+        sequential_colours: sequential(series_values.len()),
     })
 }
 
@@ -470,6 +477,7 @@ pub fn bars(
         x_label: ga.name.clone(),
         y_label: format!("{} ({})", key.describe(), unit.name),
         groups: ga.values.iter().map(|v| v.label.clone()).collect(),
+        sequential_colours: sequential(bar_values.len()),
         series,
     })
 }

@@ -365,4 +365,96 @@ mod tests {
             }
         }
     }
+
+    /// The shape of the 1995 ATM study: 7 windows by 9 user data sizes, one figure without
+    /// sides; and 5 congestion controls by 4 long-named paths. Each draws without error;
+    /// with WIREBENCH_FIGURE_EXAMPLES set, their PNGs are kept for a person to look at.
+    #[test]
+    fn large_grids_draw() {
+        use crate::results::grid::{CellFigure, GridAxis, GridCell};
+        let windows: Vec<(String, f64)> = [4096u64, 8192, 16384, 24576, 32768, 40960, 52428]
+            .iter()
+            .map(|w| (crate::units::format_bytes(*w), *w as f64))
+            .collect();
+        let sizes: Vec<(String, f64)> = (0..9)
+            .map(|k| 512u64 << (k / 2) | if k % 2 == 1 { 256 << (k / 2) } else { 0 })
+            .map(|n| (crate::units::format_bytes(n), n as f64))
+            .collect();
+        fn refs(v: &[(String, f64)]) -> Vec<(&str, f64)> {
+            v.iter().map(|(l, n)| (l.as_str(), *n)).collect()
+        }
+        let mut cells = Vec::new();
+        for (w, (_, wn)) in windows.iter().enumerate() {
+            for (z, (_, zn)) in sizes.iter().enumerate() {
+                let mean = 1.4e8 * (wn / 52428.0).sqrt() * (zn / 12288.0).powf(0.3);
+                cells.push(GridCell {
+                    coords: vec![w, z],
+                    figures: vec![CellFigure {
+                        name: "throughput".into(),
+                        side: None,
+                        unit: "bit/s".into(),
+                        mean,
+                        ci: Some((mean * 0.97, mean * 1.03)),
+                        samples: 5,
+                        valid: !(w == 3 && z == 4),
+                    }],
+                    counters: vec![],
+                    anomaly: (w == 5 && z == 2).then(|| "flagged".into()),
+                });
+            }
+        }
+        let atm = StudyGrid {
+            title: "ATM windows".into(),
+            axes: vec![
+                GridAxis::numeric("window", "bytes", &refs(&windows)),
+                GridAxis::numeric("user data size", "bytes", &refs(&sizes)),
+            ],
+            cells,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let files = write_figures(&atm, dir.path()).unwrap();
+        assert_eq!(files.len(), 6);
+        let ccs = ["cubic", "bbr", "reno", "vegas", "westwood"];
+        let paths = ["lan", "wan-50ms", "wan-50ms-1%-loss", "satellite-600ms"];
+        let mut cells = Vec::new();
+        for c in 0..ccs.len() {
+            for p in 0..paths.len() {
+                let mean = 9.4e8 / (1 + p * (c + 1)) as f64;
+                cells.push(GridCell {
+                    coords: vec![c, p],
+                    figures: vec![CellFigure {
+                        name: "throughput".into(),
+                        side: Some("receiver".into()),
+                        unit: "bit/s".into(),
+                        mean,
+                        ci: Some((mean * 0.9, mean * 1.1)),
+                        samples: 5,
+                        valid: true,
+                    }],
+                    counters: vec![("retransmits".into(), (c * p) as i64)],
+                    anomaly: None,
+                });
+            }
+        }
+        let cc = StudyGrid {
+            title: "cc by path".into(),
+            axes: vec![
+                GridAxis::categorical("cc", &ccs),
+                GridAxis::categorical("path", &paths),
+            ],
+            cells,
+        };
+        let bars = write_figures(&cc, &dir.path().join("cc")).unwrap();
+        assert_eq!(bars.len(), 2);
+        if let Some(out) = std::env::var_os("WIREBENCH_FIGURE_EXAMPLES") {
+            let out = PathBuf::from(out);
+            for (from, kind) in [
+                (&files[1], "heatmap-big"),
+                (&files[3], "curves-big"),
+                (&bars[1], "bars-big"),
+            ] {
+                std::fs::copy(from, out.join(format!("fig-{kind}.png"))).unwrap();
+            }
+        }
+    }
 }
