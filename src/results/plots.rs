@@ -1,6 +1,7 @@
-//! Draws figures as SVG with plotters: line charts with optional log axes, shaded bands and
-//! reference lines, and heatmaps. A figure is described as data ([`Chart`], [`Heatmap`]) by
-//! [`super::series`], so what is plotted can be tested apart from how it is drawn.
+//! Draws figures as SVG with plotters: line charts with optional log axes, shaded bands,
+//! error bars and reference lines; heatmaps with a colour bar; and grouped bar charts. A
+//! figure is described as data ([`Chart`], [`Heatmap`], [`Bars`]) by [`super::series`] and
+//! [`super::study_figures`], so what is plotted can be tested apart from how it is drawn.
 
 use std::ops::Range;
 

@@ -516,7 +516,21 @@ pub fn counter_table(grid: &StudyGrid) -> Option<CounterTable> {
 
 impl CounterTable {
     /// Plain text for a terminal: aligned columns, "-" where a point has no such counter.
+    /// Names pass through [`crate::text::printable`]: they come from a study file.
     pub fn to_text(&self) -> String {
+        let safe = |s: &str| crate::text::printable(s).into_owned();
+        let table = CounterTable {
+            columns: self.columns.iter().map(|c| safe(c)).collect(),
+            rows: self
+                .rows
+                .iter()
+                .map(|(n, d)| (safe(n), d.clone()))
+                .collect(),
+        };
+        table.aligned()
+    }
+
+    fn aligned(&self) -> String {
         let cell = |d: &Option<i64>| d.map_or("-".to_owned(), |d| d.to_string());
         let mut widths: Vec<usize> = std::iter::once(
             self.rows
@@ -1003,6 +1017,16 @@ pub(crate) mod tests {
         let row = format!("\nwindow 4K, write_size 1K, path wan{}3\n", " ".repeat(13));
         assert!(text.contains(&row), "{text}");
         assert!(t.to_html().contains("<td class=\"n\">3</td>"));
+        let odd = CounterTable {
+            columns: vec!["drops\u{1b}[2J".into()],
+            rows: vec![("p".into(), vec![None])],
+        };
+        let shown = odd.to_text();
+        assert!(!shown.contains('\u{1b}'), "{shown}");
+        assert_eq!(
+            shown,
+            format!("point  drops\\u{{1b}}[2J\np    {}-\n", " ".repeat(15))
+        );
         let mut g = window_study();
         for c in &mut g.cells {
             c.counters.retain(|(n, _)| n == "drops");
