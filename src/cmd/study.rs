@@ -44,6 +44,17 @@ pub enum StudyCommand {
         #[arg(long, value_name = "PATH")]
         db: Option<PathBuf>,
     },
+    /// A study's HTML page (index.html) and every figure as SVG and PNG, written into DIR:
+    /// heatmaps of two axes, curves per axis value, bars per category, counter deltas.
+    Report {
+        /// The study's number, or `last`.
+        id: String,
+        /// Directory to write into (created if missing).
+        #[arg(long, short, value_name = "DIR", default_value = "study-report")]
+        out: PathBuf,
+        #[arg(long, value_name = "PATH")]
+        db: Option<PathBuf>,
+    },
     /// The studies saved in the database.
     List {
         #[arg(long)]
@@ -63,6 +74,15 @@ pub fn run(args: StudyArgs) -> Result<i32> {
                 println!("{}", serde_json::to_string_pretty(&shown)?);
             } else {
                 print!("{}", shown.table());
+            }
+            Ok(0)
+        }
+        Some(StudyCommand::Report { id, out, db }) => {
+            let db = Db::open_existing(&db::resolve(db.as_deref())?)?;
+            let id = store::resolve(&db, &id)?;
+            let shown = show::Shown::load(&db, id)?;
+            for f in crate::study::grid::write_report(&shown, &out)? {
+                println!("{}", f.display());
             }
             Ok(0)
         }

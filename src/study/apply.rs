@@ -174,6 +174,29 @@ fn set(tree: &mut Value, path: &[String], value: Value) -> Result<()> {
     bail!("an empty setting path")
 }
 
+/// The unit of an axis's numbers (as [`value_number`] gives them): "bytes", "bit/s", "ns"
+/// or "" (a count, a share, or a categorical axis).
+pub fn axis_unit(axis: &AxisSpec) -> &'static str {
+    match targets(axis).first() {
+        Some(Target::Run(path)) => {
+            let last = path.last().map(String::as_str).unwrap_or_default();
+            match (path[0].as_str(), last) {
+                ("sizes" | "buffers", _) | (_, "mss") => "bytes",
+                (_, "rate") => "bit/s",
+                (_, "duration" | "think" | "interval" | "io" | "loss") => "ns",
+                _ => "",
+            }
+        }
+        Some(Target::Link(field)) => match field.as_str() {
+            "rate" | "rate_back" => "bit/s",
+            "delay" | "delay_back" | "jitter" | "jitter_back" => "ns",
+            "mtu" => "bytes",
+            _ => "",
+        },
+        None => "",
+    }
+}
+
 /// How a value is named in tables and legends.
 pub fn value_label(axis: &AxisSpec, k: usize) -> String {
     if let Some(l) = axis.labels.get(k) {

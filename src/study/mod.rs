@@ -6,12 +6,14 @@
 //!
 //! - `file`: the study file; `schedule`: points and run order; `apply`: a point's settings;
 //! - `execute`: runs it (child processes, the lab, timeouts, retries, progress);
-//! - `store`: its rows in the results database; `summary`, `show`: what it found;
+//! - `store`: its rows in the results database; `summary`, `show`: what it found; `grid`:
+//!   its figures and HTML page;
 //! - `search`: the bisection of calibrated pacing.
 
 pub mod apply;
 pub mod execute;
 pub mod file;
+pub mod grid;
 pub mod schedule;
 pub mod search;
 pub mod show;

@@ -28,6 +28,8 @@ pub struct ShownAnomaly {
 #[derive(Debug, Clone, Serialize)]
 pub struct ShownAxis {
     pub name: String,
+    /// Of `numbers`: "bytes", "bit/s", "ns" or "".
+    pub unit: &'static str,
     pub values: Vec<String>,
     pub numbers: Vec<Option<f64>>,
 }
@@ -104,6 +106,7 @@ impl Shown {
                 .iter()
                 .map(|a| ShownAxis {
                     name: a.name.clone(),
+                    unit: super::apply::axis_unit(a),
                     values: (0..a.values.len())
                         .map(|k| super::apply::value_label(a, k))
                         .collect(),
