@@ -226,6 +226,8 @@ pub struct Output {
     pub save: bool,
     /// The database (None: the default path).
     pub db: Option<PathBuf>,
+    /// The table shows both hosts' CPU shares under each point.
+    pub host_cpu: bool,
 }
 
 impl Default for Output {
@@ -236,6 +238,7 @@ impl Default for Output {
             file: None,
             save: true,
             db: None,
+            host_cpu: false,
         }
     }
 }

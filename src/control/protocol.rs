@@ -174,4 +174,9 @@ pub struct ServerReport {
     pub responders: Vec<ResponderStats>,
     /// CPU time of the server's data threads.
     pub cpu: CpuTime,
+    /// The server host's network counters and CPU shares over its side of the point, read
+    /// outside the timed phase. Absent from older servers (and read as absent by older
+    /// clients, which ignore fields they do not know).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instruments: Option<crate::instruments::HostInstruments>,
 }

@@ -80,6 +80,15 @@ fn stats_path(name: &str) -> PathBuf {
     state_dir().join(format!("{name}.stats.json"))
 }
 
+/// Where a reader asks the delay line to write its counters now.
+fn stats_request_path(name: &str) -> PathBuf {
+    state_dir().join(format!("{name}.stats-request"))
+}
+
+/// How often the delay line's reporting thread looks for a request: what an exact reading
+/// costs in waiting, at most, on top of writing the file. The forwarding threads never look.
+const REQUEST_POLL: Duration = Duration::from_millis(2);
+
 pub fn ns(name: &str, host: &str) -> String {
     format!("wb-{name}-{host}")
 }
@@ -110,6 +119,10 @@ pub struct HostInfo {
 pub struct DelayLineStats {
     pub forward: CountersSnapshot,
     pub back: CountersSnapshot,
+    /// The last request (see [`delay_line_stats_now`]) these counters answer; 0 when written
+    /// on the delay line's own schedule only.
+    #[serde(default)]
+    pub answered: u64,
 }
 
 fn check_name(name: &str) -> Result<()> {
@@ -391,12 +404,28 @@ pub fn run_delay_line(name: &str) -> Result<()> {
                 })?;
         }
         println!("ready");
+        let request_path = stats_request_path(name);
+        let mut last_written = Instant::now();
+        let mut answered = 0;
         loop {
-            // Often enough that a report written after a test is at most this old.
-            std::thread::sleep(STATS_EVERY);
+            // Written every STATS_EVERY, and at once when a reader asks (the request file
+            // holds its number), so that counters read around a point are exact.
+            std::thread::sleep(REQUEST_POLL);
+            let request = std::fs::read_to_string(&request_path)
+                .ok()
+                .and_then(|t| t.trim().parse::<u64>().ok())
+                .filter(|r| *r != answered);
+            if request.is_none() && last_written.elapsed() < STATS_EVERY {
+                continue;
+            }
+            if let Some(r) = request {
+                answered = r;
+            }
+            last_written = Instant::now();
             let stats = DelayLineStats {
                 forward: fwd.snapshot(),
                 back: back.snapshot(),
+                answered,
             };
             // Written aside and renamed, so that `lab status` never reads half a file.
             if let Ok(s) = serde_json::to_string(&stats) {
@@ -435,6 +464,8 @@ pub fn down(name: &str) -> Result<()> {
     let _ = std::fs::remove_file(state_path(name));
     let _ = std::fs::remove_file(stats_path(name));
     let _ = std::fs::remove_file(stats_path(name).with_extension("json.tmp"));
+    let _ = std::fs::remove_file(stats_request_path(name));
+    let _ = std::fs::remove_file(stats_request_path(name).with_extension("tmp"));
     if !errors.is_empty() {
         bail!("{}", errors.join("; "));
     }
@@ -461,6 +492,73 @@ fn stop_process(pid: u32) {
 pub fn delay_line_stats(name: &str) -> Option<DelayLineStats> {
     let text = std::fs::read_to_string(stats_path(name)).ok()?;
     serde_json::from_str(&text).ok()
+}
+
+/// The delay line's counters as they are now: asks it to write them (a request file it
+/// looks for every [`REQUEST_POLL`]) and waits for the answer, up to a second. None when no
+/// delay line answers.
+pub fn delay_line_stats_now(name: &str) -> Option<DelayLineStats> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    // Unique across readers: this process's id and its own count.
+    let request = (u64::from(std::process::id()) << 32)
+        | NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = stats_request_path(name);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, request.to_string()).ok()?;
+    std::fs::rename(&tmp, &path).ok()?;
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < deadline {
+        if let Some(s) = delay_line_stats(name).filter(|s| s.answered == request) {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    None
+}
+
+/// The lab link's drop counters now (absolute; see [`crate::instruments::LabDirection`]):
+/// the delay line's, asked for exactly, and the random loss rules' of both hosts.
+pub fn link_counters(state: &LabState) -> crate::instruments::LabCounters {
+    use crate::instruments::{LabCounters, LabDirection};
+    let stats = if state.delay_line_pid.is_some() {
+        delay_line_stats_now(&state.name)
+    } else {
+        None
+    };
+    let direction = |c: Option<&CountersSnapshot>, loss: f64, loss_ns: &str| {
+        let c = c.copied().unwrap_or_default();
+        // a->b frames are dropped on b's ingress, b->a on a's; the rules exist only where
+        // there is loss.
+        let (udp, other) = if loss > 0.0 {
+            shaping::random_loss_drops(loss_ns).unwrap_or((0, 0))
+        } else {
+            (0, 0)
+        };
+        LabDirection {
+            queue_dropped_frames: c.dropped_queue_full,
+            queue_dropped_segments: c.dropped_queue_segments,
+            queue_dropped_udp_segments: c.dropped_queue_udp_segments,
+            queue_dropped_tcp_segments: c.dropped_queue_tcp_segments,
+            dropped_send: c.dropped_send,
+            dropped_memory: c.dropped_memory,
+            random_loss_udp: udp,
+            random_loss_other: other,
+        }
+    };
+    let cfg = &state.config;
+    LabCounters {
+        forward: direction(
+            stats.as_ref().map(|s| &s.forward),
+            cfg.forward.loss,
+            &state.host_b.netns,
+        ),
+        back: direction(
+            stats.as_ref().map(|s| &s.back),
+            cfg.back.loss,
+            &state.host_a.netns,
+        ),
+        delay_line_read: stats.is_some(),
+    }
 }
 
 /// Whether a process is alive.
