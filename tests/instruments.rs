@@ -52,8 +52,21 @@ fn run_isolated(args: &[&str]) -> (String, String, Value) {
 #[test]
 fn udp_receive_buffer_drops_are_counted_and_put_on_the_receiver_socket() {
     let (before, after, v) = run_isolated(&[
-        "stream", "-t", "udp", "--size", "1400", "--rate", "2G", "-d", "300ms", "--rcvbuf",
-        "4K", "--warmup", "0", "--json", "--no-save",
+        "stream",
+        "-t",
+        "udp",
+        "--size",
+        "1400",
+        "--rate",
+        "2G",
+        "-d",
+        "300ms",
+        "--rcvbuf",
+        "4K",
+        "--warmup",
+        "0",
+        "--json",
+        "--no-save",
     ]);
     let kernel = rcvbuf_errors_in(&after) - rcvbuf_errors_in(&before);
     let p = &v["points"][0];
@@ -63,7 +76,10 @@ fn udp_receive_buffer_drops_are_counted_and_put_on_the_receiver_socket() {
     assert_eq!(p["host_cpu"]["same_host"], true);
     assert!(p["host_cpu"]["client"]["cpus"].as_u64().unwrap() >= 1);
     let reported = u(&counters["client"]["kernel"]["Udp.RcvbufErrors"]);
-    assert_eq!(reported, kernel, "the point's delta against the test's own reading");
+    assert_eq!(
+        reported, kernel,
+        "the point's delta against the test's own reading"
+    );
     assert!(
         kernel > 0,
         "2 Gbit/s into a 4 KiB receive buffer dropped nothing: the test checked nothing"

@@ -30,8 +30,8 @@ pub fn netem(ns: &str, dev: &str, d: &DirectionConfig, mtu: u64) -> Result<()> {
 
 /// Drops frames arriving on `dev` in namespace `ns` with probability `p` (nftables numgen on
 /// the netdev ingress hook, so the frame has crossed the link, as a real loss would have).
-/// Two rules, UDP frames and all others, each with the same probability and its own counter,
-/// so that a UDP test's losses are read apart from its control connection's.
+/// UDP frames and all others meet the same probability in rules of their own, each with its
+/// counter, so that a UDP test's losses are read apart from its control connection's.
 pub fn random_loss(ns: &str, dev: &str, p: f64) -> Result<()> {
     const SCALE: u64 = 1_000_000;
     let threshold = (p * SCALE as f64).round() as u64;
@@ -42,15 +42,21 @@ pub fn random_loss(ns: &str, dev: &str, p: f64) -> Result<()> {
         "nft",
         &["add", "chain", "netdev", "wblab", "loss", &chain],
     )?;
-    for protocol in [&["udp"][..], &["!=", "udp"][..]] {
-        let mut rule = vec!["add", "rule", "netdev", "wblab", "loss", "meta", "l4proto"];
-        rule.extend_from_slice(protocol);
-        let (scale, threshold) = (SCALE.to_string(), threshold.to_string());
-        rule.extend_from_slice(&[
-            "numgen", "random", "mod", &scale, "<", &threshold, "counter", "drop",
-        ]);
-        sh_in(ns, "nft", &rule)?;
-    }
+    let (scale, threshold) = (SCALE.to_string(), threshold.to_string());
+    let lose = [
+        "numgen", "random", "mod", &scale, "<", &threshold, "counter", "drop",
+    ];
+    let rule = |head: &[&str], tail: &[&str]| {
+        let mut r = vec!["add", "rule", "netdev", "wblab", "loss"];
+        r.extend_from_slice(head);
+        r.extend_from_slice(tail);
+        sh_in(ns, "nft", &r)
+    };
+    // UDP frames meet the first rule and leave at the second; every other frame (TCP, ARP,
+    // raw Ethernet: "meta l4proto" matches nothing that is not IP) meets the third.
+    rule(&["meta", "l4proto", "udp"], &lose)?;
+    rule(&["meta", "l4proto", "udp"], &["accept"])?;
+    rule(&[], &lose)?;
     Ok(())
 }
 
@@ -118,7 +124,8 @@ mod tests {
 \tchain loss {
 \t\ttype filter hook ingress device \"wb0\" priority filter; policy accept;
 \t\tmeta l4proto udp numgen random mod 1000000 < 50000 counter packets 31 bytes 4500 drop
-\t\tmeta l4proto != udp numgen random mod 1000000 < 50000 counter packets 2 bytes 100 drop
+\t\tmeta l4proto udp accept
+\t\tnumgen random mod 1000000 < 50000 counter packets 2 bytes 100 drop
 \t}
 }
 ";
