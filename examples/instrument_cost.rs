@@ -65,6 +65,12 @@ fn main() {
     if let Some(name) = lab {
         let state = wirebench::lab::load(&name).expect("a running lab of that name");
         show(
+            "lab delay line alone (asked, answered)",
+            time(rounds.min(200), || {
+                std::hint::black_box(wirebench::lab::delay_line_stats_now(&name));
+            }),
+        );
+        show(
             "lab link (delay line asked, nft read)",
             time(rounds.min(50), || {
                 std::hint::black_box(wirebench::lab::link_counters(&state));

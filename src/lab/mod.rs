@@ -80,14 +80,33 @@ fn stats_path(name: &str) -> PathBuf {
     state_dir().join(format!("{name}.stats.json"))
 }
 
-/// Where a reader asks the delay line to write its counters now.
+/// Where a reader asks the delay line to write its counters now: a FIFO its reporting thread
+/// waits on between reports, so that a request wakes it at once and no request costs the
+/// delay line nothing (the forwarding threads never look).
 fn stats_request_path(name: &str) -> PathBuf {
     state_dir().join(format!("{name}.stats-request"))
 }
 
-/// How often the delay line's reporting thread looks for a request: what an exact reading
-/// costs in waiting, at most, on top of writing the file. The forwarding threads never look.
-const REQUEST_POLL: Duration = Duration::from_millis(2);
+/// The request FIFO, made and opened by the delay line: read and write, so that it never
+/// reads an end of file when a reader has written and gone, and the open does not wait for one.
+fn open_request_fifo(path: &std::path::Path) -> Result<std::fs::File> {
+    let _ = std::fs::remove_file(path);
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o600))
+        .with_context(|| format!("making {}", path.display()))?;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))
+}
+
+/// The last request number in what was read from the FIFO ("N\n" per request).
+fn last_request(bytes: &[u8]) -> Option<u64> {
+    String::from_utf8_lossy(bytes)
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .next_back()
+}
 
 pub fn ns(name: &str, host: &str) -> String {
     format!("wb-{name}-{host}")
@@ -119,8 +138,8 @@ pub struct HostInfo {
 pub struct DelayLineStats {
     pub forward: CountersSnapshot,
     pub back: CountersSnapshot,
-    /// The last request (see [`delay_line_stats_now`]) these counters answer; 0 when written
-    /// on the delay line's own schedule only.
+    /// The last request (see [`delay_line_stats_now`]) these counters answer; 0 until one
+    /// came.
     #[serde(default)]
     pub answered: u64,
 }
@@ -404,22 +423,23 @@ pub fn run_delay_line(name: &str) -> Result<()> {
                 })?;
         }
         println!("ready");
-        let request_path = stats_request_path(name);
+        let mut requests = open_request_fifo(&stats_request_path(name))?;
         let mut last_written = Instant::now();
         let mut answered = 0;
         loop {
-            // Written every STATS_EVERY, and at once when a reader asks (the request file
-            // holds its number), so that counters read around a point are exact.
-            std::thread::sleep(REQUEST_POLL);
-            let request = std::fs::read_to_string(&request_path)
-                .ok()
-                .and_then(|t| t.trim().parse::<u64>().ok())
-                .filter(|r| *r != answered);
-            if request.is_none() && last_written.elapsed() < STATS_EVERY {
+            // Written every STATS_EVERY, and at once when a reader asks (writing its number
+            // into the FIFO), so that counters read around a point are exact.
+            let left = STATS_EVERY.saturating_sub(last_written.elapsed());
+            if crate::sys::wait_readable(std::os::fd::AsFd::as_fd(&requests), left).unwrap_or(false)
+            {
+                let mut buf = [0u8; 512];
+                if let Ok(n) = std::io::Read::read(&mut requests, &mut buf) {
+                    if let Some(r) = last_request(&buf[..n]) {
+                        answered = r;
+                    }
+                }
+            } else if last_written.elapsed() < STATS_EVERY {
                 continue;
-            }
-            if let Some(r) = request {
-                answered = r;
             }
             last_written = Instant::now();
             let stats = DelayLineStats {
@@ -465,7 +485,6 @@ pub fn down(name: &str) -> Result<()> {
     let _ = std::fs::remove_file(stats_path(name));
     let _ = std::fs::remove_file(stats_path(name).with_extension("json.tmp"));
     let _ = std::fs::remove_file(stats_request_path(name));
-    let _ = std::fs::remove_file(stats_request_path(name).with_extension("tmp"));
     if !errors.is_empty() {
         bail!("{}", errors.join("; "));
     }
@@ -494,24 +513,29 @@ pub fn delay_line_stats(name: &str) -> Option<DelayLineStats> {
     serde_json::from_str(&text).ok()
 }
 
-/// The delay line's counters as they are now: asks it to write them (a request file it
-/// looks for every [`REQUEST_POLL`]) and waits for the answer, up to a second. None when no
-/// delay line answers.
+/// The delay line's counters as they are now: asks it to write them (a number written into
+/// its request FIFO) and waits for the answer, up to a second. None when no delay line
+/// answers (none runs: opening the FIFO for writing finds no reader).
 pub fn delay_line_stats_now(name: &str) -> Option<DelayLineStats> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     // Unique across readers: this process's id and its own count.
     let request = (u64::from(std::process::id()) << 32)
         | NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = stats_request_path(name);
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, request.to_string()).ok()?;
-    std::fs::rename(&tmp, &path).ok()?;
+    let mut fifo = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(stats_request_path(name))
+        .ok()?;
+    // One write of under PIPE_BUF bytes: whole, never interleaved with another reader's.
+    fifo.write_all(format!("{request}\n").as_bytes()).ok()?;
     let deadline = Instant::now() + Duration::from_secs(1);
     while Instant::now() < deadline {
         if let Some(s) = delay_line_stats(name).filter(|s| s.answered == request) {
             return Some(s);
         }
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_micros(500));
     }
     None
 }
@@ -564,4 +588,17 @@ pub fn link_counters(state: &LabState) -> crate::instruments::LabCounters {
 /// Whether a process is alive.
 pub fn alive(pid: u32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_of_several_requests_read_at_once_is_answered() {
+        assert_eq!(last_request(b"17\n"), Some(17));
+        assert_eq!(last_request(b"17\n4294967298\n"), Some(4_294_967_298));
+        assert_eq!(last_request(b""), None);
+        assert_eq!(last_request(b"x\n"), None);
+    }
 }
