@@ -263,6 +263,8 @@ pub struct Output {
     pub save: bool,
     /// The database (None: the default path).
     pub db: Option<PathBuf>,
+    /// The table shows both hosts' CPU shares under each point.
+    pub host_cpu: bool,
 }
 
 impl Default for Output {
@@ -273,6 +275,7 @@ impl Default for Output {
             file: None,
             save: true,
             db: None,
+            host_cpu: false,
         }
     }
 }

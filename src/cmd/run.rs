@@ -380,6 +380,10 @@ pub struct OutputArgs {
     /// Also write the JSON document to this file.
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// Under each point of the table, both hosts' CPU shares over it (user, system, softirq:
+    /// % of the whole host). Always in --json and --csv.
+    #[arg(long)]
+    pub host_cpu: bool,
 
     // ---- results database ----
     /// Results database the run is saved in (default: $XDG_DATA_HOME/wirebench/results.sqlite,
@@ -442,6 +446,7 @@ impl OutputArgs {
             file: self.output.clone(),
             save: !self.no_save,
             db: self.db.clone(),
+            host_cpu: self.host_cpu,
         }
     }
 }

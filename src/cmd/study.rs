@@ -39,8 +39,10 @@ pub enum StudyCommand {
     Show {
         /// The study's number, or `last`.
         id: String,
+        /// As JSON (schema wirebench.study).
         #[arg(long)]
         json: bool,
+        /// The results database (default: as for `run`).
         #[arg(long, value_name = "PATH")]
         db: Option<PathBuf>,
     },
@@ -52,13 +54,16 @@ pub enum StudyCommand {
         /// Directory to write into (created if missing).
         #[arg(long, short, value_name = "DIR", default_value = "study-report")]
         out: PathBuf,
+        /// The results database (default: as for `run`).
         #[arg(long, value_name = "PATH")]
         db: Option<PathBuf>,
     },
     /// The studies saved in the database.
     List {
+        /// As JSON (schema wirebench.study).
         #[arg(long)]
         json: bool,
+        /// The results database (default: as for `run`).
         #[arg(long, value_name = "PATH")]
         db: Option<PathBuf>,
     },

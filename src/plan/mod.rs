@@ -2,6 +2,7 @@
 //! cartesian product of the swept parameters) and checks it before anything runs.
 
 pub mod compare;
+pub mod instrumented;
 pub mod measure;
 #[cfg(feature = "mpi")]
 pub mod mpi;

@@ -235,8 +235,15 @@ fn run_points(
         let mut values = Vec::new();
         // A failed write of an interval line ends the run once the point is kept.
         let mut unshown: Result<()> = Ok(());
+        // The lab link's drops over the last run, read outside it (they take a few process
+        // starts and a round trip to the delay line).
+        let mut lab_counters = None;
         for run_no in 0..max_runs {
+            let lab_before = report.lab.as_ref().map(crate::lab::link_counters);
             let (outcome, shown) = run_one(runner, planned, &client, plan, sink);
+            if let (Some(lab), Some(before)) = (&report.lab, &lab_before) {
+                lab_counters = Some(crate::lab::link_counters(lab).since(before));
+            }
             let outcome = outcome.with_context(|| {
                 format!("point {} (size {} bytes)", index + 1, planned.key.size)
             })?;
@@ -273,6 +280,19 @@ fn run_points(
             let mut result = result;
             if let Some(lab) = &report.lab {
                 add_theoretical_goodput(lab, plan.test.transport, &mut result);
+            }
+            if let Some(last) = runs.last() {
+                let same_host = super::instrumented::same_host(
+                    report.server.self_hosted,
+                    report.server.address.as_deref(),
+                );
+                super::instrumented::fill(
+                    &mut result,
+                    last,
+                    same_host,
+                    lab_counters,
+                    plan.test.transport,
+                );
             }
             let shown = progress.suspend(|| sink.point(report, &result));
             report.points.push(result);

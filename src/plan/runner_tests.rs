@@ -96,6 +96,7 @@ impl PointRunner for Scripted {
             client_socket: Vec::new(),
             server_socket: Vec::new(),
             client_cpu: CpuTime::default(),
+            client_instruments: None,
         })
     }
 

@@ -404,6 +404,16 @@ pub const SERVER_US_PER_KIB: Column = Column {
     get: |r| r.whole(|p| p.cpu.server_us_per_kib),
 };
 
+/// One end's host CPU shares; on one host the server's are the client's.
+fn host_cpu(p: &PointResult, server: bool) -> Option<&crate::instruments::CpuShare> {
+    let h = p.host_cpu.as_ref()?;
+    if server && !h.same_host {
+        h.server.as_ref()
+    } else {
+        h.client.as_ref()
+    }
+}
+
 fn text(s: &str) -> Cell {
     Cell::Text(s.to_owned())
 }
@@ -554,6 +564,30 @@ pub const CSV: &[Column] = &[
     },
     CLIENT_US_PER_KIB,
     SERVER_US_PER_KIB,
+    Column {
+        name: "client_host_user_share",
+        get: |r| r.whole(|p| host_cpu(p, false).map(|c| c.user)),
+    },
+    Column {
+        name: "client_host_system_share",
+        get: |r| r.whole(|p| host_cpu(p, false).map(|c| c.system)),
+    },
+    Column {
+        name: "client_host_softirq_share",
+        get: |r| r.whole(|p| host_cpu(p, false).map(|c| c.softirq)),
+    },
+    Column {
+        name: "server_host_user_share",
+        get: |r| r.whole(|p| host_cpu(p, true).map(|c| c.user)),
+    },
+    Column {
+        name: "server_host_system_share",
+        get: |r| r.whole(|p| host_cpu(p, true).map(|c| c.system)),
+    },
+    Column {
+        name: "server_host_softirq_share",
+        get: |r| r.whole(|p| host_cpu(p, true).map(|c| c.softirq)),
+    },
     Column {
         name: "valid",
         get: |r| r.validity().valid.into(),

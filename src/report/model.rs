@@ -220,6 +220,43 @@ pub struct PointResult {
     pub stream: Option<StreamResult>,
     pub cpu: CpuResult,
     pub socket: SocketReport,
+    /// The kernels' network counters that changed over the point (last run), on both ends,
+    /// and the lab link's drops. Absent from documents written before they were read, and
+    /// where neither end read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<PointCounters>,
+    /// What share of each host's CPU time went where over the point (last run): the whole
+    /// host, softirq and system apart, next to `cpu`'s data threads alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu: Option<HostCpu>,
+    /// Where each direction's lost messages (or TCP's dropped segments) were lost, from
+    /// `counters`. Absent without counters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loss_attribution: Vec<crate::instruments::LossAttribution>,
+}
+
+/// The network counters of a point, each end's read on its own host around its side of the
+/// point.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PointCounters {
+    pub client: Option<crate::instruments::HostCounters>,
+    /// Null when the server did not send its own (an older server), or when it runs on the
+    /// client's host (`same_host`), whose counters are the client's.
+    pub server: Option<crate::instruments::HostCounters>,
+    /// Client and server are in one network namespace (loopback): `client` holds both ends'
+    /// counters, once.
+    pub same_host: bool,
+    /// The lab link's drops over the point, when the run crossed a lab.
+    pub lab: Option<crate::instruments::LabCounters>,
+}
+
+/// Shares of each host's CPU time over a point.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HostCpu {
+    pub client: Option<crate::instruments::CpuShare>,
+    /// Null from an older server, or on one host (`same_host`: `client` is both ends').
+    pub server: Option<crate::instruments::CpuShare>,
+    pub same_host: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

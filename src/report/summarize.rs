@@ -378,6 +378,9 @@ pub fn summarize(
             client: last.client_socket.clone(),
             server: last.server_socket.clone(),
         },
+        counters: None,
+        host_cpu: None,
+        loss_attribution: Vec::new(),
     })
 }
 
