@@ -97,6 +97,11 @@ pub fn link_for(file: &StudyFile, coords: &[usize]) -> Result<Option<LinkSpec>> 
         let value = toml_to_json(&axis.values[k])?;
         for t in targets(axis) {
             if let Target::Link(field) = t {
+                let value = if is_no_loss(&field, &value) {
+                    Value::Null
+                } else {
+                    value.clone()
+                };
                 tree = put::<LinkSpec>(tree, std::slice::from_ref(&field), &value)
                     .map_err(|e| anyhow!("axis '{}', value {}: {e}", axis.name, axis.values[k]))?;
             }
@@ -106,6 +111,24 @@ pub fn link_for(file: &StudyFile, coords: &[usize]) -> Result<Option<LinkSpec>> 
     spec.to_config()
         .map_err(|e| anyhow!("the link at this point: {e:#}"))?;
     Ok(Some(spec))
+}
+
+/// A loss axis compares lossy paths with a clean one; `lab up --loss` takes only a share above
+/// zero (a loss of nothing is the option left out), so "0%" or 0 on a link's loss means none.
+fn is_no_loss(field: &str, value: &Value) -> bool {
+    if !matches!(field, "loss" | "loss_back") {
+        return false;
+    }
+    match value {
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s
+            .trim()
+            .trim_end_matches('%')
+            .trim()
+            .parse::<f64>()
+            .is_ok_and(|x| x == 0.0),
+        _ => false,
+    }
 }
 
 fn toml_to_json(v: &toml::Value) -> Result<Value> {
@@ -293,6 +316,17 @@ mod tests {
         assert_eq!(value_number(&f.axes[0], 1), Some(20e6));
         let none = file("[[axis]]\nname = \"window\"\nvalues = [1]\n");
         assert_eq!(link_for(&none, &[0]).unwrap(), None);
+        // A clean path next to lossy ones: "0%" and 0 are no loss, anything else is checked.
+        let clean = file(
+            "[link]\nloss = \"1%\"\n[[axis]]\nname = \"link.loss\"\nvalues = [\"0%\", 0, \"0.1%\", \"-1%\"]\n",
+        );
+        assert_eq!(link_for(&clean, &[0]).unwrap().unwrap().loss, None);
+        assert_eq!(link_for(&clean, &[1]).unwrap().unwrap().loss, None);
+        assert_eq!(
+            link_for(&clean, &[2]).unwrap().unwrap().loss.as_deref(),
+            Some("0.1%")
+        );
+        assert!(link_for(&clean, &[3]).is_err());
         let bad = file("[[axis]]\nname = \"link.rate\"\nvalues = [\"1kbit\"]\n");
         assert!(link_for(&bad, &[0])
             .unwrap_err()
