@@ -168,6 +168,8 @@ impl Shown {
         header.extend(names.iter().cloned());
         header.push("n".into());
         let mut rows: Vec<Vec<String>> = Vec::new();
+        // Why a point's figures are not measurements: under the table, once per point.
+        let mut not_valid: Vec<String> = Vec::new();
         for p in &self.points {
             let mut row: Vec<String> = p
                 .coords
@@ -203,10 +205,14 @@ impl Shown {
                             }
                             v
                         }
-                        None if f.invalid_runs > 0 => format!(
-                            "not valid: {}",
-                            f.invalid_reason.clone().unwrap_or_default()
-                        ),
+                        None if f.invalid_runs > 0 => {
+                            let why = f.invalid_reason.clone().unwrap_or_default();
+                            let note = format!("{}: {why}", p.labels.join(", "));
+                            if !not_valid.contains(&note) {
+                                not_valid.push(note);
+                            }
+                            "not valid (below)".to_string()
+                        }
                         None => "-".into(),
                     },
                     None => "-".into(),
@@ -241,6 +247,9 @@ impl Shown {
         out.push_str(&line(&header));
         for r in &rows {
             out.push_str(&line(r));
+        }
+        for n in &not_valid {
+            out.push_str(&format!("# not valid at {n}\n"));
         }
         for a in &self.anomalies {
             out.push_str(&format!(

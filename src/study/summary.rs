@@ -270,10 +270,21 @@ pub struct StudyAnomaly {
     pub figure: String,
     pub vs_previous: f64,
     pub vs_next: f64,
+    /// Set when the point has no valid figure at all between two neighbours that have one
+    /// (a collapse: seed 000's near 1 KB, a stalled connection): why its runs are not valid.
+    /// `vs_previous` and `vs_next` are then NaN.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_valid: Option<String>,
 }
 
 impl StudyAnomaly {
     pub fn describe(&self) -> String {
+        if let Some(why) = &self.not_valid {
+            return format!(
+                "no valid {} at {} between valid neighbours along {}: {why}",
+                self.figure, self.at, self.axis
+            );
+        }
         let kind = if self.vs_previous > 0.0 {
             "peak"
         } else {
@@ -338,6 +349,25 @@ pub fn anomalies(file: &StudyFile, points: &[PointSummary], threshold: f64) -> V
                 vx.partial_cmp(&vy).unwrap_or(std::cmp::Ordering::Equal)
             });
             let values: Vec<Option<f64>> = line.iter().map(|p| headline(p)).collect();
+            for k in 1..line.len().saturating_sub(1) {
+                let p = line[k];
+                let first = p.figures.first();
+                if values[k].is_none()
+                    && first.is_some_and(|f| f.invalid_runs > 0)
+                    && values[k - 1].is_some()
+                    && values[k + 1].is_some()
+                {
+                    out.push(StudyAnomaly {
+                        point: p.index,
+                        axis: axis.name.clone(),
+                        at: p.labels.join(", "),
+                        figure: figure_name.clone(),
+                        vs_previous: f64::NAN,
+                        vs_next: f64::NAN,
+                        not_valid: first.and_then(|f| f.invalid_reason.clone()),
+                    });
+                }
+            }
             for o in crate::stats::anomaly::outliers(&values, threshold) {
                 let p = line[o.index];
                 out.push(StudyAnomaly {
@@ -347,6 +377,7 @@ pub fn anomalies(file: &StudyFile, points: &[PointSummary], threshold: f64) -> V
                     figure: figure_name.clone(),
                     vs_previous: o.vs_previous,
                     vs_next: o.vs_next,
+                    not_valid: None,
                 });
             }
         }
@@ -413,6 +444,20 @@ mod tests {
         assert_eq!(a[0].axis, "window");
         assert_eq!(a[0].at, "window=3, write_size=10");
         assert!((a[0].vs_previous - 3.5).abs() < 1e-12);
+        // The same line with window 2 not valid (a stalled connection): flagged as such.
+        let mut stalled = points.clone();
+        stalled[2].figures[0].over_runs = None;
+        stalled[2].figures[0].invalid_runs = 3;
+        stalled[2].figures[0].invalid_reason = Some("below the floor of 10 reads".into());
+        let a = anomalies(&f, &stalled, 0.5);
+        let b: Vec<_> = a.iter().filter(|a| a.not_valid.is_some()).collect();
+        assert_eq!(b.len(), 1, "{a:?}");
+        assert_eq!(b[0].point, 2);
+        assert_eq!(
+            b[0].describe(),
+            "no valid receiver throughput at window=2, write_size=10 between valid neighbours along window: below the floor of 10 reads"
+        );
+        let a = anomalies(&f, &points, 0.5);
         assert!(a[0]
             .describe()
             .starts_with("peak at window=3, write_size=10 along window"));
