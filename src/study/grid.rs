@@ -63,7 +63,7 @@ pub fn grid(shown: &Shown) -> StudyGrid {
             GridCell {
                 coords: p.coords.clone(),
                 figures,
-                counters: Vec::new(),
+                counters: p.counters.clone(),
                 anomaly: shown
                     .anomalies
                     .iter()

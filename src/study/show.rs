@@ -248,6 +248,14 @@ impl Shown {
         for r in &rows {
             out.push_str(&line(r));
         }
+        for p in &self.points {
+            if let Some(l) = &p.loss {
+                out.push_str(&format!(
+                    "# loss at {}: {l} (summed over its runs)\n",
+                    p.labels.join(", ")
+                ));
+            }
+        }
         for n in &not_valid {
             out.push_str(&format!("# not valid at {n}\n"));
         }

@@ -161,6 +161,99 @@ pub struct PointSummary {
     pub failed: u32,
     pub figures: Vec<PointFigure>,
     pub search: Option<SearchSummary>,
+    /// Counter deltas summed over the point's runs: "client.Udp.RcvbufErrors",
+    /// "server.TcpExt.TCPTimeouts", "lab.forward.queue_dropped_segments" (only those that
+    /// changed).
+    pub counters: Vec<(String, i64)>,
+    /// Where the point's lost messages (or TCP's dropped segments) were lost, summed over its
+    /// runs; None when nothing was lost or retransmitted, or nothing was counted.
+    pub loss: Option<String>,
+}
+
+/// Every counter delta of the runs, summed, by side.
+fn counters(reports: &[RunReport]) -> Vec<(String, i64)> {
+    let mut sum: std::collections::BTreeMap<String, i64> = Default::default();
+    for r in reports {
+        let Some(c) = r.points.first().and_then(|p| p.counters.as_ref()) else {
+            continue;
+        };
+        for (side, host) in [("client", &c.client), ("server", &c.server)] {
+            let Some(h) = host else { continue };
+            for (k, v) in &h.kernel {
+                *sum.entry(format!("{side}.{k}")).or_default() += v;
+            }
+        }
+        if let Some(lab) = &c.lab {
+            for (dir, d) in [("forward", &lab.forward), ("back", &lab.back)] {
+                for (k, v) in [
+                    ("queue_dropped_segments", d.queue_dropped_segments),
+                    ("random_loss_udp", d.random_loss_udp),
+                    ("random_loss_other", d.random_loss_other),
+                ] {
+                    *sum.entry(format!("lab.{dir}.{k}")).or_default() += v as i64;
+                }
+            }
+        }
+    }
+    sum.into_iter().filter(|(_, v)| *v != 0).collect()
+}
+
+/// "link 31, receiver socket 300 of 331 lost; TCP: 12 segments retransmitted, 1 RTO".
+fn loss_where(reports: &[RunReport]) -> Option<String> {
+    use crate::instruments::attribution::Place;
+    let places = [
+        Place::SenderSocket,
+        Place::Queue,
+        Place::Link,
+        Place::ReceiverSocket,
+    ];
+    let mut at = [0u64; 4];
+    let (mut lost, mut unexplained, mut retrans, mut rto, mut any) = (0, 0, 0, 0, false);
+    for r in reports {
+        for a in r
+            .points
+            .first()
+            .map(|p| &p.loss_attribution[..])
+            .unwrap_or_default()
+        {
+            any = true;
+            for (k, p) in places.iter().enumerate() {
+                at[k] += a.at(*p);
+            }
+            lost += a.lost.unwrap_or(0);
+            unexplained += a.unexplained.unwrap_or(0);
+            if let Some(t) = &a.tcp {
+                retrans += t.retransmitted_segments;
+                rto += t.rto_timeouts;
+            }
+        }
+    }
+    if !any || (lost == 0 && retrans == 0 && at.iter().all(|&n| n == 0)) {
+        return None;
+    }
+    let mut parts: Vec<String> = places
+        .iter()
+        .zip(at)
+        .filter(|(_, n)| *n > 0)
+        .map(|(p, n)| format!("{} {n}", p.name()))
+        .collect();
+    if unexplained > 0 {
+        parts.push(format!("unexplained {unexplained}"));
+    }
+    let mut text = if lost > 0 {
+        format!("{lost} lost: {}", parts.join(", "))
+    } else {
+        parts.join(", ")
+    };
+    if retrans > 0 {
+        if !text.is_empty() {
+            text.push_str("; ");
+        }
+        text.push_str(&format!(
+            "TCP retransmitted {retrans} segments ({rto} RTO timeouts)"
+        ));
+    }
+    Some(text)
 }
 
 /// What a point's search found, over its repetitions.
@@ -198,11 +291,8 @@ pub fn points(
             } else {
                 searches.iter().filter_map(|r| r.run_id).collect()
             };
-            let docs: Vec<Vec<RunFigure>> = measured_ids
-                .iter()
-                .filter_map(|&id| load(id))
-                .map(|r| run_figures(&r))
-                .collect();
+            let reports: Vec<RunReport> = measured_ids.iter().filter_map(|&id| load(id)).collect();
+            let docs: Vec<Vec<RunFigure>> = reports.iter().map(run_figures).collect();
             let search = (!searches.is_empty()).then(|| {
                 let best: Vec<Option<f64>> = searches.iter().map(|r| r.rate_bits_per_s).collect();
                 let found: Vec<f64> = best.iter().flatten().copied().collect();
@@ -228,6 +318,8 @@ pub fn points(
                     .count() as u32,
                 figures: combine(&docs, confidence),
                 search,
+                counters: counters(&reports),
+                loss: loss_where(&reports),
             }
         })
         .collect()
@@ -435,6 +527,8 @@ mod tests {
                     failed: 0,
                     figures: vec![figure(value)],
                     search: None,
+                    counters: vec![],
+                    loss: None,
                 });
             }
         }
