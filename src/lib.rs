@@ -23,5 +23,6 @@ pub mod results;
 pub mod stats;
 pub mod sys;
 pub mod text;
+pub mod trace;
 pub mod transport;
 pub mod units;

@@ -268,3 +268,202 @@ pub fn interface_mtu(name: &str) -> io::Result<usize> {
     let mtu = unsafe { req.ifr_ifru.ifru_mtu };
     usize::try_from(mtu).map_err(|_| io::Error::other("negative MTU"))
 }
+
+/// `PACKET_STATISTICS` (linux/if_packet.h): packets passed to the socket and dropped by it
+/// since the last read of the counters.
+const PACKET_STATISTICS: libc::c_int = 6;
+
+/// A classic BPF program for a datagram packet socket (the packet starts at its IP header):
+/// IPv4 (first fragments) and IPv6 (no extension headers) TCP segments to or from `port`,
+/// none to or from `exclude` (0: none), cut to `snaplen` bytes.
+fn tcp_port_program(port: u16, exclude: u16, snaplen: u32) -> Vec<libc::sock_filter> {
+    let op = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    let (ld, ldx, jmp, ret) = (libc::BPF_LD, libc::BPF_LDX, libc::BPF_JMP, libc::BPF_RET);
+    let (b, h, abs, ind, k) = (
+        libc::BPF_B,
+        libc::BPF_H,
+        libc::BPF_ABS,
+        libc::BPF_IND,
+        libc::BPF_K,
+    );
+    let (p, e) = (u32::from(port), u32::from(exclude));
+    // Jump offsets count the instructions skipped; the line numbers are in the comments.
+    vec![
+        /* 0 */ op(ld | b | abs, 0, 0, 0),
+        /* 1 */ op(libc::BPF_ALU | libc::BPF_RSH | k, 0, 0, 4),
+        /* 2 */ op(jmp | libc::BPF_JEQ | k, 7, 0, 6), // IPv6 -> 10
+        /* 3 */ op(jmp | libc::BPF_JEQ | k, 0, 18, 4), // not IPv4 -> drop
+        /* 4 */ op(ld | b | abs, 0, 0, 9),
+        /* 5 */ op(jmp | libc::BPF_JEQ | k, 0, 16, 6), // not TCP -> drop
+        /* 6 */ op(ld | h | abs, 0, 0, 6),
+        /* 7 */ op(jmp | libc::BPF_JSET | k, 14, 0, 0x1fff), // later fragment -> drop
+        /* 8 */ op(ldx | b | libc::BPF_MSH, 0, 0, 0), // X = IPv4 header length
+        /* 9 */ op(jmp | libc::BPF_JA, 0, 0, 3), // -> 13
+        /* 10 */ op(ld | b | abs, 0, 0, 6),
+        /* 11 */ op(jmp | libc::BPF_JEQ | k, 0, 10, 6), // not TCP -> drop
+        /* 12 */ op(ldx | libc::BPF_W | libc::BPF_IMM, 0, 0, 40),
+        /* 13 */ op(ld | h | ind, 0, 0, 0), // source port
+        /* 14 */ op(jmp | libc::BPF_JEQ | k, 7, 0, e),
+        /* 15 */ op(libc::BPF_ST, 0, 0, 0),
+        /* 16 */ op(ld | h | ind, 0, 0, 2), // destination port
+        /* 17 */ op(jmp | libc::BPF_JEQ | k, 4, 0, e),
+        /* 18 */ op(jmp | libc::BPF_JEQ | k, 2, 0, p), // -> 21
+        /* 19 */ op(ld | libc::BPF_W | libc::BPF_MEM, 0, 0, 0),
+        /* 20 */ op(jmp | libc::BPF_JEQ | k, 0, 1, p),
+        /* 21 */ op(ret | k, 0, 0, snaplen),
+        /* 22 */ op(ret | k, 0, 0, 0),
+    ]
+}
+
+/// Opens a non-blocking datagram packet socket on every interface of the current network
+/// namespace that receives, with kernel time stamps (SO_TIMESTAMPNS), the TCP segments to or
+/// from `port` (and none to or from `exclude`, 0 for none), cut to `snaplen` bytes. The
+/// filter is attached before the socket is bound to a protocol, so nothing else is queued.
+/// Needs CAP_NET_RAW.
+pub fn open_tcp_capture(
+    port: u16,
+    exclude: u16,
+    snaplen: u32,
+    buffer_bytes: usize,
+) -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call with constant arguments; the result is checked below.
+    // Protocol 0: the socket receives nothing until bind names one.
+    let raw = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    check(raw)?;
+    // SAFETY: `raw` is a fresh descriptor we own and hand to OwnedFd exactly once.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let code = tcp_port_program(port, exclude, snaplen);
+    let prog = libc::sock_fprog {
+        len: code.len() as u16,
+        filter: code.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: `prog` points at `code`, alive for the whole call; the kernel copies the program.
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            (&prog as *const libc::sock_fprog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    })?;
+    super::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
+    let size = libc::c_int::try_from(buffer_bytes).unwrap_or(libc::c_int::MAX);
+    if super::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, size).is_err() {
+        let _ = super::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, size);
+    }
+    // SAFETY: sockaddr_ll is a plain C struct; all-zero is a valid starting value.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+    // Index 0: every interface.
+    // SAFETY: `addr` is a properly initialised sockaddr_ll and its exact size is passed.
+    check(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    })?;
+    Ok(fd)
+}
+
+/// One packet received by [`recv_stamped`].
+#[derive(Debug, Clone, Copy)]
+pub struct Stamped {
+    /// Bytes written to the buffer.
+    pub len: usize,
+    /// The kernel's time stamp, nanoseconds since the Unix epoch (0 if none came).
+    pub t_ns: u64,
+    /// PACKET_HOST, PACKET_OUTGOING, ... (linux/if_packet.h).
+    pub pkttype: u8,
+    pub ifindex: u32,
+}
+
+/// Receives one packet with its kernel time stamp, interface and direction. WouldBlock when
+/// none is waiting.
+pub fn recv_stamped(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Stamped> {
+    // SAFETY: sockaddr_ll is a plain C struct; all-zero is a valid starting value.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    // Room for one SCM_TIMESTAMPNS message, u64-aligned as cmsghdr needs.
+    let mut control = [0u64; 8];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: msghdr is a plain C struct; all-zero is a valid starting value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut addr as *mut libc::sockaddr_ll).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: every pointer in `msg` points at a live local (`addr`, `iov` over `buf`,
+    // `control`) with its true length, for the whole call.
+    let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut t_ns = 0;
+    // SAFETY: the kernel filled `msg`'s control part; CMSG_FIRSTHDR/NXTHDR stay within
+    // msg_controllen, and a SCM_TIMESTAMPNS message's data is one struct timespec, read
+    // unaligned as CMSG_DATA does not promise alignment.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                t_ns = (ts.tv_sec as u64)
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(ts.tv_nsec as u64);
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok(Stamped {
+        len: (n as usize).min(buf.len()),
+        t_ns,
+        pkttype: addr.sll_pkttype,
+        ifindex: addr.sll_ifindex as u32,
+    })
+}
+
+/// The socket's (packets, drops) since the last call: what its filter let through, and how
+/// many of those the kernel dropped because the receive queue was full.
+pub fn statistics(fd: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
+    let mut stats = libc::tpacket_stats {
+        tp_packets: 0,
+        tp_drops: 0,
+    };
+    let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+    // SAFETY: `stats` and `len` are valid for writes and `len` holds the size of `stats`.
+    check(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            PACKET_STATISTICS,
+            (&mut stats as *mut libc::tpacket_stats).cast(),
+            &mut len,
+        )
+    })?;
+    Ok((u64::from(stats.tp_packets), u64::from(stats.tp_drops)))
+}
+
+/// CPU time the calling thread has used, nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(|t| (t.tv_sec() as u64).saturating_mul(1_000_000_000) + t.tv_nsec() as u64)
+        .unwrap_or(0)
+}
