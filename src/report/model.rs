@@ -204,6 +204,10 @@ pub struct PointResult {
     pub stream: Option<StreamResult>,
     pub cpu: CpuResult,
     pub socket: SocketReport,
+    /// With --trace: the last run's segment-flow trace, its cost and its pcap file. Absent
+    /// without --trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TraceSummary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

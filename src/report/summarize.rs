@@ -356,5 +356,6 @@ pub fn summarize(
             client: last.client_socket.clone(),
             server: last.server_socket.clone(),
         },
+        trace: None,
     })
 }

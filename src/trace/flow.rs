@@ -32,12 +32,13 @@ pub struct FlowSummary {
     pub data_segments: u64,
     /// Payload bytes of those segments, retransmissions included.
     pub data_bytes: u64,
-    /// Data segments that started below the highest sequence number sent before them.
+    /// Data segments that started below the highest sequence number seen before them
+    /// (retransmissions; on the receiver's side also those that fill a hole left by a loss).
     pub retransmitted_segments: u64,
-    /// Of `data_bytes`, the bytes sent before (the part of each retransmission below the
-    /// highest sequence number already sent).
-    pub retransmitted_bytes: u64,
-    /// `data_bytes` minus `retransmitted_bytes`: each byte of the stream once.
+    /// Of `data_bytes`, the bytes this capture had already seen (a hole filled on the
+    /// receiver's side is new bytes, not repeated ones).
+    pub repeated_bytes: u64,
+    /// `data_bytes` minus `repeated_bytes`: each byte of the stream once.
     pub unique_data_bytes: u64,
     /// Segments from the receiver with the ACK flag and no payload.
     pub acks: u64,
@@ -109,9 +110,39 @@ impl Unwrap {
     }
 }
 
-/// Every TCP connection among `segments` (time order), in order of first appearance.
+/// The stretches of sequence space seen so far, merged and in order.
+#[derive(Default)]
+struct Covered {
+    ranges: Vec<(i64, i64)>,
+}
+
+impl Covered {
+    /// Adds [start, end): returns how many of its bytes were covered already.
+    fn insert(&mut self, start: i64, end: i64) -> u64 {
+        // The ranges that touch or overlap [start, end) are merged into one.
+        let first = self.ranges.partition_point(|&(_, e)| e < start);
+        let mut last = first;
+        let (mut lo, mut hi, mut overlap) = (start, end, 0u64);
+        while last < self.ranges.len() && self.ranges[last].0 <= end {
+            let (a, b) = self.ranges[last];
+            overlap += (b.min(end) - a.max(start)).max(0) as u64;
+            lo = lo.min(a);
+            hi = hi.max(b);
+            last += 1;
+        }
+        self.ranges.splice(first..last, [(lo, hi)]);
+        overlap
+    }
+}
+
+/// Every TCP connection among `segments`, in order of first appearance.
 pub fn analyse(segments: &[Segment]) -> Vec<Flow> {
-    let origin = segments.iter().map(|s| s.t_ns).min().unwrap_or(0);
+    // Packets reach the capture socket in the order the CPUs handed them over, which is not
+    // quite the order of their time stamps when two CPUs send at once: time decides.
+    let mut sorted = segments.to_vec();
+    sorted.sort_by_key(|s| s.t_ns);
+    let segments = &sorted[..];
+    let origin = segments.first().map_or(0, |s| s.t_ns);
     let mut keys: Vec<(SocketAddr, SocketAddr)> = Vec::new();
     let mut groups: Vec<Vec<&Segment>> = Vec::new();
     for s in segments {
@@ -158,15 +189,18 @@ fn one_flow(segs: &[&Segment], origin: u64) -> Flow {
     let syn_mss = receiver_syn.and_then(|r| r.mss).map(u32::from);
 
     let mut seq = Unwrap { last: None };
+    let mut seen = Covered::default();
     let mut series = FlowSeries::default();
     let mut s = FlowSummary {
         sender: sender.to_string(),
         receiver: receiver.to_string(),
-        duration_ns: segs.last().map_or(0, |l| l.t_ns) - segs[0].t_ns,
+        duration_ns: segs
+            .last()
+            .map_or(0, |l| l.t_ns.saturating_sub(segs[0].t_ns)),
         data_segments: 0,
         data_bytes: 0,
         retransmitted_segments: 0,
-        retransmitted_bytes: 0,
+        repeated_bytes: 0,
         unique_data_bytes: 0,
         acks: 0,
         segments_per_ack: None,
@@ -190,7 +224,7 @@ fn one_flow(segs: &[&Segment], origin: u64) -> Flow {
     let mut data_gaps: Vec<u64> = Vec::new();
     let mut ack_gaps: Vec<u64> = Vec::new();
     for g in segs {
-        let t = g.t_ns - origin;
+        let t = g.t_ns.saturating_sub(origin);
         if g.has(SYN) {
             // The handshake's sequence numbers start the line (a SYN takes one number).
             if g.src == sender {
@@ -206,15 +240,15 @@ fn one_flow(segs: &[&Segment], origin: u64) -> Flow {
             if g.len > 0 {
                 let start = seq.at(g.seq);
                 let end = start + i64::from(g.len);
-                if let Some(nxt) = snd_nxt.filter(|&n| start < n) {
+                if snd_nxt.is_some_and(|n| start < n) {
                     s.retransmitted_segments += 1;
-                    s.retransmitted_bytes += (end.min(nxt) - start) as u64;
                 }
+                s.repeated_bytes += seen.insert(start, end);
                 s.data_segments += 1;
                 s.data_bytes += u64::from(g.len);
                 series.segment_size.push((t, u64::from(g.len)));
                 if let Some(l) = last_data_t {
-                    data_gaps.push(g.t_ns - l);
+                    data_gaps.push(g.t_ns.saturating_sub(l));
                 }
                 last_data_t = Some(g.t_ns);
                 unacked_data = true;
@@ -231,7 +265,7 @@ fn one_flow(segs: &[&Segment], origin: u64) -> Flow {
                 s.acks += 1;
                 if unacked_data {
                     if let Some(l) = last_data_t {
-                        ack_gaps.push(g.t_ns - l);
+                        ack_gaps.push(g.t_ns.saturating_sub(l));
                     }
                     unacked_data = false;
                 }
@@ -242,7 +276,7 @@ fn one_flow(segs: &[&Segment], origin: u64) -> Flow {
             series.outstanding.push((t, (n - u).max(0) as u64));
         }
     }
-    s.unique_data_bytes = s.data_bytes - s.retransmitted_bytes;
+    s.unique_data_bytes = s.data_bytes - s.repeated_bytes;
     if s.acks > 0 {
         s.segments_per_ack = Some(s.data_segments as f64 / s.acks as f64);
         s.bytes_per_ack = Some(s.data_bytes as f64 / s.acks as f64);
@@ -275,7 +309,7 @@ fn one_flow(segs: &[&Segment], origin: u64) -> Flow {
         s.ack_baseline_ns = Some(base);
         s.delayed_acks = ack_gaps
             .iter()
-            .filter(|&&g| g - base >= DELAYED_ACK_NS)
+            .filter(|&&g| g.saturating_sub(base) >= DELAYED_ACK_NS)
             .count() as u64;
     }
     if let Some(median) = median(&data_gaps) {
@@ -416,7 +450,7 @@ mod tests {
         assert_eq!(s.data_segments, 8);
         assert_eq!(s.data_bytes, 7100);
         assert_eq!(s.retransmitted_segments, 1);
-        assert_eq!(s.retransmitted_bytes, 200);
+        assert_eq!(s.repeated_bytes, 200);
         assert_eq!(s.unique_data_bytes, 6900);
         // 5 pure ACKs from the receiver (the sender's handshake ACK and FIN are not its).
         assert_eq!(s.acks, 5);
@@ -478,6 +512,34 @@ mod tests {
             .window
             .iter()
             .all(|&(_, w)| w == 1000));
+    }
+
+    #[test]
+    fn repeated_bytes_are_counted_once_and_a_filled_hole_is_new() {
+        let mut c = Covered::default();
+        assert_eq!(c.insert(0, 100), 0);
+        assert_eq!(c.insert(200, 300), 0);
+        assert_eq!(c.insert(100, 200), 0, "the hole");
+        assert_eq!(c.ranges, vec![(0, 300)]);
+        assert_eq!(c.insert(250, 400), 50);
+        assert_eq!(c.insert(500, 600), 0);
+        assert_eq!(c.insert(0, 700), 500);
+        assert_eq!(c.ranges, vec![(0, 700)]);
+    }
+
+    /// Seen on the receiver's side: a lost segment's retransmission arrives after the
+    /// segments behind it. It is a retransmission, but its bytes are new to the capture.
+    #[test]
+    fn a_hole_filled_at_the_receiver_is_a_retransmission_of_new_bytes() {
+        let mut b = Builder::new();
+        b.data(10, 0, 1000)
+            .data(11, 2000, 1000)
+            .ack(12, 1000)
+            .data(20, 1000, 1000)
+            .ack(21, 3000);
+        let s = &analyse(&b.segs)[0].summary;
+        assert_eq!(s.retransmitted_segments, 1);
+        assert_eq!((s.repeated_bytes, s.unique_data_bytes), (0, 3000));
     }
 
     #[test]

@@ -110,11 +110,11 @@ impl TraceSummary {
             }
         }
         s.push_str(&format!(
-            "; {} connection(s): {} data segments, {} bytes ({} retransmitted), {} ACKs{}, {} sub-MSS, {} delayed ACKs, {} stops ({:.1} ms)",
+            "; {} connection(s): {} data segments, {} bytes ({} retransmissions), {} ACKs{}, {} sub-MSS, {} delayed ACKs, {} stops ({:.1} ms)",
             self.flows.len(),
             data,
             sum(|f| f.data_bytes),
-            sum(|f| f.retransmitted_bytes),
+            sum(|f| f.retransmitted_segments),
             acks,
             if acks > 0 {
                 format!(" ({:.2} segments per ACK)", data as f64 / acks as f64)
@@ -247,6 +247,6 @@ mod tests {
         assert_eq!((f.data_segments, f.acks), (10, 1));
         assert_eq!(f.window_shift, Some(7));
         assert_eq!((f.mss, f.sub_mss_segments), (65483, 0));
-        assert!(t.line().contains("10 data segments, 654830 bytes (0 retransmitted), 1 ACKs (10.00 segments per ACK), 0.0% sub-MSS"), "{}", t.line());
+        assert!(t.line().contains("10 data segments, 654830 bytes (0 retransmissions), 1 ACKs (10.00 segments per ACK), 0.0% sub-MSS"), "{}", t.line());
     }
 }
