@@ -11,6 +11,7 @@ pub mod relay;
 pub mod results;
 pub mod run;
 pub mod serve;
+pub mod trace;
 
 use std::path::PathBuf;
 
@@ -83,6 +84,9 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Segment-flow traces written by `run --trace FILE.pcap`: `trace show FILE` (summary),
+    /// `trace plot FILE` (segment size, bytes outstanding, advertised window).
+    Trace(trace::TraceArgs),
     /// Saved results: history, show, export, import, report, plot, compare.
     #[command(flatten)]
     Results(results::ResultsCommand),
@@ -111,6 +115,7 @@ pub fn main_with(cli: Cli) -> i32 {
             man(dir.as_deref(), &mut text).and_then(|()| to_stdout(&text).map(|()| 0))
         }
         Command::Results(c) => results::run(c),
+        Command::Trace(a) => trace::run(a),
     };
     match result {
         Ok(code) => code,

@@ -18,4 +18,5 @@ pub mod report;
 pub mod save;
 pub mod series;
 pub mod summary;
+pub mod trace_figures;
 pub mod welch;

@@ -3,7 +3,7 @@
 
 use std::io::{BufWriter, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -102,7 +102,7 @@ fn capture_loop(
     fd: OwnedFd,
     loopback: Option<u32>,
     mut out: BufWriter<std::fs::File>,
-    path: &PathBuf,
+    path: &Path,
     snaplen: u32,
     stop: &AtomicBool,
 ) -> Result<Captured> {

@@ -137,6 +137,48 @@ impl TraceSummary {
     }
 }
 
+impl TraceSummary {
+    /// Several lines for `trace show`: the capture, then each connection.
+    pub fn text(&self) -> String {
+        let mut s = format!(
+            "{}: {} packets, {} TCP connection(s)\n",
+            self.file,
+            self.packets,
+            self.flows.len()
+        );
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
+        for f in &self.flows {
+            s.push_str(&format!(
+                "{} -> {} over {:.3} s\n  data: {} segments, {} bytes, {} unique; {} retransmissions ({} bytes repeated)\n  ACKs: {} ({} segments, {} bytes per ACK); {} delayed ACKs (>= 35 ms beyond the quickest ACK, {} ms)\n  MSS {} ({}): {} segments below it ({})\n  window scale: {}\n  stops: {} gaps longer than {} ms (median gap {} ms), {:.3} ms in all\n",
+                f.sender,
+                f.receiver,
+                f.duration_ns as f64 / 1e9,
+                f.data_segments,
+                f.data_bytes,
+                f.unique_data_bytes,
+                f.retransmitted_segments,
+                f.repeated_bytes,
+                f.acks,
+                opt(f.segments_per_ack, &|v| format!("{v:.2}")),
+                opt(f.bytes_per_ack, &|v| format!("{v:.0}")),
+                f.delayed_acks,
+                opt(f.ack_baseline_ns.map(ms), &|v| format!("{v:.3}")),
+                f.mss,
+                if f.mss_from_syn { "from the SYN" } else { "largest segment: handshake not captured" },
+                f.sub_mss_segments,
+                opt(f.sub_mss_share, &|v| format!("{:.1}%", v * 100.0)),
+                f.window_shift.map_or("unscaled (handshake not captured)".into(), |w| format!("shift {w}")),
+                f.stops,
+                opt(f.stop_threshold_ns.map(ms), &|v| format!("{v:.3}")),
+                opt(f.median_gap_ns.map(ms), &|v| format!("{v:.3}")),
+                ms(f.stopped_ns),
+            ));
+        }
+        s
+    }
+}
+
 /// The file of the `run`-th run of point `point`: FILE itself for a run of one point once,
 /// else FILE with "-pN" (and "-rM" with repeats) before its extension.
 pub fn file_for(file: &Path, point: usize, points: usize, run: u32, runs: u32) -> PathBuf {
