@@ -275,8 +275,15 @@ const PACKET_STATISTICS: libc::c_int = 6;
 
 /// A classic BPF program for a datagram packet socket (the packet starts at its IP header):
 /// IPv4 (first fragments) and IPv6 (no extension headers) TCP segments to or from `port`,
-/// none to or from `exclude` (0: none), cut to `snaplen` bytes.
-fn tcp_port_program(port: u16, exclude: u16, snaplen: u32) -> Vec<libc::sock_filter> {
+/// none to or from `exclude` (0: none), cut to `snaplen` bytes. On interface `loopback` (0:
+/// none) only the outgoing copy passes: loopback shows each packet twice, leaving and
+/// arriving, and dropping the second here spares the socket half its work.
+fn tcp_port_program(
+    port: u16,
+    exclude: u16,
+    snaplen: u32,
+    loopback: u32,
+) -> Vec<libc::sock_filter> {
     let op = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
         code: code as u16,
         jt,
@@ -292,8 +299,18 @@ fn tcp_port_program(port: u16, exclude: u16, snaplen: u32) -> Vec<libc::sock_fil
         libc::BPF_K,
     );
     let (p, e) = (u32::from(port), u32::from(exclude));
+    /// The kernel's ancillary loads (linux/filter.h): receiving interface, packet type.
+    const SKF_AD_PKTTYPE: u32 = 4;
+    const SKF_AD_IFINDEX: u32 = 8;
+    const PACKET_OUTGOING: u32 = 4;
+    let ad = |field: u32| (libc::SKF_AD_OFF as u32).wrapping_add(field);
     // Jump offsets count the instructions skipped; the line numbers are in the comments.
     vec![
+        /* -4 */ op(ld | libc::BPF_W | abs, 0, 0, ad(SKF_AD_IFINDEX)),
+        /* -3 */ op(jmp | libc::BPF_JEQ | k, 0, 2, loopback), // not loopback -> 0
+        /* -2 */ op(ld | libc::BPF_W | abs, 0, 0, ad(SKF_AD_PKTTYPE)),
+        /* -1 */
+        op(jmp | libc::BPF_JEQ | k, 0, 22, PACKET_OUTGOING), // arriving -> drop
         /* 0 */ op(ld | b | abs, 0, 0, 0),
         /* 1 */ op(libc::BPF_ALU | libc::BPF_RSH | k, 0, 0, 4),
         /* 2 */ op(jmp | libc::BPF_JEQ | k, 7, 0, 6), // IPv6 -> 10
@@ -324,11 +341,13 @@ fn tcp_port_program(port: u16, exclude: u16, snaplen: u32) -> Vec<libc::sock_fil
 /// namespace that receives, with kernel time stamps (SO_TIMESTAMPNS), the TCP segments to or
 /// from `port` (and none to or from `exclude`, 0 for none), cut to `snaplen` bytes. The
 /// filter is attached before the socket is bound to a protocol, so nothing else is queued.
-/// Needs CAP_NET_RAW.
+/// On interface index `loopback` (0: none) only outgoing copies are received. Needs
+/// CAP_NET_RAW.
 pub fn open_tcp_capture(
     port: u16,
     exclude: u16,
     snaplen: u32,
+    loopback: u32,
     buffer_bytes: usize,
 ) -> io::Result<OwnedFd> {
     // SAFETY: plain socket(2) call with constant arguments; the result is checked below.
@@ -343,7 +362,7 @@ pub fn open_tcp_capture(
     check(raw)?;
     // SAFETY: `raw` is a fresh descriptor we own and hand to OwnedFd exactly once.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    let code = tcp_port_program(port, exclude, snaplen);
+    let code = tcp_port_program(port, exclude, snaplen, loopback);
     let prog = libc::sock_fprog {
         len: code.len() as u16,
         filter: code.as_ptr() as *mut libc::sock_filter,

@@ -37,10 +37,12 @@ pub struct PortFilter {
 /// Opens the capture socket in the calling thread's network namespace (a socket keeps the
 /// namespace it was made in, so it can be read from any thread afterwards).
 pub fn open(filter: PortFilter, snaplen: u32) -> Result<(OwnedFd, Option<u32>)> {
+    let loopback = packet::ifindex("lo").ok();
     let fd = packet::open_tcp_capture(
         filter.data_port,
         filter.exclude_port.unwrap_or(0),
         snaplen,
+        loopback.unwrap_or(0),
         SOCKET_BUFFER,
     )
     .map_err(|e| {
@@ -52,7 +54,7 @@ pub fn open(filter: PortFilter, snaplen: u32) -> Result<(OwnedFd, Option<u32>)> 
             anyhow::Error::new(e).context("opening the packet socket for --trace")
         }
     })?;
-    Ok((fd, packet::ifindex("lo").ok()))
+    Ok((fd, loopback))
 }
 
 /// What a finished capture saw.
@@ -137,7 +139,8 @@ fn capture_loop(
             };
             last_packet = Instant::now();
             // On loopback a packet passes the packet tap twice, once leaving (OUTGOING)
-            // and once arriving (HOST): the outgoing copy is kept, the other dropped.
+            // and once arriving (HOST): the outgoing copy is kept. The socket's filter
+            // drops the other already; this keeps the file right whatever the filter did.
             if Some(p.ifindex) == loopback && p.pkttype != PACKET_OUTGOING {
                 continue;
             }
