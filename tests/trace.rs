@@ -126,3 +126,33 @@ fn a_trace_of_udp_is_refused_in_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--transport tcp"), "{err}");
 }
+
+/// Without CAP_NET_RAW (root with the capability taken away) the run stops before its first
+/// point with one line that says what is missing.
+#[test]
+fn a_trace_without_cap_net_raw_says_so_in_one_line() {
+    if skip() || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        return;
+    }
+    let out = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--bounding-set=-net_raw", "--inh-caps=-net_raw"])
+        .arg(env!("CARGO_BIN_EXE_wirebench"))
+        .args([
+            "run",
+            "stream",
+            "-d",
+            "1s",
+            "--trace",
+            "/tmp/never.pcap",
+            "--no-save",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("needs CAP_NET_RAW"), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["points"].as_array().map(Vec::len), Some(0));
+}

@@ -54,14 +54,18 @@ impl Tracer {
             TraceSide::Server => lab_b,
             TraceSide::Client => None,
         };
+        let filter = PortFilter {
+            data_port,
+            exclude_port,
+        };
+        // A capture socket opened and closed at once: no permission (CAP_NET_RAW) is said
+        // before the first point, not after it.
+        open_in(netns.as_deref(), filter, t.snaplen)?;
         Ok(Tracer {
             request: t.clone(),
             side,
             netns,
-            filter: PortFilter {
-                data_port,
-                exclude_port,
-            },
+            filter,
             points: plan.points.len(),
             runs: if plan.until_ci.is_some() {
                 plan.max_repeat
@@ -80,12 +84,8 @@ impl Tracer {
     /// Opens the capture socket (in the server's namespace for the lab's server side) and
     /// starts the capture thread.
     pub fn start(&mut self) -> Result<Capture> {
-        let (filter, snaplen) = (self.filter, self.request.snaplen);
-        let (fd, lo) = match &self.netns {
-            Some(ns) => crate::lab::in_netns(ns, move || capture::open(filter, snaplen))?,
-            None => capture::open(filter, snaplen)?,
-        };
-        Capture::start(fd, lo, &self.file, snaplen)
+        let (fd, lo) = open_in(self.netns.as_deref(), self.filter, self.request.snaplen)?;
+        Capture::start(fd, lo, &self.file, self.request.snaplen)
     }
 
     /// Ends the capture and keeps its summary; `outcome` (when the point succeeded) gives
@@ -114,5 +114,17 @@ impl Tracer {
 
     pub fn take(&mut self) -> Option<TraceSummary> {
         self.last.take()
+    }
+}
+
+/// A capture socket in namespace `netns` (None: this thread's).
+fn open_in(
+    netns: Option<&str>,
+    filter: PortFilter,
+    snaplen: u32,
+) -> Result<(std::os::fd::OwnedFd, Option<u32>)> {
+    match netns {
+        Some(ns) => crate::lab::in_netns(ns, move || capture::open(filter, snaplen)),
+        None => capture::open(filter, snaplen),
     }
 }
