@@ -398,7 +398,7 @@ pub fn open_tcp_capture(
     Ok(fd)
 }
 
-/// One packet received by [`recv_stamped`].
+/// One packet received by [`StampedBatch::recv`].
 #[derive(Debug, Clone, Copy)]
 pub struct Stamped {
     /// Bytes written to the buffer.
@@ -408,55 +408,6 @@ pub struct Stamped {
     /// PACKET_HOST, PACKET_OUTGOING, ... (linux/if_packet.h).
     pub pkttype: u8,
     pub ifindex: u32,
-}
-
-/// Receives one packet with its kernel time stamp, interface and direction. WouldBlock when
-/// none is waiting.
-pub fn recv_stamped(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Stamped> {
-    // SAFETY: sockaddr_ll is a plain C struct; all-zero is a valid starting value.
-    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    // Room for one SCM_TIMESTAMPNS message, u64-aligned as cmsghdr needs.
-    let mut control = [0u64; 8];
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    // SAFETY: msghdr is a plain C struct; all-zero is a valid starting value.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = (&mut addr as *mut libc::sockaddr_ll).cast();
-    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&control) as _;
-    // SAFETY: every pointer in `msg` points at a live local (`addr`, `iov` over `buf`,
-    // `control`) with its true length, for the whole call.
-    let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, 0) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let mut t_ns = 0;
-    // SAFETY: the kernel filled `msg`'s control part; CMSG_FIRSTHDR/NXTHDR stay within
-    // msg_controllen, and a SCM_TIMESTAMPNS message's data is one struct timespec, read
-    // unaligned as CMSG_DATA does not promise alignment.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                t_ns = (ts.tv_sec as u64)
-                    .saturating_mul(1_000_000_000)
-                    .saturating_add(ts.tv_nsec as u64);
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-    }
-    Ok(Stamped {
-        len: (n as usize).min(buf.len()),
-        t_ns,
-        pkttype: addr.sll_pkttype,
-        ifindex: addr.sll_ifindex as u32,
-    })
 }
 
 /// The socket's (packets, drops) since the last call: what its filter let through, and how
@@ -485,4 +436,100 @@ pub fn thread_cpu_ns() -> u64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
         .map(|t| (t.tv_sec() as u64).saturating_mul(1_000_000_000) + t.tv_nsec() as u64)
         .unwrap_or(0)
+}
+
+/// Buffers for receiving up to `n` packets in one recvmmsg(2) call, each with its address
+/// and its time stamp.
+pub struct StampedBatch {
+    snap: usize,
+    data: Vec<u8>,
+    addrs: Vec<libc::sockaddr_ll>,
+    controls: Vec<[u64; 8]>,
+    iovs: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+}
+
+impl StampedBatch {
+    pub fn new(n: usize, snap: usize) -> StampedBatch {
+        let n = n.max(1);
+        StampedBatch {
+            snap,
+            data: vec![0; n * snap],
+            // SAFETY: sockaddr_ll, iovec and mmsghdr are plain C structs; all-zero is a
+            // valid value of each (null pointers, zero lengths).
+            addrs: vec![unsafe { std::mem::zeroed() }; n],
+            controls: vec![[0; 8]; n],
+            iovs: vec![unsafe { std::mem::zeroed() }; n],
+            hdrs: vec![unsafe { std::mem::zeroed() }; n],
+        }
+    }
+
+    /// Receives what is waiting, up to the batch's size, without blocking: the number of
+    /// packets (WouldBlock when there is none). Read them with [`StampedBatch::get`].
+    pub fn recv(&mut self, fd: BorrowedFd<'_>) -> io::Result<usize> {
+        let n = self.hdrs.len();
+        for i in 0..n {
+            self.iovs[i] = libc::iovec {
+                iov_base: self.data[i * self.snap..].as_mut_ptr().cast(),
+                iov_len: self.snap,
+            };
+            let h = &mut self.hdrs[i].msg_hdr;
+            h.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_ll).cast();
+            h.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            h.msg_iov = &mut self.iovs[i];
+            h.msg_iovlen = 1;
+            h.msg_control = self.controls[i].as_mut_ptr().cast();
+            h.msg_controllen = std::mem::size_of::<[u64; 8]>() as _;
+            h.msg_flags = 0;
+            self.hdrs[i].msg_len = 0;
+        }
+        // SAFETY: every header points at this batch's own buffers (names, one iovec over a
+        // `snap`-byte slice of `data`, a control buffer) with their true lengths; none of the
+        // vectors is resized while the kernel writes, and `n` is the headers' count.
+        let got = unsafe {
+            libc::recvmmsg(
+                fd.as_raw_fd(),
+                self.hdrs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if got < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(got as usize)
+    }
+
+    /// The `i`-th packet of the last [`StampedBatch::recv`]: its bytes and where it came from.
+    pub fn get(&self, i: usize) -> (Stamped, &[u8]) {
+        let h = &self.hdrs[i];
+        let len = (h.msg_len as usize).min(self.snap);
+        let mut t_ns = 0;
+        // SAFETY: the kernel filled this header's control part; CMSG_FIRSTHDR/NXTHDR stay
+        // within msg_controllen, and a SCM_TIMESTAMPNS message's data is one struct timespec,
+        // read unaligned as CMSG_DATA does not promise alignment.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&h.msg_hdr);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    t_ns = (ts.tv_sec as u64)
+                        .saturating_mul(1_000_000_000)
+                        .saturating_add(ts.tv_nsec as u64);
+                }
+                c = libc::CMSG_NXTHDR(&h.msg_hdr, c);
+            }
+        }
+        let a = &self.addrs[i];
+        (
+            Stamped {
+                len,
+                t_ns,
+                pkttype: a.sll_pkttype,
+                ifindex: a.sll_ifindex as u32,
+            },
+            &self.data[i * self.snap..i * self.snap + len],
+        )
+    }
 }

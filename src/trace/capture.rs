@@ -24,6 +24,11 @@ const PACKET_OUTGOING: u8 = 4;
 const QUIET: Duration = Duration::from_millis(50);
 /// ...but not longer than this.
 const DRAIN_MAX: Duration = Duration::from_millis(500);
+/// How long the capture lets packets queue after a wake-up before reading them all: at 200k
+/// packets/s, 800 packets, far inside the socket's 32 MiB buffer. On loopback at 10-20
+/// Gbit/s (release build, 2 CPUs) this took the capture from about 4.0 to 1.2 us of CPU a
+/// packet (a wake-up per packet, then 1 ms: 1.4 us, then 4 ms).
+const BATCH_WAIT: Duration = Duration::from_millis(4);
 
 /// Which TCP segments to capture: those to or from the server's data port, none of the
 /// control connection's (it has the same server port with --one-port).
@@ -114,7 +119,8 @@ fn capture_loop(
         |e: std::io::Error| anyhow::Error::new(e).context(format!("writing {}", path.display()));
     pcap::write_header(&mut out, snaplen).map_err(written)?;
     let mut got = Captured::default();
-    let mut buf = vec![0u8; snaplen as usize];
+    // One system call for up to 64 packets.
+    let mut batch = packet::StampedBatch::new(64, snaplen as usize);
     let mut stopping_since: Option<Instant> = None;
     let mut last_packet = Instant::now();
     loop {
@@ -130,27 +136,36 @@ fn capture_loop(
         if !crate::sys::wait_readable(fd.as_fd(), Duration::from_millis(20))? {
             continue;
         }
+        // Woken once per packet the thread costs several microseconds a packet in wake-ups
+        // alone; after a wake-up it lets the queue fill for a moment instead (the kernel's
+        // time stamps do not depend on when the packets are read).
+        std::thread::sleep(BATCH_WAIT);
         loop {
-            let p = match packet::recv_stamped(fd.as_fd(), &mut buf) {
-                Ok(p) => p,
+            let n = match batch.recv(fd.as_fd()) {
+                Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(anyhow::Error::new(e).context("reading the packet socket")),
             };
             last_packet = Instant::now();
-            // On loopback a packet passes the packet tap twice, once leaving (OUTGOING)
-            // and once arriving (HOST): the outgoing copy is kept. The socket's filter
-            // drops the other already; this keeps the file right whatever the filter did.
-            if Some(p.ifindex) == loopback && p.pkttype != PACKET_OUTGOING {
-                continue;
+            for i in 0..n {
+                let (p, data) = batch.get(i);
+                // On loopback a packet passes the packet tap twice, once leaving (OUTGOING)
+                // and once arriving (HOST): the outgoing copy is kept. The socket's filter
+                // drops the other already; this keeps the file right whatever the filter did.
+                if Some(p.ifindex) == loopback && p.pkttype != PACKET_OUTGOING {
+                    continue;
+                }
+                let orig = ip_length(data).unwrap_or(p.len as u32);
+                if let Some(s) = segment::parse(p.t_ns, data, orig) {
+                    got.segments.push(s);
+                }
+                pcap::write_packet(&mut out, p.t_ns, data, orig).map_err(written)?;
+                got.packets += 1;
             }
-            let data = &buf[..p.len];
-            let orig = ip_length(data).unwrap_or(p.len as u32);
-            if let Some(s) = segment::parse(p.t_ns, data, orig) {
-                got.segments.push(s);
+            if n < 64 {
+                break;
             }
-            pcap::write_packet(&mut out, p.t_ns, data, orig).map_err(written)?;
-            got.packets += 1;
         }
     }
     out.flush().map_err(written)?;
