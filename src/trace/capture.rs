@@ -15,8 +15,10 @@ use super::pcap;
 use super::segment::{self, Segment};
 use crate::sys::packet;
 
-/// Kernel receive buffer of the capture socket: a second of headers at a few 100k packets/s.
-const SOCKET_BUFFER: usize = 32 << 20;
+/// Kernel receive buffer of the capture socket. The kernel charges a queued packet its whole
+/// buffer, not the 128 bytes kept: on loopback a 64 KiB GSO super-segment costs ~70 KiB, so
+/// this holds about 900 of them (the memory is only held while the capture lags).
+const SOCKET_BUFFER: usize = 64 << 20;
 /// `PACKET_OUTGOING` (linux/if_packet.h).
 const PACKET_OUTGOING: u8 = 4;
 /// After the point, the capture goes on until no segment came for this long (the last
@@ -24,11 +26,11 @@ const PACKET_OUTGOING: u8 = 4;
 const QUIET: Duration = Duration::from_millis(50);
 /// ...but not longer than this.
 const DRAIN_MAX: Duration = Duration::from_millis(500);
-/// How long the capture lets packets queue after a wake-up before reading them all: at 200k
-/// packets/s, 800 packets, far inside the socket's 32 MiB buffer. On loopback at 10-20
-/// Gbit/s (release build, 2 CPUs) this took the capture from about 4.0 to 1.2 us of CPU a
-/// packet (a wake-up per packet, then 1 ms: 1.4 us, then 4 ms).
-const BATCH_WAIT: Duration = Duration::from_millis(4);
+/// How long the capture lets packets queue after a wake-up before reading them all. On
+/// loopback at 10-20 Gbit/s (release build, 2 CPUs) a wake-up per packet cost about 4 us of
+/// CPU a packet, 1 ms of queueing 1.4 us and 4 ms 1.2 us; but with 4 ms the queue of
+/// loopback's super-segments overflowed on a loaded machine (see SOCKET_BUFFER).
+const BATCH_WAIT: Duration = Duration::from_millis(1);
 
 /// Which TCP segments to capture: those to or from the server's data port, none of the
 /// control connection's (it has the same server port with --one-port).
