@@ -116,6 +116,9 @@ pub struct Traffic {
     /// Stream: an interval report this often.
     #[serde(with = "crate::units::opt_duration_text")]
     pub interval: Option<Duration>,
+    /// pingpong, rr: the client waits this long before each timed transaction.
+    #[serde(with = "crate::units::opt_duration_text")]
+    pub think: Option<Duration>,
 }
 
 impl Default for Traffic {
@@ -127,6 +130,7 @@ impl Default for Traffic {
             pace_burst: 1,
             burst: 1,
             interval: None,
+            think: None,
         }
     }
 }
@@ -136,13 +140,46 @@ impl Default for Traffic {
 #[serde(default, deny_unknown_fields)]
 pub struct SocketSettings {
     pub nodelay: bool,
-    /// TCP congestion control (checked against the kernel's list when planned).
-    pub cc: Option<String>,
+    /// TCP congestion control (each checked against the kernel's list when planned): none,
+    /// one for every point, or several, a sweep axis (one point per algorithm). Written as
+    /// null, a name, or a list of names; a request of before the list reads as it did.
+    #[serde(with = "cc_list")]
+    pub cc: Vec<String>,
     pub mss: Option<u32>,
     /// Busy-poll receives instead of sleeping in the kernel.
     pub spin: bool,
     pub cpu: Vec<usize>,
     pub server_cpu: Vec<usize>,
+}
+
+/// `--cc` in JSON: null (none), "name" (one) or ["a", "b"] (a sweep). One name is written as
+/// a string, as before the sweep existed, so a request with one algorithm reads the same
+/// everywhere.
+mod cc_list {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        One(String),
+        Many(Vec<String>),
+    }
+
+    pub fn serialize<S: Serializer>(names: &[String], s: S) -> Result<S::Ok, S::Error> {
+        match names {
+            [] => s.serialize_none(),
+            [one] => s.serialize_str(one),
+            many => many.serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        Ok(match Option::<Form>::deserialize(d)? {
+            None => Vec::new(),
+            Some(Form::One(name)) => vec![name],
+            Some(Form::Many(names)) => names,
+        })
+    }
 }
 
 /// Fast paths as asked (the plan fills in the defaults: batching for UDP streams, SO_RCVLOWAT
@@ -228,6 +265,8 @@ pub struct Output {
     pub save: bool,
     /// The database (None: the default path).
     pub db: Option<PathBuf>,
+    /// The table shows both hosts' CPU shares under each point.
+    pub host_cpu: bool,
 }
 
 impl Default for Output {
@@ -238,6 +277,7 @@ impl Default for Output {
             file: None,
             save: true,
             db: None,
+            host_cpu: false,
         }
     }
 }
@@ -294,7 +334,9 @@ mod tests {
         r.output.format = Format::JsonStream;
         r.output.label = Some("after \"the\" update".into());
         r.local.iface = Some("veth0".into());
+        r.socket.cc = vec!["cubic".into(), "reno".into()];
         let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains(r#""cc":["cubic","reno"]"#), "{json}");
         assert!(json.contains("\"duration\":\"1500ms\""), "{json}");
         assert!(json.contains("\"rate\":\"1.5G\""), "{json}");
         assert!(json.contains("\"transport\":\"udp\""), "{json}");
@@ -309,6 +351,21 @@ mod tests {
             partial.stop.warmup, 10,
             "unnamed settings keep their defaults"
         );
+        // --cc as requests held it before it took a list: a name or null; and one name is
+        // still written as a name.
+        for (old, cc) in [
+            (r#"{"socket": {"cc": "reno"}}"#, vec!["reno".to_owned()]),
+            (r#"{"socket": {"cc": null}}"#, vec![]),
+            (r#"{"socket": {}}"#, vec![]),
+        ] {
+            let r: Request = serde_json::from_str(old).unwrap();
+            assert_eq!(r.socket.cc, cc, "{old}");
+        }
+        let mut one = Request::default();
+        one.socket.cc = vec!["bbr".into()];
+        let json = serde_json::to_string(&one).unwrap();
+        assert!(json.contains(r#""cc":"bbr""#), "{json}");
+
         let e = serde_json::from_str::<Request>(r#"{"stop": {"seconds": 5}}"#).unwrap_err();
         assert!(e.to_string().contains("unknown field `seconds`"), "{e}");
     }

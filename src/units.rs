@@ -607,6 +607,82 @@ pub fn format_bytes(n: u64) -> String {
     n.to_string()
 }
 
+/// The unit a set of measured values is shown in: a decimal prefix of bit/s, the time unit of
+/// nanoseconds, or the unit as given. One choice for a whole figure (its largest magnitude),
+/// so that a colour bar, its cells and a table share one unit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DisplayUnit {
+    /// A value in the base unit divided by this is the shown number.
+    pub divisor: f64,
+    /// "Gbit/s", "µs", or the base unit unchanged.
+    pub name: String,
+}
+
+impl DisplayUnit {
+    /// Chooses the unit for values of `base` unit ("bit/s", "ns", anything else unchanged) up
+    /// to `magnitude` in size: the largest prefix that keeps the magnitude at 1 or above.
+    pub fn for_values(base: &str, magnitude: f64) -> DisplayUnit {
+        let m = if magnitude.is_finite() {
+            magnitude.abs()
+        } else {
+            0.0
+        };
+        let steps: &[(f64, &str)] = match base {
+            "bit/s" => &[
+                (1e12, "Tbit/s"),
+                (1e9, "Gbit/s"),
+                (1e6, "Mbit/s"),
+                (1e3, "kbit/s"),
+            ],
+            "ns" => &[(1e9, "s"), (1e6, "ms"), (1e3, "µs")],
+            _ => &[],
+        };
+        steps
+            .iter()
+            .find(|(d, _)| m >= *d)
+            .map(|(d, n)| DisplayUnit {
+                divisor: *d,
+                name: (*n).to_owned(),
+            })
+            .unwrap_or_else(|| DisplayUnit {
+                divisor: 1.0,
+                name: base.to_owned(),
+            })
+    }
+
+    /// The shown number of a value in the base unit, to `digits` significant digits.
+    pub fn number(&self, v: f64, digits: u32) -> String {
+        format_significant(v / self.divisor, digits)
+    }
+}
+
+/// A number to `digits` significant digits (at least 1), without trailing zeros and without
+/// an exponent between 10^-4 and 10^9: 9.412, 941, 1200000, 0.0012.
+pub fn format_significant(v: f64, digits: u32) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let digits = digits.max(1) as i32;
+    let a = v.abs();
+    if !(1e-4..1e9).contains(&a) {
+        return format!("{:.*e}", (digits - 1) as usize, v);
+    }
+    let magnitude = a.log10().floor() as i32;
+    let decimals = (digits - 1 - magnitude).max(0) as usize;
+    // Rounding to the digits may carry into the next decade (9.996 -> 10.00): round first.
+    let scale = 10f64.powi(digits - 1 - magnitude);
+    let rounded = (v * scale).round() / scale;
+    let s = format!("{rounded:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1054,6 +1130,29 @@ mod tests {
         ] {
             assert_eq!(format_duration(d), text);
             assert_eq!(parse_duration(text), Ok(d));
+        }
+    }
+    #[test]
+    fn display_units_pick_one_prefix_for_a_figure() {
+        let u = DisplayUnit::for_values("bit/s", 9.41e9);
+        assert_eq!((u.divisor, u.name.as_str()), (1e9, "Gbit/s"));
+        assert_eq!(u.number(9.4123e9, 3), "9.41");
+        assert_eq!(u.number(0.5e9, 3), "0.5");
+        assert_eq!(DisplayUnit::for_values("bit/s", 999.0).name, "bit/s");
+        assert_eq!(DisplayUnit::for_values("ns", 25_300.0).name, "µs");
+        assert_eq!(DisplayUnit::for_values("ns", 2.5e6).name, "ms");
+        assert_eq!(DisplayUnit::for_values("ns", f64::NAN).name, "ns");
+        assert_eq!(DisplayUnit::for_values("1/s", 2e6).name, "1/s");
+        for (v, d, s) in [
+            (9.996, 3, "10"),
+            (1234.5, 3, "1230"),
+            (0.012345, 2, "0.012"),
+            (-42.0, 3, "-42"),
+            (0.0, 3, "0"),
+            (2e9, 3, "2.00e9"),
+            (f64::INFINITY, 3, "-"),
+        ] {
+            assert_eq!(format_significant(v, d), s, "{v}");
         }
     }
 }

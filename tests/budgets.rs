@@ -97,6 +97,8 @@ impl RawClient {
 
 fn stream_test(transport: &str, direction: Direction, streams: u32, batch: u32) -> TestSpec {
     TestSpec {
+        write_size: None,
+        think_ns: None,
         pattern: PatternKind::Stream,
         transport: wirebench::transport::TransportKind::from_name(transport).unwrap(),
         streams,

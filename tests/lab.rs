@@ -598,3 +598,58 @@ fn raw_ethernet_fills_a_shaped_link_to_its_goodput() {
         "receiver {got} vs {theory}"
     );
 }
+
+/// `--loss 5%` on a UDP stream at a low rate through the delay line: the point's link loss is
+/// the lab's nftables UDP drop counter over the point exactly, the delay line's counters were
+/// read at both ends of it, and the causes account for the loss the point counted.
+#[test]
+fn the_labs_random_loss_is_the_links_share_of_the_loss() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let v = lab_run(
+        "ins",
+        &["--loss", "5%", "--rate", "100M"],
+        &[
+            "stream", "-t", "udp", "--size", "1000", "--rate", "8M", "-d", "1s", "--warmup", "0",
+            "--rcvbuf", "4M",
+        ],
+    );
+    let p = &v["points"][0];
+    let lab = &p["counters"]["lab"];
+    assert_eq!(lab["delay_line_read"], true, "{lab}");
+    assert_eq!(p["counters"]["same_host"], false);
+    assert!(
+        p["counters"]["server"]["kernel"].is_object(),
+        "{}",
+        p["counters"]
+    );
+    let nft = u(&lab["forward"]["random_loss_udp"]);
+    // 5% of about a thousand datagrams: none lost would be a broken rule (p = 1e-22).
+    assert!(nft > 0, "{lab}");
+    assert_eq!(u(&lab["forward"]["queue_dropped_udp_segments"]), 0, "{lab}");
+
+    let a = &p["loss_attribution"][0];
+    let causes = a["causes"].as_array().unwrap();
+    let count = |place: &str| -> u64 {
+        causes
+            .iter()
+            .filter(|c| c["place"] == place)
+            .map(|c| u(&c["count"]))
+            .sum()
+    };
+    let random: Vec<&Value> = causes
+        .iter()
+        .filter(|c| c["counter"] == "lab random loss")
+        .collect();
+    assert_eq!(random.len(), 1, "{a}");
+    assert_eq!(u(&random[0]["count"]), nft, "{a}");
+    assert_eq!(count("link"), nft, "{a}");
+    let lost = u(&a["lost"]);
+    let unexplained = a["unexplained"].as_u64().unwrap_or(0);
+    let over = a["over_counted"].as_u64().unwrap_or(0);
+    let places = count("sender_socket") + count("queue") + count("link") + count("receiver_socket");
+    assert_eq!(places, lost - unexplained + over, "{a}");
+    eprintln!("lost {lost}: nft {nft}, unexplained {unexplained}, over-counted {over}: {a}");
+}

@@ -480,6 +480,37 @@ fn nodelay_and_congestion_control_are_applied_on_both_ends() {
     }
 }
 
+/// `--cc a,b` is a sweep axis: one point per algorithm, each point's sockets on both ends
+/// read back (getsockopt TCP_CONGESTION) with its own algorithm; a single `--cc` stays a
+/// setting of the run, its points' keys as they always were.
+#[test]
+fn a_congestion_control_list_is_a_sweep_with_each_point_on_its_algorithm() {
+    let v = run_json(&["stream", "--cc", "cubic,reno", "-d", "200ms"]);
+    assert_eq!(v["swept"]["cc"], true);
+    assert!(v["settings"]["cc"].is_null());
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for (p, cc) in points.iter().zip(["cubic", "reno"]) {
+        assert_eq!(p["key"]["cc"], cc);
+        for side in ["client", "server"] {
+            let sockets = p["socket"][side].as_array().unwrap();
+            assert!(!sockets.is_empty(), "{cc} {side}");
+            for s in sockets {
+                assert_eq!(s["cc"], cc, "{side}");
+            }
+        }
+        let st = &p["stream"]["totals"][0];
+        assert!(f(&st["receiver_bits_per_s"]) > 0.0, "{cc}");
+    }
+
+    let one = run_json(&["pingpong", "-n", "50", "--cc", "reno", "--size", "1,64"]);
+    assert_eq!(one["settings"]["cc"], "reno");
+    assert_eq!(one["swept"]["cc"], false);
+    for p in one["points"].as_array().unwrap() {
+        assert!(p["key"].get("cc").is_none(), "{}", p["key"]);
+    }
+}
+
 #[test]
 fn repeats_give_a_confidence_interval_over_runs() {
     let v = run_json(&["pingpong", "-n", "200", "--repeat", "4"]);
@@ -958,4 +989,50 @@ fn json_stream_writes_one_object_per_line_as_the_run_goes() {
         .map(|iv| u(&iv["bytes"]))
         .sum();
     assert_eq!(streamed, kept);
+}
+
+/// Messages split over several writes without --nodelay (where Nagle's algorithm holds the
+/// pieces after the first until the last piece is acknowledged): every transaction still
+/// completes with exactly its bytes, on both ends. The writes per message are counted in the
+/// pattern's unit tests (`pattern::exchange`), over the in-memory link.
+#[test]
+fn split_writes_over_tcp_without_nodelay_complete_every_transaction() {
+    for (pattern, extra) in [
+        ("pingpong", &["--size", "1000"][..]),
+        (
+            "rr",
+            &["--request-size", "700", "--response-size", "1000"][..],
+        ),
+    ] {
+        let mut args = vec![pattern, "--write-size", "300", "-n", "20", "--warmup", "2"];
+        args.extend_from_slice(extra);
+        let v = run_json(&args);
+        assert_eq!(u(&v["settings"]["write_size"]), 300, "{pattern}");
+        let p = only_point(&v);
+        let l = &p["latency"];
+        assert_eq!(u(&l["transactions"]), 20, "{pattern}");
+        assert_eq!(u(&l["rtt"]["samples"]), 20, "{pattern}");
+        assert_eq!(u(&l["lost"]), 0, "{pattern}");
+        assert!(l.get("think").is_none(), "{pattern}: no think time asked");
+    }
+}
+
+/// rr with think time: one wait before each timed transaction, measured, and the time
+/// without them exactly the raw time minus their sum.
+#[test]
+fn rr_think_time_is_measured_and_taken_out_exactly() {
+    let v = run_json(&["rr", "--think", "2ms", "-n", "25", "--nodelay"]);
+    assert_eq!(u(&v["settings"]["think_ns"]), 2_000_000);
+    let l = &only_point(&v)["latency"];
+    assert_eq!(u(&l["transactions"]), 25);
+    let t = &l["think"];
+    assert_eq!(u(&t["asked_ns"]), 2_000_000);
+    assert_eq!(u(&t["waits"]), 25);
+    let (elapsed, waited) = (u(&l["elapsed_ns"]), u(&t["waited_ns"]));
+    assert!(
+        waited >= 25 * 2_000_000,
+        "a wait never ends early: {waited}"
+    );
+    assert_eq!(u(&t["corrected_elapsed_ns"]), elapsed - waited);
+    assert!(f(&t["corrected_transactions_per_s"]) > f(&l["transactions_per_s"]));
 }

@@ -62,6 +62,8 @@ impl Control {
         direction: Direction,
     ) -> (String, String) {
         let spec = TestSpec {
+            write_size: None,
+            think_ns: None,
             pattern,
             transport: wirebench::transport::TransportKind::from_name(transport).unwrap(),
             streams: 1,

@@ -56,6 +56,18 @@ fn other_bad_options_are_one_clear_line() {
     fails_with(&["run", "stream", "-t", "udp", "--size", "70000"], "65507");
     fails_with(&["run", "stream", "-t", "udp", "--nodelay"], "TCP only");
     fails_with(&["run", "pingpong", "--cc", "no-such-cc"], "available:");
+    // Every algorithm of a sweep is checked before the first point runs.
+    let args = ["run", "pingpong", "--cc", "cubic,nosuchcc", "--json"];
+    fails_with(&args, "`modprobe tcp_nosuchcc`");
+    assert!(run(&args).stdout.is_empty(), "no point of the sweep ran");
+    fails_with(
+        &["run", "pingpong", "--cc", "reno,reno"],
+        "--cc names 'reno' twice",
+    );
+    fails_with(
+        &["run", "pingpong", "--cc", "cubic,"],
+        "--cc names an empty algorithm",
+    );
     fails_with(&["run", "pingpong", "--confidence", "42"], "--confidence");
     fails_with(&["run", "pingpong", "--reverse"], "stream pattern only");
     fails_with(&["run", "stream", "--rate", "fast"], "--rate");
@@ -83,6 +95,37 @@ fn other_bad_options_are_one_clear_line() {
             "tcp streams",
         );
     }
+}
+
+/// `--write-size` splits byte-stream messages of pingpong and rr; `--think` waits between
+/// transactions one at a time. What they cannot do is one line naming why.
+#[test]
+fn split_writes_and_think_time_refuse_what_they_cannot_do() {
+    fails_with(
+        &["run", "pingpong", "-t", "udp", "--size", "1K", "--write-size", "100"],
+        "--write-size splits a message over several writes: a udp message is one datagram and cannot be split",
+    );
+    fails_with(
+        &["run", "pingpong", "--write-size", "0"],
+        "--write-size must be at least 1 byte",
+    );
+    fails_with(
+        &["run", "crr", "--write-size", "100"],
+        "--write-size applies to the stream, pingpong and rr patterns, not to crr",
+    );
+    fails_with(
+        &["run", "stream", "--think", "10ms"],
+        "--think applies to the pingpong and rr patterns, not to stream",
+    );
+    fails_with(
+        &["run", "rr", "--think", "0s"],
+        "--think must be longer than 0",
+    );
+    fails_with(
+        &["run", "rr", "--think", "1ms", "--burst", "4"],
+        "cannot be combined with --burst",
+    );
+    fails_with(&["run", "rr", "--think", "soon"], "--think");
 }
 
 #[test]

@@ -6,11 +6,11 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 
-use crate::lab::config::{LinkConfig, Mechanism, Profile};
+use crate::lab::config::{LinkConfig, LinkSpec, Mechanism, Profile};
 use crate::lab::link::QueueLimit;
 use crate::lab::{ns, Lab, LabState, ADDR_B};
 use crate::request::Request;
-use crate::units::{self, Rate};
+use crate::units;
 
 #[derive(Debug, Args)]
 pub struct LabArgs {
@@ -333,70 +333,34 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     units::parse_duration(s)
 }
 
-fn bits(s: &str, what: &str) -> Result<f64> {
-    match units::parse_rate(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))? {
-        Rate::BitsPerSecond(b) => Ok(b),
-        Rate::PacketsPerSecond(_) => {
-            bail!("--{what}: a link rate is in bits per second, not packets")
-        }
-    }
-}
-
-fn loss(s: &str, what: &str) -> Result<f64> {
-    units::parse_percent(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))
-}
-
 impl LinkArgs {
     pub fn to_config(&self) -> Result<LinkConfig> {
-        let base = self.profile.map(Profile::direction).unwrap_or_default();
-        let mut fwd = base;
-        if let Some(r) = &self.rate {
-            fwd.rate_bits_per_s = Some(bits(r, "rate")?);
+        LinkSpec {
+            profile: self.profile,
+            rate: self.rate.clone(),
+            delay: self.delay,
+            jitter: self.jitter,
+            loss: self.loss.clone(),
+            queue: None,
+            rate_back: self.rate_back.clone(),
+            delay_back: self.delay_back,
+            jitter_back: self.jitter_back,
+            loss_back: self.loss_back.clone(),
+            queue_back: None,
+            mtu: Some(self.mtu),
+            mechanism: Some(self.mechanism),
         }
-        if let Some(d) = self.delay {
-            fwd.delay = d;
-        }
-        if let Some(j) = self.jitter {
-            fwd.jitter = j;
-        }
-        if let Some(l) = &self.loss {
-            fwd.loss = loss(l, "loss")?;
-        }
-        if self.queue.is_some() {
-            fwd.queue = self.queue;
-        }
-        let mut back = fwd;
-        if let Some(r) = &self.rate_back {
-            back.rate_bits_per_s = Some(bits(r, "rate-back")?);
-        }
-        if let Some(d) = self.delay_back {
-            back.delay = d;
-        }
-        if let Some(j) = self.jitter_back {
-            back.jitter = j;
-        }
-        if let Some(l) = &self.loss_back {
-            back.loss = loss(l, "loss-back")?;
-        }
-        if self.queue_back.is_some() {
-            back.queue = self.queue_back;
-        }
-        if !(68..=65_535).contains(&self.mtu) {
-            bail!("--mtu {}: an IPv4 link MTU is 68 to 65535 bytes", self.mtu);
-        }
-        for d in [fwd, back] {
-            if d.delay > Duration::from_secs(10) || d.jitter > Duration::from_secs(10) {
-                bail!("delay and jitter are limited to 10 s");
+        .to_config()
+        .map(|mut c| {
+            // The queues were parsed by clap already.
+            if self.queue.is_some() {
+                c.forward.queue = self.queue;
+                c.back.queue = self.queue;
             }
-            if d.rate_bits_per_s.is_some_and(|r| r < 8_000.0) {
-                bail!("a link rate below 8 kbit/s is not supported");
+            if self.queue_back.is_some() {
+                c.back.queue = self.queue_back;
             }
-        }
-        Ok(LinkConfig {
-            forward: fwd,
-            back,
-            mtu: self.mtu,
-            mechanism: self.mechanism,
+            c
         })
     }
 }

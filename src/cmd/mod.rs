@@ -11,6 +11,7 @@ pub mod relay;
 pub mod results;
 pub mod run;
 pub mod serve;
+pub mod study;
 pub mod trace;
 
 use std::path::PathBuf;
@@ -87,6 +88,12 @@ pub enum Command {
     /// Segment-flow traces written by `run --trace FILE.pcap`: `trace show FILE` (summary),
     /// `trace plot FILE` (segment size, bytes outstanding, advertised window).
     Trace(trace::TraceArgs),
+    /// Whole experiments from one file: axes, repetitions, random order, resumable
+    /// (`wirebench study FILE.toml`, `study show ID`).
+    Study(study::StudyArgs),
+    /// One run from a request on stdin, its result on stdout (how a study runs its points).
+    #[command(name = "__measure", hide = true)]
+    Measure(study::MeasureArgs),
     /// Saved results: history, show, export, import, report, plot, compare.
     #[command(flatten)]
     Results(results::ResultsCommand),
@@ -98,6 +105,8 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Serve(a) => serve::run(a).map(|()| 0),
         Command::Run(a) => run::run(&a),
         Command::Lab(a) => lab::run(a),
+        Command::Study(a) => study::run(a),
+        Command::Measure(a) => study::measure(a),
         Command::Relay(a) => relay::run(a).map(|()| 0),
         Command::CompareTransports(a) => compare::run(a),
         #[cfg(feature = "mpi")]

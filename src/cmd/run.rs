@@ -99,6 +99,11 @@ pub struct RunArgs {
     /// Stream: print an interval report this often (e.g. 1s), with TCP_INFO for TCP.
     #[arg(long, short = 'i', value_parser = parse_duration)]
     pub interval: Option<std::time::Duration>,
+    /// pingpong, rr: wait this long before each timed transaction (e.g. 80ms), as a client
+    /// that renders what it got before asking again. Latency excludes the waits; the table
+    /// gives transactions/s on the raw time and on the time without them.
+    #[arg(long, value_parser = parse_duration)]
+    pub think: Option<std::time::Duration>,
 
     // ---- socket options ----
     /// Both socket buffers, SO_SNDBUF and SO_RCVBUF, on both ends in bytes (0 = kernel
@@ -121,9 +126,10 @@ pub struct RunArgs {
     /// TCP_NODELAY: turn Nagle's algorithm off on both ends.
     #[arg(long)]
     pub nodelay: bool,
-    /// TCP congestion control on both ends (e.g. cubic, reno, bbr).
-    #[arg(long)]
-    pub cc: Option<String>,
+    /// TCP congestion control on both ends (e.g. cubic, reno, bbr). A list (cubic,reno) is a
+    /// sweep: one point per algorithm, crossed with the other swept options.
+    #[arg(long, value_delimiter = ',')]
+    pub cc: Vec<String>,
     /// TCP maximum segment size (TCP_MAXSEG) in bytes, both ends.
     #[arg(long)]
     pub mss: Option<u32>,
@@ -323,7 +329,9 @@ pub struct SizeArgs {
     /// rr/crr response size in bytes (default: 1, or --size for pingpong).
     #[arg(long, value_parser = parse_bytes)]
     pub response_size: Option<u64>,
-    /// Stream: bytes per write call (overrides --size).
+    /// Stream: bytes per write call (overrides --size). pingpong, rr: write each message in
+    /// calls of at most this many bytes, on both ends (byte streams only: tcp, unix, mptcp,
+    /// quic); without --nodelay the pieces meet Nagle's algorithm and delayed ACKs.
     #[arg(long, value_parser = parse_bytes)]
     pub write_size: Option<u64>,
     /// Stream: bytes per read call (default: 128K, or 64K+ for datagrams).
@@ -387,6 +395,10 @@ pub struct OutputArgs {
     /// Also write the JSON document to this file.
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// Under each point of the table, both hosts' CPU shares over it (user, system, softirq:
+    /// % of the whole host). Always in --json and --csv.
+    #[arg(long)]
+    pub host_cpu: bool,
 
     // ---- results database ----
     /// Results database the run is saved in (default: $XDG_DATA_HOME/wirebench/results.sqlite,
@@ -449,6 +461,7 @@ impl OutputArgs {
             file: self.output.clone(),
             save: !self.no_save,
             db: self.db.clone(),
+            host_cpu: self.host_cpu,
         }
     }
 }
@@ -490,6 +503,7 @@ impl TryFrom<&RunArgs> for Request {
                 pace_burst: a.pace_burst,
                 burst: a.burst,
                 interval: a.interval,
+                think: a.think,
             },
             socket: request::SocketSettings {
                 nodelay: a.nodelay,
@@ -570,8 +584,11 @@ mod tests {
             "1500ms",
             "-J",
             "--no-save",
+            "--cc",
+            "cubic,reno",
         ]))
         .unwrap();
+        assert_eq!(r.socket.cc, ["cubic", "reno"]);
         assert_eq!(r.pattern, PatternKind::Stream);
         assert_eq!(r.transport, TransportKind::Udp);
         assert_eq!(r.sizes.size, Some(vec![1024, 2048, 4096]));

@@ -43,6 +43,9 @@ pub struct PointOutcome {
     pub client_socket: Vec<EffectiveOptions>,
     pub server_socket: Vec<EffectiveOptions>,
     pub client_cpu: CpuTime,
+    /// The client host's network counters and CPU shares over the point (from before its data
+    /// connections were reported connected to after its data threads ended).
+    pub client_instruments: Option<crate::instruments::HostInstruments>,
 }
 
 pub struct Session {
@@ -254,6 +257,8 @@ impl Session {
             client_socket.push(effective);
             channels.push(DataChannel::new(conn, caps, spec.spin, client.io_timeout)?);
         }
+        // Read before the server is told to start, so that no data moves while it is read.
+        let instruments = crate::instruments::HostBefore::take();
         self.machine.data_connected(Instant::now());
         // The point runs once Go is here; the machine's deadlines give the server the point's
         // whole duration to answer at its end.
@@ -334,6 +339,7 @@ impl Session {
             }
             (results, crr_result, control)
         });
+        let client_instruments = Some(instruments.finish());
 
         let mut out = PointOutcome {
             client_streams: Vec::new(),
@@ -343,6 +349,7 @@ impl Session {
             client_socket,
             server_socket,
             client_cpu: CpuTime::default(),
+            client_instruments,
         };
         let mut first_error: Option<anyhow::Error> = None;
         for (i, r) in results.into_iter().enumerate() {

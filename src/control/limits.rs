@@ -575,6 +575,8 @@ mod tests {
 
     fn test(pattern: PatternKind, transport: TransportKind, streams: u32, batch: u32) -> TestSpec {
         TestSpec {
+            write_size: None,
+            think_ns: None,
             pattern,
             transport,
             streams,

@@ -63,6 +63,15 @@ pub struct TestSpec {
     /// a NAT rule) carries the whole test. TCP only.
     #[serde(default)]
     pub one_port: bool,
+    /// Exchanges (pingpong, rr): requests and responses are written in calls of at most this
+    /// many bytes, by both ends, so that the two directions split alike (None: one call per
+    /// message). A server older than this field writes its responses whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_size: Option<u64>,
+    /// Exchanges: how long the requester waits before each timed transaction, nanoseconds
+    /// (the client's own business: a server ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_ns: Option<u64>,
 }
 
 /// One point of a sweep: sizes, stop condition and the server's socket options.
@@ -174,4 +183,37 @@ pub struct ServerReport {
     pub responders: Vec<ResponderStats>,
     /// CPU time of the server's data threads.
     pub cpu: CpuTime,
+    /// The server host's network counters and CPU shares over its side of the point, read
+    /// outside the timed phase. Absent from older servers (and read as absent by older
+    /// clients, which ignore fields they do not know).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instruments: Option<crate::instruments::HostInstruments>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A point result without instruments is the message older peers send and read: the
+    /// field is absent, not null; with them it round-trips.
+    #[test]
+    fn instruments_are_an_optional_field_of_the_point_result() {
+        let plain = ServerMessage::PointResult {
+            report: ServerReport::default(),
+        };
+        let text = serde_json::to_string(&plain).unwrap();
+        assert!(!text.contains("instruments"), "{text}");
+        assert_eq!(serde_json::from_str::<ServerMessage>(&text).unwrap(), plain);
+        let mut report = ServerReport::default();
+        let mut counters = crate::instruments::HostCounters::default();
+        counters.kernel.insert("Udp.RcvbufErrors".into(), 300);
+        report.instruments = Some(crate::instruments::HostInstruments {
+            counters,
+            cpu: None,
+        });
+        let full = ServerMessage::PointResult { report };
+        let text = serde_json::to_string(&full).unwrap();
+        assert!(text.contains("\"Udp.RcvbufErrors\":300"), "{text}");
+        assert_eq!(serde_json::from_str::<ServerMessage>(&text).unwrap(), full);
+    }
 }

@@ -161,6 +161,8 @@ mod tests {
 
     fn test(pattern: PatternKind, direction: Direction, streams: u32) -> TestSpec {
         TestSpec {
+            write_size: None,
+            think_ns: None,
             pattern,
             transport: crate::transport::TransportKind::Tcp,
             streams,

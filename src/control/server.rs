@@ -369,6 +369,8 @@ fn run_point(
         None => None,
     };
     listener.configure(&point.server_socket)?;
+    // Read before the point is accepted, so that no data of it moves while it is read.
+    let instruments = crate::instruments::HostBefore::take();
     machine.point_ready(Instant::now());
 
     let n = pattern::connection_count(test.pattern, test.direction, test.streams);
@@ -515,7 +517,10 @@ fn run_point(
         }
         match first_error {
             Some(e) => Err(e),
-            None => Ok(report),
+            None => {
+                report.instruments = Some(instruments.finish());
+                Ok(report)
+            }
         }
     })
 }

@@ -45,6 +45,12 @@ pub fn stop_at(p: &PointSpec) -> StopAt {
     }
 }
 
+/// The most bytes an exchange writes per call; 0: a whole message per call.
+fn exchange_write_size(test: &TestSpec) -> usize {
+    test.write_size
+        .map_or(0, |w| usize::try_from(w).unwrap_or(usize::MAX))
+}
+
 pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<WorkerResult> {
     if let Some(cpu) = plan.cpu {
         crate::sys::pin_current_thread(cpu)?;
@@ -92,6 +98,8 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
                 stop: stop_at(p),
                 warmup: p.warmup,
                 loss_timeout: plan.loss_timeout,
+                write_size: exchange_write_size(plan.test),
+                think: plan.test.think_ns.map(Duration::from_nanos),
             };
             exchange::run_requester(&mut ch, &ex).map(WorkerResult::Exchange)
         }
@@ -99,6 +107,7 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
             &mut ch,
             p.request_size as usize,
             p.response_size as usize,
+            exchange_write_size(plan.test),
             plan.stop,
             plan.io_timeout,
             RESPONDER_POLL,

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use anyhow::{bail, Result};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
@@ -81,6 +82,7 @@ pub enum Mechanism {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
 pub enum Profile {
     /// Gigabit LAN: 1 Gbit/s, 50 us one-way.
     Lan,
@@ -107,6 +109,106 @@ impl Profile {
             loss: 0.0,
             queue: None,
         }
+    }
+}
+
+/// A link as people write it: `lab up`'s options, or a study file's `[link]` table and link
+/// axes, all text ("100mbit", "10ms", "0.5%", "100p"), turned into a [`LinkConfig`] in one
+/// place so that both check it the same way. A field left out keeps the profile's value (or
+/// none); a `_back` field left out copies the forward direction's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LinkSpec {
+    pub profile: Option<Profile>,
+    pub rate: Option<String>,
+    #[serde(with = "crate::units::opt_duration_text")]
+    pub delay: Option<Duration>,
+    #[serde(with = "crate::units::opt_duration_text")]
+    pub jitter: Option<Duration>,
+    pub loss: Option<String>,
+    pub queue: Option<String>,
+    pub rate_back: Option<String>,
+    #[serde(with = "crate::units::opt_duration_text")]
+    pub delay_back: Option<Duration>,
+    #[serde(with = "crate::units::opt_duration_text")]
+    pub jitter_back: Option<Duration>,
+    pub loss_back: Option<String>,
+    pub queue_back: Option<String>,
+    /// Bytes; None: 1500.
+    pub mtu: Option<u64>,
+    pub mechanism: Option<Mechanism>,
+}
+
+fn bits(s: &str, what: &str) -> Result<f64> {
+    match crate::units::parse_rate(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))? {
+        crate::units::Rate::BitsPerSecond(b) => Ok(b),
+        crate::units::Rate::PacketsPerSecond(_) => {
+            bail!("--{what}: a link rate is in bits per second, not packets")
+        }
+    }
+}
+
+fn loss(s: &str, what: &str) -> Result<f64> {
+    crate::units::parse_percent(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))
+}
+
+fn queue(s: &str, what: &str) -> Result<QueueLimit> {
+    QueueLimit::parse(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))
+}
+
+impl LinkSpec {
+    pub fn to_config(&self) -> Result<LinkConfig> {
+        let base = self.profile.map(Profile::direction).unwrap_or_default();
+        let mut fwd = base;
+        if let Some(r) = &self.rate {
+            fwd.rate_bits_per_s = Some(bits(r, "rate")?);
+        }
+        if let Some(d) = self.delay {
+            fwd.delay = d;
+        }
+        if let Some(j) = self.jitter {
+            fwd.jitter = j;
+        }
+        if let Some(l) = &self.loss {
+            fwd.loss = loss(l, "loss")?;
+        }
+        if let Some(q) = &self.queue {
+            fwd.queue = Some(queue(q, "queue")?);
+        }
+        let mut back = fwd;
+        if let Some(r) = &self.rate_back {
+            back.rate_bits_per_s = Some(bits(r, "rate-back")?);
+        }
+        if let Some(d) = self.delay_back {
+            back.delay = d;
+        }
+        if let Some(j) = self.jitter_back {
+            back.jitter = j;
+        }
+        if let Some(l) = &self.loss_back {
+            back.loss = loss(l, "loss-back")?;
+        }
+        if let Some(q) = &self.queue_back {
+            back.queue = Some(queue(q, "queue-back")?);
+        }
+        let mtu = self.mtu.unwrap_or(1500);
+        if !(68..=65_535).contains(&mtu) {
+            bail!("--mtu {mtu}: an IPv4 link MTU is 68 to 65535 bytes");
+        }
+        for d in [fwd, back] {
+            if d.delay > Duration::from_secs(10) || d.jitter > Duration::from_secs(10) {
+                bail!("delay and jitter are limited to 10 s");
+            }
+            if d.rate_bits_per_s.is_some_and(|r| r < 8_000.0) {
+                bail!("a link rate below 8 kbit/s is not supported");
+            }
+        }
+        Ok(LinkConfig {
+            forward: fwd,
+            back,
+            mtu,
+            mechanism: self.mechanism.unwrap_or(Mechanism::Auto),
+        })
     }
 }
 

@@ -7,6 +7,11 @@ use anyhow::{bail, Context, Result};
 
 /// Runs a command to completion; a failure becomes one line naming the command and its stderr.
 pub fn sh(program: &str, args: &[&str]) -> Result<()> {
+    output(program, args).map(drop)
+}
+
+/// Runs a command to completion and gives what it printed; failures as [`sh`].
+pub fn output(program: &str, args: &[&str]) -> Result<String> {
     let out = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
@@ -22,7 +27,14 @@ pub fn sh(program: &str, args: &[&str]) -> Result<()> {
             err.trim().replace('\n', "; ")
         );
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs a command inside network namespace `ns` and gives what it printed.
+pub fn output_in(ns: &str, program: &str, args: &[&str]) -> Result<String> {
+    let mut all = vec!["netns", "exec", ns, program];
+    all.extend_from_slice(args);
+    output("ip", &all)
 }
 
 /// Runs a command inside network namespace `ns`.

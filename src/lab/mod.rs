@@ -80,6 +80,34 @@ fn stats_path(name: &str) -> PathBuf {
     state_dir().join(format!("{name}.stats.json"))
 }
 
+/// Where a reader asks the delay line to write its counters now: a FIFO its reporting thread
+/// waits on between reports, so that a request wakes it at once and no request costs the
+/// delay line nothing (the forwarding threads never look).
+fn stats_request_path(name: &str) -> PathBuf {
+    state_dir().join(format!("{name}.stats-request"))
+}
+
+/// The request FIFO, made and opened by the delay line: read and write, so that it never
+/// reads an end of file when a reader has written and gone, and the open does not wait for one.
+fn open_request_fifo(path: &std::path::Path) -> Result<std::fs::File> {
+    let _ = std::fs::remove_file(path);
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o600))
+        .with_context(|| format!("making {}", path.display()))?;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))
+}
+
+/// The last request number in what was read from the FIFO ("N\n" per request).
+fn last_request(bytes: &[u8]) -> Option<u64> {
+    String::from_utf8_lossy(bytes)
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .next_back()
+}
+
 pub fn ns(name: &str, host: &str) -> String {
     format!("wb-{name}-{host}")
 }
@@ -110,6 +138,10 @@ pub struct HostInfo {
 pub struct DelayLineStats {
     pub forward: CountersSnapshot,
     pub back: CountersSnapshot,
+    /// The last request (see [`delay_line_stats_now`]) these counters answer; 0 until one
+    /// came.
+    #[serde(default)]
+    pub answered: u64,
 }
 
 fn check_name(name: &str) -> Result<()> {
@@ -391,12 +423,29 @@ pub fn run_delay_line(name: &str) -> Result<()> {
                 })?;
         }
         println!("ready");
+        let mut requests = open_request_fifo(&stats_request_path(name))?;
+        let mut last_written = Instant::now();
+        let mut answered = 0;
         loop {
-            // Often enough that a report written after a test is at most this old.
-            std::thread::sleep(STATS_EVERY);
+            // Written every STATS_EVERY, and at once when a reader asks (writing its number
+            // into the FIFO), so that counters read around a point are exact.
+            let left = STATS_EVERY.saturating_sub(last_written.elapsed());
+            if crate::sys::wait_readable(std::os::fd::AsFd::as_fd(&requests), left).unwrap_or(false)
+            {
+                let mut buf = [0u8; 512];
+                if let Ok(n) = std::io::Read::read(&mut requests, &mut buf) {
+                    if let Some(r) = last_request(&buf[..n]) {
+                        answered = r;
+                    }
+                }
+            } else if last_written.elapsed() < STATS_EVERY {
+                continue;
+            }
+            last_written = Instant::now();
             let stats = DelayLineStats {
                 forward: fwd.snapshot(),
                 back: back.snapshot(),
+                answered,
             };
             // Written aside and renamed, so that `lab status` never reads half a file.
             if let Ok(s) = serde_json::to_string(&stats) {
@@ -435,6 +484,7 @@ pub fn down(name: &str) -> Result<()> {
     let _ = std::fs::remove_file(state_path(name));
     let _ = std::fs::remove_file(stats_path(name));
     let _ = std::fs::remove_file(stats_path(name).with_extension("json.tmp"));
+    let _ = std::fs::remove_file(stats_request_path(name));
     if !errors.is_empty() {
         bail!("{}", errors.join("; "));
     }
@@ -463,7 +513,92 @@ pub fn delay_line_stats(name: &str) -> Option<DelayLineStats> {
     serde_json::from_str(&text).ok()
 }
 
+/// The delay line's counters as they are now: asks it to write them (a number written into
+/// its request FIFO) and waits for the answer, up to a second. None when no delay line
+/// answers (none runs: opening the FIFO for writing finds no reader).
+pub fn delay_line_stats_now(name: &str) -> Option<DelayLineStats> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    // Unique across readers: this process's id and its own count.
+    let request = (u64::from(std::process::id()) << 32)
+        | NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut fifo = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(stats_request_path(name))
+        .ok()?;
+    // One write of under PIPE_BUF bytes: whole, never interleaved with another reader's.
+    fifo.write_all(format!("{request}\n").as_bytes()).ok()?;
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < deadline {
+        if let Some(s) = delay_line_stats(name).filter(|s| s.answered == request) {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    None
+}
+
+/// The lab link's drop counters now (absolute; see [`crate::instruments::LabDirection`]):
+/// the delay line's, asked for exactly, and the random loss rules' of both hosts.
+pub fn link_counters(state: &LabState) -> crate::instruments::LabCounters {
+    use crate::instruments::{LabCounters, LabDirection};
+    let stats = if state.delay_line_pid.is_some() {
+        delay_line_stats_now(&state.name)
+    } else {
+        None
+    };
+    let direction = |c: Option<&CountersSnapshot>, loss: f64, loss_ns: &str| {
+        let c = c.copied().unwrap_or_default();
+        // a->b frames are dropped on b's ingress, b->a on a's; the rules exist only where
+        // there is loss.
+        let (udp, other) = if loss > 0.0 {
+            shaping::random_loss_drops(loss_ns).unwrap_or((0, 0))
+        } else {
+            (0, 0)
+        };
+        LabDirection {
+            queue_dropped_frames: c.dropped_queue_full,
+            queue_dropped_segments: c.dropped_queue_segments,
+            queue_dropped_udp_segments: c.dropped_queue_udp_segments,
+            queue_dropped_tcp_segments: c.dropped_queue_tcp_segments,
+            dropped_send: c.dropped_send,
+            dropped_memory: c.dropped_memory,
+            random_loss_udp: udp,
+            random_loss_other: other,
+        }
+    };
+    let cfg = &state.config;
+    LabCounters {
+        forward: direction(
+            stats.as_ref().map(|s| &s.forward),
+            cfg.forward.loss,
+            &state.host_b.netns,
+        ),
+        back: direction(
+            stats.as_ref().map(|s| &s.back),
+            cfg.back.loss,
+            &state.host_a.netns,
+        ),
+        delay_line_read: stats.is_some(),
+    }
+}
+
 /// Whether a process is alive.
 pub fn alive(pid: u32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_of_several_requests_read_at_once_is_answered() {
+        assert_eq!(last_request(b"17\n"), Some(17));
+        assert_eq!(last_request(b"17\n4294967298\n"), Some(4_294_967_298));
+        assert_eq!(last_request(b""), None);
+        assert_eq!(last_request(b"x\n"), None);
+    }
 }

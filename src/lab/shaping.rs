@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use super::config::DirectionConfig;
-use super::host::{sh, sh_in};
+use super::host::{output_in, sh, sh_in};
 
 /// netem on what leaves interface `dev` of namespace `ns`: delay, jitter, and with a rate
 /// netem's own serialisation (`rate`, which meters each packet's length as the kernel holds
@@ -30,6 +30,8 @@ pub fn netem(ns: &str, dev: &str, d: &DirectionConfig, mtu: u64) -> Result<()> {
 
 /// Drops frames arriving on `dev` in namespace `ns` with probability `p` (nftables numgen on
 /// the netdev ingress hook, so the frame has crossed the link, as a real loss would have).
+/// UDP frames and all others meet the same probability in rules of their own, each with its
+/// counter, so that a UDP test's losses are read apart from its control connection's.
 pub fn random_loss(ns: &str, dev: &str, p: f64) -> Result<()> {
     const SCALE: u64 = 1_000_000;
     let threshold = (p * SCALE as f64).round() as u64;
@@ -40,24 +42,53 @@ pub fn random_loss(ns: &str, dev: &str, p: f64) -> Result<()> {
         "nft",
         &["add", "chain", "netdev", "wblab", "loss", &chain],
     )?;
-    sh_in(
-        ns,
-        "nft",
-        &[
-            "add",
-            "rule",
-            "netdev",
-            "wblab",
-            "loss",
-            "numgen",
-            "random",
-            "mod",
-            &SCALE.to_string(),
-            "<",
-            &threshold.to_string(),
-            "drop",
-        ],
-    )
+    let (scale, threshold) = (SCALE.to_string(), threshold.to_string());
+    let lose = [
+        "numgen", "random", "mod", &scale, "<", &threshold, "counter", "drop",
+    ];
+    let rule = |head: &[&str], tail: &[&str]| {
+        let mut r = vec!["add", "rule", "netdev", "wblab", "loss"];
+        r.extend_from_slice(head);
+        r.extend_from_slice(tail);
+        sh_in(ns, "nft", &r)
+    };
+    // UDP frames meet the first rule and leave at the second; every other frame (TCP, ARP,
+    // raw Ethernet: "meta l4proto" matches nothing that is not IP) meets the third.
+    rule(&["meta", "l4proto", "udp"], &lose)?;
+    rule(&["meta", "l4proto", "udp"], &["accept"])?;
+    rule(&[], &lose)?;
+    Ok(())
+}
+
+/// The random loss rules' counters in namespace `ns`: frames dropped so far, (UDP, others).
+/// None when the namespace has no loss rules.
+pub fn random_loss_drops(ns: &str) -> Option<(u64, u64)> {
+    let text = output_in(ns, "nft", &["list", "chain", "netdev", "wblab", "loss"]).ok()?;
+    parse_loss_counters(&text)
+}
+
+/// The (UDP, others) packet counts of `nft list chain netdev wblab loss`'s text.
+pub fn parse_loss_counters(text: &str) -> Option<(u64, u64)> {
+    let (mut udp, mut other, mut seen) = (0, 0, false);
+    for line in text.lines() {
+        let Some((rule, counted)) = line.split_once("counter packets ") else {
+            continue;
+        };
+        let Some(n) = counted
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        seen = true;
+        if rule.contains("l4proto udp") {
+            udp += n;
+        } else {
+            other += n;
+        }
+    }
+    seen.then_some((udp, other))
 }
 
 /// Whether this kernel has netem, tried on a throw-away interface in namespace `ns`.
@@ -81,4 +112,24 @@ pub fn segment_per_frame(ns: &str, dev: &str) -> Result<()> {
         "ip",
         &["-n", ns, "link", "set", "dev", dev, "gso_max_segs", "1"],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loss_rules_counters_are_read_per_protocol() {
+        let text = "table netdev wblab {
+\tchain loss {
+\t\ttype filter hook ingress device \"wb0\" priority filter; policy accept;
+\t\tmeta l4proto udp numgen random mod 1000000 < 50000 counter packets 31 bytes 4500 drop
+\t\tmeta l4proto udp accept
+\t\tnumgen random mod 1000000 < 50000 counter packets 2 bytes 100 drop
+\t}
+}
+";
+        assert_eq!(parse_loss_counters(text), Some((31, 2)));
+        assert_eq!(parse_loss_counters("table netdev wblab {\n}\n"), None);
+    }
 }

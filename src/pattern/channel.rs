@@ -168,6 +168,21 @@ impl DataChannel {
         }
     }
 
+    /// Sends one whole message in calls of at most `write_size` bytes each (0: one call), as
+    /// an application that writes a message piece by piece does: on TCP without TCP_NODELAY
+    /// the pieces after the first wait for Nagle's algorithm. A datagram cannot be split (the
+    /// plan refuses it), so on a message transport the whole message is sent as one.
+    #[inline]
+    pub fn send_message_split(&mut self, buf: &[u8], write_size: usize) -> io::Result<()> {
+        if write_size == 0 || write_size >= buf.len() || self.caps.message_boundaries {
+            return self.send_message(buf);
+        }
+        for piece in buf.chunks(write_size) {
+            self.send_message(piece)?;
+        }
+        Ok(())
+    }
+
     /// Receives one whole message into `buf`: exactly `buf.len()` bytes on a byte stream, one
     /// datagram on a message transport. Ok(None) is a clean end of stream before the message.
     #[inline]

@@ -6,6 +6,11 @@
 //! On unreliable transports requests of 8 bytes or more carry a sequence number that the
 //! responder copies into its response, so that a late response is never taken for the current
 //! one; a transaction whose response does not come within the loss timeout counts as lost.
+//!
+//! Over byte streams a message may be written in pieces (`write_size`: requests here, responses
+//! by the responder alike), as an application that writes a header and then a body does: the
+//! pieces meet Nagle's algorithm and delayed ACKs unless TCP_NODELAY is set. A requester may
+//! think before each timed transaction (`think`); the wait is timed apart from the RTTs.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,6 +30,10 @@ pub struct ExchangePlan {
     pub warmup: u64,
     /// Unreliable transports only: how long to wait for a response before calling it lost.
     pub loss_timeout: Duration,
+    /// Each request is written in calls of at most this many bytes (0: one call per message).
+    pub write_size: usize,
+    /// How long to wait before each timed transaction (one in flight only).
+    pub think: Option<Duration>,
 }
 
 /// What the requesting side measured.
@@ -39,8 +48,14 @@ pub struct ExchangeStats {
     pub stale: u64,
     /// Round-trip time of the very first (warm-up) transaction, ns.
     pub first_ns: Option<u64>,
-    /// Length of the timed phase, nanoseconds.
+    /// Length of the timed phase, nanoseconds, think waits included.
     pub elapsed_ns: u64,
+    /// Think waits made in the timed phase: one before every timed transaction.
+    pub thinks: u64,
+    /// Their measured length, summed, nanoseconds: each from the end of the transaction
+    /// before it (or the start of the timed phase) to the start of the one after it, so that
+    /// `elapsed_ns - think_ns` is the timed phase without them.
+    pub think_ns: u64,
     pub cpu: CpuTime,
 }
 
@@ -74,6 +89,8 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
         stale: 0,
         first_ns: None,
         elapsed_ns: 0,
+        thinks: 0,
+        think_ns: 0,
         cpu: CpuTime::default(),
     };
     let mut req = payload(plan.request_size.max(1));
@@ -95,6 +112,7 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
             &mut req,
             &mut resp[..],
             resp_len,
+            plan.write_size,
             tagged,
             seq,
             &mut out.stale,
@@ -117,12 +135,22 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
     while attempts < iter_limit && deadline.is_none_or(|d| now < d) {
         seq += 1;
         attempts += 1;
-        let t0 = Instant::now();
+        // The transaction's clock starts where the think ends: its RTT holds none of it.
+        let t0 = match plan.think {
+            Some(think) => {
+                let woke = super::think::wait_until(now + think);
+                out.thinks += 1;
+                out.think_ns += nanos(now, woke);
+                woke
+            }
+            None => Instant::now(),
+        };
         let ok = one_transaction(
             ch,
             &mut req,
             &mut resp[..],
             resp_len,
+            plan.write_size,
             tagged,
             seq,
             &mut out.stale,
@@ -142,11 +170,13 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
 
 /// One request and its response. Ok(false) when the response was lost.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 fn one_transaction(
     ch: &mut DataChannel,
     req: &mut [u8],
     resp: &mut [u8],
     resp_len: usize,
+    write_size: usize,
     tagged: bool,
     seq: u64,
     stale: &mut u64,
@@ -154,7 +184,7 @@ fn one_transaction(
     if tagged {
         write_tag(req, seq);
     }
-    ch.send_message(req)?;
+    ch.send_message_split(req, write_size)?;
     let reliable = ch.capabilities().reliable;
     let buf = if ch.capabilities().message_boundaries {
         &mut resp[..]
@@ -217,7 +247,7 @@ fn run_burst(
                 write_tag(&mut req, seq);
             }
             sent_at[(seq % window) as usize] = Instant::now();
-            ch.send_message(&req)?;
+            ch.send_message_split(&req, plan.write_size)?;
         }
         if next_expected > seq {
             break; // nothing outstanding
@@ -263,11 +293,14 @@ fn run_burst(
 /// (datagrams, which have no end of stream). `poll` bounds how long a datagram responder
 /// sleeps before it looks at `stop`; a byte-stream responder waits at most `io_timeout`.
 /// `moved`, when given, is kept at the bytes received and sent so far, for a server that holds
-/// its clients to a bit rate.
+/// its clients to a bit rate. Responses are written in calls of at most `write_size` bytes (0:
+/// one call), as the requester writes its requests: with `--write-size` both ends split.
+#[allow(clippy::too_many_arguments)]
 pub fn run_responder(
     ch: &mut DataChannel,
     request_size: usize,
     response_size: usize,
+    write_size: usize,
     stop: &AtomicBool,
     io_timeout: Duration,
     poll: Duration,
@@ -298,7 +331,7 @@ pub fn run_responder(
                 if tag && n >= TAG_LEN {
                     resp[..TAG_LEN].copy_from_slice(&req[..TAG_LEN]);
                 }
-                ch.send_message(&resp)?;
+                ch.send_message_split(&resp, write_size)?;
                 out.requests += 1;
                 out.bytes_received += n as u64;
                 out.bytes_sent += resp.len() as u64;
@@ -317,4 +350,143 @@ pub fn run_responder(
     }
     out.cpu = cpu.stop();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    //! Split writes and think time over the in-memory transport: the link counts every send
+    //! call in each direction, so the writes per message are checked exactly, whatever the
+    //! host's load. No timing is asserted: only counts, and sums that hold by construction.
+
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::{run_requester, run_responder, ExchangePlan, ExchangeStats, ResponderStats};
+    use crate::pattern::{DataChannel, StopAt};
+    use crate::transport::mem::{self, Fate, Script, BYTES};
+
+    const WARMUP: u64 = 3;
+    const TIMED: u64 = 20;
+
+    /// A perfect link that counts its send calls.
+    fn counting(calls: &Arc<AtomicU64>) -> Script {
+        let calls = Arc::clone(calls);
+        Box::new(move |_| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            Fate::Deliver
+        })
+    }
+
+    struct Outcome {
+        requester: ExchangeStats,
+        responder: ResponderStats,
+        request_writes: u64,
+        response_writes: u64,
+    }
+
+    /// WARMUP + TIMED transactions over a byte-stream pair, both ends splitting at
+    /// `write_size` (0: whole messages).
+    fn exchange(
+        request: usize,
+        response: usize,
+        write_size: usize,
+        think: Option<Duration>,
+    ) -> Outcome {
+        let (requests, responses) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (a, b) = mem::pair(BYTES, counting(&requests), counting(&responses));
+        let io = Duration::from_secs(10);
+        let mut client = DataChannel::new(Box::new(a), BYTES, false, io).unwrap();
+        let mut server = DataChannel::new(Box::new(b), BYTES, false, io).unwrap();
+        let plan = ExchangePlan {
+            request_size: request,
+            response_size: response,
+            burst: 1,
+            stop: StopAt {
+                iterations: Some(TIMED),
+                ..StopAt::default()
+            },
+            warmup: WARMUP,
+            loss_timeout: io,
+            write_size,
+            think,
+        };
+        let stop = AtomicBool::new(false);
+        let (requester, responder) = std::thread::scope(|s| {
+            let responder = s.spawn(|| {
+                run_responder(
+                    &mut server,
+                    request,
+                    response,
+                    write_size,
+                    &stop,
+                    io,
+                    io,
+                    None,
+                )
+                .unwrap()
+            });
+            let stats = run_requester(&mut client, &plan).unwrap();
+            // The requester's end closes: the responder sees the end of the stream.
+            drop(client);
+            (stats, responder.join().unwrap())
+        });
+        Outcome {
+            requester,
+            responder,
+            request_writes: requests.load(Ordering::Relaxed),
+            response_writes: responses.load(Ordering::Relaxed),
+        }
+    }
+
+    #[test]
+    fn a_split_message_takes_exactly_ceil_n_over_w_writes_on_both_ends() {
+        let messages = WARMUP + TIMED;
+        // (request, response, write size, writes per request, writes per response)
+        for (req, resp, w, per_req, per_resp) in [
+            (1000, 1000, 300, 4, 4),  // pingpong-like: a last piece of 100 bytes
+            (900, 900, 300, 3, 3),    // an exact multiple: no empty last write
+            (10, 1000, 300, 1, 4),    // rr: a small request is one write
+            (1000, 1000, 0, 1, 1),    // not split
+            (1000, 1000, 5000, 1, 1), // a write size above the message: one write
+            (7, 7, 1, 7, 7),          // a byte per write
+        ] {
+            let o = exchange(req, resp, w, None);
+            assert_eq!(o.requester.transactions, TIMED, "{req}/{resp}/{w}");
+            assert_eq!(o.requester.rtt.count(), TIMED);
+            assert_eq!((o.requester.lost, o.requester.stale), (0, 0));
+            assert_eq!(o.responder.requests, messages);
+            assert_eq!(o.responder.bytes_received, messages * req as u64);
+            assert_eq!(o.responder.bytes_sent, messages * resp as u64);
+            assert_eq!(o.request_writes, messages * per_req, "{req}/{resp}/{w}");
+            assert_eq!(o.response_writes, messages * per_resp, "{req}/{resp}/{w}");
+            assert_eq!((o.requester.thinks, o.requester.think_ns), (0, 0));
+        }
+    }
+
+    #[test]
+    fn think_waits_precede_every_timed_transaction_and_no_rtt_holds_one() {
+        let think = Duration::from_micros(200);
+        let o = exchange(64, 64, 0, Some(think));
+        let r = &o.requester;
+        assert_eq!(r.transactions, TIMED);
+        assert_eq!(
+            r.thinks, TIMED,
+            "one wait before each timed transaction, none in warm-up"
+        );
+        // A wait never ends before its instant: the measured sum is at least what was asked.
+        assert!(r.think_ns >= TIMED * 200_000, "{}", r.think_ns);
+        // Each wait ends where the next transaction's clock starts and starts where the last
+        // one's stopped: the timed phase is exactly the RTTs and the waits (up to the float
+        // rounding of the recorder's running mean).
+        let summary = r.rtt.summary(0.95).unwrap();
+        let rtts = summary.mean_ns * TIMED as f64;
+        let sum = rtts + r.think_ns as f64;
+        assert!(
+            (sum - r.elapsed_ns as f64).abs() <= 1e-6 * r.elapsed_ns as f64 + 1.0,
+            "rtts {rtts} + thinks {} != elapsed {}",
+            r.think_ns,
+            r.elapsed_ns
+        );
+    }
 }

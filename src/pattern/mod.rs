@@ -9,6 +9,7 @@ pub mod channel;
 pub mod crr;
 pub mod exchange;
 pub mod stream;
+pub mod think;
 
 use std::time::{Duration, Instant};
 

@@ -31,7 +31,7 @@ pub fn run_with(
         Format::JsonStream => Box::new(JsonStreamSink::default()),
         Format::Json => Box::new(JsonSink::default()),
         Format::Csv => Box::new(CsvSink::default()),
-        Format::Table => Box::new(TableSink::new()),
+        Format::Table => Box::new(TableSink::new().with_host_cpu(request.output.host_cpu)),
     };
     let (mut sink, saved) = match crate::results::save::attach(&request.output, sink) {
         Ok(s) => s,

@@ -2,6 +2,7 @@
 //! cartesian product of the swept parameters) and checks it before anything runs.
 
 pub mod compare;
+pub mod instrumented;
 pub mod measure;
 #[cfg(feature = "mpi")]
 pub mod mpi;
@@ -20,6 +21,7 @@ use crate::control::protocol::{PointSpec, TestSpec};
 use crate::pattern::stream::{Pace, DATAGRAM_HEADER, MAX_PACE_BURST};
 use crate::pattern::{Direction, FastPaths, PatternKind};
 use crate::request::Request;
+use crate::transport::sockopt::CcName;
 use crate::transport::{self, SocketOptions};
 use crate::units::{self, Rate};
 
@@ -32,6 +34,12 @@ pub struct PointKey {
     pub rcvbuf: u64,
     pub server_sndbuf: u64,
     pub server_rcvbuf: u64,
+    /// The point's congestion control when `--cc` names several (a sweep axis); absent
+    /// otherwise: a single `--cc` is one of the run's settings, as before the sweep existed,
+    /// so the points of a run with one algorithm keep the keys they always had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub cc: Option<CcName>,
 }
 
 #[derive(Debug, Clone)]
@@ -51,6 +59,9 @@ pub struct Swept {
     pub rcvbuf: bool,
     pub server_sndbuf: bool,
     pub server_rcvbuf: bool,
+    /// `--cc` names several algorithms. False in documents written before it could.
+    #[serde(default)]
+    pub cc: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -117,7 +128,7 @@ pub fn build(r: &Request) -> Result<RunPlan> {
     if !caps.tcp_options {
         for (set, name) in [
             (sock.nodelay, "--nodelay"),
-            (sock.cc.is_some(), "--cc"),
+            (!sock.cc.is_empty(), "--cc"),
             (sock.mss.is_some(), "--mss"),
         ] {
             if set {
@@ -128,9 +139,9 @@ pub fn build(r: &Request) -> Result<RunPlan> {
             }
         }
     }
-    if let Some(cc) = &sock.cc {
-        transport::sockopt::validate_cc(cc)?;
-    }
+    // Every algorithm is checked before the first point runs: a sweep does not stop half
+    // way at a name the kernel lacks.
+    let ccs = congestion_controls(&sock.cc)?;
     if pattern != PatternKind::Stream {
         for (set, name) in [
             (traffic.direction == Direction::Reverse, "--reverse"),
@@ -138,7 +149,6 @@ pub fn build(r: &Request) -> Result<RunPlan> {
             (traffic.rate.is_some(), "--rate"),
             (traffic.pace_burst != 1, "--pace-burst"),
             (traffic.interval.is_some(), "--interval"),
-            (sizes_req.write_size.is_some(), "--write-size"),
             (sizes_req.read_size.is_some(), "--read-size"),
         ] {
             if set {
@@ -146,6 +156,7 @@ pub fn build(r: &Request) -> Result<RunPlan> {
             }
         }
     }
+    check_split_and_think(r, caps.message_boundaries)?;
     let byte_stream_only = [(fast.zerocopy, "--zerocopy"), (fast.sendfile, "--sendfile")];
     let datagram_only = [
         (fast.gso, "--gso"),
@@ -318,6 +329,7 @@ pub fn build(r: &Request) -> Result<RunPlan> {
         rcvbuf: rcvbufs.len() > 1,
         server_sndbuf: server_sndbufs.len() > 1,
         server_rcvbuf: server_rcvbufs.len() > 1,
+        cc: ccs.len() > 1,
     };
 
     let duration = stop
@@ -352,53 +364,68 @@ pub fn build(r: &Request) -> Result<RunPlan> {
         if paired { 1 } else { rcvbufs.len() },
         server_sndbufs.len(),
         server_rcvbufs.len(),
+        ccs.len(),
     ];
     let count = sweep_points(&dims);
     if count > MAX_POINTS as u128 {
         bail!(
-            "the sweep has {count} points ({} sizes x {} sndbuf x {} rcvbuf x {} server-sndbuf x {} server-rcvbuf); at most {MAX_POINTS} are allowed",
+            "the sweep has {count} points ({} sizes x {} sndbuf x {} rcvbuf x {} server-sndbuf x {} server-rcvbuf x {} cc); at most {MAX_POINTS} are allowed",
             dims[0],
             dims[1],
             dims[2],
             dims[3],
-            dims[4]
+            dims[4],
+            dims[5]
         );
     }
+    // The run's one algorithm, if any (a sweep sets each point's own below).
     let base_socket = SocketOptions {
         sndbuf: 0,
         rcvbuf: 0,
         nodelay: sock.nodelay,
-        cc: sock.cc.clone(),
+        cc: match ccs.as_slice() {
+            [one] => one.map(|c| c.as_str().to_owned()),
+            _ => None,
+        },
         mss: sock.mss,
     };
     let mut points = Vec::new();
-    for &size in &sizes {
-        for &snd in &sndbufs {
-            for &rcv in &rcvbufs {
-                if paired && rcv != snd {
-                    continue;
-                }
-                for &ssnd in &server_sndbufs {
-                    for &srcv in &server_rcvbufs {
-                        let server_sndbuf = if ssnd == u64::MAX { snd } else { ssnd };
-                        let server_rcvbuf = if srcv == u64::MAX { rcv } else { srcv };
-                        let key = PointKey {
-                            size,
-                            sndbuf: snd,
-                            rcvbuf: rcv,
-                            server_sndbuf,
-                            server_rcvbuf,
-                        };
-                        points.push(point(
-                            r,
-                            pattern,
-                            caps.reliable,
-                            key,
-                            response,
-                            duration,
-                            rate,
-                            &base_socket,
-                        ));
+    // One block of the other axes per algorithm: a table reads as one sweep per algorithm.
+    for &cc in &ccs {
+        let point_socket = SocketOptions {
+            cc: cc.map(|c| c.as_str().to_owned()),
+            ..base_socket.clone()
+        };
+        let key_cc = if swept.cc { cc } else { None };
+        for &size in &sizes {
+            for &snd in &sndbufs {
+                for &rcv in &rcvbufs {
+                    if paired && rcv != snd {
+                        continue;
+                    }
+                    for &ssnd in &server_sndbufs {
+                        for &srcv in &server_rcvbufs {
+                            let server_sndbuf = if ssnd == u64::MAX { snd } else { ssnd };
+                            let server_rcvbuf = if srcv == u64::MAX { rcv } else { srcv };
+                            let key = PointKey {
+                                size,
+                                sndbuf: snd,
+                                rcvbuf: rcv,
+                                server_sndbuf,
+                                server_rcvbuf,
+                                cc: key_cc,
+                            };
+                            points.push(point(
+                                r,
+                                pattern,
+                                caps.reliable,
+                                key,
+                                response,
+                                duration,
+                                rate,
+                                &point_socket,
+                            ));
+                        }
                     }
                 }
             }
@@ -416,6 +443,11 @@ pub fn build(r: &Request) -> Result<RunPlan> {
             server_cpus: sock.server_cpu.clone(),
             interval_ms: traffic.interval.map(|d| d.as_millis().max(1) as u64),
             burst: traffic.burst,
+            write_size: match pattern {
+                PatternKind::Pingpong | PatternKind::Rr => sizes_req.write_size,
+                _ => None,
+            },
+            think_ns: traffic.think.map(units::whole_ns),
             fast: FastPaths {
                 zerocopy: fast.zerocopy,
                 sendfile: fast.sendfile,
@@ -449,6 +481,71 @@ pub fn build(r: &Request) -> Result<RunPlan> {
         max_repeat: stats.max_repeat,
         rate,
     })
+}
+
+/// `--cc`'s algorithms, each checked against the kernel, as the values of the sweep axis:
+/// `[None]` when none is named.
+fn congestion_controls(names: &[String]) -> Result<Vec<Option<CcName>>> {
+    if names.is_empty() {
+        return Ok(vec![None]);
+    }
+    let mut out = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        if name.is_empty() {
+            bail!("--cc names an empty algorithm");
+        }
+        if names[..i].contains(name) {
+            bail!("--cc names '{}' twice", crate::text::printable(name));
+        }
+        transport::sockopt::validate_cc(name)?;
+        let Some(cc) = CcName::new(name) else {
+            bail!(
+                "--cc '{}': congestion control names have at most {} bytes",
+                crate::text::printable(name),
+                transport::sockopt::CC_NAME_MAX
+            );
+        };
+        out.push(Some(cc));
+    }
+    Ok(out)
+}
+
+/// `--write-size` of an exchange and `--think`: what they apply to. A stream's write size is
+/// its message size and is checked with the sizes.
+fn check_split_and_think(r: &Request, message_boundaries: bool) -> Result<()> {
+    let exchange = matches!(r.pattern, PatternKind::Pingpong | PatternKind::Rr);
+    if r.sizes.write_size == Some(0) {
+        bail!("--write-size must be at least 1 byte");
+    }
+    if r.sizes.write_size.is_some() && r.pattern != PatternKind::Stream {
+        if !exchange {
+            bail!(
+                "--write-size applies to the stream, pingpong and rr patterns, not to {}",
+                r.pattern
+            );
+        }
+        if message_boundaries {
+            bail!(
+                "--write-size splits a message over several writes: a {} message is one datagram and cannot be split",
+                r.transport
+            );
+        }
+    }
+    if let Some(think) = r.traffic.think {
+        if !exchange {
+            bail!(
+                "--think applies to the pingpong and rr patterns, not to {}",
+                r.pattern
+            );
+        }
+        if think.is_zero() {
+            bail!("--think must be longer than 0");
+        }
+        if r.traffic.burst > 1 {
+            bail!("--think waits between transactions, one at a time: it cannot be combined with --burst");
+        }
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -258,6 +258,7 @@ impl PointRunner for MpiRunner {
             client_socket,
             server_socket: theirs.socket,
             client_cpu: CpuTime::default(),
+            client_instruments: None,
         };
         match mine {
             WorkerResult::Stream(mut s) => {

@@ -25,6 +25,11 @@ use crate::transport::TransportKind;
 /// Set by the first Ctrl-C: the run stops after the point in progress and keeps what it has.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Whether Ctrl-C was pressed (a study stops after its current run).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// The first Ctrl-C ends the run after its current point, with every finished point reported
 /// (and saved); a second one ends the process at once.
 pub fn stop_on_ctrl_c() {
@@ -75,8 +80,11 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
             rate: args.traffic.rate,
             pace_burst: args.traffic.pace_burst,
             interval_ns: args.traffic.interval.map(crate::pattern::duration_ns),
+            write_size: t.write_size,
+            think_ns: t.think_ns,
             nodelay: args.socket.nodelay,
-            cc: args.socket.cc.clone(),
+            // One algorithm for the whole run; a sweep's are in the points' keys.
+            cc: plan.client.socket.cc.clone(),
             mss: args.socket.mss,
             spin: args.socket.spin,
             client_cpus: args.socket.cpu.clone(),
@@ -258,12 +266,19 @@ fn run_points(
         let mut values = Vec::new();
         // A failed write of an interval line ends the run once the point is kept.
         let mut unshown: Result<()> = Ok(());
+        // The lab link's drops over the last run, read outside it (they take a few process
+        // starts and a round trip to the delay line).
+        let mut lab_counters = None;
         let mut trace = None;
         for run_no in 0..max_runs {
             runner.next_run(index, run_no);
+            let lab_before = report.lab.as_ref().map(crate::lab::link_counters);
             let (outcome, shown) = run_one(runner, planned, &client, plan, sink);
             if let Some(t) = runner.take_trace() {
                 trace = Some(t);
+            }
+            if let (Some(lab), Some(before)) = (&report.lab, &lab_before) {
+                lab_counters = Some(crate::lab::link_counters(lab).since(before));
             }
             let outcome = outcome.with_context(|| {
                 format!("point {} (size {} bytes)", index + 1, planned.key.size)
@@ -302,6 +317,19 @@ fn run_points(
             result.trace = trace;
             if let Some(lab) = &report.lab {
                 add_theoretical_goodput(lab, plan.test.transport, &mut result);
+            }
+            if let Some(last) = runs.last() {
+                let same_host = super::instrumented::same_host(
+                    report.server.self_hosted,
+                    report.server.address.as_deref(),
+                );
+                super::instrumented::fill(
+                    &mut result,
+                    last,
+                    same_host,
+                    lab_counters,
+                    plan.test.transport,
+                );
             }
             let shown = progress.suspend(|| sink.point(report, &result));
             report.points.push(result);
@@ -405,11 +433,21 @@ fn run_one(
     })
 }
 
+/// What the points of one size sweep share: the four buffers and the algorithm.
+type SweepGroupKey = (
+    u64,
+    u64,
+    u64,
+    u64,
+    Option<crate::transport::sockopt::CcName>,
+);
+
 /// t0, r_max, n_1/2 and the Hockney fit for each group of points that differ only in size.
 /// The points that stand out from both neighbours along each swept axis, among points that
 /// share every other parameter; only valid headlines are compared.
 fn anomalies(plan: &RunPlan, report: &RunReport) -> Vec<crate::report::model::Anomaly> {
     use crate::plan::PointKey;
+    use crate::transport::sockopt::CcName;
     type Axis = (&'static str, bool, fn(&PointKey) -> u64);
     let axes: [Axis; 5] = [
         ("size", plan.swept.size, |k| k.size),
@@ -427,13 +465,14 @@ fn anomalies(plan: &RunPlan, report: &RunReport) -> Vec<crate::report::model::An
         if !swept {
             continue;
         }
-        // The other parameters, with this axis blanked: one line of points per value.
+        // The other parameters, with this axis blanked: one line of points per value. An
+        // algorithm has no order to be a neighbour along, so it only tells lines apart.
         let rest = |k: &PointKey| {
             let mut all = [k.size, k.sndbuf, k.rcvbuf, k.server_sndbuf, k.server_rcvbuf];
             all[position] = u64::MAX;
-            all
+            (all, k.cc)
         };
-        let mut lines: Vec<[u64; 5]> = Vec::new();
+        let mut lines: Vec<([u64; 5], Option<CcName>)> = Vec::new();
         for p in &report.points {
             let r = rest(&p.key);
             if !lines.contains(&r) {
@@ -482,13 +521,14 @@ fn sweep_metrics(plan: &RunPlan, report: &RunReport) -> Vec<SweepGroup> {
         return Vec::new();
     }
     let mut groups: Vec<SweepGroup> = Vec::new();
-    let mut keys: Vec<(u64, u64, u64, u64)> = Vec::new();
+    let mut keys: Vec<SweepGroupKey> = Vec::new();
     for p in &report.points {
         let k = (
             p.key.sndbuf,
             p.key.rcvbuf,
             p.key.server_sndbuf,
             p.key.server_rcvbuf,
+            p.key.cc,
         );
         if !keys.contains(&k) {
             keys.push(k);
@@ -506,6 +546,7 @@ fn sweep_metrics(plan: &RunPlan, report: &RunReport) -> Vec<SweepGroup> {
                     p.key.rcvbuf,
                     p.key.server_sndbuf,
                     p.key.server_rcvbuf,
+                    p.key.cc,
                 ) == k
             })
             .filter_map(|p| {
@@ -532,6 +573,7 @@ fn sweep_metrics(plan: &RunPlan, report: &RunReport) -> Vec<SweepGroup> {
                 rcvbuf: k.1,
                 server_sndbuf: k.2,
                 server_rcvbuf: k.3,
+                cc: k.4,
                 metrics,
             });
         }

@@ -87,6 +87,8 @@ impl PointRunner for Scripted {
                 stale: 0,
                 first_ns: Some(50_000),
                 elapsed_ns: samples.iter().sum::<u64>(),
+                thinks: 0,
+                think_ns: 0,
                 cpu: CpuTime::default(),
             }],
             crr: None,
@@ -94,6 +96,7 @@ impl PointRunner for Scripted {
             client_socket: Vec::new(),
             server_socket: Vec::new(),
             client_cpu: CpuTime::default(),
+            client_instruments: None,
         })
     }
 

@@ -282,6 +282,29 @@ pub const LOST_TRANSACTIONS: Column = Column {
     name: "lost_transactions",
     get: |r| r.latency(|l| l.lost),
 };
+/// With --think: transactions per second on the time without the waits.
+pub const THINK_CORRECTED_TPS: Column = Column {
+    name: "think_corrected_transactions_per_s",
+    get: |r| {
+        r.point
+            .latency
+            .as_ref()
+            .and_then(|l| l.think.as_ref())
+            .map(|t| t.corrected_transactions_per_s)
+            .into()
+    },
+};
+pub const THINK_WAITED: Column = Column {
+    name: "think_waited_ns",
+    get: |r| {
+        r.point
+            .latency
+            .as_ref()
+            .and_then(|l| l.think.as_ref())
+            .map(|t| t.waited_ns)
+            .into()
+    },
+};
 pub const SETUP_MEAN: Column = Column {
     name: "setup_mean_ns",
     get: |r| {
@@ -381,6 +404,16 @@ pub const SERVER_US_PER_KIB: Column = Column {
     get: |r| r.whole(|p| p.cpu.server_us_per_kib),
 };
 
+/// One end's host CPU shares; on one host the server's are the client's.
+fn host_cpu(p: &PointResult, server: bool) -> Option<&crate::instruments::CpuShare> {
+    let h = p.host_cpu.as_ref()?;
+    if server && !h.same_host {
+        h.server.as_ref()
+    } else {
+        h.client.as_ref()
+    }
+}
+
 fn text(s: &str) -> Cell {
     Cell::Text(s.to_owned())
 }
@@ -442,6 +475,18 @@ pub const CSV: &[Column] = &[
         name: "server_rcvbuf_bytes",
         get: |r| r.point.key.server_rcvbuf.into(),
     },
+    // The point's algorithm in a sweep, else the run's (empty: the kernel's default).
+    Column {
+        name: "cc",
+        get: |r| {
+            r.point
+                .key
+                .cc
+                .map(|c| c.to_string())
+                .or_else(|| r.report.settings.cc.clone())
+                .into()
+        },
+    },
     Column {
         name: "runs",
         get: |r| r.point.runs.into(),
@@ -489,6 +534,8 @@ pub const CSV: &[Column] = &[
     TRANSACTIONS_PER_S,
     TRANSACTIONS,
     LOST_TRANSACTIONS,
+    THINK_CORRECTED_TPS,
+    THINK_WAITED,
     SETUP_MEAN,
     SENDER_BITS,
     ACKED_BITS,
@@ -517,6 +564,30 @@ pub const CSV: &[Column] = &[
     },
     CLIENT_US_PER_KIB,
     SERVER_US_PER_KIB,
+    Column {
+        name: "client_host_user_share",
+        get: |r| r.whole(|p| host_cpu(p, false).map(|c| c.user)),
+    },
+    Column {
+        name: "client_host_system_share",
+        get: |r| r.whole(|p| host_cpu(p, false).map(|c| c.system)),
+    },
+    Column {
+        name: "client_host_softirq_share",
+        get: |r| r.whole(|p| host_cpu(p, false).map(|c| c.softirq)),
+    },
+    Column {
+        name: "server_host_user_share",
+        get: |r| r.whole(|p| host_cpu(p, true).map(|c| c.user)),
+    },
+    Column {
+        name: "server_host_system_share",
+        get: |r| r.whole(|p| host_cpu(p, true).map(|c| c.system)),
+    },
+    Column {
+        name: "server_host_softirq_share",
+        get: |r| r.whole(|p| host_cpu(p, true).map(|c| c.softirq)),
+    },
     Column {
         name: "valid",
         get: |r| r.validity().valid.into(),
@@ -723,6 +794,14 @@ pub const STREAM_CPU: &[TableColumn] = &[
 pub const SETUP: TableColumn = col("setup(us)", 11, SETUP_MEAN, Show::Us, Judged::No);
 /// The last column of ping-pong and rr over a transport that may lose messages.
 pub const LOST: TableColumn = col("lost", 7, LOST_TRANSACTIONS, Show::Plain, Judged::No);
+/// With --think: the rate without the waits, beside `txn/s` over the raw time.
+pub const THINK_TPS: TableColumn = col(
+    "txn/s-think",
+    12,
+    THINK_CORRECTED_TPS,
+    Show::OneDecimal,
+    Judged::Latency,
+);
 
 #[cfg(test)]
 mod tests {

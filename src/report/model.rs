@@ -125,15 +125,21 @@ impl PointResult {
 }
 
 impl SweepGroup {
-    /// Whether a point with `key` belongs to this group (same buffers, any size).
+    /// Whether a point with `key` belongs to this group (same buffers and algorithm, any size).
     pub fn holds(&self, key: &PointKey) -> bool {
-        (key.sndbuf, key.rcvbuf, key.server_sndbuf, key.server_rcvbuf)
-            == (
-                self.sndbuf,
-                self.rcvbuf,
-                self.server_sndbuf,
-                self.server_rcvbuf,
-            )
+        (
+            key.sndbuf,
+            key.rcvbuf,
+            key.server_sndbuf,
+            key.server_rcvbuf,
+            key.cc,
+        ) == (
+            self.sndbuf,
+            self.rcvbuf,
+            self.server_sndbuf,
+            self.server_rcvbuf,
+            self.cc,
+        )
     }
 }
 
@@ -168,7 +174,17 @@ pub struct Settings {
     pub pace_burst: u32,
     /// Interval reports asked for (-i), nanoseconds apart.
     pub interval_ns: Option<u64>,
+    /// pingpong, rr: each message written in calls of at most this many bytes, on both ends
+    /// (--write-size). Absent: one call per message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_size: Option<u64>,
+    /// pingpong, rr: the wait asked for before each timed transaction (--think), nanoseconds.
+    /// Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_ns: Option<u64>,
     pub nodelay: bool,
+    /// The congestion control of every point (--cc NAME); null without one and when --cc
+    /// names several (a sweep: each point's `key.cc`, and `swept.cc`).
     pub cc: Option<String>,
     pub mss: Option<u32>,
     pub spin: bool,
@@ -204,10 +220,47 @@ pub struct PointResult {
     pub stream: Option<StreamResult>,
     pub cpu: CpuResult,
     pub socket: SocketReport,
+    /// The kernels' network counters that changed over the point (last run), on both ends,
+    /// and the lab link's drops. Absent from documents written before they were read, and
+    /// where neither end read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<PointCounters>,
+    /// What share of each host's CPU time went where over the point (last run): the whole
+    /// host, softirq and system apart, next to `cpu`'s data threads alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu: Option<HostCpu>,
+    /// Where each direction's lost messages (or TCP's dropped segments) were lost, from
+    /// `counters`. Absent without counters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loss_attribution: Vec<crate::instruments::LossAttribution>,
     /// With --trace: the last run's segment-flow trace, its cost and its pcap file. Absent
     /// without --trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<crate::trace::TraceSummary>,
+}
+
+/// The network counters of a point, each end's read on its own host around its side of the
+/// point.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PointCounters {
+    pub client: Option<crate::instruments::HostCounters>,
+    /// Null when the server did not send its own (an older server), or when it runs on the
+    /// client's host (`same_host`), whose counters are the client's.
+    pub server: Option<crate::instruments::HostCounters>,
+    /// Client and server are in one network namespace (loopback): `client` holds both ends'
+    /// counters, once.
+    pub same_host: bool,
+    /// The lab link's drops over the point, when the run crossed a lab.
+    pub lab: Option<crate::instruments::LabCounters>,
+}
+
+/// Shares of each host's CPU time over a point.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HostCpu {
+    pub client: Option<crate::instruments::CpuShare>,
+    /// Null from an older server, or on one host (`same_host`: `client` is both ends').
+    pub server: Option<crate::instruments::CpuShare>,
+    pub same_host: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -256,9 +309,32 @@ pub struct LatencyResult {
     /// field existed.
     #[serde(default)]
     pub elapsed_ns: Option<u64>,
+    /// With `--think`: the waits between transactions and the time without them. The other
+    /// figures keep the raw time (`elapsed_ns` and `transactions_per_s` include the waits; no
+    /// RTT does). Absent from runs without think time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think: Option<ThinkResult>,
     /// Whether the point's figures stand on enough samples (`valid`), or why not.
     #[serde(flatten)]
     pub validity: Validity,
+}
+
+/// Think time of an exchange point (`--think`), last run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ThinkResult {
+    /// The wait asked for before each timed transaction, nanoseconds.
+    pub asked_ns: u64,
+    /// Waits made by the connection whose timed phase is `elapsed_ns` (one per timed
+    /// transaction, lost ones included).
+    pub waits: u64,
+    /// Their measured length, summed, nanoseconds: each wait ends when the next transaction's
+    /// clock starts, so it holds the sleep's overshoot too.
+    pub waited_ns: u64,
+    /// `elapsed_ns - waited_ns`: that connection's timed phase without thinking.
+    pub corrected_elapsed_ns: u64,
+    /// Timed transactions per second on each connection's time without thinking, summed over
+    /// connections: the rate the exchange itself sustained.
+    pub corrected_transactions_per_s: f64,
 }
 
 /// One bin of a latency distribution: `count` round trips took `low_ns <= t < high_ns`.
@@ -494,6 +570,10 @@ pub struct SweepGroup {
     pub rcvbuf: u64,
     pub server_sndbuf: u64,
     pub server_rcvbuf: u64,
+    /// The algorithm of the group's points in a congestion-control sweep; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub cc: Option<crate::transport::sockopt::CcName>,
     pub metrics: SweepMetrics,
 }
 

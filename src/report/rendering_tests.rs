@@ -49,6 +49,7 @@ fn pingpong_sweep() -> RunReport {
         rcvbuf: 0,
         server_sndbuf: 0,
         server_rcvbuf: 0,
+        cc: None,
         metrics: derive(&pts).unwrap(),
     }];
     r.fill_validity();
@@ -189,6 +190,33 @@ fn a_crr_table() {
     });
     assert_eq!(table(&r), CRR_TABLE);
 }
+
+#[test]
+fn an_rr_table_with_think_time_and_split_writes() {
+    let mut r = report("rr", 1, 30_000.0);
+    r.settings.write_size = Some(300);
+    r.settings.think_ns = Some(80_000_000);
+    let l = r.points[0].latency.as_mut().unwrap();
+    l.think = Some(super::model::ThinkResult {
+        asked_ns: 80_000_000,
+        waits: 1000,
+        waited_ns: 80_100_000_000,
+        corrected_elapsed_ns: 30_000_000,
+        corrected_transactions_per_s: 12_345.6,
+    });
+    assert_eq!(table(&r), RR_THINK_TABLE);
+}
+
+const RR_THINK_TABLE: &str = r#"# wirebench 0.1.0 rr over tcp, server 192.0.2.7:5320
+# client: alpha (Linux 6.1, 2 CPUs, cpu)
+# 1 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# every request and response written in pieces of at most 300 bytes, on both ends (Nagle's algorithm on: --nodelay turns it off)
+# think time 80ms before each timed transaction: txn/s over the raw time, txn/s-think over the time without the waits; RTTs exclude them
+# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)
+   req(B)   resp(B)      txns       txn/s   mean(us)   ±CI(us)   p50(us)   p99(us)   max(us)    Mbit/s  txn/s-think
+        1         1      1000     33333.3      30.00      0.10     30.00     60.00     90.00      0.53      12345.6
+# first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
+"#;
 
 /// `r` as version 1 of the document held it: seconds where version 2 has nanoseconds, bytes
 /// per second where it has bits per second (the sweep metrics). Written here by name, apart
@@ -364,10 +392,10 @@ const CRR_TABLE: &str = r#"# wirebench 0.1.0 crr over tcp, server 192.0.2.7:5320
         2         2      1000     33333.3      30.00      0.10     30.00     60.00     90.00      1.07       12.35
 # first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
 "#;
-const STREAM_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,valid,invalid_reason
-0,total,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,1,24000000,,bit/s,,,,,,,,,,,,,,,,,,24000000,,24000000,3002000,3002000,,,,,0,7,0,0,,,true,
-0,0,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,1,,,,,,,,,,,,,,,,,,,,,8000000,,8000000,1001000,1001000,,,,,0,,,,,,true,
-0,1,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,1,,,,,,,,,,,,,,,,,,,,,16000000,,16000000,2001000,2001000,,,,,0,,,,,,true,
+const STREAM_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason
+0,total,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,,1,24000000,,bit/s,,,,,,,,,,,,,,,,,,,,24000000,,24000000,3002000,3002000,,,,,0,7,0,0,,,,,,,,,true,
+0,0,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,8000000,,8000000,1001000,1001000,,,,,0,,,,,,,,,,,,true,
+0,1,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,16000000,,16000000,2001000,2001000,,,,,0,,,,,,,,,,,,true,
 "#;
 const UDP_BIDIR_TABLE: &str = r#"# wirebench 0.1.0 stream over udp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
@@ -382,8 +410,8 @@ const UDP_BIDIR_TABLE: &str = r#"# wirebench 0.1.0 stream over udp, server 192.0
    131072     sum  client_to_server        12.00        12.00        1502000        1502000          0    0.000     0.2500         -         -
    131072     sum  server_to_client        28.00        28.00        3502000        3502000         25    1.250     0.5000         -         -
 "#;
-const PINGPONG_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,valid,invalid_reason
-0,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,1,1,1,0,0,0,0,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,,0,0,,,true,
-1,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,2,2,2,0,0,0,0,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,90000,11500,1391304.347826087,43478.260869565216,1000,0,,,,,,,,,,,,,0,0,,,true,
-2,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,3,3,3,0,0,0,0,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,90000,13000,1846153.8461538462,38461.53846153846,1000,0,,,,,,,,,,,,,0,0,,,true,
+const PINGPONG_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason
+0,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,1,1,1,0,0,0,0,,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,
+1,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,2,2,2,0,0,0,0,,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,90000,11500,1391304.347826087,43478.260869565216,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,
+2,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,3,3,3,0,0,0,0,,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,90000,13000,1846153.8461538462,38461.53846153846,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,
 "#;

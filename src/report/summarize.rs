@@ -10,8 +10,9 @@ use crate::stats::{LatencyRecorder, MeanCi};
 
 use super::model::{
     CpuResult, DirectionTotal, Headline, LatencyResult, PointResult, SocketReport, StreamPair,
-    StreamResult,
+    StreamResult, ThinkResult,
 };
+use crate::pattern::exchange::ExchangeStats;
 
 /// The headline figure of one run, what `--repeat` and `--until-ci` aggregate, with the
 /// verdict on the figures it comes from.
@@ -53,6 +54,22 @@ pub fn headline_value(test: &TestSpec, o: &PointOutcome) -> Option<(f64, Validit
             ))
         }
     }
+}
+
+/// Think time of one run's connections: the waits of the one with the shortest timed phase
+/// (the one `elapsed_ns` reports), and the rate of all without their waits.
+fn think_result(asked_ns: u64, exchanges: &[ExchangeStats]) -> Option<ThinkResult> {
+    let shortest = exchanges.iter().min_by_key(|x| x.elapsed_ns)?;
+    Some(ThinkResult {
+        asked_ns,
+        waits: shortest.thinks,
+        waited_ns: shortest.think_ns,
+        corrected_elapsed_ns: shortest.elapsed_ns.saturating_sub(shortest.think_ns),
+        corrected_transactions_per_s: exchanges
+            .iter()
+            .map(|x| per_s(x.transactions, x.elapsed_ns.saturating_sub(x.think_ns)))
+            .sum(),
+    })
 }
 
 /// The shortest of some timed phases; None when there are none.
@@ -237,11 +254,15 @@ pub fn summarize(
                 }
             }
             let elapsed = shortest(last.exchanges.iter().map(|x| x.elapsed_ns));
+            let think = test
+                .think_ns
+                .and_then(|asked| think_result(asked, &last.exchanges));
             rec.summary(confidence).map(|rtt| {
                 let pingpong = test.pattern == PatternKind::Pingpong;
                 LatencyResult {
                     validity: validity::latency(rtt.samples),
                     elapsed_ns: elapsed,
+                    think,
                     one_way_mean_ns: pingpong.then_some(rtt.mean_ns / 2.0),
                     one_way_ci_ns: if pingpong {
                         rtt.ci_half_width_ns.map(|h| h / 2.0)
@@ -283,6 +304,7 @@ pub fn summarize(
             rec.summary(confidence).map(|rtt| LatencyResult {
                 validity: validity::latency(rtt.samples),
                 elapsed_ns: elapsed,
+                think: None,
                 rtt,
                 one_way_mean_ns: None,
                 one_way_ci_ns: None,
@@ -357,5 +379,44 @@ pub fn summarize(
             server: last.server_socket.clone(),
         },
         trace: None,
+        counters: None,
+        host_cpu: None,
+        loss_attribution: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connection(transactions: u64, elapsed_ns: u64, thinks: u64, think_ns: u64) -> ExchangeStats {
+        ExchangeStats {
+            rtt: LatencyRecorder::new(),
+            transactions,
+            lost: 0,
+            stale: 0,
+            first_ns: None,
+            elapsed_ns,
+            thinks,
+            think_ns,
+            cpu: CpuTime::default(),
+        }
+    }
+
+    /// The time without thinking is the raw time minus the measured waits, exactly, of the
+    /// connection whose raw time is reported; the corrected rate sums every connection's.
+    #[test]
+    fn the_time_without_thinking_is_the_raw_time_minus_the_measured_waits() {
+        let conns = [
+            connection(100, 9_000_000_123, 100, 8_000_000_120),
+            connection(50, 8_500_000_000, 50, 8_000_000_000),
+        ];
+        let t = think_result(80_000_000, &conns).unwrap();
+        assert_eq!(t.asked_ns, 80_000_000);
+        assert_eq!((t.waits, t.waited_ns), (50, 8_000_000_000));
+        assert_eq!(t.corrected_elapsed_ns, 8_500_000_000 - 8_000_000_000);
+        let expected = 100.0 / 1.000_000_003 + 50.0 / 0.5;
+        assert!((t.corrected_transactions_per_s - expected).abs() < 1e-9 * expected);
+        assert!(think_result(1, &[]).is_none());
+    }
 }

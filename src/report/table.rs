@@ -19,9 +19,19 @@ pub struct TableSink {
     /// The transport's kernel keeps TCP_INFO: streams show the acknowledged rate.
     acked: bool,
     intervals: bool,
+    /// --think: exchanges show their rate without the waits too.
+    think: bool,
+    /// Both hosts' CPU shares under each point (--host-cpu).
+    host_cpu: bool,
 }
 
 impl TableSink {
+    /// Also shows both hosts' CPU shares under each point.
+    pub fn with_host_cpu(mut self, on: bool) -> TableSink {
+        self.host_cpu = on;
+        self
+    }
+
     /// A table on stdout.
     pub fn new() -> TableSink {
         TableSink::to(Output::stdout())
@@ -35,6 +45,8 @@ impl TableSink {
             unreliable: false,
             acked: false,
             intervals: false,
+            think: false,
+            host_cpu: false,
         }
     }
 }
@@ -122,6 +134,10 @@ impl TableSink {
                 s.push_str(&format!(" {:>9}", format_bytes(v)));
             }
         }
+        if self.swept.cc {
+            let cc = k.cc.map_or_else(|| "-".to_owned(), |c| c.to_string());
+            s.push_str(&format!(" {cc:>9}"));
+        }
         s
     }
 
@@ -133,6 +149,9 @@ impl TableSink {
             Some(PatternKind::Rr | PatternKind::Crr) => (columns::RR.iter().collect(), 2),
             _ => (Vec::new(), 0),
         };
+        if self.think {
+            cols.push(&columns::THINK_TPS);
+        }
         if self.pattern == Some(PatternKind::Crr) {
             cols.push(&columns::SETUP);
         } else if self.unreliable {
@@ -180,6 +199,9 @@ impl TableSink {
                 s.push_str(&format!(" {h:>9}"));
             }
         }
+        if self.swept.cc {
+            s.push_str(&format!(" {:>9}", "cc"));
+        }
         s
     }
 }
@@ -193,6 +215,7 @@ impl Sink for TableSink {
         self.unreliable = caps.is_some_and(|c| !c.reliable);
         self.acked = caps.is_some_and(|c| c.tcp_options);
         self.intervals = plan.test.interval_ms.is_some();
+        self.think = plan.test.think_ns.is_some();
         let server = r.server.address.clone().unwrap_or_default();
         self.line(&format!(
             "# wirebench {} {} over {}, server {}{}",
@@ -273,6 +296,18 @@ impl Sink for TableSink {
                 } else {
                     "each write/datagram on its own schedule".into()
                 }
+            ))?;
+        }
+        if let Some(w) = st.write_size {
+            self.line(&format!(
+                "# every request and response written in pieces of at most {w} bytes, on both ends{}",
+                if st.nodelay { "" } else { " (Nagle's algorithm on: --nodelay turns it off)" }
+            ))?;
+        }
+        if let Some(t) = st.think_ns {
+            self.line(&format!(
+                "# think time {} before each timed transaction: txn/s over the raw time, txn/s-think over the time without the waits; RTTs exclude them",
+                crate::units::format_duration(std::time::Duration::from_nanos(t))
             ))?;
         }
         let bufs = self.buffer_headers();
@@ -464,6 +499,18 @@ impl Sink for TableSink {
                 self.footnote("over runs", &p.headline.validity)?;
             }
         }
+        for a in p.loss_attribution.iter().filter(|a| a.is_notable()) {
+            let size = p.key.size;
+            self.line(&format!(
+                "# {}",
+                crate::instruments::attribution::describe(a, size, &|n| n.to_string())
+            ))?;
+        }
+        if self.host_cpu {
+            if let Some(h) = &p.host_cpu {
+                self.line(&host_cpu_line(p.key.size, h))?;
+            }
+        }
         Ok(())
     }
 
@@ -474,11 +521,12 @@ impl Sink for TableSink {
             };
             let k = &p.key;
             self.line(&format!(
-                "# anomaly along {}: the point at size {} B, sndbuf {}, rcvbuf {} ({} {} {}) is {:+.0}% against the previous point and {:+.0}% against the next: a {} worth a second look (--repeat 5)",
+                "# anomaly along {}: the point at size {} B, sndbuf {}, rcvbuf {}{} ({} {} {}) is {:+.0}% against the previous point and {:+.0}% against the next: a {} worth a second look (--repeat 5)",
                 a.axis,
                 k.size,
                 k.sndbuf,
                 k.rcvbuf,
+                k.cc.map(|c| format!(", cc {c}")).unwrap_or_default(),
                 p.headline.name,
                 four_digits(a.value),
                 p.headline.unit,
@@ -493,10 +541,15 @@ impl Sink for TableSink {
                 || self.swept.rcvbuf
                 || self.swept.server_sndbuf
                 || self.swept.server_rcvbuf
+                || self.swept.cc
             {
                 self.line(&format!(
-                    "# sweep group: sndbuf {} rcvbuf {} server sndbuf {} server rcvbuf {} (0 = autotuning)",
-                    g.sndbuf, g.rcvbuf, g.server_sndbuf, g.server_rcvbuf
+                    "# sweep group: sndbuf {} rcvbuf {} server sndbuf {} server rcvbuf {} (0 = autotuning){}",
+                    g.sndbuf,
+                    g.rcvbuf,
+                    g.server_sndbuf,
+                    g.server_rcvbuf,
+                    g.cc.map(|c| format!(", congestion control {c}")).unwrap_or_default()
                 ))?;
             }
             if !m.left_out.is_empty() {
@@ -600,6 +653,34 @@ impl Sink for TableSink {
 /// handed to the transport, which on TCP includes what still sat in its socket buffer at the
 /// end: on a 100 Mbit/s link a 2 s stream's sender read 101.3 Mbit/s. Where TCP_INFO exists,
 /// the bytes the peer acknowledged over the same phase stand next to it.
+/// "# host cpu at 1400 B: client user 12.0% system 30.5% softirq 8.1% (2 CPUs, busiest 97%),
+/// server ..." (on one host: "client and server (one host) ...").
+fn host_cpu_line(size: u64, h: &crate::report::model::HostCpu) -> String {
+    let one = |c: &crate::instruments::CpuShare| {
+        format!(
+            "user {:.1}% system {:.1}% softirq {:.1}% ({} CPUs, busiest {:.0}%)",
+            c.user * 100.0,
+            c.system * 100.0,
+            c.softirq * 100.0,
+            c.cpus,
+            c.busiest_cpu * 100.0
+        )
+    };
+    let show = |c: Option<&crate::instruments::CpuShare>| c.map_or("not read".to_owned(), one);
+    if h.same_host {
+        format!(
+            "# host cpu at {size} B: client and server (one host) {}",
+            show(h.client.as_ref())
+        )
+    } else {
+        format!(
+            "# host cpu at {size} B: client {}; server {}",
+            show(h.client.as_ref()),
+            show(h.server.as_ref())
+        )
+    }
+}
+
 fn stream_rates_note(acked: bool) -> Vec<&'static str> {
     let mut lines = vec!["# sender = bytes written to the transport over the sender's timed phase (bytes still in its socket buffer at the end count); receiver = bytes read over the receiver's timed phase"];
     if acked {

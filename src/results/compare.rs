@@ -552,4 +552,30 @@ mod tests {
             .different_settings
             .is_empty());
     }
+
+    /// A congestion-control sweep is an axis, not a setting: two sweeps over the same
+    /// algorithms compare point by point, each algorithm's against its own, and a point of an
+    /// algorithm only one run measured is listed as such.
+    #[test]
+    fn a_congestion_control_sweep_is_an_axis_not_a_setting_difference() {
+        use crate::transport::sockopt::CcName;
+        let sweep = |names: [&str; 2], rtt: f64| {
+            let mut r = report("pingpong", 2, rtt);
+            r.swept.cc = true;
+            r.settings.cc = None;
+            for (p, name) in r.points.iter_mut().zip(names) {
+                p.key.size = 64;
+                p.key.cc = CcName::new(name);
+            }
+            r
+        };
+        let a = sweep(["cubic", "reno"], 20_000.0);
+        let b = sweep(["cubic", "bbr"], 20_000.0);
+        let c = compare(&a, &b, false).unwrap();
+        assert!(c.different_settings.is_empty());
+        assert!(c.changes.iter().all(|ch| ch.point.contains("cc cubic")));
+        assert_eq!(c.only_in_a.len(), 1, "{:?}", c.only_in_a);
+        assert!(c.only_in_a[0].contains("cc reno"), "{:?}", c.only_in_a);
+        assert!(c.only_in_b[0].contains("cc bbr"), "{:?}", c.only_in_b);
+    }
 }

@@ -44,6 +44,8 @@ pub enum Source {
     Run,
     /// Taken in by `wirebench import`.
     Import,
+    /// Measured as part of a study (`wirebench study`).
+    Study,
 }
 
 impl Source {
@@ -51,6 +53,7 @@ impl Source {
         match self {
             Source::Run => "run",
             Source::Import => "import",
+            Source::Study => "study",
         }
     }
 }
@@ -135,6 +138,11 @@ impl Db {
         db.migrate()
             .with_context(|| format!("results database {}", path.display()))?;
         Ok(db)
+    }
+
+    /// The connection, for the tables kept beside the runs (studies).
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
     }
 
     pub fn path(&self) -> &Path {

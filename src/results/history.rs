@@ -73,6 +73,8 @@ pub(crate) fn plan_of(r: &RunReport) -> Result<RunPlan> {
     let s = &r.settings;
     Ok(RunPlan {
         test: TestSpec {
+            write_size: s.write_size,
+            think_ns: s.think_ns,
             one_port: false,
             pattern: r.pattern,
             transport: r.transport,

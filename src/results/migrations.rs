@@ -37,6 +37,35 @@ pub const MIGRATIONS: &[&str] = &[
     // valid measurements (see stats::validity). Filled in for older rows, with their headline
     // figures recomputed, by `db::rejudge_headlines` after this step.
     "ALTER TABLE runs ADD COLUMN headline_note TEXT;",
+    // 4: studies (`wirebench study`): the file as it was run, the order of its runs, and one
+    // row per finished run (or search, or failure), so that a study resumes where it stopped.
+    "CREATE TABLE studies (
+         id INTEGER PRIMARY KEY AUTOINCREMENT,
+         name TEXT NOT NULL,
+         file_path TEXT,
+         file_text TEXT NOT NULL,
+         seed INTEGER NOT NULL,
+         started_at TEXT NOT NULL,
+         finished_at TEXT,
+         status TEXT NOT NULL,
+         schedule_json TEXT NOT NULL,
+         anomalies_json TEXT
+     );
+     CREATE TABLE study_runs (
+         study_id INTEGER NOT NULL REFERENCES studies (id),
+         slot INTEGER NOT NULL,
+         probe INTEGER NOT NULL,
+         point INTEGER NOT NULL,
+         repetition INTEGER NOT NULL,
+         kind TEXT NOT NULL,
+         status TEXT NOT NULL,
+         run_id INTEGER,
+         attempts INTEGER NOT NULL,
+         error TEXT,
+         rate_bits_per_s REAL,
+         finished_at TEXT NOT NULL,
+         PRIMARY KEY (study_id, slot, probe)
+     );",
 ];
 
 /// The step after which the headline columns of older rows are recomputed from their

@@ -6,10 +6,13 @@
 //! shows, exports and imports runs; [`series`] turns results into plottable data, which
 //! [`plots`] draws as SVG (and [`png`] rasterises) and [`report`] assembles into one HTML
 //! file; [`compare`] matches the points of two runs and tests each difference ([`welch`]).
+//! A study's matrix of runs comes as a [`grid::StudyGrid`], which [`study_figures`] turns
+//! into heatmaps, curves and bars and [`study_page`] into one HTML page or figure files.
 
 pub mod compare;
 pub mod db;
 pub mod distribution;
+pub mod grid;
 pub mod history;
 pub mod migrations;
 pub mod plots;
@@ -17,6 +20,8 @@ pub mod png;
 pub mod report;
 pub mod save;
 pub mod series;
+pub mod study_figures;
+pub mod study_page;
 pub mod summary;
 pub mod trace_figures;
 pub mod welch;

@@ -27,7 +27,7 @@ pub fn esc(s: &str) -> String {
     out
 }
 
-const STYLE: &str = "
+pub(crate) const STYLE: &str = "
 body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; padding: 0 1em; }
 h1 { font-size: 1.6em; } h2 { font-size: 1.3em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 h3 { font-size: 1.1em; }
@@ -42,7 +42,7 @@ th { background: #f4f4f4; } code { font-size: 0.95em; }
 
 /// Marks the page once every figure has drawn something, so a headless browser can check
 /// rendering from the DOM alone.
-const CHECK_SCRIPT: &str = "<script>
+pub(crate) const CHECK_SCRIPT: &str = "<script>
 (function () {
   var svgs = document.querySelectorAll('figure svg');
   var drawn = 0;
@@ -85,8 +85,8 @@ fn runs_table(runs: &[Run]) -> String {
     for run in runs {
         let r = run.report;
         s.push_str(&format!(
-            "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td><td class=\"n\">{}{}</td><td>{}</td><td><code>{}</code></td></tr>\n",
-            run.id,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td><td class=\"n\">{}{}</td><td>{}</td><td><code>{}</code></td></tr>\n",
+            esc(&run.name()),
             esc(&r.started_at),
             esc(r.pattern.name()),
             esc(r.transport.name()),
@@ -159,8 +159,8 @@ fn metrics_table(runs: &[Run]) -> Option<String> {
                 )
             };
             rows.push_str(&format!(
-                "<tr><td>#{}{}{}</td><td class=\"n\">{} ± {} (at {} B)</td><td class=\"n\">{}{} [{}] (at {} B){}</td><td class=\"n\">{}{}</td><td>{}</td></tr>\n",
-                run.id,
+                "<tr><td>{}{}{}</td><td class=\"n\">{} ± {} (at {} B)</td><td class=\"n\">{}{} [{}] (at {} B){}</td><td class=\"n\">{}{}</td><td>{}</td></tr>\n",
+                esc(&run.name()),
                 esc(&bufs),
                 left_out,
                 fmt_num(m.t0_ns / 1e3),
@@ -379,12 +379,14 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
     }
     page.html.push_str("<h2>Points</h2>\n");
     for run in runs {
-        page.html.push_str(&format!("<h3>Run #{}</h3>\n", run.id));
+        page.html
+            .push_str(&format!("<h3>Run {}</h3>\n", esc(&run.name())));
         page.html.push_str(&points_table(run));
     }
     page.html.push_str("<h2>Environment</h2>\n");
     for run in runs {
-        page.html.push_str(&format!("<h3>Run #{}</h3>\n", run.id));
+        page.html
+            .push_str(&format!("<h3>Run {}</h3>\n", esc(&run.name())));
         page.html.push_str(&environment(run));
     }
     if page.figures == 0 {

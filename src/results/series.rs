@@ -5,16 +5,33 @@
 //! put on the same axis.
 
 use super::plots::{
-    fmt_bytes_param, Axis, Band, Chart, Figure, HLine, Heatmap, LegendAt, Line, Scale, Ticks,
+    fmt_bytes_param, Axis, Band, Chart, Figure, HLine, HeatCell, Heatmap, LegendAt, Line, Scale,
+    Ticks,
 };
 use crate::plan::PointKey;
 use crate::report::model::{PointResult, RunReport};
+use crate::transport::sockopt::CcName;
 
 /// A run with the name it has in legends.
 #[derive(Debug, Clone, Copy)]
 pub struct Run<'a> {
     pub id: i64,
     pub report: &'a RunReport,
+}
+
+impl Run<'_> {
+    /// How legends and titles name the run: "#12", or "#12 (nodelay)" with its `--label`.
+    pub fn name(&self) -> String {
+        match self
+            .report
+            .label
+            .as_deref()
+            .filter(|l| !l.trim().is_empty())
+        {
+            Some(l) => format!("#{} ({})", self.id, crate::text::printable(l.trim())),
+            None => format!("#{}", self.id),
+        }
+    }
 }
 
 /// A parameter a run can sweep, and so a possible x axis.
@@ -102,6 +119,10 @@ fn scale_for(values: impl Iterator<Item = f64>, ratio: f64) -> Scale {
     }
 }
 
+/// A point's values of some swept parameters, and its algorithm in a congestion-control
+/// sweep.
+type OtherValues = (Vec<u64>, Option<CcName>);
+
 /// The points of a run split by the parameters other than `x`: one curve each.
 struct Group<'a> {
     /// Empty when the run has a single group.
@@ -114,16 +135,22 @@ fn groups<'a>(r: &'a RunReport, x: Param) -> Vec<Group<'a>> {
         .into_iter()
         .filter(|p| *p != x && p.swept(r))
         .collect();
-    let mut out: Vec<(Vec<u64>, Group)> = Vec::new();
+    // A congestion-control sweep's algorithm tells curves apart too (it has no order to be an
+    // x axis).
+    let mut out: Vec<(OtherValues, Group)> = Vec::new();
     for p in &r.points {
-        let key: Vec<u64> = others.iter().map(|o| o.of(&p.key)).collect();
+        let key = (
+            others.iter().map(|o| o.of(&p.key)).collect::<Vec<u64>>(),
+            p.key.cc,
+        );
         match out.iter_mut().find(|(k, _)| *k == key) {
             Some((_, g)) => g.points.push(p),
             None => {
                 let label = others
                     .iter()
-                    .zip(&key)
+                    .zip(&key.0)
                     .map(|(o, v)| format!("{} {}", o.name(r.pattern.name()), fmt_bytes_param(*v)))
+                    .chain(p.key.cc.map(|c| format!("cc {c}")))
                     .collect::<Vec<_>>()
                     .join(", ");
                 out.push((
@@ -147,7 +174,7 @@ fn groups<'a>(r: &'a RunReport, x: Param) -> Vec<Group<'a>> {
 fn label(runs: &[Run], run: &Run, group: &str, what: &str) -> String {
     let mut parts = Vec::new();
     if runs.len() > 1 {
-        parts.push(format!("#{}", run.id));
+        parts.push(run.name());
     }
     if !group.is_empty() {
         parts.push(group.to_owned());
@@ -307,6 +334,10 @@ pub fn throughput(runs: &[Run]) -> Option<Figure> {
         lines,
         hlines,
         legend: LegendAt::UpperLeft,
+        error_bars: Vec::new(),
+        invalid: Vec::new(),
+        style_keys: Vec::new(),
+        sequential_colours: None,
     }))
 }
 
@@ -419,6 +450,10 @@ pub fn latency(runs: &[Run]) -> Option<Figure> {
         lines,
         hlines,
         legend: LegendAt::UpperLeft,
+        error_bars: Vec::new(),
+        invalid: Vec::new(),
+        style_keys: Vec::new(),
+        sequential_colours: None,
     }))
 }
 
@@ -472,6 +507,10 @@ pub fn signature(runs: &[Run]) -> Option<Figure> {
         lines,
         hlines: Vec::new(),
         legend: LegendAt::UpperLeft,
+        error_bars: Vec::new(),
+        invalid: Vec::new(),
+        style_keys: Vec::new(),
+        sequential_colours: None,
     }))
 }
 
@@ -501,6 +540,9 @@ pub fn describe_point(r: &RunReport, p: &PointResult) -> String {
             ));
         }
     }
+    if let Some(cc) = p.key.cc {
+        s.push_str(&format!(", cc {cc}"));
+    }
     s
 }
 
@@ -517,6 +559,9 @@ pub fn short_point(r: &RunReport, p: &PointResult) -> String {
         if param.swept(r) {
             s.push_str(&format!(", {name} {}", fmt_bytes_param(param.of(&p.key))));
         }
+    }
+    if let Some(cc) = p.key.cc {
+        s.push_str(&format!(", cc {cc}"));
     }
     s
 }
@@ -582,7 +627,7 @@ pub fn distribution(runs: &[Run], index: Option<usize>, kind: DistributionKind) 
         titles.push(what.clone());
         lines.push(Line {
             label: if runs.len() > 1 {
-                format!("#{} at {what}, {total} samples", run.id)
+                format!("{} at {what}, {total} samples", run.name())
             } else {
                 format!("{what}, {total} samples")
             },
@@ -631,6 +676,10 @@ pub fn distribution(runs: &[Run], index: Option<usize>, kind: DistributionKind) 
         lines,
         hlines: Vec::new(),
         legend,
+        error_bars: Vec::new(),
+        invalid: Vec::new(),
+        style_keys: Vec::new(),
+        sequential_colours: None,
     }))
 }
 
@@ -674,31 +723,33 @@ pub fn heatmaps(run: &Run) -> Vec<Figure> {
         return Vec::new();
     };
     let mut figures = Vec::new();
-    let mut combos: Vec<Vec<u64>> = Vec::new();
+    let combo_of = |p: &PointResult| {
+        (
+            rest.iter().map(|o| o.of(&p.key)).collect::<Vec<u64>>(),
+            p.key.cc,
+        )
+    };
+    let mut combos: Vec<OtherValues> = Vec::new();
     for p in &r.points {
-        let c: Vec<u64> = rest.iter().map(|o| o.of(&p.key)).collect();
+        let c = combo_of(p);
         if !combos.contains(&c) {
             combos.push(c);
         }
     }
     for combo in combos.into_iter().take(MAX_HEATMAPS) {
-        let points: Vec<&PointResult> = r
-            .points
-            .iter()
-            .filter(|p| rest.iter().map(|o| o.of(&p.key)).collect::<Vec<_>>() == combo)
-            .collect();
+        let points: Vec<&PointResult> = r.points.iter().filter(|p| combo_of(p) == combo).collect();
         let mut xs: Vec<u64> = points.iter().map(|p| xp.of(&p.key)).collect();
         let mut ys: Vec<u64> = points.iter().map(|p| yp.of(&p.key)).collect();
         for v in [&mut xs, &mut ys] {
             v.sort_unstable();
             v.dedup();
         }
-        let cells: Vec<(usize, usize, f64)> = points
+        let cells: Vec<HeatCell> = points
             .iter()
             .filter_map(|p| {
                 let i = xs.iter().position(|v| *v == xp.of(&p.key))?;
                 let j = ys.iter().position(|v| *v == yp.of(&p.key))?;
-                Some((i, j, heat_value(r.pattern.name(), p)?))
+                Some(HeatCell::plain(i, j, heat_value(r.pattern.name(), p)?))
             })
             .collect();
         if cells.is_empty() {
@@ -706,13 +757,14 @@ pub fn heatmaps(run: &Run) -> Vec<Figure> {
         }
         let fixed: Vec<String> = rest
             .iter()
-            .zip(&combo)
+            .zip(&combo.0)
             .map(|(o, v)| format!("{} {}", o.name(r.pattern.name()), fmt_bytes_param(*v)))
+            .chain(combo.1.map(|c| format!("cc {c}")))
             .collect();
         figures.push(Figure::Heatmap(Heatmap {
             title: format!(
-                "Run #{}: {} by {}{}",
-                run.id,
+                "Run {}: {} by {}{}",
+                run.name(),
                 xp.name(r.pattern.name()),
                 yp.name(r.pattern.name()),
                 if fixed.is_empty() {
@@ -723,10 +775,11 @@ pub fn heatmaps(run: &Run) -> Vec<Figure> {
             ),
             x_label: xp.axis_label(r.pattern.name()),
             y_label: yp.axis_label(r.pattern.name()),
-            x_values: xs,
-            y_values: ys,
+            x_values: xs.iter().map(|v| fmt_bytes_param(*v)).collect(),
+            y_values: ys.iter().map(|v| fmt_bytes_param(*v)).collect(),
             cells,
             value_label: heat_label(r.pattern.name()).into(),
+            log_colour: false,
         }));
     }
     figures
@@ -841,15 +894,15 @@ pub fn intervals(run: &Run, p: &PointResult, kind: IntervalKind) -> Option<Figur
     let at = short_point(run.report, p);
     let (title, y) = match kind {
         IntervalKind::Throughput => (
-            format!("Run #{}: throughput over time, {at}", run.id),
+            format!("Run {}: throughput over time, {at}", run.name()),
             MBIT_AXIS,
         ),
         IntervalKind::Cwnd => (
-            format!("Run #{}: congestion window, {at}", run.id),
+            format!("Run {}: congestion window, {at}", run.name()),
             "congestion window, TCP_INFO (segments)",
         ),
         IntervalKind::Rtt => (
-            format!("Run #{}: round-trip time, {at}", run.id),
+            format!("Run {}: round-trip time, {at}", run.name()),
             "kernel's smoothed RTT, TCP_INFO (ms)",
         ),
     };
@@ -871,5 +924,34 @@ pub fn intervals(run: &Run, p: &PointResult, kind: IntervalKind) -> Option<Figur
         lines,
         hlines: Vec::new(),
         legend: LegendAt::LowerRight,
+        error_bars: Vec::new(),
+        invalid: Vec::new(),
+        style_keys: Vec::new(),
+        sequential_colours: None,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::db::tests::report;
+
+    #[test]
+    fn legends_and_titles_name_a_run_by_its_label() {
+        let mut a = report("pingpong", 3, 20_000.0);
+        a.label = Some("nodelay".into());
+        let b = report("pingpong", 3, 30_000.0);
+        let runs = [Run { id: 12, report: &a }, Run { id: 13, report: &b }];
+        assert_eq!(runs[0].name(), "#12 (nodelay)");
+        assert_eq!(runs[1].name(), "#13");
+        let Some(Figure::Chart(c)) = throughput(&runs) else {
+            panic!("no throughput chart")
+        };
+        let labels: Vec<&str> = c.lines.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(labels, ["#12 (nodelay) 2n/RTT", "#13 2n/RTT"]);
+        // A label with a control character cannot reach a figure as one.
+        a.label = Some("x\u{1b}[2J".into());
+        let r = Run { id: 1, report: &a };
+        assert_eq!(r.name(), "#1 (x\\u{1b}[2J)");
+    }
 }

@@ -99,6 +99,10 @@ pub fn figure(
         lines,
         hlines: vec![],
         legend: LegendAt::UpperRight,
+        error_bars: vec![],
+        invalid: vec![],
+        style_keys: vec![],
+        sequential_colours: None,
     }))
 }
 

@@ -38,6 +38,68 @@ pub struct EffectiveOptions {
     pub setup_ns: Option<u64>,
 }
 
+/// Longest congestion-control name the kernel takes: TCP_CA_NAME_MAX is 16 bytes with the NUL.
+pub const CC_NAME_MAX: usize = 15;
+
+/// A congestion-control algorithm's name held in place, so that a sweep point's key that
+/// names one stays a plain `Copy` value. Written and read as its text.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CcName {
+    len: u8,
+    bytes: [u8; CC_NAME_MAX],
+}
+
+impl CcName {
+    /// None when the name is empty or longer than the kernel takes.
+    pub fn new(name: &str) -> Option<CcName> {
+        let len = name.len();
+        if len == 0 || len > CC_NAME_MAX {
+            return None;
+        }
+        let mut bytes = [0u8; CC_NAME_MAX];
+        bytes[..len].copy_from_slice(name.as_bytes());
+        Some(CcName {
+            len: len as u8,
+            bytes,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Always the bytes of a whole `&str` (see `new`).
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Display for CcName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for CcName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+impl Serialize for CcName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for CcName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<CcName, D::Error> {
+        let name = String::deserialize(d)?;
+        CcName::new(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "congestion control name of {} bytes: names have 1 to {CC_NAME_MAX}",
+                name.len()
+            ))
+        })
+    }
+}
+
 /// Congestion control algorithms this kernel offers.
 pub fn available_congestion_controls() -> Vec<String> {
     std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")

@@ -21,6 +21,8 @@ const IO: Duration = Duration::from_secs(2);
 
 fn spec(direction: Direction, streams: u32) -> TestSpec {
     TestSpec {
+        write_size: None,
+        think_ns: None,
         pattern: PatternKind::Stream,
         transport: TransportKind::Tcp,
         streams,

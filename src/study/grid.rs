@@ -1,0 +1,116 @@
+//! A study's results as the neutral grid its figures are drawn from
+//! ([`crate::results::study_figures`]).
+
+use super::show::Shown;
+use crate::results::grid::{AxisValue, CellFigure, GridAxis, GridCell, StudyGrid};
+
+pub fn grid(shown: &Shown) -> StudyGrid {
+    let axes = shown
+        .axes
+        .iter()
+        .map(|a| GridAxis {
+            name: a.name.clone(),
+            unit: a.unit.to_string(),
+            values: a
+                .values
+                .iter()
+                .zip(&a.numbers)
+                .map(|(label, number)| AxisValue {
+                    label: label.clone(),
+                    number: *number,
+                })
+                .collect(),
+        })
+        .collect();
+    let cells = shown
+        .points
+        .iter()
+        .map(|p| {
+            let mut figures: Vec<CellFigure> = Vec::new();
+            if let Some(s) = &p.search {
+                if let Some(m) = &s.over_runs {
+                    figures.push(CellFigure {
+                        name: "highest rate meeting the target".into(),
+                        side: None,
+                        unit: "bit/s".into(),
+                        mean: m.mean,
+                        ci: m.half_width.map(|h| (m.mean - h, m.mean + h)),
+                        samples: m.n as u32,
+                        valid: true,
+                    });
+                }
+            }
+            for f in &p.figures {
+                let (mean, ci, samples, valid) = match &f.over_runs {
+                    Some(m) => (
+                        m.mean,
+                        m.half_width.map(|h| (m.mean - h, m.mean + h)),
+                        m.n as u32,
+                        true,
+                    ),
+                    None => (f64::NAN, None, 0, false),
+                };
+                figures.push(CellFigure {
+                    name: f.name.to_string(),
+                    side: f.side.map(str::to_string),
+                    unit: f.unit.to_string(),
+                    mean,
+                    ci,
+                    samples,
+                    valid,
+                });
+            }
+            GridCell {
+                coords: p.coords.clone(),
+                figures,
+                counters: Vec::new(),
+                anomaly: shown
+                    .anomalies
+                    .iter()
+                    .find(|a| a.anomaly.point == p.index)
+                    .map(|a| a.description.clone()),
+            }
+        })
+        .collect();
+    StudyGrid {
+        title: format!("study {} #{}", shown.study.name, shown.study.id),
+        axes,
+        cells,
+    }
+}
+
+/// Writes the study's page (`index.html`) and every figure as SVG and PNG into `dir`; the
+/// files written.
+pub fn write_report(
+    shown: &Shown,
+    dir: &std::path::Path,
+) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let g = grid(shown);
+    let mut files = crate::results::study_page::write_figures(&g, dir)?;
+    let intro = format!(
+        "Study file {}; {} of {} runs done, {}, seed {}, started {}.{}",
+        shown.study.file_path.as_deref().unwrap_or("-"),
+        shown.runs_done,
+        shown.runs_planned,
+        shown.study.status,
+        shown.study.seed,
+        shown.study.started_at,
+        shown
+            .about
+            .as_ref()
+            .map(|a| format!(" {a}"))
+            .unwrap_or_default()
+    );
+    let html = crate::results::study_page::study_html(
+        &g,
+        &crate::results::study_page::PageOptions {
+            automatic: true,
+            extra: Vec::new(),
+            intro: Some(intro),
+        },
+    );
+    let page = dir.join("index.html");
+    std::fs::write(&page, html).map_err(|e| anyhow::anyhow!("writing {}: {e}", page.display()))?;
+    files.insert(0, page);
+    Ok(files)
+}

@@ -1,0 +1,176 @@
+//! Calibrated pacing: the highest sending rate at which a point still meets its delivery
+//! target (seed 000 paced PVM over ATM until "at least 95% delivered" and "no sender loss, at
+//! most 5% lost at the receiver"). Bisection in the logarithm of the rate, since the answer
+//! may lie anywhere over decades; both ends are tried first, so the answer is bracketed by a
+//! rate that met the target and one that did not (or is an end, said so).
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::file::SearchSpec;
+
+/// What one run at a rate delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Delivery {
+    /// Messages received / messages sent.
+    pub delivered: f64,
+    /// 1 - delivered.
+    pub receiver_loss: f64,
+    /// How far the sender fell short of the asked rate: 1 - sent / asked (0 when it kept up).
+    pub sender_shortfall: f64,
+}
+
+impl Delivery {
+    pub fn new(sent: u64, received: u64, sent_bits_per_s: f64, asked_bits_per_s: f64) -> Delivery {
+        let delivered = if sent == 0 {
+            0.0
+        } else {
+            (received as f64 / sent as f64).min(1.0)
+        };
+        Delivery {
+            delivered,
+            receiver_loss: 1.0 - delivered,
+            sender_shortfall: (1.0 - sent_bits_per_s / asked_bits_per_s).max(0.0),
+        }
+    }
+
+    pub fn meets(&self, target: &SearchSpec) -> bool {
+        target.min_delivered.is_none_or(|m| self.delivered >= m)
+            && target
+                .max_receiver_loss
+                .is_none_or(|m| self.receiver_loss <= m)
+            && target
+                .max_sender_loss
+                .is_none_or(|m| self.sender_shortfall <= m)
+    }
+}
+
+/// One rate tried.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Probe<T> {
+    pub rate_bits_per_s: f64,
+    pub delivery: Delivery,
+    pub meets: bool,
+    /// What the caller keeps of the run (its id).
+    pub run: T,
+}
+
+/// Where the search ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome<T> {
+    /// The highest rate tried that met the target; None when even the lowest did not.
+    pub best: Option<Probe<T>>,
+    /// The lowest rate tried that did not; None when even the highest met it (the answer
+    /// is then only "at least the upper end").
+    pub first_failing: Option<Probe<T>>,
+    pub probes: Vec<Probe<T>>,
+}
+
+/// Runs the search: `measure(rate)` is one run at that rate.
+pub fn bisect<T: Copy>(
+    target: &SearchSpec,
+    low: f64,
+    high: f64,
+    mut measure: impl FnMut(f64) -> Result<(Delivery, T)>,
+) -> Result<Outcome<T>> {
+    let mut probes = Vec::new();
+    let mut probe = |rate: f64, probes: &mut Vec<Probe<T>>| -> Result<Probe<T>> {
+        let (delivery, run) = measure(rate)?;
+        let p = Probe {
+            rate_bits_per_s: rate,
+            meets: delivery.meets(target),
+            delivery,
+            run,
+        };
+        probes.push(p);
+        Ok(p)
+    };
+    let top = probe(high, &mut probes)?;
+    if top.meets {
+        return Ok(Outcome {
+            best: Some(top),
+            first_failing: None,
+            probes,
+        });
+    }
+    let bottom = probe(low, &mut probes)?;
+    if !bottom.meets {
+        return Ok(Outcome {
+            best: None,
+            first_failing: Some(bottom),
+            probes,
+        });
+    }
+    let (mut good, mut bad) = (bottom, top);
+    for _ in 0..target.steps {
+        let mid = (good.rate_bits_per_s * bad.rate_bits_per_s).sqrt();
+        let p = probe(mid, &mut probes)?;
+        if p.meets {
+            good = p;
+        } else {
+            bad = p;
+        }
+    }
+    Ok(Outcome {
+        best: Some(good),
+        first_failing: Some(bad),
+        probes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target() -> SearchSpec {
+        SearchSpec {
+            low: "1M".into(),
+            high: "1G".into(),
+            steps: 10,
+            min_delivered: Some(0.95),
+            max_receiver_loss: None,
+            max_sender_loss: Some(0.0),
+        }
+    }
+
+    /// A path that carries up to 123 Mbit/s: above it, the excess is lost.
+    fn path(rate: f64) -> Result<(Delivery, u32)> {
+        let carried = rate.min(123e6);
+        let sent = (rate / 1e3) as u64;
+        let received = (carried / 1e3) as u64;
+        Ok((Delivery::new(sent, received, rate, rate), 0))
+    }
+
+    #[test]
+    fn finds_the_rate_where_delivery_falls_below_the_target() {
+        let o = bisect(&target(), 1e6, 1e9, path).unwrap();
+        let best = o.best.unwrap().rate_bits_per_s;
+        let failing = o.first_failing.unwrap().rate_bits_per_s;
+        // 95% delivered up to 123/0.95 = 129.47 Mbit/s.
+        assert!(best <= 129.48e6 && failing > 129.47e6, "{best} {failing}");
+        // Ten halvings of a 1000x range in log space: within 1000^(1/1024) = 0.68%.
+        assert!(failing / best < 1.0068, "{best} {failing}");
+        assert_eq!(o.probes.len(), 12);
+    }
+
+    #[test]
+    fn the_ends_answer_at_once() {
+        let o = bisect(&target(), 1e6, 100e6, path).unwrap();
+        assert_eq!(o.probes.len(), 1);
+        assert_eq!(o.best.unwrap().rate_bits_per_s, 100e6);
+        assert!(o.first_failing.is_none());
+        let o = bisect(&target(), 200e6, 1e9, path).unwrap();
+        assert!(o.best.is_none());
+        assert_eq!(o.probes.len(), 2);
+    }
+
+    #[test]
+    fn a_sender_that_falls_short_fails_a_no_sender_loss_target() {
+        let d = Delivery::new(1000, 1000, 90e6, 100e6);
+        assert!((d.sender_shortfall - 0.1).abs() < 1e-12);
+        assert!(!d.meets(&target()));
+        assert!(Delivery::new(1000, 960, 100e6, 100e6).meets(&target()));
+        assert!(!Delivery::new(1000, 940, 100e6, 100e6).meets(&target()));
+        assert_eq!(Delivery::new(0, 0, 0.0, 1e6).delivered, 0.0);
+    }
+}

@@ -1,0 +1,485 @@
+//! What a study found, point by point: each run's figures, their mean and interval over the
+//! repetitions, which points stand out from their neighbours, and what the searches found.
+//! Pure functions over stored run documents, so `study show` and the study's own end agree.
+
+use serde::Serialize;
+
+use super::apply::{value_label, value_number};
+use super::file::StudyFile;
+use super::store::{Kind, Status, StudyRun};
+use crate::pattern::PatternKind;
+use crate::report::model::RunReport;
+use crate::stats::ci::MeanCi;
+
+/// One figure of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunFigure {
+    pub name: &'static str,
+    /// "sender" or "receiver" where the figure belongs to one side.
+    pub side: Option<&'static str>,
+    pub unit: &'static str,
+    pub value: f64,
+    pub valid: bool,
+    /// Why not, when it is not.
+    pub invalid_reason: Option<String>,
+}
+
+/// The figures a study compares, from a run of one point: the headline first.
+pub fn run_figures(r: &RunReport) -> Vec<RunFigure> {
+    let Some(p) = r.points.first() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    match r.pattern {
+        PatternKind::Stream => {
+            if let Some(s) = &p.stream {
+                let sum = |f: fn(&crate::report::model::DirectionTotal) -> f64| {
+                    s.totals.iter().map(f).sum::<f64>()
+                };
+                let ok = |v: Option<bool>| v != Some(false);
+                let receiver_valid = s.totals.iter().all(|t| ok(t.receiver_valid));
+                let sender_valid = s.totals.iter().all(|t| ok(t.sender_valid));
+                let reason = |f: fn(&crate::report::model::DirectionTotal) -> Option<String>| {
+                    s.totals.iter().find_map(f)
+                };
+                out.push(RunFigure {
+                    name: "throughput",
+                    side: Some("receiver"),
+                    unit: "bit/s",
+                    value: sum(|t| t.receiver_bits_per_s),
+                    valid: receiver_valid,
+                    invalid_reason: reason(|t| t.receiver_invalid_reason.clone()),
+                });
+                out.push(RunFigure {
+                    name: "throughput",
+                    side: Some("sender"),
+                    unit: "bit/s",
+                    value: sum(|t| t.sender_bits_per_s),
+                    valid: sender_valid,
+                    invalid_reason: reason(|t| t.sender_invalid_reason.clone()),
+                });
+                // A TCP sender's rate counts the bytes handed to the kernel, some still in its
+                // socket buffer when its phase ends (108 Mbit/s "sent" on a 100 Mbit/s link in
+                // a 2 s run); what the peer acknowledged over the same phase is the sender's
+                // figure to hold against the link and the receiver.
+                let acked: Option<f64> = s.totals.iter().map(|t| t.acked_bits_per_s).sum();
+                if let Some(acked) = acked {
+                    out.push(RunFigure {
+                        name: "acked throughput",
+                        side: Some("sender"),
+                        unit: "bit/s",
+                        value: acked,
+                        valid: sender_valid,
+                        invalid_reason: reason(|t| t.sender_invalid_reason.clone()),
+                    });
+                }
+                let (sent, lost) = s
+                    .totals
+                    .iter()
+                    .filter_map(|t| t.loss.as_ref())
+                    .fold((0u64, 0u64), |(a, b), l| (a + l.sent, b + l.lost));
+                if sent > 0 {
+                    out.push(RunFigure {
+                        name: "loss",
+                        side: None,
+                        unit: "share",
+                        value: lost as f64 / sent as f64,
+                        valid: true,
+                        invalid_reason: None,
+                    });
+                }
+            }
+        }
+        PatternKind::Pingpong => {
+            if let Some(l) = &p.latency {
+                if let Some(ns) = l.one_way_mean_ns {
+                    out.push(RunFigure {
+                        name: "one-way latency",
+                        side: None,
+                        unit: "ns",
+                        value: ns,
+                        valid: l.validity.valid != Some(false),
+                        invalid_reason: l.validity.invalid_reason.clone(),
+                    });
+                }
+                out.push(RunFigure {
+                    name: "throughput",
+                    side: None,
+                    unit: "bit/s",
+                    value: l.throughput_bits_per_s,
+                    valid: l.validity.valid != Some(false),
+                    invalid_reason: l.validity.invalid_reason.clone(),
+                });
+            }
+        }
+        PatternKind::Rr | PatternKind::Crr => {
+            if let Some(l) = &p.latency {
+                out.push(RunFigure {
+                    name: "transactions",
+                    side: None,
+                    unit: "1/s",
+                    value: l.transactions_per_s,
+                    valid: l.validity.valid != Some(false),
+                    invalid_reason: l.validity.invalid_reason.clone(),
+                });
+                out.push(RunFigure {
+                    name: "round-trip time",
+                    side: None,
+                    unit: "ns",
+                    value: l.rtt.mean_ns,
+                    valid: l.validity.valid != Some(false),
+                    invalid_reason: l.validity.invalid_reason.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A figure over a point's runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointFigure {
+    pub name: &'static str,
+    pub side: Option<&'static str>,
+    pub unit: &'static str,
+    /// Over the valid runs only; None when no run's figure is valid.
+    pub over_runs: Option<MeanCi>,
+    /// Runs whose figure is not a measurement (left out of the mean), with the first reason.
+    pub invalid_runs: u32,
+    pub invalid_reason: Option<String>,
+}
+
+/// One point of the study, as measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointSummary {
+    pub index: usize,
+    pub coords: Vec<usize>,
+    /// "axis=label" for each axis.
+    pub labels: Vec<String>,
+    pub run_ids: Vec<i64>,
+    pub rerun_ids: Vec<i64>,
+    pub failed: u32,
+    pub figures: Vec<PointFigure>,
+    pub search: Option<SearchSummary>,
+}
+
+/// What a point's search found, over its repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchSummary {
+    /// The highest rate that met the target, per repetition (None: not even the lowest).
+    pub best_bits_per_s: Vec<Option<f64>>,
+    pub over_runs: Option<MeanCi>,
+}
+
+/// Every point's summary, from the study's rows and the documents of their runs (`load`).
+pub fn points(
+    file: &StudyFile,
+    coords: &[Vec<usize>],
+    rows: &[StudyRun],
+    confidence: f64,
+    mut load: impl FnMut(i64) -> Option<RunReport>,
+) -> Vec<PointSummary> {
+    coords
+        .iter()
+        .enumerate()
+        .map(|(index, c)| {
+            let mine: Vec<&StudyRun> = rows.iter().filter(|r| r.point == index).collect();
+            let ids = |k: Kind| -> Vec<i64> {
+                mine.iter()
+                    .filter(|r| r.kind == k && r.status == Status::Done)
+                    .filter_map(|r| r.run_id)
+                    .collect()
+            };
+            let (run_ids, rerun_ids) = (ids(Kind::Measure), ids(Kind::Rerun));
+            let searches: Vec<&&StudyRun> =
+                mine.iter().filter(|r| r.kind == Kind::Search).collect();
+            let measured_ids: Vec<i64> = if searches.is_empty() {
+                run_ids.iter().chain(&rerun_ids).copied().collect()
+            } else {
+                searches.iter().filter_map(|r| r.run_id).collect()
+            };
+            let docs: Vec<Vec<RunFigure>> = measured_ids
+                .iter()
+                .filter_map(|&id| load(id))
+                .map(|r| run_figures(&r))
+                .collect();
+            let search = (!searches.is_empty()).then(|| {
+                let best: Vec<Option<f64>> = searches.iter().map(|r| r.rate_bits_per_s).collect();
+                let found: Vec<f64> = best.iter().flatten().copied().collect();
+                SearchSummary {
+                    over_runs: MeanCi::from_samples(&found, confidence),
+                    best_bits_per_s: best,
+                }
+            });
+            PointSummary {
+                index,
+                coords: c.clone(),
+                labels: file
+                    .axes
+                    .iter()
+                    .zip(c)
+                    .map(|(a, &k)| format!("{}={}", a.name, value_label(a, k)))
+                    .collect(),
+                run_ids,
+                rerun_ids,
+                failed: mine
+                    .iter()
+                    .filter(|r| r.status == Status::Failed && r.kind != Kind::Probe)
+                    .count() as u32,
+                figures: combine(&docs, confidence),
+                search,
+            }
+        })
+        .collect()
+}
+
+/// Per figure (name and side, in the first run's order): the mean over the runs whose
+/// figure is valid.
+fn combine(runs: &[Vec<RunFigure>], confidence: f64) -> Vec<PointFigure> {
+    let Some(first) = runs.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .map(|f| {
+            let same: Vec<&RunFigure> = runs
+                .iter()
+                .filter_map(|r| r.iter().find(|g| g.name == f.name && g.side == f.side))
+                .collect();
+            let valid: Vec<f64> = same.iter().filter(|g| g.valid).map(|g| g.value).collect();
+            let invalid: Vec<&&RunFigure> = same.iter().filter(|g| !g.valid).collect();
+            PointFigure {
+                name: f.name,
+                side: f.side,
+                unit: f.unit,
+                over_runs: MeanCi::from_samples(&valid, confidence),
+                invalid_runs: invalid.len() as u32,
+                invalid_reason: invalid.first().and_then(|g| g.invalid_reason.clone()),
+            }
+        })
+        .collect()
+}
+
+/// A point that stands out from both neighbours along an axis.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StudyAnomaly {
+    pub point: usize,
+    pub axis: String,
+    /// "window=4K, write_size=2048".
+    pub at: String,
+    pub figure: String,
+    pub vs_previous: f64,
+    pub vs_next: f64,
+}
+
+impl StudyAnomaly {
+    pub fn describe(&self) -> String {
+        let kind = if self.vs_previous > 0.0 {
+            "peak"
+        } else {
+            "dip"
+        };
+        format!(
+            "{kind} at {} along {}: {} {:+.0}% against the previous value, {:+.0}% against the next",
+            self.at,
+            self.axis,
+            self.figure,
+            self.vs_previous * 100.0,
+            self.vs_next * 100.0
+        )
+    }
+}
+
+/// The headline figure's outliers along every axis whose values are all numbers, the other
+/// axes held fixed (see [`crate::stats::anomaly::outliers`]).
+pub fn anomalies(file: &StudyFile, points: &[PointSummary], threshold: f64) -> Vec<StudyAnomaly> {
+    let headline = |p: &PointSummary| -> Option<f64> {
+        p.figures
+            .first()
+            .and_then(|f| f.over_runs.as_ref())
+            .map(|m| m.mean)
+    };
+    let figure_name = points
+        .iter()
+        .find_map(|p| p.figures.first())
+        .map(|f| match f.side {
+            Some(s) => format!("{} {}", s, f.name),
+            None => f.name.to_string(),
+        })
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for (a, axis) in file.axes.iter().enumerate() {
+        let numeric = (0..axis.values.len()).all(|k| value_number(axis, k).is_some());
+        if !numeric || axis.values.len() < 3 {
+            continue;
+        }
+        // The lines along this axis: points equal in every other coordinate.
+        let mut lines: Vec<Vec<&PointSummary>> = Vec::new();
+        for p in points {
+            let key = |q: &PointSummary| {
+                q.coords
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != a)
+                    .map(|(_, c)| *c)
+                    .collect::<Vec<_>>()
+            };
+            match lines.iter_mut().find(|l| key(l[0]) == key(p)) {
+                Some(l) => l.push(p),
+                None => lines.push(vec![p]),
+            }
+        }
+        for mut line in lines {
+            line.sort_by(|x, y| {
+                let (vx, vy) = (
+                    value_number(axis, x.coords[a]),
+                    value_number(axis, y.coords[a]),
+                );
+                vx.partial_cmp(&vy).unwrap_or(std::cmp::Ordering::Equal)
+            });
+            let values: Vec<Option<f64>> = line.iter().map(|p| headline(p)).collect();
+            for o in crate::stats::anomaly::outliers(&values, threshold) {
+                let p = line[o.index];
+                out.push(StudyAnomaly {
+                    point: p.index,
+                    axis: axis.name.clone(),
+                    at: p.labels.join(", "),
+                    figure: figure_name.clone(),
+                    vs_previous: o.vs_previous,
+                    vs_next: o.vs_next,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A figure in its usual unit for people.
+pub fn format_value(value: f64, unit: &str) -> String {
+    match unit {
+        "bit/s" => format!("{:.3} Mbit/s", value / 1e6),
+        "ns" => format!("{:.2} us", value / 1e3),
+        "1/s" => format!("{value:.0}/s"),
+        "share" => format!("{:.3}%", value * 100.0),
+        _ => format!("{value} {unit}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figure(v: f64) -> PointFigure {
+        PointFigure {
+            name: "throughput",
+            side: Some("receiver"),
+            unit: "bit/s",
+            over_runs: MeanCi::from_samples(&[v], 0.95),
+            invalid_runs: 0,
+            invalid_reason: None,
+        }
+    }
+
+    #[test]
+    fn a_peak_is_found_along_its_axis_and_not_along_the_other() {
+        let f = StudyFile::parse(
+            "name = \"t\"\n[[axis]]\nname = \"window\"\nvalues = [1, 2, 3, 4]\n[[axis]]\nname = \"write_size\"\nvalues = [10, 20]\n",
+        )
+        .unwrap();
+        // Throughput by window for write_size 10: 1, 2, 9, 4 (a peak at window 3); write
+        // size 20: smooth.
+        let grid = [[1.0, 1.0], [2.0, 2.0], [9.0, 3.0], [4.0, 4.0]];
+        let mut points = Vec::new();
+        for (w, row) in grid.iter().enumerate() {
+            for (s, &value) in row.iter().enumerate() {
+                points.push(PointSummary {
+                    index: points.len(),
+                    coords: vec![w, s],
+                    labels: vec![
+                        format!("window={}", w + 1),
+                        format!("write_size={}", (s + 1) * 10),
+                    ],
+                    run_ids: vec![],
+                    rerun_ids: vec![],
+                    failed: 0,
+                    figures: vec![figure(value)],
+                    search: None,
+                });
+            }
+        }
+        let a = anomalies(&f, &points, 0.5);
+        assert_eq!(a.len(), 1, "{a:?}");
+        assert_eq!(a[0].point, 4);
+        assert_eq!(a[0].axis, "window");
+        assert_eq!(a[0].at, "window=3, write_size=10");
+        assert!((a[0].vs_previous - 3.5).abs() < 1e-12);
+        assert!(a[0]
+            .describe()
+            .starts_with("peak at window=3, write_size=10 along window"));
+    }
+
+    #[test]
+    fn a_tcp_stream_shows_what_its_sender_had_acknowledged_beside_what_it_wrote() {
+        use crate::report::model::{DirectionTotal, StreamResult};
+        let stream = |acked: Option<f64>| {
+            let mut r = crate::results::db::tests::report("stream", 1, 1.0);
+            r.points[0].stream = Some(StreamResult {
+                streams: Vec::new(),
+                totals: vec![DirectionTotal {
+                    direction: "client_to_server".into(),
+                    streams: 1,
+                    sender_bits_per_s: 108e6,
+                    acked_bits_per_s: acked,
+                    receiver_bits_per_s: 95.6e6,
+                    ..DirectionTotal::default()
+                }],
+            });
+            run_figures(&r)
+        };
+        let names = |f: &[RunFigure]| -> Vec<String> {
+            f.iter()
+                .map(|x| format!("{} {}", x.side.unwrap_or("-"), x.name))
+                .collect()
+        };
+        let tcp = stream(Some(95.5e6));
+        assert_eq!(
+            names(&tcp),
+            [
+                "receiver throughput",
+                "sender throughput",
+                "sender acked throughput"
+            ]
+        );
+        assert_eq!(tcp[2].value, 95.5e6);
+        assert_eq!(tcp[1].value, 108e6);
+        // Without TCP_INFO (UDP, or an older result) there is nothing acknowledged to show.
+        assert_eq!(
+            names(&stream(None)),
+            ["receiver throughput", "sender throughput"]
+        );
+    }
+
+    #[test]
+    fn invalid_runs_stay_out_of_the_mean() {
+        let run = |v: f64, valid: bool| RunFigure {
+            name: "throughput",
+            side: Some("receiver"),
+            unit: "bit/s",
+            value: v,
+            valid,
+            invalid_reason: (!valid).then(|| "too short".to_string()),
+        };
+        let c = combine(
+            &[
+                vec![run(10.0, true)],
+                vec![run(1e12, false)],
+                vec![run(20.0, true)],
+            ],
+            0.95,
+        );
+        assert_eq!(c[0].over_runs.as_ref().unwrap().mean, 15.0);
+        assert_eq!(c[0].over_runs.as_ref().unwrap().n, 2);
+        assert_eq!(c[0].invalid_runs, 1);
+        assert_eq!(c[0].invalid_reason.as_deref(), Some("too short"));
+    }
+}
