@@ -25,5 +25,6 @@ pub mod stats;
 pub mod study;
 pub mod sys;
 pub mod text;
+pub mod trace;
 pub mod transport;
 pub mod units;

@@ -34,6 +34,8 @@ pub struct Request {
     pub statistics: Statistics,
     pub timeouts: Timeouts,
     pub output: Output,
+    /// `--trace`: capture the data connections' segments into a pcap file.
+    pub trace: Option<crate::trace::TraceRequest>,
 }
 
 /// Where the server is and how to reach it.
@@ -296,6 +298,7 @@ impl Default for Request {
             statistics: Statistics::default(),
             timeouts: Timeouts::default(),
             output: Output::default(),
+            trace: None,
         }
     }
 }

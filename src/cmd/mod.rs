@@ -12,6 +12,7 @@ pub mod results;
 pub mod run;
 pub mod serve;
 pub mod study;
+pub mod trace;
 
 use std::path::PathBuf;
 
@@ -84,6 +85,9 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Segment-flow traces written by `run --trace FILE.pcap`: `trace show FILE` (summary),
+    /// `trace plot FILE` (segment size, bytes outstanding, advertised window).
+    Trace(trace::TraceArgs),
     /// Whole experiments from one file: axes, repetitions, random order, resumable
     /// (`wirebench study FILE.toml`, `study show ID`).
     Study(study::StudyArgs),
@@ -120,6 +124,7 @@ pub fn main_with(cli: Cli) -> i32 {
             man(dir.as_deref(), &mut text).and_then(|()| to_stdout(&text).map(|()| 0))
         }
         Command::Results(c) => results::run(c),
+        Command::Trace(a) => trace::run(a),
     };
     match result {
         Ok(code) => code,

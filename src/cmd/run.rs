@@ -189,6 +189,21 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub output: OutputArgs,
+
+    // ---- segment-flow trace ----
+    /// TCP: capture every segment of the data connections (not the control connection)
+    /// with kernel time stamps into this pcap file (tcpdump, tshark and Wireshark read it;
+    /// so does `wirebench trace show`). Several points or runs write FILE-pN[-rM].EXT. Needs
+    /// CAP_NET_RAW.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Where --trace captures: client or server (a self-hosted or lab server). Default: the
+    /// side that sends the data.
+    #[arg(long, value_enum, requires = "trace")]
+    pub trace_side: Option<crate::trace::TraceSide>,
+    /// Bytes of each packet --trace keeps: 128 holds the IP and TCP headers with options.
+    #[arg(long, default_value_t = crate::trace::DEFAULT_SNAPLEN, value_parser = clap::value_parser!(u32).range(64..=262_144))]
+    pub trace_snaplen: u32,
 }
 
 pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -514,6 +529,11 @@ impl TryFrom<&RunArgs> for Request {
                 loss: a.loss_timeout,
             },
             output: a.output.request(),
+            trace: a.trace.as_ref().map(|file| crate::trace::TraceRequest {
+                file: file.clone(),
+                side: a.trace_side,
+                snaplen: a.trace_snaplen,
+            }),
         })
     }
 }

@@ -208,6 +208,20 @@ impl Session {
         self.spec.one_port
     }
 
+    /// The TCP ports that tell the data connections apart for a capture: the server's data
+    /// port, and the control connection's client port when data shares the control port.
+    /// None for transports other than TCP.
+    pub fn data_ports(&self) -> Option<(u16, Option<u16>)> {
+        if self.spec.transport != crate::transport::TransportKind::Tcp {
+            return None;
+        }
+        if self.endpoint == crate::transport::CONTROL_PORT_ENDPOINT {
+            let ctrl = self.ctrl.local_addr().ok()?.port();
+            return Some((self.server_addr.port(), Some(ctrl)));
+        }
+        Some((self.endpoint.parse().ok()?, None))
+    }
+
     /// Runs one point. `live` receives the client's interval reports as they happen.
     pub fn run_point(
         &mut self,

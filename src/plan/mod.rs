@@ -9,6 +9,7 @@ pub mod mpi;
 pub mod runner;
 #[cfg(test)]
 mod runner_tests;
+pub mod trace;
 
 use std::time::Duration;
 

@@ -122,6 +122,12 @@ pub trait PointRunner {
     ) -> Result<PointOutcome>;
     /// Ends the test politely; called once the points are done, also after a failure.
     fn close(&mut self);
+    /// Before each run of each point: which one it is (`--trace` names its files by it).
+    fn next_run(&mut self, _point: usize, _run: u32) {}
+    /// The trace of the run just measured, if one was asked for.
+    fn take_trace(&mut self) -> Option<crate::trace::TraceSummary> {
+        None
+    }
 }
 
 /// The usual runner: a session with a wirebench server, started on loopback when `--to`
@@ -129,6 +135,7 @@ pub trait PointRunner {
 pub struct ControlRunner<'a> {
     args: &'a Request,
     session: Option<Session>,
+    tracer: Option<super::trace::Tracer>,
 }
 
 impl<'a> ControlRunner<'a> {
@@ -136,6 +143,7 @@ impl<'a> ControlRunner<'a> {
         ControlRunner {
             args,
             session: None,
+            tracer: None,
         }
     }
 }
@@ -174,8 +182,21 @@ impl PointRunner for ControlRunner<'_> {
         report.server_environment = Some(session.server_env.clone());
         report.server.one_port = session.one_port();
         report.server.middlebox = session.middlebox.clone();
+        if let Some(t) = &args.trace {
+            self.tracer = Some(super::trace::Tracer::new(t, plan, args, report, &session)?);
+        }
         self.session = Some(session);
         Ok(())
+    }
+
+    fn next_run(&mut self, point: usize, run: u32) {
+        if let Some(t) = self.tracer.as_mut() {
+            t.next_run(point, run);
+        }
+    }
+
+    fn take_trace(&mut self) -> Option<crate::trace::TraceSummary> {
+        self.tracer.as_mut().and_then(|t| t.take())
     }
 
     fn run_point(
@@ -184,10 +205,20 @@ impl PointRunner for ControlRunner<'_> {
         client: &ClientSide,
         live: Option<mpsc::Sender<IntervalEvent>>,
     ) -> Result<PointOutcome> {
-        match self.session.as_mut() {
-            Some(s) => s.run_point(&planned.spec, client, live),
-            None => anyhow::bail!("no session with the server"),
+        let Some(session) = self.session.as_mut() else {
+            anyhow::bail!("no session with the server");
+        };
+        // The capture starts before the data connections are opened (their handshakes
+        // carry the window scale) and ends once the point's last segments are in.
+        let capture = self.tracer.as_mut().map(|t| t.start()).transpose()?;
+        let outcome = session.run_point(&planned.spec, client, live);
+        if let (Some(t), Some(c)) = (self.tracer.as_mut(), capture) {
+            let finished = t.finish(c, outcome.as_ref().ok());
+            let outcome = outcome?;
+            finished?;
+            return Ok(outcome);
         }
+        outcome
     }
 
     fn close(&mut self) {
@@ -238,9 +269,14 @@ fn run_points(
         // The lab link's drops over the last run, read outside it (they take a few process
         // starts and a round trip to the delay line).
         let mut lab_counters = None;
+        let mut trace = None;
         for run_no in 0..max_runs {
+            runner.next_run(index, run_no);
             let lab_before = report.lab.as_ref().map(crate::lab::link_counters);
             let (outcome, shown) = run_one(runner, planned, &client, plan, sink);
+            if let Some(t) = runner.take_trace() {
+                trace = Some(t);
+            }
             if let (Some(lab), Some(before)) = (&report.lab, &lab_before) {
                 lab_counters = Some(crate::lab::link_counters(lab).since(before));
             }
@@ -278,6 +314,7 @@ fn run_points(
             plan.until_ci,
         ) {
             let mut result = result;
+            result.trace = trace;
             if let Some(lab) = &report.lab {
                 add_theoretical_goodput(lab, plan.test.transport, &mut result);
             }

@@ -233,6 +233,10 @@ pub struct PointResult {
     /// `counters`. Absent without counters.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loss_attribution: Vec<crate::instruments::LossAttribution>,
+    /// With --trace: the last run's segment-flow trace, its cost and its pcap file. Absent
+    /// without --trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TraceSummary>,
 }
 
 /// The network counters of a point, each end's read on its own host around its side of the

@@ -378,6 +378,7 @@ pub fn summarize(
             client: last.client_socket.clone(),
             server: last.server_socket.clone(),
         },
+        trace: None,
         counters: None,
         host_cpu: None,
         loss_attribution: Vec::new(),

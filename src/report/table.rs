@@ -472,6 +472,9 @@ impl Sink for TableSink {
             }
             None => {}
         }
+        if let Some(t) = &p.trace {
+            self.line(&format!("{:>9}   {}", "", t.line()))?;
+        }
         if p.runs > 1 {
             if let Some(m) = &p.headline.over_runs {
                 self.line(&format!(

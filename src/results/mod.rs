@@ -23,4 +23,5 @@ pub mod series;
 pub mod study_figures;
 pub mod study_page;
 pub mod summary;
+pub mod trace_figures;
 pub mod welch;

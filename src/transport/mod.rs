@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 pub use kind::{names, Layer, TransportKind};
 pub use sockopt::{EffectiveOptions, SocketOptions};
-pub use tcp::{HandedOverListener, DATA_PREFIX};
+pub use tcp::{HandedOverListener, CONTROL_PORT_ENDPOINT, DATA_PREFIX};
 
 use crate::sys::TcpInfo;
 

@@ -1,0 +1,130 @@
+//! `--trace` around each run of a point: where the capture runs, which file it writes, and
+//! its summary with what it cost.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+
+use super::RunPlan;
+use crate::control::client::{PointOutcome, Session};
+use crate::pattern::Direction;
+use crate::report::model::RunReport;
+use crate::request::Request;
+use crate::trace::capture::{self, Capture, PortFilter};
+use crate::trace::{file_for, TraceRequest, TraceSide, TraceSummary};
+
+pub struct Tracer {
+    request: TraceRequest,
+    side: TraceSide,
+    /// The network namespace to capture in (the lab's host b for the server side); None:
+    /// this thread's.
+    netns: Option<String>,
+    filter: PortFilter,
+    points: usize,
+    runs: u32,
+    file: PathBuf,
+    last: Option<TraceSummary>,
+}
+
+impl Tracer {
+    /// Checks that the trace can be taken where it was asked for, before any point runs.
+    pub fn new(
+        t: &TraceRequest,
+        plan: &RunPlan,
+        args: &Request,
+        report: &RunReport,
+        session: &Session,
+    ) -> Result<Tracer> {
+        let Some((data_port, exclude_port)) = session.data_ports() else {
+            bail!("--trace captures TCP data connections: use --transport tcp");
+        };
+        let local_server = args.server.to.is_none();
+        let lab_b = report.lab.as_ref().map(|l| l.host_b.netns.clone());
+        let reachable = local_server || lab_b.is_some();
+        let side = match t.side {
+            Some(TraceSide::Server) if !reachable => bail!(
+                "--trace-side server needs the server in reach: a self-hosted one (no --to) or the lab's (lab run)"
+            ),
+            Some(s) => s,
+            // The sender's side when it is in reach; the client's otherwise.
+            None if plan.test.direction == Direction::Reverse && reachable => TraceSide::Server,
+            None => TraceSide::Client,
+        };
+        let netns = match side {
+            TraceSide::Server => lab_b,
+            TraceSide::Client => None,
+        };
+        let filter = PortFilter {
+            data_port,
+            exclude_port,
+        };
+        // A capture socket opened and closed at once: no permission (CAP_NET_RAW) is said
+        // before the first point, not after it.
+        open_in(netns.as_deref(), filter, t.snaplen)?;
+        Ok(Tracer {
+            request: t.clone(),
+            side,
+            netns,
+            filter,
+            points: plan.points.len(),
+            runs: if plan.until_ci.is_some() {
+                plan.max_repeat
+            } else {
+                plan.repeat
+            },
+            file: t.file.clone(),
+            last: None,
+        })
+    }
+
+    pub fn next_run(&mut self, point: usize, run: u32) {
+        self.file = file_for(&self.request.file, point, self.points, run, self.runs);
+    }
+
+    /// Opens the capture socket (in the server's namespace for the lab's server side) and
+    /// starts the capture thread.
+    pub fn start(&mut self) -> Result<Capture> {
+        let (fd, lo) = open_in(self.netns.as_deref(), self.filter, self.request.snaplen)?;
+        Capture::start(fd, lo, &self.file, self.request.snaplen)
+    }
+
+    /// Ends the capture and keeps its summary; `outcome` (when the point succeeded) gives
+    /// the data threads' CPU time the capture's is set against.
+    pub fn finish(&mut self, c: Capture, outcome: Option<&PointOutcome>) -> Result<()> {
+        let got = c
+            .finish()
+            .with_context(|| format!("--trace {}", self.file.display()))?;
+        let mut s = TraceSummary::of_segments(&self.file, got.packets, &got.segments);
+        s.side = Some(self.side);
+        s.dropped = Some(got.drops);
+        s.capture_cpu_ns = Some(got.cpu_ns);
+        s.capture_elapsed_ns = Some(got.elapsed_ns);
+        s.capture_cpu_share =
+            (got.elapsed_ns > 0).then(|| got.cpu_ns as f64 / got.elapsed_ns as f64);
+        let data_cpu = outcome.map(|o| match self.side {
+            TraceSide::Client => o.client_cpu.total_ns(),
+            TraceSide::Server => o.server.cpu.total_ns(),
+        });
+        s.capture_cpu_vs_data_threads = data_cpu
+            .filter(|&d| d > 0)
+            .map(|d| got.cpu_ns as f64 / d as f64);
+        self.last = Some(s);
+        Ok(())
+    }
+
+    pub fn take(&mut self) -> Option<TraceSummary> {
+        self.last.take()
+    }
+}
+
+/// A capture socket in namespace `netns` (None: this thread's).
+fn open_in(
+    netns: Option<&str>,
+    filter: PortFilter,
+    snaplen: u32,
+) -> Result<(std::os::fd::OwnedFd, Option<u32>)> {
+    match netns {
+        Some(ns) => crate::lab::in_netns(ns, move || capture::open(filter, snaplen)),
+        None => capture::open(filter, snaplen),
+    }
+}

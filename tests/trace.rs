@@ -1,0 +1,158 @@
+//! `--trace`: the pcap a real run writes holds every byte of the data connection exactly
+//! once, and wirebench reads its own file back. Needs root (CAP_NET_RAW; the lab test also
+//! network namespaces): skipped, with the reason printed, without it or with
+//! WIREBENCH_SKIP_LAB=1.
+
+mod common;
+
+use common::lab::{lab_run, SERIAL};
+use common::{run_json, u};
+use serde_json::Value;
+
+/// Bytes the client writes on a data connection before the stream: the test's cookie.
+const COOKIE: u64 = 16;
+
+fn skip() -> bool {
+    if common::lab::skip() {
+        eprintln!("skipped: WIREBENCH_SKIP_LAB is set");
+        return true;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: --trace needs root (CAP_NET_RAW)");
+        return true;
+    }
+    false
+}
+
+/// The point's trace summary, checked against the file read back with wirebench's own
+/// reader; returns the file's single flow.
+fn check_file(point: &Value, file: &std::path::Path) -> wirebench::trace::FlowSummary {
+    let t = &point["trace"];
+    assert_eq!(t["file"], file.display().to_string());
+    assert_eq!(u(&t["dropped"]), 0, "the kernel dropped packets: {t}");
+    let (packets, segments) = wirebench::trace::read_file(file).unwrap();
+    assert_eq!(packets, u(&t["packets"]));
+    let flows = wirebench::trace::analyse(&segments);
+    assert_eq!(
+        flows.len(),
+        1,
+        "one data connection, the control connection left out"
+    );
+    let f = flows[0].summary.clone();
+    let in_json: wirebench::trace::FlowSummary =
+        serde_json::from_value(t["flows"][0].clone()).unwrap();
+    assert_eq!(in_json, f, "the JSON summarises the file");
+    assert!(f.window_shift.is_some(), "the handshake was captured");
+    f
+}
+
+#[test]
+fn a_loopback_stream_trace_holds_every_byte_once() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flow.pcap");
+    let v = run_json(&[
+        "stream",
+        "--bytes",
+        "8M",
+        "-d",
+        "10s",
+        "--trace",
+        file.to_str().unwrap(),
+        "--no-save",
+    ]);
+    let point = &v["points"][0];
+    let f = check_file(point, &file);
+    let received = u(&point["stream"]["totals"][0]["bytes_received"]);
+    // Captured once each (loopback's second copy dropped), retransmissions taken out: the
+    // stream the receiver read, plus the cookie.
+    assert_eq!(f.unique_data_bytes, received + COOKIE);
+    assert_eq!(f.data_bytes - f.repeated_bytes, f.unique_data_bytes);
+    assert_eq!(point["trace"]["side"], "client");
+}
+
+/// Over a 10 Mbit/s lab link, captured on the server (host b): every byte the receiver read
+/// arrived, each counted once, with the MSS of a 1500-byte MTU.
+#[test]
+fn a_lab_trace_on_the_server_side_holds_every_byte_once() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lab.pcap");
+    let v = lab_run(
+        "tr",
+        &["--rate", "10mbit"],
+        &[
+            "stream",
+            "--bytes",
+            "1M",
+            "-d",
+            "20s",
+            "--trace",
+            file.to_str().unwrap(),
+            "--trace-side",
+            "server",
+            "--no-save",
+        ],
+    );
+    let point = &v["points"][0];
+    assert_eq!(point["trace"]["side"], "server");
+    let f = check_file(point, &file);
+    let received = u(&point["stream"]["totals"][0]["bytes_received"]);
+    assert_eq!(f.unique_data_bytes, received + COOKIE);
+    assert!(f.mss_from_syn);
+    assert!(f.mss <= 1460, "mss {}", f.mss);
+}
+
+#[test]
+fn a_trace_of_udp_is_refused_in_one_line() {
+    let out = common::run(&[
+        "run",
+        "stream",
+        "-t",
+        "udp",
+        "--trace",
+        "/tmp/never.pcap",
+        "-d",
+        "1s",
+        "--no-save",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--transport tcp"), "{err}");
+}
+
+/// Without CAP_NET_RAW (root with the capability taken away) the run stops before its first
+/// point with one line that says what is missing.
+#[test]
+fn a_trace_without_cap_net_raw_says_so_in_one_line() {
+    if skip() || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        return;
+    }
+    let out = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--bounding-set=-net_raw", "--inh-caps=-net_raw"])
+        .arg(env!("CARGO_BIN_EXE_wirebench"))
+        .args([
+            "run",
+            "stream",
+            "-d",
+            "1s",
+            "--trace",
+            "/tmp/never.pcap",
+            "--no-save",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("needs CAP_NET_RAW"), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["points"].as_array().map(Vec::len), Some(0));
+}
