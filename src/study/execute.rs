@@ -240,6 +240,8 @@ struct Study<'a> {
     lab_name: String,
     /// Seconds each finished slot took, for the time left.
     took: Vec<f64>,
+    /// Where the segment traces of the study's runs go.
+    trace_dir: PathBuf,
 }
 
 impl Study<'_> {
@@ -327,6 +329,16 @@ impl Study<'_> {
         let mut request = point.request.clone();
         request.output.label = Some(self.label(&slot, kind));
         let timeout = point.timeout;
+        let traced = self.file.trace || (kind == Kind::Rerun && self.file.anomaly.trace);
+        if traced && request.transport == crate::transport::TransportKind::Tcp {
+            std::fs::create_dir_all(&self.trace_dir)
+                .with_context(|| format!("creating {}", self.trace_dir.display()))?;
+            request.trace = Some(crate::trace::TraceRequest {
+                file: self.trace_dir.join(format!("run-{index}.pcap")),
+                side: None,
+                snaplen: crate::trace::DEFAULT_SNAPLEN,
+            });
+        }
         eprintln!(
             "study: [{}/{}] {}{}",
             done + 1,
@@ -372,6 +384,9 @@ impl Study<'_> {
                         })
                         .collect();
                     eprintln!("  run {id}: {}", shown.join(", "));
+                    if let Some(t) = r.points.first().and_then(|p| p.trace.as_ref()) {
+                        eprintln!("  {}", t.line());
+                    }
                 }
                 Err(e) => eprintln!("  failed: {}", crate::error::one_line(e)),
             }
@@ -601,6 +616,11 @@ pub fn run(opts: &Options) -> Result<i32> {
         lab: None,
         lab_name: format!("st{}", std::process::id() % 1_000_000),
         took: Vec::new(),
+        trace_dir: path
+            .parent()
+            .unwrap_or(std::path::Path::new("."))
+            .join("traces")
+            .join(format!("study-{id}")),
     };
     let code = (|| -> Result<Option<i32>> {
         if !opts.resume {

@@ -66,6 +66,10 @@ pub struct StudyFile {
     pub retries: u32,
     #[serde(default)]
     pub anomaly: AnomalyPolicy,
+    /// Record a segment trace of every run (TCP; needs root): a pcap per run beside the
+    /// results database, its summary in the run's document.
+    #[serde(default)]
+    pub trace: bool,
     /// Instead of one run per repetition, find the highest rate that meets a delivery target.
     #[serde(default)]
     pub search: Option<SearchSpec>,
@@ -221,6 +225,16 @@ impl StudyFile {
                     a.values.len()
                 );
             }
+        }
+        if (self.trace || self.anomaly.trace)
+            && !matches!(self.run.transport, crate::transport::TransportKind::Tcp)
+            && !self.axes.iter().any(|a| a.name == "transport")
+        {
+            bail!(
+                "{}: a segment trace is of TCP segments; this study runs {}",
+                if self.trace { "trace" } else { "anomaly.trace" },
+                self.run.transport.name()
+            );
         }
         if !(self.anomaly.threshold > 0.0 && self.anomaly.threshold.is_finite()) {
             bail!("anomaly.threshold must be above 0 (0.5 = 50%)");
