@@ -161,7 +161,9 @@ fn lab_up(name: &str, spec: &LinkSpec) -> Result<LabRun> {
 
 /// One run of `request` in a child process (on host a of `lab` if given), ended at `timeout`.
 fn measure(request: &Request, lab: Option<&LabRun>, timeout: Duration) -> Result<RunReport> {
-    let exe = std::env::current_exe().context("finding wirebench's own executable")?;
+    // This very binary, even if its file was replaced or removed while the study runs (a
+    // rebuild): the kernel keeps the running image reachable through /proc/self/exe.
+    let exe = PathBuf::from("/proc/self/exe");
     let mut request = request.clone();
     let lab_name = lab.map(|l| l.lab.state.name.clone());
     if let Some(l) = lab {
@@ -169,6 +171,7 @@ fn measure(request: &Request, lab: Option<&LabRun>, timeout: Duration) -> Result
     }
     let spawn = move || -> Result<Child> {
         let mut cmd = Command::new(exe);
+        std::os::unix::process::CommandExt::arg0(&mut cmd, "wirebench");
         cmd.arg("__measure");
         if let Some(n) = lab_name {
             cmd.arg("--lab").arg(n);
@@ -705,7 +708,16 @@ pub fn run(opts: &Options) -> Result<i32> {
         }
         Ok(None) => {}
     }
-    store::set_status(&study.db, id, "complete")?;
+    let failed = store::runs(&study.db, id)?
+        .iter()
+        .any(|r| r.kind != Kind::Probe && r.status == Status::Failed);
+    store::set_status(&study.db, id, if failed { "incomplete" } else { "complete" })?;
+    if failed {
+        eprintln!(
+            "study: some runs failed; `wirebench study {} --resume` tries them again",
+            opts.file.display()
+        );
+    }
     let shown = super::show::Shown::load(&study.db, id)?;
     store::set_anomalies(&study.db, id, &serde_json::to_string(&shown.anomalies)?)?;
     print!("{}", shown.table());

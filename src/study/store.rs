@@ -77,7 +77,8 @@ pub struct StudyRow {
     pub seed: u64,
     pub started_at: String,
     pub finished_at: Option<String>,
-    /// running, complete, interrupted or failed.
+    /// running, complete, incomplete (finished with runs that failed: `--resume` tries
+    /// them again), interrupted or failed.
     pub status: String,
     #[serde(skip)]
     pub schedule: Vec<Slot>,
@@ -250,11 +251,12 @@ pub fn runs(db: &Db, study: i64) -> Result<Vec<StudyRun>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Slots already finished (done or given up): a resumed study skips them. Probes do not
-/// count: a search that was cut short starts again.
+/// Slots already done: a resumed study skips them. A slot that failed is tried again (what
+/// failed it may have passed: a lost server, a full disk), and probes do not count: a search
+/// that was cut short starts again.
 pub fn finished_slots(runs: &[StudyRun]) -> std::collections::HashSet<usize> {
     runs.iter()
-        .filter(|r| r.kind != Kind::Probe)
+        .filter(|r| r.kind != Kind::Probe && r.status == Status::Done)
         .map(|r| r.slot)
         .collect()
 }
@@ -336,6 +338,12 @@ mod tests {
         .unwrap();
         let s = resumable(&db, "w", "text").unwrap();
         assert_eq!((s.id, s.seed, s.schedule.clone()), (id, 7, order));
+        let failed = StudyRun {
+            status: Status::Failed,
+            run_id: None,
+            ..done(1, Kind::Measure)
+        };
+        record(&db, id, &failed).unwrap();
         let finished = finished_slots(&runs(&db, id).unwrap());
         assert_eq!(finished.into_iter().collect::<Vec<_>>(), vec![0]);
         let e = resumable(&db, "w", "changed").unwrap_err().to_string();
