@@ -15,29 +15,48 @@ pub struct Outlier {
 }
 
 /// The values (in axis order) that are above both neighbours, or below both, by more than
-/// `threshold` (0.2 = 20%) relative to each. `None` marks a value that is not a measurement:
-/// it is skipped, and its neighbours are compared with the nearest measured values instead.
-/// The ends have one neighbour and are never flagged.
+/// `threshold` (0.2 = 20%) relative to each. A band of neighbouring values that stands out
+/// together (seed 001's Nagle bands: two or three message sizes at 40 ms between sizes at
+/// 0.2 ms) counts too: each of its values is compared with the values just before and just
+/// after the band. `None` marks a value that is not a measurement: it is skipped, and its
+/// neighbours are compared with the nearest measured values instead. The ends have one
+/// neighbour and are never flagged.
 pub fn outliers(values: &[Option<f64>], threshold: f64) -> Vec<Outlier> {
     let measured: Vec<(usize, f64)> = values
         .iter()
         .enumerate()
         .filter_map(|(i, v)| v.filter(|x| x.is_finite() && *x > 0.0).map(|x| (i, x)))
         .collect();
-    measured
-        .windows(3)
-        .filter_map(|w| {
-            let ((_, prev), (index, v), (_, next)) = (w[0], w[1], w[2]);
-            let (vs_previous, vs_next) = ((v - prev) / prev, (v - next) / next);
-            let peak = vs_previous > threshold && vs_next > threshold;
-            let dip = vs_previous < -threshold && vs_next < -threshold;
-            (peak || dip).then_some(Outlier {
-                index,
-                vs_previous,
-                vs_next,
-            })
-        })
-        .collect()
+    let n = measured.len();
+    let mut out: Vec<Outlier> = Vec::new();
+    let mut start = 1;
+    while start + 1 < n {
+        let prev = measured[start - 1].1;
+        // The shortest band from `start` that stands out from the values around it.
+        let band = (start..n - 1).find_map(|end| {
+            let next = measured[end + 1].1;
+            let band = &measured[start..=end];
+            let peak = band
+                .iter()
+                .all(|(_, v)| (v - prev) / prev > threshold && (v - next) / next > threshold);
+            let dip = band
+                .iter()
+                .all(|(_, v)| (v - prev) / prev < -threshold && (v - next) / next < -threshold);
+            (peak || dip).then_some((end, next))
+        });
+        match band {
+            Some((end, next)) => {
+                out.extend(measured[start..=end].iter().map(|&(index, v)| Outlier {
+                    index,
+                    vs_previous: (v - prev) / prev,
+                    vs_next: (v - next) / next,
+                }));
+                start = end + 1;
+            }
+            None => start += 1,
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -58,6 +77,30 @@ mod tests {
         // Within the threshold: noise, not an anomaly.
         let noisy = [10.0, 11.5, 10.2].map(Some).to_vec();
         assert!(outliers(&noisy, 0.2).is_empty());
+    }
+
+    #[test]
+    fn a_band_that_stands_out_together_is_flagged_whole() {
+        // Seed 001's Nagle band, as measured in the lab: one-way microseconds by size.
+        let v = [106.3, 169.7, 44000.1, 44097.5, 472.7, 488.0]
+            .map(Some)
+            .to_vec();
+        let o = outliers(&v, 0.3);
+        assert_eq!(o.iter().map(|o| o.index).collect::<Vec<_>>(), vec![2, 3]);
+        assert!((o[1].vs_previous - (44097.5 - 169.7) / 169.7).abs() < 1e-9);
+        assert!((o[1].vs_next - (44097.5 - 472.7) / 472.7).abs() < 1e-9);
+        // A step is not a band: what follows it stays high.
+        let step = [1.0, 1.0, 5.0, 5.0, 5.0].map(Some).to_vec();
+        assert!(outliers(&step, 0.3).is_empty());
+        // A band of dips.
+        let dips = [10.0, 1.0, 1.2, 11.0].map(Some).to_vec();
+        assert_eq!(
+            outliers(&dips, 0.3)
+                .iter()
+                .map(|o| o.index)
+                .collect::<Vec<_>>(),
+            vec![1, 2]
+        );
     }
 
     #[test]

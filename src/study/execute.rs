@@ -159,6 +159,30 @@ fn lab_up(name: &str, spec: &LinkSpec) -> Result<LabRun> {
     })
 }
 
+/// Labs that studies killed with SIGKILL (or lost with the machine) left behind: named
+/// "study-" + the pid of a study that no longer runs.
+fn remove_stale_labs() {
+    for name in crate::lab::list() {
+        let Some(pid) = name
+            .strip_prefix("study-")
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !crate::lab::alive(pid) {
+            eprintln!(
+                "study: removing lab {name}, left behind by study process {pid}, which is gone"
+            );
+            if let Err(e) = crate::lab::down(&name) {
+                eprintln!(
+                    "study: could not remove lab {name}: {}",
+                    crate::error::one_line(&e)
+                );
+            }
+        }
+    }
+}
+
 /// One run of `request` in a child process (on host a of `lab` if given), ended at `timeout`.
 fn measure(request: &Request, lab: Option<&LabRun>, timeout: Duration) -> Result<RunReport> {
     // This very binary, even if its file was replaced or removed while the study runs (a
@@ -584,6 +608,9 @@ pub fn run(opts: &Options) -> Result<i32> {
         (id, seed, order, Default::default())
     };
     crate::plan::runner::stop_on_ctrl_c();
+    if points.iter().any(|p| p.link.is_some()) {
+        remove_stale_labs();
+    }
     eprintln!(
         "study {} (#{id}): {} points x {} repetitions = {} runs, {} order{}{}; saved in {}{}",
         file.name,
@@ -617,7 +644,7 @@ pub fn run(opts: &Options) -> Result<i32> {
         db,
         id,
         lab: None,
-        lab_name: format!("st{}", std::process::id() % 1_000_000),
+        lab_name: format!("study-{}", std::process::id()),
         took: Vec::new(),
         trace_dir: path
             .parent()
@@ -711,7 +738,11 @@ pub fn run(opts: &Options) -> Result<i32> {
     let failed = store::runs(&study.db, id)?
         .iter()
         .any(|r| r.kind != Kind::Probe && r.status == Status::Failed);
-    store::set_status(&study.db, id, if failed { "incomplete" } else { "complete" })?;
+    store::set_status(
+        &study.db,
+        id,
+        if failed { "incomplete" } else { "complete" },
+    )?;
     if failed {
         eprintln!(
             "study: some runs failed; `wirebench study {} --resume` tries them again",

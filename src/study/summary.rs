@@ -393,7 +393,7 @@ impl StudyAnomaly {
     pub fn describe(&self) -> String {
         if let Some(why) = &self.not_valid {
             return format!(
-                "no valid {} at {} between valid neighbours along {}: {why}",
+                "no valid {} at {} between valid points along {}: {why}",
                 self.figure, self.at, self.axis
             );
         }
@@ -461,24 +461,34 @@ pub fn anomalies(file: &StudyFile, points: &[PointSummary], threshold: f64) -> V
                 vx.partial_cmp(&vy).unwrap_or(std::cmp::Ordering::Equal)
             });
             let values: Vec<Option<f64>> = line.iter().map(|p| headline(p)).collect();
-            for k in 1..line.len().saturating_sub(1) {
-                let p = line[k];
-                let first = p.figures.first();
-                if values[k].is_none()
-                    && first.is_some_and(|f| f.invalid_runs > 0)
-                    && values[k - 1].is_some()
-                    && values[k + 1].is_some()
-                {
-                    out.push(StudyAnomaly {
-                        point: p.index,
-                        axis: axis.name.clone(),
-                        at: p.labels.join(", "),
-                        figure: figure_name.clone(),
-                        vs_previous: f64::NAN,
-                        vs_next: f64::NAN,
-                        not_valid: first.and_then(|f| f.invalid_reason.clone()),
-                    });
+            // A band of points without a valid figure, with valid points on both sides.
+            let not_valid = |k: usize| {
+                values[k].is_none() && line[k].figures.first().is_some_and(|f| f.invalid_runs > 0)
+            };
+            let mut k = 1;
+            while k + 1 < line.len() {
+                if !(not_valid(k) && values[k - 1].is_some()) {
+                    k += 1;
+                    continue;
                 }
+                let mut end = k;
+                while end + 1 < line.len() && not_valid(end + 1) {
+                    end += 1;
+                }
+                if end + 1 < line.len() && values[end + 1].is_some() {
+                    for p in &line[k..=end] {
+                        out.push(StudyAnomaly {
+                            point: p.index,
+                            axis: axis.name.clone(),
+                            at: p.labels.join(", "),
+                            figure: figure_name.clone(),
+                            vs_previous: f64::NAN,
+                            vs_next: f64::NAN,
+                            not_valid: p.figures.first().and_then(|f| f.invalid_reason.clone()),
+                        });
+                    }
+                }
+                k = end + 1;
             }
             for o in crate::stats::anomaly::outliers(&values, threshold) {
                 let p = line[o.index];
@@ -569,8 +579,19 @@ mod tests {
         assert_eq!(b[0].point, 2);
         assert_eq!(
             b[0].describe(),
-            "no valid receiver throughput at window=2, write_size=10 between valid neighbours along window: below the floor of 10 reads"
+            "no valid receiver throughput at window=2, write_size=10 between valid points along window: below the floor of 10 reads"
         );
+        // A band of two (windows 2 and 3) between valid neighbours: both flagged.
+        stalled[4].figures[0].over_runs = None;
+        stalled[4].figures[0].invalid_runs = 1;
+        stalled[4].figures[0].invalid_reason = Some("below the floor of 10 reads".into());
+        let a = anomalies(&f, &stalled, 0.5);
+        let b: Vec<usize> = a
+            .iter()
+            .filter(|a| a.not_valid.is_some())
+            .map(|a| a.point)
+            .collect();
+        assert_eq!(b, vec![2, 4], "{a:?}");
         let a = anomalies(&f, &points, 0.5);
         assert!(a[0]
             .describe()
