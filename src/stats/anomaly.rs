@@ -51,7 +51,9 @@ pub fn outliers(values: &[Option<f64>], threshold: f64) -> Vec<Outlier> {
                     vs_previous: (v - prev) / prev,
                     vs_next: (v - next) / next,
                 }));
-                start = end + 1;
+                // The value after the band is its right neighbour: comparing the values
+                // after it with the band itself would call the curve's way back a band too.
+                start = end + 2;
             }
             None => start += 1,
         }
@@ -89,6 +91,19 @@ mod tests {
         assert_eq!(o.iter().map(|o| o.index).collect::<Vec<_>>(), vec![2, 3]);
         assert!((o[1].vs_previous - (44097.5 - 169.7) / 169.7).abs() < 1e-9);
         assert!((o[1].vs_next - (44097.5 - 472.7) / 472.7).abs() < 1e-9);
+        // Seed 001's whole row: after the band the curve goes back and rises; only the band.
+        let row = [
+            106.3, 169.7, 44000.1, 44097.5, 472.7, 488.0, 531.9, 618.3, 823.0,
+        ]
+        .map(Some)
+        .to_vec();
+        assert_eq!(
+            outliers(&row, 0.3)
+                .iter()
+                .map(|o| o.index)
+                .collect::<Vec<_>>(),
+            vec![2, 3]
+        );
         // A step is not a band: what follows it stays high.
         let step = [1.0, 1.0, 5.0, 5.0, 5.0].map(Some).to_vec();
         assert!(outliers(&step, 0.3).is_empty());

@@ -51,6 +51,9 @@ pub fn smoke(mut file: StudyFile) -> StudyFile {
     if stop.bytes.is_none() && stop.iterations.is_none() {
         stop.duration = Some(SMOKE_DURATION);
     }
+    // Byte- and iteration-bound runs shrink too (not below what a figure needs at all).
+    stop.iterations = stop.iterations.map(|n| n.min(3));
+    stop.bytes = stop.bytes.map(|n| n.min(1 << 20));
     stop.warmup = stop.warmup.min(3);
     file
 }
