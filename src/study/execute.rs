@@ -448,46 +448,29 @@ impl Study<'_> {
                 .as_ref()
                 .map(|l| format!("{l}, probe {probe_no} at {:.3} Mbit/s", r / 1e6));
             let (result, attempts) = self.run_once(&req, timeout);
+            let row = |status, run_id, error| StudyRun {
+                slot: index,
+                probe: probe_no,
+                point: slot.point,
+                repetition: slot.repetition,
+                kind: Kind::Probe,
+                status,
+                run_id,
+                attempts,
+                error,
+                rate_bits_per_s: Some(r),
+            };
             let (id, report) = match result {
                 Ok(x) => x,
                 Err(e) => {
-                    store::record(
-                        &self.db,
-                        self.id,
-                        &StudyRun {
-                            slot: index,
-                            probe: probe_no,
-                            point: slot.point,
-                            repetition: slot.repetition,
-                            kind: Kind::Probe,
-                            status: Status::Failed,
-                            run_id: None,
-                            attempts,
-                            error: Some(crate::error::one_line(&e)),
-                            rate_bits_per_s: Some(r),
-                        },
-                    )?;
+                    let why = crate::error::one_line(&e);
+                    store::record(&self.db, self.id, &row(Status::Failed, None, Some(why)))?;
                     return Err(e);
                 }
             };
             let delivery = delivery(&report, r)
                 .ok_or_else(|| anyhow!("run {id} has no stream totals to judge delivery by"))?;
-            store::record(
-                &self.db,
-                self.id,
-                &StudyRun {
-                    slot: index,
-                    probe: probe_no,
-                    point: slot.point,
-                    repetition: slot.repetition,
-                    kind: Kind::Probe,
-                    status: Status::Done,
-                    run_id: Some(id),
-                    attempts,
-                    error: None,
-                    rate_bits_per_s: Some(r),
-                },
-            )?;
+            store::record(&self.db, self.id, &row(Status::Done, Some(id), None))?;
             eprintln!(
                 "  probe {probe_no} at {:.3} Mbit/s: {:.2}% delivered, sender {:.2}% short of the rate{}",
                 r / 1e6,
