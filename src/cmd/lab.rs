@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 
 use crate::lab::config::{LinkConfig, LinkSpec, Mechanism, Profile};
 use crate::lab::link::QueueLimit;
-use crate::lab::{ns, Lab, LabState, ADDR_B};
+use crate::lab::{ns, Lab, LabState};
 use crate::request::Request;
 use crate::units;
 
@@ -246,24 +246,7 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
     // The client takes its key from --psk-file or WIREBENCH_PSK: the lab's server holds it too.
     let psk = crate::control::auth::Psk::load(request.server.psk_file.as_deref())?
         .map(std::sync::Arc::new);
-    let server_addr = crate::lab::in_netns(&lab.state.host_b.netns, move || {
-        // The user's own server in the lab: every feature, no budgets.
-        let config = crate::control::server::ServerConfig {
-            limits: crate::control::limits::Limits::local(),
-            io_timeout,
-            transport,
-            access: crate::control::admission::AccessConfig {
-                psk,
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let server = crate::control::server::Server::bind(
-            std::net::SocketAddr::new(ADDR_B.parse()?, 0),
-            config,
-        )?;
-        server.spawn()
-    })?;
+    let server_addr = crate::plan::lab_server::start(&lab.state, io_timeout, transport, psk)?;
     request.server.to = Some(server_addr.to_string());
     let state = lab.state.clone();
     let code = crate::lab::in_netns(&lab.state.host_a.netns, move || {

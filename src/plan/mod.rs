@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod instrumented;
+pub mod lab_server;
 pub mod measure;
 #[cfg(feature = "mpi")]
 pub mod mpi;

@@ -143,18 +143,12 @@ struct LabRun {
 
 fn lab_up(name: &str, spec: &LinkSpec) -> Result<LabRun> {
     let lab = Lab::up(name, spec.to_config()?)?;
-    let server = crate::lab::in_netns(&lab.state.host_b.netns, move || {
-        // The user's own server in the lab: every feature, no budgets.
-        let config = crate::control::server::ServerConfig {
-            limits: crate::control::limits::Limits::local(),
-            ..Default::default()
-        };
-        let server = crate::control::server::Server::bind(
-            SocketAddr::new(crate::lab::ADDR_B.parse()?, 0),
-            config,
-        )?;
-        server.spawn()
-    })?;
+    let server = crate::plan::lab_server::start(
+        &lab.state,
+        crate::request::Timeouts::default().io,
+        Default::default(),
+        None,
+    )?;
     Ok(LabRun {
         lab,
         spec: spec.clone(),

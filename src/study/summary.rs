@@ -24,6 +24,25 @@ pub struct RunFigure {
     pub invalid_reason: Option<String>,
 }
 
+impl RunFigure {
+    fn new(
+        name: &'static str,
+        side: Option<&'static str>,
+        unit: &'static str,
+        value: f64,
+        (valid, invalid_reason): (bool, Option<String>),
+    ) -> RunFigure {
+        RunFigure {
+            name,
+            side,
+            unit,
+            value,
+            valid,
+            invalid_reason,
+        }
+    }
+}
+
 /// The figures a study compares, from a run of one point: the headline first.
 pub fn run_figures(r: &RunReport) -> Vec<RunFigure> {
     let Some(p) = r.points.first() else {
@@ -33,45 +52,46 @@ pub fn run_figures(r: &RunReport) -> Vec<RunFigure> {
     match r.pattern {
         PatternKind::Stream => {
             if let Some(s) = &p.stream {
-                let sum = |f: fn(&crate::report::model::DirectionTotal) -> f64| {
-                    s.totals.iter().map(f).sum::<f64>()
+                type Total = crate::report::model::DirectionTotal;
+                let sum = |f: fn(&Total) -> f64| s.totals.iter().map(f).sum::<f64>();
+                // Valid when every direction's figure is; else the first direction's reason.
+                let judged = |valid: fn(&Total) -> Option<bool>,
+                              reason: fn(&Total) -> Option<String>| {
+                    (
+                        s.totals.iter().all(|t| valid(t) != Some(false)),
+                        s.totals.iter().find_map(reason),
+                    )
                 };
-                let ok = |v: Option<bool>| v != Some(false);
-                let receiver_valid = s.totals.iter().all(|t| ok(t.receiver_valid));
-                let sender_valid = s.totals.iter().all(|t| ok(t.sender_valid));
-                let reason = |f: fn(&crate::report::model::DirectionTotal) -> Option<String>| {
-                    s.totals.iter().find_map(f)
-                };
-                out.push(RunFigure {
-                    name: "throughput",
-                    side: Some("receiver"),
-                    unit: "bit/s",
-                    value: sum(|t| t.receiver_bits_per_s),
-                    valid: receiver_valid,
-                    invalid_reason: reason(|t| t.receiver_invalid_reason.clone()),
-                });
-                out.push(RunFigure {
-                    name: "throughput",
-                    side: Some("sender"),
-                    unit: "bit/s",
-                    value: sum(|t| t.sender_bits_per_s),
-                    valid: sender_valid,
-                    invalid_reason: reason(|t| t.sender_invalid_reason.clone()),
-                });
+                let receiver = judged(|t| t.receiver_valid, |t| t.receiver_invalid_reason.clone());
+                let sender = judged(|t| t.sender_valid, |t| t.sender_invalid_reason.clone());
+                let (rx, tx) = (Some("receiver"), Some("sender"));
+                out.push(RunFigure::new(
+                    "throughput",
+                    rx,
+                    "bit/s",
+                    sum(|t| t.receiver_bits_per_s),
+                    receiver,
+                ));
+                out.push(RunFigure::new(
+                    "throughput",
+                    tx,
+                    "bit/s",
+                    sum(|t| t.sender_bits_per_s),
+                    sender.clone(),
+                ));
                 // A TCP sender's rate counts the bytes handed to the kernel, some still in its
                 // socket buffer when its phase ends (108 Mbit/s "sent" on a 100 Mbit/s link in
                 // a 2 s run); what the peer acknowledged over the same phase is the sender's
                 // figure to hold against the link and the receiver.
                 let acked: Option<f64> = s.totals.iter().map(|t| t.acked_bits_per_s).sum();
                 if let Some(acked) = acked {
-                    out.push(RunFigure {
-                        name: "acked throughput",
-                        side: Some("sender"),
-                        unit: "bit/s",
-                        value: acked,
-                        valid: sender_valid,
-                        invalid_reason: reason(|t| t.sender_invalid_reason.clone()),
-                    });
+                    out.push(RunFigure::new(
+                        "acked throughput",
+                        tx,
+                        "bit/s",
+                        acked,
+                        sender,
+                    ));
                 }
                 let (sent, lost) = s
                     .totals
@@ -79,78 +99,67 @@ pub fn run_figures(r: &RunReport) -> Vec<RunFigure> {
                     .filter_map(|t| t.loss.as_ref())
                     .fold((0u64, 0u64), |(a, b), l| (a + l.sent, b + l.lost));
                 if sent > 0 {
-                    out.push(RunFigure {
-                        name: "loss",
-                        side: None,
-                        unit: "share",
-                        value: lost as f64 / sent as f64,
-                        valid: true,
-                        invalid_reason: None,
-                    });
+                    let share = lost as f64 / sent as f64;
+                    out.push(RunFigure::new("loss", None, "share", share, (true, None)));
                 }
             }
         }
-        PatternKind::Pingpong => {
-            if let Some(l) = &p.latency {
+        PatternKind::Pingpong | PatternKind::Rr | PatternKind::Crr => {
+            let Some(l) = &p.latency else {
+                return out;
+            };
+            let v = || {
+                (
+                    l.validity.valid != Some(false),
+                    l.validity.invalid_reason.clone(),
+                )
+            };
+            if r.pattern == PatternKind::Pingpong {
                 if let Some(ns) = l.one_way_mean_ns {
-                    out.push(RunFigure {
-                        name: "one-way latency",
-                        side: None,
-                        unit: "ns",
-                        value: ns,
-                        valid: l.validity.valid != Some(false),
-                        invalid_reason: l.validity.invalid_reason.clone(),
-                    });
+                    out.push(RunFigure::new("one-way latency", None, "ns", ns, v()));
                 }
-                out.push(RunFigure {
-                    name: "throughput",
-                    side: None,
-                    unit: "bit/s",
-                    value: l.throughput_bits_per_s,
-                    valid: l.validity.valid != Some(false),
-                    invalid_reason: l.validity.invalid_reason.clone(),
-                });
+                out.push(RunFigure::new(
+                    "throughput",
+                    None,
+                    "bit/s",
+                    l.throughput_bits_per_s,
+                    v(),
+                ));
+                return out;
             }
-        }
-        PatternKind::Rr | PatternKind::Crr => {
-            if let Some(l) = &p.latency {
-                out.push(RunFigure {
-                    name: "transactions",
-                    side: None,
-                    unit: "1/s",
-                    value: l.transactions_per_s,
-                    valid: l.validity.valid != Some(false),
-                    invalid_reason: l.validity.invalid_reason.clone(),
-                });
-                if let Some(t) = &l.think {
-                    // Seed 003's chunk server: its rate "corrected for rendering time".
-                    out.push(RunFigure {
-                        name: "transactions without think time",
-                        side: None,
-                        unit: "1/s",
-                        value: t.corrected_transactions_per_s,
-                        valid: l.validity.valid != Some(false),
-                        invalid_reason: l.validity.invalid_reason.clone(),
-                    });
-                    let bytes = (p.request_size + p.response_size) as f64;
-                    out.push(RunFigure {
-                        name: "throughput without think time",
-                        side: None,
-                        unit: "bit/s",
-                        value: t.corrected_transactions_per_s * bytes * 8.0,
-                        valid: l.validity.valid != Some(false),
-                        invalid_reason: l.validity.invalid_reason.clone(),
-                    });
-                }
-                out.push(RunFigure {
-                    name: "round-trip time",
-                    side: None,
-                    unit: "ns",
-                    value: l.rtt.mean_ns,
-                    valid: l.validity.valid != Some(false),
-                    invalid_reason: l.validity.invalid_reason.clone(),
-                });
+            out.push(RunFigure::new(
+                "transactions",
+                None,
+                "1/s",
+                l.transactions_per_s,
+                v(),
+            ));
+            if let Some(t) = &l.think {
+                // Seed 003's chunk server: its rate "corrected for rendering time".
+                let rate = t.corrected_transactions_per_s;
+                let bits = (p.request_size + p.response_size) as f64 * 8.0;
+                out.push(RunFigure::new(
+                    "transactions without think time",
+                    None,
+                    "1/s",
+                    rate,
+                    v(),
+                ));
+                out.push(RunFigure::new(
+                    "throughput without think time",
+                    None,
+                    "bit/s",
+                    rate * bits,
+                    v(),
+                ));
             }
+            out.push(RunFigure::new(
+                "round-trip time",
+                None,
+                "ns",
+                l.rtt.mean_ns,
+                v(),
+            ));
         }
     }
     out

@@ -162,12 +162,17 @@ pub fn filter_flow(fd: BorrowedFd<'_>, ifindex: u32, offset: u32, value: u16) ->
             k: 0,
         },
     ];
+    attach_filter(fd, &code)
+}
+
+/// Attaches a classic BPF program to a socket (SO_ATTACH_FILTER).
+fn attach_filter(fd: BorrowedFd<'_>, code: &[libc::sock_filter]) -> io::Result<()> {
     let prog = libc::sock_fprog {
         len: code.len() as u16,
         filter: code.as_ptr() as *mut libc::sock_filter,
     };
-    // SAFETY: `prog` points at `code`, which lives on the stack for the whole call; the kernel
-    // copies the program and keeps no pointer to it.
+    // SAFETY: `prog` points at `code`, which the caller keeps alive for the whole call; the
+    // kernel copies the program and keeps no pointer to it.
     check(unsafe {
         libc::setsockopt(
             fd.as_raw_fd(),
@@ -362,21 +367,10 @@ pub fn open_tcp_capture(
     check(raw)?;
     // SAFETY: `raw` is a fresh descriptor we own and hand to OwnedFd exactly once.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    let code = tcp_port_program(port, exclude, snaplen, loopback);
-    let prog = libc::sock_fprog {
-        len: code.len() as u16,
-        filter: code.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: `prog` points at `code`, alive for the whole call; the kernel copies the program.
-    check(unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_ATTACH_FILTER,
-            (&prog as *const libc::sock_fprog).cast(),
-            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
-        )
-    })?;
+    attach_filter(
+        fd.as_fd(),
+        &tcp_port_program(port, exclude, snaplen, loopback),
+    )?;
     super::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
     let size = libc::c_int::try_from(buffer_bytes).unwrap_or(libc::c_int::MAX);
     if super::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, size).is_err() {
