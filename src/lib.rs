@@ -13,6 +13,7 @@ pub mod cmd;
 pub mod control;
 pub mod env;
 pub mod error;
+pub mod group;
 pub mod instruments;
 pub mod lab;
 pub mod pattern;
