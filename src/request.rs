@@ -36,6 +36,19 @@ pub struct Request {
     pub output: Output,
     /// `--trace`: capture the data connections' segments into a pcap file.
     pub trace: Option<crate::trace::TraceRequest>,
+    /// `--load`: background load beside the measured test. Absent from requests without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadRequest>,
+}
+
+/// Background load beside the measured test, to the same server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadRequest {
+    pub spec: crate::plan::load::LoadSpec,
+    /// pingpong, rr: measure under load only, not idle first.
+    #[serde(default)]
+    pub only: bool,
 }
 
 /// Where the server is and how to reach it.
@@ -299,6 +312,7 @@ impl Default for Request {
             timeouts: Timeouts::default(),
             output: Output::default(),
             trace: None,
+            load: None,
         }
     }
 }
@@ -335,11 +349,22 @@ mod tests {
         r.output.label = Some("after \"the\" update".into());
         r.local.iface = Some("veth0".into());
         r.socket.cc = vec!["cubic".into(), "reno".into()];
+        r.load = Some(LoadRequest {
+            spec: "udp:30M".parse().unwrap(),
+            only: true,
+        });
         let json = serde_json::to_string(&r).unwrap();
         assert!(json.contains(r#""cc":["cubic","reno"]"#), "{json}");
         assert!(json.contains("\"duration\":\"1500ms\""), "{json}");
         assert!(json.contains("\"rate\":\"1.5G\""), "{json}");
         assert!(json.contains("\"transport\":\"udp\""), "{json}");
+        assert!(
+            json.contains(r#""load":{"spec":"udp:30M","only":true}"#),
+            "{json}"
+        );
+        // Without --load the document is what it was before the option existed.
+        let plain = serde_json::to_string(&Request::default()).unwrap();
+        assert!(!plain.contains("load"), "{plain}");
         let back: Request = serde_json::from_str(&json).unwrap();
         assert_eq!(back, r);
 

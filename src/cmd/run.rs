@@ -105,6 +105,18 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_duration)]
     pub think: Option<std::time::Duration>,
 
+    /// Background load beside the measured test, to the same server, from just before its
+    /// timed phase to after it: udp:RATE (UDP held at this payload rate by closed-loop
+    /// pacing from the receiver's counts), tcp:N (N TCP streams), or UTIL% (UDP at that share
+    /// of the lab link's rate, `lab run` only). The result records the load achieved.
+    /// pingpong and rr measure idle first, then loaded (see --load-only). iperf2:
+    /// --working-load.
+    #[arg(long, value_name = "SPEC")]
+    pub load: Option<crate::plan::load::LoadSpec>,
+    /// With --load, pingpong and rr: measure under load only, without the idle run first.
+    #[arg(long, requires = "load")]
+    pub load_only: bool,
+
     // ---- socket options ----
     /// Both socket buffers, SO_SNDBUF and SO_RCVBUF, on both ends in bytes (0 = kernel
     /// autotuning): --sndbuf and --rcvbuf at once, each of which overrides it. Accepts a
@@ -534,6 +546,10 @@ impl TryFrom<&RunArgs> for Request {
                 side: a.trace_side,
                 snaplen: a.trace_snaplen,
             }),
+            load: a.load.map(|spec| request::LoadRequest {
+                spec,
+                only: a.load_only,
+            }),
         })
     }
 }
@@ -586,8 +602,17 @@ mod tests {
             "--no-save",
             "--cc",
             "cubic,reno",
+            "--load",
+            "udp:30M",
         ]))
         .unwrap();
+        assert_eq!(
+            r.load,
+            Some(request::LoadRequest {
+                spec: crate::plan::load::LoadSpec::Udp(30e6),
+                only: false
+            })
+        );
         assert_eq!(r.socket.cc, ["cubic", "reno"]);
         assert_eq!(r.pattern, PatternKind::Stream);
         assert_eq!(r.transport, TransportKind::Udp);

@@ -27,6 +27,24 @@ pub fn run_with(
         Ok(p) => p,
         Err(e) => return report(&e),
     };
+    // --load: the same points, each with background load beside it.
+    let mut loaded;
+    let point_runner: &mut dyn PointRunner = match &request.load {
+        Some(load) => match super::load::resolve(load.spec, lab.as_ref()) {
+            Ok(spec) => {
+                loaded = super::load::LoadedRunner::new(
+                    point_runner,
+                    request,
+                    load.spec,
+                    spec,
+                    load.only,
+                );
+                &mut loaded
+            }
+            Err(e) => return report(&e),
+        },
+        None => point_runner,
+    };
     let sink: Box<dyn Sink> = match request.output.format {
         Format::JsonStream => Box::new(JsonStreamSink::default()),
         Format::Json => Box::new(JsonSink::default()),

@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod instrumented;
 pub mod lab_server;
+pub mod load;
 pub mod measure;
 #[cfg(feature = "mpi")]
 pub mod mpi;
@@ -158,6 +159,9 @@ pub fn build(r: &Request) -> Result<RunPlan> {
         }
     }
     check_split_and_think(r, caps.message_boundaries)?;
+    if let Some(load) = &r.load {
+        load::check(r, load)?;
+    }
     let byte_stream_only = [(fast.zerocopy, "--zerocopy"), (fast.sendfile, "--sendfile")];
     let datagram_only = [
         (fast.gso, "--gso"),

@@ -128,6 +128,11 @@ pub trait PointRunner {
     fn take_trace(&mut self) -> Option<crate::trace::TraceSummary> {
         None
     }
+    /// With --load: the background load of the run just measured, and for exchanges the
+    /// same point idle.
+    fn take_load(&mut self) -> Option<super::load::LoadFigures> {
+        None
+    }
 }
 
 /// The usual runner: a session with a wirebench server, started on loopback when `--to`
@@ -270,12 +275,16 @@ fn run_points(
         // starts and a round trip to the delay line).
         let mut lab_counters = None;
         let mut trace = None;
+        let mut load = None;
         for run_no in 0..max_runs {
             runner.next_run(index, run_no);
             let lab_before = report.lab.as_ref().map(crate::lab::link_counters);
             let (outcome, shown) = run_one(runner, planned, &client, plan, sink);
             if let Some(t) = runner.take_trace() {
                 trace = Some(t);
+            }
+            if let Some(l) = runner.take_load() {
+                load = Some(l);
             }
             if let (Some(lab), Some(before)) = (&report.lab, &lab_before) {
                 lab_counters = Some(crate::lab::link_counters(lab).since(before));
@@ -315,6 +324,10 @@ fn run_points(
         ) {
             let mut result = result;
             result.trace = trace;
+            if let Some(l) = load {
+                result.load = l.load;
+                result.under_load = l.under_load;
+            }
             if let Some(lab) = &report.lab {
                 add_theoretical_goodput(lab, plan.test.transport, &mut result);
             }

@@ -237,6 +237,14 @@ pub struct PointResult {
     /// without --trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<crate::trace::TraceSummary>,
+    /// With --load: the background load the last run achieved beside its figures. Absent
+    /// without --load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<super::load::LoadResult>,
+    /// pingpong, rr with --load: round-trip percentiles and RPM idle against loaded (last
+    /// run). Absent without --load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_load: Option<super::load::UnderLoad>,
 }
 
 /// The network counters of a point, each end's read on its own host around its side of the

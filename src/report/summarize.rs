@@ -382,6 +382,8 @@ pub fn summarize(
         counters: None,
         host_cpu: None,
         loss_attribution: Vec::new(),
+        load: None,
+        under_load: None,
     })
 }
 

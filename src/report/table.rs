@@ -475,6 +475,14 @@ impl Sink for TableSink {
         if let Some(t) = &p.trace {
             self.line(&format!("{:>9}   {}", "", t.line()))?;
         }
+        if let Some(l) = &p.load {
+            self.line(&format!("{:>9}   {}", "", l.line()))?;
+        }
+        if let Some(u) = &p.under_load {
+            for line in u.lines() {
+                self.line(&format!("{:>9}   {}", "", line))?;
+            }
+        }
         if p.runs > 1 {
             if let Some(m) = &p.headline.over_runs {
                 self.line(&format!(

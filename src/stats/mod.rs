@@ -9,6 +9,7 @@ pub mod anomaly;
 pub mod ci;
 pub mod latency;
 pub mod overhead;
+pub mod responsiveness;
 pub mod seq;
 pub mod sweep;
 #[cfg(test)]
