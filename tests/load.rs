@@ -1,0 +1,99 @@
+//! `--load` over emulated links whose rate and queue are known: the background load's
+//! datagrams accounted for by the lab's own counters, and latency idle against loaded on a
+//! bufferbloated link. Needs root, as tests/lab.rs (WIREBENCH_SKIP_LAB=1 skips them, and a
+//! skipped test says so on stderr).
+//!
+//! Nothing here asserts a rate or a time: on a loaded two-CPU host the load's rate is
+//! whatever the closed loop achieves; what must hold is that every datagram is counted once
+//! and that queueing never makes a round trip faster.
+
+mod common;
+
+use common::lab::{
+    delay_line_forward_counters, lab_up, run_on_lab, skip, udp_receive_buffer_errors, SERIAL,
+};
+use common::{f, u};
+
+/// A UDP load above the link's rate: every datagram the load's receiver missed was dropped
+/// by the lab's queue or by the receiving socket (the kernel's count), none elsewhere; and
+/// the bytes the load reports are the datagrams it received.
+#[test]
+fn a_udp_load_s_losses_are_the_lab_s_queue_drops() {
+    if skip() {
+        eprintln!("skipped: WIREBENCH_SKIP_LAB is set");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (name, _) = lab_up("ldu", &["--rate", "10mbit", "--queue", "50p"]);
+    let ns_b = format!("wb-{}-b", name.0);
+    let rcvbuf_before = udp_receive_buffer_errors(&ns_b);
+    // rr over TCP: the only UDP on the link is the load's.
+    let v = run_on_lab(
+        &name.0,
+        &[
+            "rr",
+            "-d",
+            "2s",
+            "--load",
+            "udp:20M",
+            "--load-only",
+            "--no-save",
+        ],
+    );
+    let load = &v["points"][0]["load"];
+    let sent = u(&load["datagrams_sent"]);
+    let lost = u(&load["datagrams_lost"]);
+    let received: u64 = load["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| u(&i["received_bytes"]))
+        .sum();
+    assert!(
+        lost > 0,
+        "20 Mbit/s into a 10 Mbit/s link lost nothing: {load}"
+    );
+    assert_eq!(received, (sent - lost) * 1400, "{load}");
+    let fwd = delay_line_forward_counters(&name.0, received);
+    let rcvbuf = udp_receive_buffer_errors(&ns_b) - rcvbuf_before;
+    assert_eq!(
+        lost,
+        u(&fwd["dropped_queue_udp_segments"]) + rcvbuf,
+        "load {load}\nlab a->b {fwd}\nreceive buffer errors on b {rcvbuf}"
+    );
+    assert_eq!(load["covered"], true, "{load}");
+    assert!(f(&load["target_bits_per_s"]) == 20e6);
+}
+
+/// Pingpong idle, then under a TCP load, over a slow link with a long queue: the loaded
+/// round trips wait behind the queue the load keeps full, so their median cannot be below
+/// the idle one; both phases have enough samples, and the load covered the loaded phase.
+#[test]
+fn latency_under_load_on_a_bufferbloated_link_is_not_faster_than_idle() {
+    if skip() {
+        eprintln!("skipped: WIREBENCH_SKIP_LAB is set");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let v = common::lab::lab_run(
+        "ldl",
+        &["--rate", "5mbit", "--delay", "1ms", "--queue", "200p"],
+        &["pingpong", "-d", "2s", "--load", "tcp:1", "--no-save"],
+    );
+    let p = &v["points"][0];
+    let u_l = &p["under_load"];
+    let (idle, loaded) = (&u_l["idle"], &u_l["loaded"]);
+    println!("idle {idle}\nloaded {loaded}\nload {}", p["load"]);
+    assert_eq!(idle["valid"], true, "{idle}");
+    assert_eq!(loaded["valid"], true, "{loaded}");
+    assert!(u(&loaded["p50_ns"]) >= u(&idle["p50_ns"]), "{u_l}");
+    assert!(f(&loaded["rpm"]) > 0.0 && f(&idle["rpm"]) > 0.0);
+    assert_eq!(p["load"]["covered"], true, "{}", p["load"]);
+    assert_eq!(p["load"]["transport"], "tcp");
+    // The table's headline is the loaded phase's.
+    assert_eq!(
+        u(&p["latency"]["rtt"]["samples"]),
+        u(&loaded["samples"]),
+        "{p}"
+    );
+}
