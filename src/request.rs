@@ -49,6 +49,9 @@ pub struct LoadRequest {
     /// pingpong, rr: measure under load only, not idle first.
     #[serde(default)]
     pub only: bool,
+    /// pingpong, rr: draw the round trips over time, idle and loaded, to this .svg or .png.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plot: Option<PathBuf>,
 }
 
 /// Where the server is and how to reach it.
@@ -352,6 +355,7 @@ mod tests {
         r.load = Some(LoadRequest {
             spec: "udp:30M".parse().unwrap(),
             only: true,
+            plot: None,
         });
         let json = serde_json::to_string(&r).unwrap();
         assert!(json.contains(r#""cc":["cubic","reno"]"#), "{json}");

@@ -116,6 +116,11 @@ pub struct RunArgs {
     /// With --load, pingpong and rr: measure under load only, without the idle run first.
     #[arg(long, requires = "load")]
     pub load_only: bool,
+    /// With --load, pingpong and rr: draw the round trips over time, idle and loaded, to
+    /// this file (.svg, or .png rasterised with a system font); several points write
+    /// FILE-pN.EXT.
+    #[arg(long, value_name = "FILE", requires = "load")]
+    pub plot: Option<PathBuf>,
 
     // ---- socket options ----
     /// Both socket buffers, SO_SNDBUF and SO_RCVBUF, on both ends in bytes (0 = kernel
@@ -549,6 +554,7 @@ impl TryFrom<&RunArgs> for Request {
             load: a.load.map(|spec| request::LoadRequest {
                 spec,
                 only: a.load_only,
+                plot: a.plot.clone(),
             }),
         })
     }
@@ -610,7 +616,8 @@ mod tests {
             r.load,
             Some(request::LoadRequest {
                 spec: crate::plan::load::LoadSpec::Udp(30e6),
-                only: false
+                only: false,
+                plot: None,
             })
         );
         assert_eq!(r.socket.cc, ["cubic", "reno"]);

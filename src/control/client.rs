@@ -31,6 +31,8 @@ pub struct ClientSide {
     pub cpus: Vec<usize>,
     pub io_timeout: Duration,
     pub loss_timeout: Duration,
+    /// Exchanges: keep each round trip with its time (for `--load`'s time series).
+    pub rtt_series: bool,
 }
 
 /// Everything both sides measured for one point, before it is summarised.
@@ -294,6 +296,7 @@ impl Session {
                         end: &ends[i],
                         stop: &stop,
                         live: live.clone(),
+                        rtt_series: client.rtt_series,
                     };
                     Some(scope.spawn(move || run_worker(ch, plan)))
                 })

@@ -435,6 +435,7 @@ fn run_point(
                 end: &ends[i],
                 stop: &stop,
                 live: None,
+                rtt_series: false,
             };
             handles.push(Some(scope.spawn(move || run_worker(ch, plan))));
         }

@@ -35,6 +35,8 @@ pub struct WorkerPlan<'a> {
     pub end: &'a EndSignal,
     pub stop: &'a AtomicBool,
     pub live: Option<mpsc::Sender<IntervalEvent>>,
+    /// Requester: keep each round trip with its time (client side, `--load`).
+    pub rtt_series: bool,
 }
 
 pub fn stop_at(p: &PointSpec) -> StopAt {
@@ -100,6 +102,7 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
                 loss_timeout: plan.loss_timeout,
                 write_size: exchange_write_size(plan.test),
                 think: plan.test.think_ns.map(Duration::from_nanos),
+                rtt_series: plan.rtt_series,
             };
             exchange::run_requester(&mut ch, &ex).map(WorkerResult::Exchange)
         }

@@ -34,6 +34,9 @@ pub struct ExchangePlan {
     pub write_size: usize,
     /// How long to wait before each timed transaction (one in flight only).
     pub think: Option<Duration>,
+    /// Keep every timed round trip with its time in [`ExchangeStats::series`] (`--load`'s
+    /// time-series plot); the figures are the same either way.
+    pub rtt_series: bool,
 }
 
 /// What the requesting side measured.
@@ -57,6 +60,24 @@ pub struct ExchangeStats {
     /// `elapsed_ns - think_ns` is the timed phase without them.
     pub think_ns: u64,
     pub cpu: CpuTime,
+    /// With [`ExchangePlan::rtt_series`]: (start of the transaction since the timed phase's
+    /// start, its round trip), nanoseconds, in the order completed; at most
+    /// [`MAX_RTT_SERIES`]. Empty otherwise.
+    pub series: Vec<(u64, u64)>,
+}
+
+/// Most round trips one connection keeps with their times (16 MiB): the percentiles come from
+/// the histogram of all of them whatever the length of the run.
+pub const MAX_RTT_SERIES: usize = 1 << 20;
+
+impl ExchangeStats {
+    /// Keeps one round trip with its time, if asked to and while there is room.
+    #[inline]
+    fn keep(&mut self, on: bool, since_start_ns: u64, rtt_ns: u64) {
+        if on && self.series.len() < MAX_RTT_SERIES {
+            self.series.push((since_start_ns, rtt_ns));
+        }
+    }
 }
 
 /// What the responding side counted.
@@ -92,6 +113,7 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
         thinks: 0,
         think_ns: 0,
         cpu: CpuTime::default(),
+        series: Vec::new(),
     };
     let mut req = payload(plan.request_size.max(1));
     // A datagram response may be any size up to the largest datagram; size the buffer for it.
@@ -157,7 +179,9 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
         )?;
         now = Instant::now();
         if ok {
-            out.rtt.record(nanos(t0, now));
+            let rtt = nanos(t0, now);
+            out.rtt.record(rtt);
+            out.keep(plan.rtt_series, nanos(start, t0), rtt);
             out.transactions += 1;
         } else {
             out.lost += 1;
@@ -271,7 +295,10 @@ fn run_burst(
                 }
                 // Responses skipped over on an unreliable transport were lost.
                 out.lost += got - next_expected;
-                out.rtt.record(nanos(sent_at[(got % window) as usize], now));
+                let sent = sent_at[(got % window) as usize];
+                let rtt = nanos(sent, now);
+                out.rtt.record(rtt);
+                out.keep(plan.rtt_series, nanos(start, sent), rtt);
                 out.transactions += 1;
                 next_expected = got + 1;
             }
@@ -410,6 +437,7 @@ mod tests {
             loss_timeout: io,
             write_size,
             think,
+            rtt_series: false,
         };
         let stop = AtomicBool::new(false);
         let (requester, responder) = std::thread::scope(|s| {

@@ -75,6 +75,11 @@ pub fn run_with(
             return EXIT_FAILURE;
         }
     }
+    if let Some(path) = request.load.as_ref().and_then(|l| l.plot.as_ref()) {
+        if let Err(e) = crate::results::load_figures::write(&run_report, path) {
+            return report(&e);
+        }
+    }
     if let Some(path) = &request.output.file {
         let written = crate::report::json::to_string(&run_report)
             .context("encoding the result")

@@ -479,6 +479,9 @@ pub fn build(r: &Request) -> Result<RunPlan> {
             cpus: sock.cpu.clone(),
             io_timeout: r.timeouts.io,
             loss_timeout: r.timeouts.loss,
+            // --load's time-series plot of the round trips, idle and loaded.
+            rtt_series: r.load.is_some()
+                && matches!(pattern, PatternKind::Pingpong | PatternKind::Rr),
         },
         confidence,
         repeat: stats.repeat,

@@ -235,6 +235,7 @@ impl PointRunner for MpiRunner {
                         end: &end,
                         stop: &stop,
                         live,
+                        rtt_series: false,
                     },
                 )
             });
@@ -371,6 +372,7 @@ fn serve_point(
             end: &end,
             stop: &stop,
             live: None,
+            rtt_series: false,
         },
     )
     .context("data connection 1")?;

@@ -90,6 +90,7 @@ impl PointRunner for Scripted {
                 thinks: 0,
                 think_ns: 0,
                 cpu: CpuTime::default(),
+                series: Vec::new(),
             }],
             crr: None,
             server: ServerReport::default(),

@@ -77,11 +77,38 @@ pub struct LatencyFigures {
     /// Whether there were enough samples for the percentiles to be a measurement
     /// (stats::validity's floor for latency).
     pub valid: bool,
+    /// The round trips over time, for the time-series plot.
+    pub series: RttSeries,
+}
+
+/// Round trips over time: every `every`-th of them (all connections', in order of their
+/// start), at most [`MAX_PLOTTED`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RttSeries {
+    pub every: u64,
+    /// (start of the round trip since the phase's timed start, round-trip time), ns.
+    pub points: Vec<(u64, u64)>,
+}
+
+/// Most round trips a phase's series keeps for the plot.
+pub const MAX_PLOTTED: usize = 2000;
+
+impl RttSeries {
+    /// Every k-th of `samples` (sorted by time here), k the smallest that keeps at most
+    /// [`MAX_PLOTTED`].
+    pub fn thinned(mut samples: Vec<(u64, u64)>) -> RttSeries {
+        samples.sort_unstable();
+        let every = samples.len().div_ceil(MAX_PLOTTED).max(1);
+        RttSeries {
+            every: every as u64,
+            points: samples.into_iter().step_by(every).collect(),
+        }
+    }
 }
 
 impl LatencyFigures {
     /// The figures of the round trips `rtt` recorded; None without any.
-    pub fn of(rtt: &crate::stats::LatencyRecorder) -> Option<LatencyFigures> {
+    pub fn of(rtt: &crate::stats::LatencyRecorder, series: RttSeries) -> Option<LatencyFigures> {
         let s = rtt.summary(0.95)?;
         let trimmed = crate::stats::responsiveness::trimmed_mean_ns(rtt.histogram())?;
         Some(LatencyFigures {
@@ -92,6 +119,7 @@ impl LatencyFigures {
             max_ns: s.max_ns,
             rpm: crate::stats::responsiveness::rpm(trimmed),
             valid: !crate::stats::validity::latency(s.samples).is_invalid(),
+            series,
         })
     }
 }
@@ -181,6 +209,7 @@ mod tests {
             max_ns: p50 * 4,
             rpm,
             valid: true,
+            series: RttSeries::default(),
         }
     }
 
@@ -207,6 +236,21 @@ mod tests {
         assert!(l
             .line()
             .ends_with("; NOT running over the whole measured phase"));
+    }
+
+    #[test]
+    fn a_series_keeps_every_kth_round_trip_in_time_order() {
+        let few: Vec<(u64, u64)> = (0..10).rev().map(|t| (t, t * 10)).collect();
+        let s = RttSeries::thinned(few);
+        assert_eq!(s.every, 1);
+        assert_eq!(s.points.first(), Some(&(0, 0)));
+        assert_eq!(s.points.len(), 10);
+        let many: Vec<(u64, u64)> = (0..4001).map(|t| (t, 1)).collect();
+        let s = RttSeries::thinned(many);
+        assert_eq!(s.every, 3);
+        assert_eq!(s.points.len(), 1334);
+        assert_eq!(s.points[1], (3, 1));
+        assert_eq!(RttSeries::thinned(Vec::new()).points.len(), 0);
     }
 
     #[test]

@@ -402,6 +402,7 @@ mod tests {
             thinks,
             think_ns,
             cpu: CpuTime::default(),
+            series: Vec::new(),
         }
     }
 

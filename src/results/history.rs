@@ -93,6 +93,7 @@ pub(crate) fn plan_of(r: &RunReport) -> Result<RunPlan> {
             cpus: s.client_cpus.clone(),
             io_timeout: Duration::from_nanos(s.io_timeout_ns),
             loss_timeout: Duration::from_nanos(s.loss_timeout_ns),
+            rtt_series: false,
         },
         confidence: s.confidence,
         repeat: s.repeat,

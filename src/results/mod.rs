@@ -14,6 +14,7 @@ pub mod db;
 pub mod distribution;
 pub mod grid;
 pub mod history;
+pub mod load_figures;
 pub mod migrations;
 pub mod plots;
 pub mod png;

@@ -25,7 +25,9 @@ use super::{PlannedPoint, RunPlan};
 use crate::control::client::{ClientSide, PointOutcome, Session};
 use crate::pattern::stream::{IntervalEvent, Pace};
 use crate::pattern::{PatternKind, Role};
-use crate::report::load::{LatencyFigures, LoadInterval, LoadResult, UnderLoad, RPM_STATISTIC};
+use crate::report::load::{
+    LatencyFigures, LoadInterval, LoadResult, RttSeries, UnderLoad, RPM_STATISTIC,
+};
 use crate::report::model::RunReport;
 use crate::request::{LoadRequest, Request};
 use crate::stats::LatencyRecorder;
@@ -64,8 +66,24 @@ pub fn check(r: &Request, load: &LoadRequest) -> Result<()> {
     if r.server.one_port {
         bail!("--load opens data ports of its own: it does not work with --one-port");
     }
-    if load.only && !matches!(r.pattern, PatternKind::Pingpong | PatternKind::Rr) {
+    let exchange = matches!(r.pattern, PatternKind::Pingpong | PatternKind::Rr);
+    if load.only && !exchange {
         bail!("--load-only applies to pingpong and rr (which otherwise measure idle first)");
+    }
+    if let Some(plot) = &load.plot {
+        if !exchange {
+            bail!("--plot draws round trips over time: it applies to pingpong and rr");
+        }
+        if !plot
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("svg") || e.eq_ignore_ascii_case("png"))
+        {
+            bail!(
+                "--plot {}: the file name must end in .svg or .png",
+                plot.display()
+            );
+        }
     }
     Ok(())
 }
@@ -270,10 +288,12 @@ impl PointRunner for LoadedRunner<'_> {
 /// The round trips of one run of an exchange, every connection's merged.
 fn round_trips(o: &PointOutcome) -> Option<LatencyFigures> {
     let mut rec = LatencyRecorder::new();
+    let mut series = Vec::new();
     for x in &o.exchanges {
         rec.merge(&x.rtt);
+        series.extend_from_slice(&x.series);
     }
-    LatencyFigures::of(&rec)
+    LatencyFigures::of(&rec, RttSeries::thinned(series))
 }
 
 /// What the load did over one measured point: its intervals on the load's clock.
