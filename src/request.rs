@@ -39,6 +39,9 @@ pub struct Request {
     /// `--load`: background load beside the measured test. Absent from requests without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<LoadRequest>,
+    /// `--compete`: flows sharing the path with a measured stream. Absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub compete: Vec<crate::plan::compete::FlowSpec>,
 }
 
 /// Background load beside the measured test, to the same server.
@@ -316,6 +319,7 @@ impl Default for Request {
             output: Output::default(),
             trace: None,
             load: None,
+            compete: Vec::new(),
         }
     }
 }

@@ -97,3 +97,53 @@ fn latency_under_load_on_a_bufferbloated_link_is_not_faster_than_idle() {
         "{p}"
     );
 }
+
+/// Two TCP flows with different congestion controls over one 20 Mbit/s link: what their
+/// receivers got is what the link forwarded a->b less the segments' headers and the small
+/// control traffic, and the report holds both flows, shares that add up and Jain's index.
+#[test]
+fn two_competing_flows_are_what_the_link_carried() {
+    if skip() {
+        eprintln!("skipped: WIREBENCH_SKIP_LAB is set");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (name, _) = lab_up("lfc", &["--rate", "20mbit", "--delay", "5ms"]);
+    let v = run_on_lab(
+        &name.0,
+        &[
+            "stream",
+            "-d",
+            "3s",
+            "-i",
+            "500ms",
+            "--cc",
+            "cubic",
+            "--compete",
+            "tcp:reno",
+            "--no-save",
+        ],
+    );
+    let fair = &v["points"][0]["fairness"];
+    let flows = fair["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 2, "{fair}");
+    assert_eq!(flows[0]["flow"], "tcp:cubic");
+    assert_eq!(flows[1]["flow"], "tcp:reno");
+    let shares: f64 = flows.iter().map(|x| f(&x["share"])).sum();
+    assert!((shares - 1.0).abs() < 1e-9, "{fair}");
+    let jain = f(&fair["jain"]);
+    assert!((0.5..=1.0).contains(&jain), "{fair}");
+    assert!(fair["intervals"].as_array().unwrap().len() >= 5, "{fair}");
+    let payload: u64 = flows.iter().map(|x| u(&x["bytes_all"])).sum();
+    let fwd = delay_line_forward_counters(&name.0, payload);
+    let frame_bytes = u(&fwd["bytes_out"]);
+    // Every payload byte crossed the link inside a frame. Beyond the payload the frames held
+    // headers (66 bytes per segment of up to 1448 at most, under 5%; GSO frames count theirs
+    // once), the retransmissions of what the queue dropped, and three control connections and
+    // the handshakes (well under 256 KiB with the retransmissions of a 3 s run at 20 Mbit/s).
+    assert!(frame_bytes >= payload, "link {fwd}, flows {payload}");
+    assert!(
+        frame_bytes - payload <= payload / 20 + 256 * 1024,
+        "link {fwd}, flows {payload}"
+    );
+}

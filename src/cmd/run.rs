@@ -121,6 +121,12 @@ pub struct RunArgs {
     /// FILE-pN.EXT.
     #[arg(long, value_name = "FILE", requires = "load")]
     pub plot: Option<PathBuf>,
+    /// Stream: a flow that shares the path with the measured stream, on a session of its own
+    /// to the same server, started with it and as long: tcp, tcp:CC (its own congestion
+    /// control, e.g. tcp:bbr) or quic. Repeat for more flows. Each flow's receiver rate, its
+    /// share and Jain's fairness index are reported per interval (needs -i) and overall.
+    #[arg(long, value_name = "FLOW")]
+    pub compete: Vec<crate::plan::compete::FlowSpec>,
 
     // ---- socket options ----
     /// Both socket buffers, SO_SNDBUF and SO_RCVBUF, on both ends in bytes (0 = kernel
@@ -556,6 +562,7 @@ impl TryFrom<&RunArgs> for Request {
                 only: a.load_only,
                 plot: a.plot.clone(),
             }),
+            compete: a.compete.clone(),
         })
     }
 }

@@ -45,6 +45,14 @@ pub fn run_with(
         },
         None => point_runner,
     };
+    // --compete: the measured stream with the competing flows beside it.
+    let mut competing;
+    let point_runner: &mut dyn PointRunner = if request.compete.is_empty() {
+        point_runner
+    } else {
+        competing = super::compete::CompetingRunner::new(point_runner, request);
+        &mut competing
+    };
     let sink: Box<dyn Sink> = match request.output.format {
         Format::JsonStream => Box::new(JsonStreamSink::default()),
         Format::Json => Box::new(JsonSink::default()),

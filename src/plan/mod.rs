@@ -2,6 +2,7 @@
 //! cartesian product of the swept parameters) and checks it before anything runs.
 
 pub mod compare;
+pub mod compete;
 pub mod instrumented;
 pub mod lab_server;
 pub mod load;
@@ -162,6 +163,7 @@ pub fn build(r: &Request) -> Result<RunPlan> {
     if let Some(load) = &r.load {
         load::check(r, load)?;
     }
+    compete::check(r)?;
     let byte_stream_only = [(fast.zerocopy, "--zerocopy"), (fast.sendfile, "--sendfile")];
     let datagram_only = [
         (fast.gso, "--gso"),

@@ -133,6 +133,10 @@ pub trait PointRunner {
     fn take_load(&mut self) -> Option<super::load::LoadFigures> {
         None
     }
+    /// With --compete: the flows' shares in the run just measured.
+    fn take_fairness(&mut self) -> Option<crate::report::fairness::FairnessResult> {
+        None
+    }
 }
 
 /// The usual runner: a session with a wirebench server, started on loopback when `--to`
@@ -276,6 +280,7 @@ fn run_points(
         let mut lab_counters = None;
         let mut trace = None;
         let mut load = None;
+        let mut fairness = None;
         for run_no in 0..max_runs {
             runner.next_run(index, run_no);
             let lab_before = report.lab.as_ref().map(crate::lab::link_counters);
@@ -285,6 +290,9 @@ fn run_points(
             }
             if let Some(l) = runner.take_load() {
                 load = Some(l);
+            }
+            if let Some(f) = runner.take_fairness() {
+                fairness = Some(f);
             }
             if let (Some(lab), Some(before)) = (&report.lab, &lab_before) {
                 lab_counters = Some(crate::lab::link_counters(lab).since(before));
@@ -328,6 +336,7 @@ fn run_points(
                 result.load = l.load;
                 result.under_load = l.under_load;
             }
+            result.fairness = fairness;
             if let Some(lab) = &report.lab {
                 add_theoretical_goodput(lab, plan.test.transport, &mut result);
             }

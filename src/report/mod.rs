@@ -3,6 +3,7 @@
 pub mod columns;
 pub mod compare;
 pub mod csv;
+pub mod fairness;
 pub mod json;
 pub mod load;
 pub mod model;

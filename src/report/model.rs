@@ -245,6 +245,10 @@ pub struct PointResult {
     /// run). Absent without --load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub under_load: Option<super::load::UnderLoad>,
+    /// stream with --compete: each flow's share and Jain's fairness index (last run). Absent
+    /// without --compete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<super::fairness::FairnessResult>,
 }
 
 /// The network counters of a point, each end's read on its own host around its side of the

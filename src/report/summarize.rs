@@ -384,6 +384,7 @@ pub fn summarize(
         loss_attribution: Vec::new(),
         load: None,
         under_load: None,
+        fairness: None,
     })
 }
 

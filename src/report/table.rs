@@ -478,6 +478,11 @@ impl Sink for TableSink {
         if let Some(l) = &p.load {
             self.line(&format!("{:>9}   {}", "", l.line()))?;
         }
+        if let Some(f) = &p.fairness {
+            for line in f.lines() {
+                self.line(&format!("{:>9}   {}", "", line))?;
+            }
+        }
         if let Some(u) = &p.under_load {
             for line in u.lines() {
                 self.line(&format!("{:>9}   {}", "", line))?;

@@ -7,6 +7,7 @@
 
 pub mod anomaly;
 pub mod ci;
+pub mod fairness;
 pub mod latency;
 pub mod overhead;
 pub mod responsiveness;
