@@ -42,6 +42,10 @@ pub struct Request {
     /// `--compete`: flows sharing the path with a measured stream. Absent when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub compete: Vec<crate::plan::compete::FlowSpec>,
+    /// `--plot`: with --load, the round trips over time idle and loaded; with --compete, each
+    /// flow's rate and Jain's index over time; to this .svg or .png.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plot: Option<PathBuf>,
 }
 
 /// Background load beside the measured test, to the same server.
@@ -52,9 +56,6 @@ pub struct LoadRequest {
     /// pingpong, rr: measure under load only, not idle first.
     #[serde(default)]
     pub only: bool,
-    /// pingpong, rr: draw the round trips over time, idle and loaded, to this .svg or .png.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plot: Option<PathBuf>,
 }
 
 /// Where the server is and how to reach it.
@@ -320,6 +321,7 @@ impl Default for Request {
             trace: None,
             load: None,
             compete: Vec::new(),
+            plot: None,
         }
     }
 }
@@ -359,7 +361,6 @@ mod tests {
         r.load = Some(LoadRequest {
             spec: "udp:30M".parse().unwrap(),
             only: true,
-            plot: None,
         });
         let json = serde_json::to_string(&r).unwrap();
         assert!(json.contains(r#""cc":["cubic","reno"]"#), "{json}");

@@ -116,10 +116,10 @@ pub struct RunArgs {
     /// With --load, pingpong and rr: measure under load only, without the idle run first.
     #[arg(long, requires = "load")]
     pub load_only: bool,
-    /// With --load, pingpong and rr: draw the round trips over time, idle and loaded, to
-    /// this file (.svg, or .png rasterised with a system font); several points write
-    /// FILE-pN.EXT.
-    #[arg(long, value_name = "FILE", requires = "load")]
+    /// With --load (pingpong, rr): draw the round trips over time, idle and loaded; with
+    /// --compete: each flow's rate over time, and Jain's index in FILE-jain.EXT. To this file
+    /// (.svg, or .png rasterised with a system font); several points write FILE-pN.EXT.
+    #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
     /// Stream: a flow that shares the path with the measured stream, on a session of its own
     /// to the same server, started with it and as long: tcp, tcp:CC (its own congestion
@@ -560,9 +560,9 @@ impl TryFrom<&RunArgs> for Request {
             load: a.load.map(|spec| request::LoadRequest {
                 spec,
                 only: a.load_only,
-                plot: a.plot.clone(),
             }),
             compete: a.compete.clone(),
+            plot: a.plot.clone(),
         })
     }
 }
@@ -624,7 +624,6 @@ mod tests {
             Some(request::LoadRequest {
                 spec: crate::plan::load::LoadSpec::Udp(30e6),
                 only: false,
-                plot: None,
             })
         );
         assert_eq!(r.socket.cc, ["cubic", "reno"]);

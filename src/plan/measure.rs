@@ -83,7 +83,7 @@ pub fn run_with(
             return EXIT_FAILURE;
         }
     }
-    if let Some(path) = request.load.as_ref().and_then(|l| l.plot.as_ref()) {
+    if let Some(path) = &request.plot {
         if let Err(e) = crate::results::load_figures::write(&run_report, path) {
             return report(&e);
         }

@@ -164,6 +164,7 @@ pub fn build(r: &Request) -> Result<RunPlan> {
         load::check(r, load)?;
     }
     compete::check(r)?;
+    check_plot(r)?;
     let byte_stream_only = [(fast.zerocopy, "--zerocopy"), (fast.sendfile, "--sendfile")];
     let datagram_only = [
         (fast.gso, "--gso"),
@@ -518,6 +519,28 @@ fn congestion_controls(names: &[String]) -> Result<Vec<Option<CcName>>> {
         out.push(Some(cc));
     }
     Ok(out)
+}
+
+/// `--plot`: what it draws needs --load on an exchange or --compete, and a figure's file.
+fn check_plot(r: &Request) -> Result<()> {
+    let Some(plot) = &r.plot else {
+        return Ok(());
+    };
+    let exchange = matches!(r.pattern, PatternKind::Pingpong | PatternKind::Rr);
+    if !((r.load.is_some() && exchange) || !r.compete.is_empty()) {
+        bail!("--plot draws latency under --load (pingpong, rr) or the shares of --compete flows (stream): give one of them");
+    }
+    if !plot
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg") || e.eq_ignore_ascii_case("png"))
+    {
+        bail!(
+            "--plot {}: the file name must end in .svg or .png",
+            plot.display()
+        );
+    }
+    Ok(())
 }
 
 /// `--write-size` of an exchange and `--think`: what they apply to. A stream's write size is

@@ -1,11 +1,13 @@
-//! The figure of latency under load (`run --load ... --plot FILE`, `results plot --kind
-//! under-load`): the round trips over time, idle and loaded, each from its own timed start.
+//! The figures of `run --plot FILE`: with --load, the round trips over time, idle and
+//! loaded, each from its own timed start; with --compete, each flow's receiver rate over
+//! time, and Jain's fairness index over time.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
 use super::plots::{Axis, Chart, Figure, LegendAt, Line, Scale, Ticks};
+use crate::report::fairness::FairnessResult;
 use crate::report::load::{LatencyFigures, UnderLoad};
 use crate::report::model::{PointResult, RunReport};
 
@@ -63,6 +65,99 @@ pub fn rtt_over_time(u: &UnderLoad, title: &str) -> Option<Figure> {
     }))
 }
 
+fn seconds_axis() -> Axis {
+    Axis {
+        label: "time since the measured stream's timed start (s)".into(),
+        scale: Scale::Linear,
+        ticks: Ticks::Number,
+        from_zero: true,
+    }
+}
+
+fn chart(title: String, x: Axis, y: Axis, lines: Vec<Line>) -> Figure {
+    Figure::Chart(Chart {
+        title,
+        x,
+        y,
+        bands: Vec::new(),
+        lines,
+        hlines: Vec::new(),
+        legend: LegendAt::Best,
+        error_bars: Vec::new(),
+        invalid: Vec::new(),
+        style_keys: Vec::new(),
+        sequential_colours: None,
+    })
+}
+
+/// Each competing flow's receiver rate per interval (at the interval's end), and Jain's
+/// index per interval; None without intervals.
+pub fn fairness(f: &FairnessResult, title: &str) -> Option<(Figure, Figure)> {
+    if f.intervals.is_empty() {
+        return None;
+    }
+    let at = |i: &crate::report::fairness::FairnessInterval| i.end_ns as f64 / 1e9;
+    let rates = f
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(k, flow)| Line {
+            label: format!(
+                "{}{}: share {}",
+                flow.flow,
+                if k == 0 { " (measured)" } else { "" },
+                flow.share
+                    .map(|s| format!("{:.1}%", s * 100.0))
+                    .unwrap_or_else(|| "-".into())
+            ),
+            colour: k,
+            dashed: false,
+            markers: true,
+            points: f
+                .intervals
+                .iter()
+                .map(|i| (at(i), i.bits_per_s.get(k).copied().unwrap_or(0.0) / 1e6))
+                .collect(),
+        })
+        .collect();
+    let jain = Line {
+        label: format!(
+            "Jain's index ({} overall)",
+            f.jain
+                .map(|j| format!("{j:.3}"))
+                .unwrap_or_else(|| "-".into())
+        ),
+        colour: 0,
+        dashed: false,
+        markers: true,
+        points: f
+            .intervals
+            .iter()
+            .filter_map(|i| i.jain.map(|j| (at(i), j)))
+            .collect(),
+    };
+    let number = |label: &str| Axis {
+        label: label.into(),
+        scale: Scale::Linear,
+        ticks: Ticks::Number,
+        from_zero: true,
+    };
+    Some((
+        chart(
+            format!("{title}: each flow's rate"),
+            seconds_axis(),
+            number("receiver rate per interval (Mbit/s)"),
+            rates,
+        ),
+        chart(
+            format!("{title}: Jain's fairness index"),
+            seconds_axis(),
+            number("Jain's fairness index (1: equal shares)"),
+            vec![jain],
+        ),
+    ))
+}
+
 /// Which round trips a line shows.
 fn shown(every: u64, samples: u64) -> String {
     match every {
@@ -91,20 +186,31 @@ pub fn write(r: &RunReport, path: &Path) -> Result<Vec<PathBuf>> {
             path.display()
         ),
     };
-    let points: Vec<(&PointResult, &UnderLoad)> = r
-        .points
-        .iter()
-        .filter_map(|p| p.under_load.as_ref().map(|u| (p, u)))
-        .collect();
+    let mut figures: Vec<(usize, PathBuf, Figure)> = Vec::new();
+    for p in &r.points {
+        if let Some(figure) = p
+            .under_load
+            .as_ref()
+            .and_then(|u| rtt_over_time(u, &title(r, p)))
+        {
+            figures.push((p.index, path.to_path_buf(), figure));
+        }
+        let flows = format!(
+            "{} over {}, {} B, competing flows",
+            r.pattern, r.transport, p.key.size
+        );
+        if let Some((rates, jain)) = p.fairness.as_ref().and_then(|f| fairness(f, &flows)) {
+            figures.push((p.index, path.to_path_buf(), rates));
+            figures.push((p.index, suffixed(path, "jain"), jain));
+        }
+    }
+    let several = figures.iter().any(|f| f.0 != figures[0].0);
     let mut written = Vec::new();
-    for (p, u) in &points {
-        let Some(figure) = rtt_over_time(u, &title(r, p)) else {
-            continue;
-        };
-        let file = if points.len() == 1 {
-            path.to_path_buf()
+    for (index, file, figure) in figures {
+        let file = if several {
+            numbered(&file, index + 1)
         } else {
-            numbered(path, p.index + 1)
+            file
         };
         let svg = super::plots::render_svg(&figure)?;
         let bytes = if png {
@@ -120,9 +226,14 @@ pub fn write(r: &RunReport, path: &Path) -> Result<Vec<PathBuf>> {
 
 /// FILE.EXT as FILE-pN.EXT.
 fn numbered(path: &Path, n: usize) -> PathBuf {
+    suffixed(path, &format!("p{n}"))
+}
+
+/// FILE.EXT as FILE-SUFFIX.EXT.
+fn suffixed(path: &Path, suffix: &str) -> PathBuf {
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("plot");
     let ext = path.extension().and_then(|s| s.to_str()).unwrap_or("svg");
-    path.with_file_name(format!("{stem}-p{n}.{ext}"))
+    path.with_file_name(format!("{stem}-{suffix}.{ext}"))
 }
 
 #[cfg(test)]
@@ -169,5 +280,44 @@ mod tests {
             numbered(Path::new("/tmp/x.svg"), 3),
             PathBuf::from("/tmp/x-p3.svg")
         );
+    }
+
+    #[test]
+    fn competing_flows_are_a_line_each_and_jain_a_figure_of_its_own() {
+        use crate::report::fairness::{FairnessInterval, FlowShare};
+        let flow = |name: &str, share: f64| FlowShare {
+            flow: name.into(),
+            bytes: 0,
+            bytes_all: 0,
+            bits_per_s: 0.0,
+            share: Some(share),
+        };
+        let f = FairnessResult {
+            flows: vec![flow("tcp:cubic", 0.75), flow("tcp:bbr", 0.25)],
+            jain: Some(0.8),
+            intervals: vec![FairnessInterval {
+                start_ns: 0,
+                end_ns: 500_000_000,
+                bits_per_s: vec![3e6, 1e6],
+                shares: vec![Some(0.75), Some(0.25)],
+                jain: Some(0.8),
+            }],
+        };
+        let Some((Figure::Chart(rates), Figure::Chart(jain))) = fairness(&f, "t") else {
+            panic!("two charts");
+        };
+        assert_eq!(rates.lines.len(), 2);
+        assert_eq!(rates.lines[0].points, vec![(0.5, 3.0)]);
+        assert_eq!(rates.lines[1].label, "tcp:bbr: share 25.0%");
+        assert_eq!(jain.lines[0].points, vec![(0.5, 0.8)]);
+        assert_eq!(
+            suffixed(Path::new("f.png"), "jain"),
+            PathBuf::from("f-jain.png")
+        );
+        let none = FairnessResult {
+            intervals: Vec::new(),
+            ..f
+        };
+        assert!(fairness(&none, "t").is_none());
     }
 }
