@@ -36,9 +36,8 @@ impl std::str::FromStr for FlowSpec {
             Some((t, cc)) => (t, Some(cc)),
             None => (s, None),
         };
-        let transport = match name {
-            "tcp" => TransportKind::Tcp,
-            "quic" => TransportKind::Quic,
+        let transport = match TransportKind::from_name(name) {
+            Ok(t @ (TransportKind::Tcp | TransportKind::Quic)) => t,
             _ => {
                 return Err(format!(
                     "invalid flow {s:?}: expected tcp, tcp:CC (tcp:bbr) or quic"

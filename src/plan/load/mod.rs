@@ -299,7 +299,13 @@ impl LoadRun {
         let udp = !matches!(spec, LoadSpec::Tcp(_));
         LoadResult {
             spec: given.to_string(),
-            transport: if udp { "udp" } else { "tcp" }.into(),
+            transport: if udp {
+                TransportKind::Udp
+            } else {
+                TransportKind::Tcp
+            }
+            .name()
+            .into(),
             streams: match spec {
                 LoadSpec::Tcp(n) => n,
                 _ => 1,
