@@ -9,6 +9,7 @@
 //! `mpi` feature, `plan::mpi` runs the same patterns between the two ranks of an MPI job.
 //! [`error`] is a leaf: how every layer reports a failure.
 
+pub mod app;
 pub mod cmd;
 pub mod control;
 pub mod env;
