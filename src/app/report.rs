@@ -212,3 +212,64 @@ pub fn table(r: &AppReport) -> String {
     }
     out
 }
+
+/// Speedup against n with its confidence interval, and the ideal (P) as a reference line;
+/// None for a single point (chunks), which a table says as well.
+pub fn speedup_figure(r: &AppReport) -> Option<crate::results::plots::Figure> {
+    use crate::results::plots::{
+        Axis, Chart, ErrorBars, Figure, HLine, LegendAt, Line, Scale, Ticks,
+    };
+    let points: Vec<_> = r
+        .points
+        .iter()
+        .filter_map(|p| Some((p.n? as f64, p)))
+        .collect();
+    if points.len() < 2 {
+        return None;
+    }
+    Some(Figure::Chart(Chart {
+        title: format!(
+            "{} over {} ranks ({}), {}: speedup against the sequential baseline",
+            r.kernel, r.ranks, r.grid, r.transport
+        ),
+        x: Axis {
+            label: "n (n x n)".into(),
+            scale: Scale::Log,
+            ticks: Ticks::Number,
+            from_zero: false,
+        },
+        y: Axis {
+            label: "speedup".into(),
+            scale: Scale::Linear,
+            ticks: Ticks::Number,
+            from_zero: true,
+        },
+        bands: Vec::new(),
+        lines: vec![Line {
+            label: "speedup (mean)".into(),
+            colour: 0,
+            dashed: false,
+            markers: true,
+            points: points.iter().map(|(x, p)| (*x, p.speedup.mean)).collect(),
+        }],
+        hlines: vec![HLine {
+            label: format!("ideal ({} ranks)", r.ranks),
+            colour: 1,
+            y: r.ranks as f64,
+        }],
+        legend: LegendAt::Best,
+        error_bars: vec![ErrorBars {
+            colour: 0,
+            points: points
+                .iter()
+                .filter_map(|(x, p)| {
+                    let h = p.speedup.half_width?;
+                    Some((*x, p.speedup.mean - h, p.speedup.mean + h))
+                })
+                .collect(),
+        }],
+        invalid: Vec::new(),
+        style_keys: Vec::new(),
+        sequential_colours: None,
+    }))
+}

@@ -3,6 +3,7 @@
 //! (a [`crate::request::Request`], a server or lab configuration); no module below imports
 //! this one.
 
+pub mod app;
 pub mod compare;
 pub mod lab;
 #[cfg(feature = "mpi")]
@@ -57,6 +58,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Application kernels over P ranks (matrix multiply, Jacobi relaxation, chunk server):
+    /// sequential baseline, parallel time, speedup, efficiency, share of time communicating.
+    App(Box<app::AppArgs>),
+    /// One rank of a local `app` job, started by rank 0.
+    #[command(name = "__app-rank", hide = true)]
+    AppRank(Box<app::RankArgs>),
     /// Emulated networks in namespaces: two hosts joined by a shaped link (needs root).
     Lab(lab::LabArgs),
     /// Ping-pong, rr or stream over MPI point-to-point calls between the two ranks of an MPI
@@ -105,6 +112,8 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Serve(a) => serve::run(a).map(|()| 0),
         Command::Run(a) => run::run(&a),
         Command::Lab(a) => lab::run(a),
+        Command::App(a) => app::run(*a),
+        Command::AppRank(a) => app::run_rank(*a),
         Command::Study(a) => study::run(a),
         Command::Measure(a) => study::measure(a),
         Command::Relay(a) => relay::run(a).map(|()| 0),
