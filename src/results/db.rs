@@ -540,6 +540,24 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn application_runs_are_kept_beside_the_runs() {
+        let (_dir, path) = temp_db();
+        let db = Db::open_or_create(&path).unwrap();
+        let id = db
+            .insert_app(
+                "2026-01-01T00:00:00Z",
+                "matmul",
+                "tcp",
+                4,
+                r#"{"schema":"wirebench.app"}"#,
+            )
+            .unwrap();
+        assert_eq!(db.load_app(id).unwrap(), r#"{"schema":"wirebench.app"}"#);
+        assert!(db.load_app(id + 1).is_err());
+        assert!(db.list(&Filter::default()).unwrap().is_empty());
+    }
+
+    #[test]
     fn round_trip_keeps_the_whole_document() {
         let (_dir, path) = temp_db();
         let db = Db::open_or_create(&path).unwrap();
