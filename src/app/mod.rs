@@ -6,7 +6,8 @@
 //!
 //! Every repetition of a point measures, in the same run, the sequential baseline (the same
 //! computation on rank 0 alone, no communication) and the parallel run (started together
-//! after a barrier; the parallel time is the longest rank's), and checks the parallel answer
+//! after a barrier; the parallel time is the longest of the ranks' times, each from its own
+//! release, so clocks of different hosts are never compared), and checks the parallel answer
 //! against the sequential one: a wrong answer ends the run with an error, never a figure.
 //! Connection setup is outside every timing, as in seed 001.
 

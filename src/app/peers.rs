@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::transport::Connection;
+use crate::transport::{Connection, Listener, Transport};
 
 /// The connections of one rank to all the others, indexed by rank (None for itself).
 pub struct Peers {
@@ -24,6 +24,10 @@ pub struct Peers {
     received: u64,
     /// Reused for packing and unpacking, so that a message costs no allocation.
     buf: Vec<u8>,
+    /// What the connections run on, where their transport or listener owns it (QUIC's
+    /// endpoint); dropped after them (fields drop in order).
+    listeners: Vec<Box<dyn Listener>>,
+    transports: Vec<Box<dyn Transport>>,
 }
 
 const HEADER: usize = 8;
@@ -43,7 +47,20 @@ impl Peers {
             comm: Duration::ZERO,
             received: 0,
             buf: Vec::new(),
+            listeners: Vec::new(),
+            transports: Vec::new(),
         })
+    }
+
+    /// These peers, keeping `transports` and `listeners` alive as long as their connections.
+    pub fn keeping(
+        mut self,
+        transports: Vec<Box<dyn Transport>>,
+        listeners: Vec<Box<dyn Listener>>,
+    ) -> Peers {
+        self.transports = transports;
+        self.listeners = listeners;
+        self
     }
 
     pub fn rank(&self) -> usize {

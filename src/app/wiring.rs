@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::Peers;
 use crate::group::Group;
 use crate::transport::{
-    Connection, Cookie, Listener, SocketOptions, TransportConfig, TransportKind,
+    Connection, Cookie, Listener, SocketOptions, Transport, TransportConfig, TransportKind,
 };
 
 /// How this rank's data connections are made.
@@ -71,11 +71,20 @@ pub fn connect(group: &dyn Group, w: &Wiring) -> Result<Peers> {
         .collect::<Result<_, _>>()
         .context("the ranks' addresses")?;
 
+    // A transport or listener may own what its connections run on (QUIC's endpoint and
+    // runtime; a QUIC listener closes its endpoint when dropped): every one opened lives as
+    // long as the connections.
+    let mut transports: Vec<Box<dyn Transport>> = Vec::new();
     let mut listeners: Vec<(Box<dyn Listener>, Cookie)> = Vec::new();
     for lower in addresses.iter().take(me) {
         let (kind, config, local, peer) = (w.transport, w.config.clone(), w.address, *lower);
-        let listener = in_place(&w.netns, move || kind.open(&config)?.listen(local, peer))
-            .with_context(|| format!("rank {me} listening"))?;
+        let (transport, listener) = in_place(&w.netns, move || {
+            let t = kind.open(&config)?;
+            let l = t.listen(local, peer)?;
+            Ok((t, l))
+        })
+        .with_context(|| format!("rank {me} listening"))?;
+        transports.push(transport);
         listeners.push((listener, Cookie::random()?));
     }
     let offer = Offer {
@@ -93,7 +102,7 @@ pub fn connect(group: &dyn Group, w: &Wiring) -> Result<Peers> {
         .context("the ranks' listeners")?;
 
     let mut conns: Vec<Option<Box<dyn Connection>>> = (0..size).map(|_| None).collect();
-    for (lower, (mut listener, cookie)) in listeners.into_iter().enumerate() {
+    for (lower, (listener, cookie)) in listeners.iter_mut().enumerate() {
         listener.configure(&w.options)?;
         let conn = listener.accept(&cookie, w.io_timeout)?.ok_or_else(|| {
             anyhow!(
@@ -115,16 +124,19 @@ pub fn connect(group: &dyn Group, w: &Wiring) -> Result<Peers> {
             w.io_timeout,
         );
         let control = SocketAddr::new(offer.address, 0);
-        let conn = in_place(&w.netns, move || {
-            kind.open(&config)?
-                .connect(control, &endpoint, &opts, &cookie, timeout)
+        let (transport, conn) = in_place(&w.netns, move || {
+            let t = kind.open(&config)?;
+            let c = t.connect(control, &endpoint, &opts, &cookie, timeout)?;
+            Ok((t, c))
         })
         .with_context(|| format!("rank {me} connecting to rank {higher}"))?;
+        transports.push(transport);
         conns[higher] = Some(conn);
     }
     for c in conns.iter_mut().flatten() {
         c.set_read_timeout(Some(w.io_timeout))?;
         c.set_write_timeout(Some(w.io_timeout))?;
     }
-    Peers::new(me, conns)
+    let listeners = listeners.into_iter().map(|(l, _)| l).collect();
+    Ok(Peers::new(me, conns)?.keeping(transports, listeners))
 }

@@ -307,7 +307,12 @@ fn end(children: Vec<Child>, kill: bool) -> Option<String> {
         let text = String::from_utf8_lossy(&out.stderr);
         if let Some(line) = text.lines().find(|l| !l.trim().is_empty()) {
             let line = line.strip_prefix("wirebench: error: ").unwrap_or(line);
-            first = Some(format!("rank {}: {line}", i + 1));
+            let rank = format!("rank {}", i + 1);
+            first = Some(if line.starts_with(&rank) {
+                line.to_owned()
+            } else {
+                format!("{rank}: {line}")
+            });
         }
     }
     first
