@@ -104,7 +104,7 @@ pub fn connect(group: &dyn Group, w: &Wiring) -> Result<Peers> {
     let mut conns: Vec<Option<Box<dyn Connection>>> = (0..size).map(|_| None).collect();
     for (lower, (listener, cookie)) in listeners.iter_mut().enumerate() {
         listener.configure(&w.options)?;
-        let conn = listener.accept(&cookie, w.io_timeout)?.ok_or_else(|| {
+        let conn = listener.accept(cookie, w.io_timeout)?.ok_or_else(|| {
             anyhow!(
                 "rank {lower} did not connect to rank {me} within {:?}",
                 w.io_timeout
