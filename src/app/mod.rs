@@ -303,6 +303,37 @@ mod tests {
     }
 
     #[test]
+    fn a_sweep_of_sizes_draws_speedup_and_prints_a_row_per_size() {
+        let points = on_threads(2, job(Kernel::Matmul { sizes: vec![4, 8] }))
+            .swap_remove(0)
+            .unwrap();
+        let mut r = report::AppReport {
+            schema: report::SCHEMA.into(),
+            kernel: "matmul".into(),
+            transport: "tcp".into(),
+            ranks: 2,
+            grid: "1x2".into(),
+            launch: "threads".into(),
+            netns_prefix: None,
+            started_at: String::new(),
+            finished_at: String::new(),
+            host: String::new(),
+            settings: Vec::new(),
+            repetitions: 3,
+            warmup: 1,
+            points,
+        };
+        let fig = report::speedup_figure(&r).expect("two sizes draw");
+        assert!(crate::results::plots::render_svg(&fig)
+            .unwrap()
+            .contains("speedup"));
+        let table = report::table(&r);
+        assert_eq!(table.lines().count(), 2 + 2 + 1, "{table}");
+        r.points.truncate(1);
+        assert!(report::speedup_figure(&r).is_none());
+    }
+
+    #[test]
     fn jacobi_reports_the_sweeps_of_the_sequential_run() {
         let stop = jacobi::StopRule {
             tolerance: 1e-2,

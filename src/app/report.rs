@@ -234,9 +234,10 @@ pub fn speedup_figure(r: &AppReport) -> Option<crate::results::plots::Figure> {
         ),
         x: Axis {
             label: "n (n x n)".into(),
-            scale: Scale::Log,
+            // Linear: a log axis of numbers ticks only at powers of ten, often one of them.
+            scale: Scale::Linear,
             ticks: Ticks::Number,
-            from_zero: false,
+            from_zero: true,
         },
         y: Axis {
             label: "speedup".into(),
