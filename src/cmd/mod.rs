@@ -57,7 +57,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Emulated networks in namespaces: two hosts joined by a shaped link (needs root).
+    /// Emulated networks in namespaces: two hosts joined by a shaped link, or N hosts in a
+    /// star, a chain or on two switches (needs root).
     Lab(lab::LabArgs),
     /// Ping-pong, rr or stream over MPI point-to-point calls between the two ranks of an MPI
     /// job: `mpirun -np 2 wirebench mpi PATTERN [options]`.
