@@ -299,6 +299,15 @@ fn down_all_removes_this_sessions_labs_and_leaves_anothers() {
     assert!(said.contains("--all --everyone"), "{said}");
     let st = status(&theirs.0);
     assert_eq!(st["lab"]["hosts"].as_array().unwrap().len(), 3);
+    // Its maker as recorded: another session than this test's.
+    let this_session = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let this_session: u64 = this_session
+        .rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().nth(3))
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    assert_ne!(u(&st["owner"]["sid"]), this_session, "{}", st["owner"]);
     down(&theirs.0);
     assert!(!netns_exists(&theirs.0, "h0"));
 }

@@ -202,10 +202,14 @@ fn status(name: Option<String>, json: bool) -> Result<i32> {
         let stats = crate::lab::delay_line_stats(n);
         let running = state.delay_line_pid.map(crate::lab::alive);
         if json {
-            all.push(serde_json::json!({"lab": state, "delay_line_running": running, "delay_line": stats}));
+            all.push(
+                serde_json::json!({"lab": state, "delay_line_running": running, "delay_line": stats,
+                "owner": crate::lab::owner::of(n)}),
+            );
             continue;
         }
         print_state(&state);
+        print_owner(n);
         match (running, stats) {
             (Some(true), Some(s)) => {
                 println!(
@@ -318,8 +322,15 @@ pub fn print_hosts_state(s: &HostsLabState) {
     }
 }
 
+fn print_owner(name: &str) {
+    if let Some(o) = crate::lab::owner::of(name) {
+        println!("  {}", o.describe());
+    }
+}
+
 fn print_hosts_status(s: &HostsLabState, running: Option<bool>, stats: Option<&HostsStats>) {
     print_hosts_state(s);
+    print_owner(&s.name);
     match running {
         Some(true) => println!(
             "  delay line running (pid {})",
@@ -383,7 +394,8 @@ fn hosts_status_json(
             })
         })
         .collect();
-    serde_json::json!({"lab": s, "delay_line_running": running, "links": links})
+    serde_json::json!({"lab": s, "delay_line_running": running, "links": links,
+        "owner": crate::lab::owner::of(&s.name)})
 }
 
 fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i32> {
