@@ -171,8 +171,8 @@ impl HostsLab {
         };
         // Recorded first, so that `down` (run by the guard on failure) finds every part built.
         save(&state)?;
-        super::owner::record(name)?;
         let mut lab = HostsLab { state, keep: false };
+        super::owner::record(name)?;
         build(&mut lab.state, &plan)?;
         save(&lab.state)?;
         Ok(lab)

@@ -226,8 +226,8 @@ impl Lab {
         };
         // Record first, so that `down` (run by the guard on failure) finds every part built.
         save(&state)?;
-        owner::record(name)?;
         let mut lab = Lab { state, keep: false };
+        owner::record(name)?;
         build(&mut lab.state)?;
         save(&lab.state)?;
         Ok(lab)
@@ -320,7 +320,7 @@ pub fn list() -> Vec<String> {
         .filter_map(|e| {
             let f = e.file_name().to_string_lossy().into_owned();
             f.strip_suffix(".json")
-                .filter(|n| !n.ends_with(".stats") && !n.ends_with(".owner"))
+                .filter(|n| !n.ends_with(".stats"))
                 .map(str::to_owned)
         })
         .collect();

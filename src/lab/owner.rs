@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-/// Recorded beside a lab's state when it is made (`NAME.owner.json`).
+/// Recorded beside a lab's state when it is made (`NAME.owner`, JSON).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Owner {
     pub uid: u32,
@@ -42,8 +42,9 @@ impl Owner {
     }
 }
 
+/// Not `.json`: a wirebench that predates owners lists every `NAME.json` as a lab.
 fn path(name: &str) -> std::path::PathBuf {
-    super::state_dir().join(format!("{name}.owner.json"))
+    super::state_dir().join(format!("{name}.owner"))
 }
 
 pub fn record(name: &str) -> Result<()> {
