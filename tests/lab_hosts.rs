@@ -1,5 +1,6 @@
-//! N-host labs (`lab up --hosts N`): a star with one slower, longer link, a chain routed
-//! through its middle host, and `lab down --all` scoped to the caller's session. Needs root
+//! N-host labs (`lab up --hosts N`): a star with one slower, longer link, two switches
+//! joined by a trunk, a chain routed through its middle host, and `lab down --all` scoped to
+//! the caller's session. Needs root
 //! (CI runs as root); every lab has a name of its own and is removed even when a test fails.
 //! Checks only what is exact: namespaces, reachability, counts of frames and processes, and
 //! round trips no shorter than the configured delays (never an upper bound or a rate).
@@ -249,6 +250,55 @@ fn a_chain_of_three_routes_through_the_middle_host() {
             let c = &st["links"][l][dir];
             assert!(u(&c["frames_out"]) >= h0_h2, "link {l} {dir}: {c}");
         }
+    }
+    drop(servers);
+}
+
+#[test]
+fn two_switches_joined_by_a_longer_trunk() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (name, _) = lab_up(
+        "w4",
+        &[
+            "--hosts",
+            "4",
+            "--topology",
+            "two-switches",
+            "--split",
+            "2",
+            "--trunk",
+            "rate=20mbit,delay=4ms",
+        ],
+    );
+    let name = &name.0;
+    let st = status(name);
+    let addrs = addresses(&st);
+    assert_eq!(addrs, ["10.77.0.1", "10.77.0.2", "10.77.0.3", "10.77.0.4"]);
+    let trunk = &st["lab"]["links"][4];
+    assert_eq!(trunk["name"], "trunk");
+    assert_eq!(trunk["mechanism"], "delay-line");
+    // The hosts' own links emulate nothing: bridges.
+    assert_eq!(st["lab"]["links"][0]["mechanism"], "bridge");
+    let servers = serve_everywhere(name, &addrs);
+    let mut across = 0;
+    for i in 0..4 {
+        for j in (0..4).filter(|&j| j != i) {
+            let (n, min_rtt) = pingpong(name, i, &addrs[j]);
+            assert_eq!(n, 5, "h{i} -> h{j}");
+            if (i < 2) != (j < 2) {
+                assert!(min_rtt >= 8_000_000, "h{i} -> h{j}: RTT {min_rtt} ns");
+                across += n;
+            }
+        }
+    }
+    // Every ping between the switches crossed the trunk, and so did its answer.
+    let st = status(name);
+    for dir in ["forward", "back"] {
+        let c = &st["links"][4][dir];
+        assert!(u(&c["frames_out"]) >= across, "trunk {dir}: {c}");
     }
     drop(servers);
 }
