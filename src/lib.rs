@@ -16,6 +16,7 @@ pub mod error;
 pub mod group;
 pub mod instruments;
 pub mod lab;
+pub mod mesh;
 pub mod pattern;
 pub mod plan;
 pub mod relay;

@@ -6,6 +6,8 @@
 pub mod compare;
 pub mod lab;
 #[cfg(feature = "mpi")]
+pub mod mesh;
+#[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod relay;
 pub mod results;
@@ -71,6 +73,17 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
     },
+    /// Every ordered pair of the ranks of an MPI job, in rounds that share no rank: latency
+    /// and bandwidth matrices, `mpirun -np N wirebench mesh PATTERN [run's options]`.
+    #[cfg(feature = "mpi")]
+    Mesh(Box<mesh::MeshArgs>),
+    /// All-pairs mesh under mpirun (not in this build: it needs `--features mpi`, see README).
+    #[cfg(not(feature = "mpi"))]
+    #[command(disable_help_flag = true)]
+    Mesh {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    },
     /// Print a completion script for SHELL to stdout, e.g.
     /// `wirebench completions bash > /etc/bash_completion.d/wirebench`.
     Completions {
@@ -112,6 +125,10 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::CompareTransports(a) => compare::run(a),
         #[cfg(feature = "mpi")]
         Command::Mpi(a) => return mpi::run(*a),
+        #[cfg(feature = "mpi")]
+        Command::Mesh(a) => return mesh::run(&a),
+        #[cfg(not(feature = "mpi"))]
+        Command::Mesh { .. } => Err(anyhow::anyhow!(crate::transport::NO_MPI)),
         #[cfg(not(feature = "mpi"))]
         Command::Mpi { .. } => Err(anyhow::anyhow!(crate::transport::NO_MPI)),
         Command::Calibrate { iterations, json } => calibrate(iterations, json),

@@ -1,0 +1,375 @@
+//! A mesh: every rank of a group runs a wirebench server and a client, and the ranks measure
+//! ordered pairs of each other in rounds (`wirebench mesh` under mpirun). What one pair
+//! measures is exactly what `wirebench run --to SERVER` measures: the same request, plan,
+//! runner and control protocol; the group only agrees on the schedule, starts the rounds
+//! together and gathers the results, with a few control messages per round outside every
+//! timed phase.
+//!
+//! ```text
+//! rank 0                                   every rank
+//! rounds (or the reason there are none) -> broadcast
+//!                                          start a server (in its namespace), allgather
+//!                                          addresses and environments
+//! for each round:                          the client of a pair measures it; barrier
+//! gather every pair's result <-            (its own pairs' reports)
+//! matrices, print, save, heatmaps
+//! ```
+
+pub mod matrix;
+pub mod output;
+pub mod schedule;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::env::Environment;
+use crate::error::{one_line, EXIT_FAILURE};
+use crate::group::{placement, Group, ROOT};
+use crate::plan::runner;
+use crate::report::mesh::{MeshPair, MeshPairId, MeshRank, MeshResult};
+use crate::report::model::RunReport;
+use crate::request::Request;
+
+pub use schedule::Selection;
+
+/// How long a rank waits for the others to start, answer between rounds, or hand in results.
+const CONTROL: Duration = Duration::from_secs(60);
+
+/// A run's allowance for connecting and ending, on top of its timed phase.
+const RUN_SLACK: Duration = Duration::from_secs(30);
+
+/// A run whose end is not a duration (--bytes, --iterations): how long it may take at most.
+const UNTIMED_RUN: Duration = Duration::from_secs(3600);
+
+/// What a mesh measures and where.
+#[derive(Debug, Clone)]
+pub struct MeshRequest {
+    /// What each pair measures, as `run` would; its server target is each pair's server.
+    pub request: Request,
+    pub selection: Selection,
+    /// One pair at a time.
+    pub serial: bool,
+    /// `--netns-from-rank PREFIX`: rank r's data threads run in namespace PREFIX<r>.
+    pub netns_prefix: Option<String>,
+    /// The address each rank's server listens on and advertises; None: the first up
+    /// non-loopback IPv4 address (of its namespace).
+    pub bind: Option<IpAddr>,
+    /// Where rank 0 writes the matrices' heatmaps (SVG and PNG).
+    pub report_dir: Option<PathBuf>,
+}
+
+/// Rank 0's decision, broadcast: the rounds, or why there are none.
+#[derive(Debug, Serialize, Deserialize)]
+struct Decision {
+    rounds: Vec<Vec<MeshPairId>>,
+    /// How long a rank waits at the end of a round for the slowest pair of it.
+    round_timeout_ms: u64,
+}
+
+/// What each rank tells the others before the first round.
+#[derive(Debug, Serialize, Deserialize)]
+struct RankInfo {
+    address: String,
+    netns: Option<String>,
+    environment: Environment,
+}
+
+/// One pair's outcome, from its client rank.
+#[derive(Debug, Serialize, Deserialize)]
+struct Measured {
+    pair: MeshPairId,
+    round: usize,
+    /// The pair's run, or why it could not start (its namespace, its plan).
+    report: std::result::Result<RunReport, String>,
+}
+
+fn encode<T: Serialize>(m: &T) -> Vec<u8> {
+    serde_json::to_vec(m).unwrap_or_default()
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8], what: &str) -> Result<T> {
+    serde_json::from_slice(bytes).with_context(|| format!("malformed {what} from another rank"))
+}
+
+/// Runs this rank's part of the mesh; the exit code of this process. Rank 0 prints and saves.
+pub fn run(group: &dyn Group, mesh: &MeshRequest) -> i32 {
+    match run_rank(group, mesh) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("wirebench: error: rank {}: {}", group.rank(), one_line(&e));
+            EXIT_FAILURE
+        }
+    }
+}
+
+fn run_rank(g: &dyn Group, mesh: &MeshRequest) -> Result<i32> {
+    let root = g.rank() == ROOT;
+    let started_at = crate::env::now_rfc3339();
+    // Rank 0 alone checks the request, so that a bad one is said once.
+    let decided = root.then(|| decide(g.size(), mesh).map_err(|e| one_line(&e)));
+    let bytes = g.broadcast(decided.as_ref().map(encode).as_deref(), CONTROL)?;
+    let decision = match decode::<std::result::Result<Decision, String>>(&bytes, "schedule")? {
+        Ok(d) => d,
+        Err(e) => {
+            if root {
+                eprintln!("wirebench: error: {e}");
+            }
+            return Ok(EXIT_FAILURE);
+        }
+    };
+
+    let mine = start_rank(g.rank(), mesh).map_err(|e| one_line(&e));
+    let infos = g.allgather(&encode(&mine), CONTROL)?;
+    let mut ranks = Vec::with_capacity(infos.len());
+    let mut failed = false;
+    for (r, bytes) in infos.iter().enumerate() {
+        match decode::<std::result::Result<RankInfo, String>>(bytes, "address")? {
+            Ok(info) => ranks.push(info),
+            Err(e) => {
+                failed = true;
+                if root {
+                    eprintln!("wirebench: error: rank {r}: {e}");
+                }
+            }
+        }
+    }
+    if failed {
+        return Ok(EXIT_FAILURE);
+    }
+
+    let round_timeout = Duration::from_millis(decision.round_timeout_ms);
+    let mut measured = Vec::new();
+    for (i, round) in decision.rounds.iter().enumerate() {
+        if let Some(pair) = round.iter().find(|p| p.client == g.rank()) {
+            let report =
+                measure_pair(mesh, g.rank(), &ranks[pair.server].address).map_err(|e| one_line(&e));
+            measured.push(Measured {
+                pair: *pair,
+                round: i,
+                report,
+            });
+        }
+        // Nobody starts the next round before every pair of this one is done.
+        g.barrier(round_timeout)
+            .with_context(|| format!("at the end of round {}", i + 1))?;
+    }
+
+    let Some(all) = g.gather(&encode(&measured), CONTROL)? else {
+        return Ok(0);
+    };
+    let mut by_pair = Vec::new();
+    for bytes in &all {
+        by_pair.extend(decode::<Vec<Measured>>(bytes, "results")?);
+    }
+    // The document's settings are the request's, as a run of it would have them.
+    let plan = crate::plan::build(&mesh.request)?;
+    let mut base = runner::new_report(&plan, &mesh.request);
+    base.started_at = started_at;
+    let result = assemble(base, &decision.rounds, mesh.serial, ranks, by_pair);
+    Ok(output::finish(mesh, result))
+}
+
+/// Rank 0: the rounds and how long one may take.
+fn decide(size: usize, mesh: &MeshRequest) -> Result<Decision> {
+    let plan = crate::plan::build(&mesh.request)?;
+    let rounds = schedule::rounds(size, &mesh.selection, mesh.serial)?;
+    let runs = u64::from(if plan.until_ci.is_some() {
+        plan.max_repeat
+    } else {
+        plan.repeat
+    });
+    let per_run = |ms: Option<u64>| {
+        ms.map_or(UNTIMED_RUN, Duration::from_millis) + RUN_SLACK + 2 * mesh.request.timeouts.io
+    };
+    let pair: Duration = plan
+        .points
+        .iter()
+        .map(|p| per_run(p.spec.duration_ms) * runs.min(u64::from(u32::MAX)) as u32)
+        .sum();
+    Ok(Decision {
+        rounds,
+        round_timeout_ms: (pair + CONTROL).as_millis() as u64,
+    })
+}
+
+/// This rank's server, in its namespace: every feature, no budgets (the mesh is the user's
+/// own job), listening on the address the others will reach.
+fn start_rank(rank: usize, mesh: &MeshRequest) -> Result<RankInfo> {
+    let netns = mesh
+        .netns_prefix
+        .as_ref()
+        .map(|p| placement::netns_for_rank(p, rank));
+    let request = mesh.request.clone();
+    let bind = mesh.bind;
+    let start = move || start_server(&request, bind);
+    let addr = match &netns {
+        Some(ns) => {
+            crate::lab::in_netns(ns, start).with_context(|| format!("in namespace {ns}"))?
+        }
+        None => start()?,
+    };
+    Ok(RankInfo {
+        address: addr.to_string(),
+        netns,
+        environment: Environment::capture(),
+    })
+}
+
+fn start_server(request: &Request, bind: Option<IpAddr>) -> Result<SocketAddr> {
+    let ip = match bind {
+        Some(ip) => ip,
+        None => placement::own_address()?,
+    };
+    let psk = crate::control::auth::Psk::load(request.server.psk_file.as_deref())?.map(Arc::new);
+    let config = crate::control::server::ServerConfig {
+        limits: crate::control::limits::Limits::local(),
+        io_timeout: request.timeouts.io,
+        transport: request.local.clone(),
+        access: crate::control::admission::AccessConfig {
+            psk,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    crate::control::server::Server::bind(SocketAddr::new(ip, 0), config)?.spawn()
+}
+
+/// One pair, measured from its client rank as `wirebench run --to SERVER` measures (in the
+/// rank's namespace): the report, complete or with the error that stopped it.
+fn measure_pair(mesh: &MeshRequest, rank: usize, server: &str) -> Result<RunReport> {
+    let mut request = mesh.request.clone();
+    request.server.to = Some(server.to_owned());
+    // The mesh is saved once, by rank 0.
+    request.output.save = false;
+    match &mesh.netns_prefix {
+        Some(p) => crate::lab::in_netns(&placement::netns_for_rank(p, rank), move || {
+            measure(&request)
+        }),
+        None => measure(&request),
+    }
+}
+
+fn measure(request: &Request) -> Result<RunReport> {
+    let plan = crate::plan::build(request)?;
+    let mut report = runner::new_report(&plan, request);
+    let mut point_runner = runner::ControlRunner::new(request);
+    let result = runner::run_with(&plan, &mut report, &mut Silent, &mut point_runner);
+    report.finished_at = Some(crate::env::now_rfc3339());
+    report.complete = result.is_ok();
+    report.error = result.as_ref().err().map(one_line);
+    Ok(report)
+}
+
+/// The pairs' runs print nothing: rank 0 prints the mesh.
+struct Silent;
+
+impl crate::report::Sink for Silent {
+    fn begin(&mut self, _: &RunReport, _: &crate::plan::RunPlan) -> Result<()> {
+        Ok(())
+    }
+    fn point(&mut self, _: &RunReport, _: &crate::report::model::PointResult) -> Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self, _: &RunReport) -> Result<()> {
+        Ok(())
+    }
+    fn progress(&self, _: u64) -> indicatif::ProgressBar {
+        indicatif::ProgressBar::hidden()
+    }
+}
+
+/// Rank 0: the mesh as one run document: `base` (the request's run, without points) with
+/// every pair and the matrices.
+fn assemble(
+    base: RunReport,
+    rounds: &[Vec<MeshPairId>],
+    serial: bool,
+    ranks: Vec<RankInfo>,
+    mut measured: Vec<Measured>,
+) -> RunReport {
+    measured.sort_by_key(|m| (m.round, m.pair));
+    let pairs: Vec<MeshPair> = measured
+        .into_iter()
+        .map(|m| {
+            let (client, server, round) = (m.pair.client, m.pair.server, m.round);
+            match m.report {
+                Ok(r) => MeshPair {
+                    client,
+                    server,
+                    round,
+                    started_at: Some(r.started_at),
+                    finished_at: r.finished_at,
+                    points: r.points,
+                    sweep_metrics: r.sweep_metrics,
+                    complete: r.complete,
+                    error: r.error,
+                },
+                Err(e) => MeshPair {
+                    client,
+                    server,
+                    round,
+                    started_at: None,
+                    finished_at: None,
+                    points: Vec::new(),
+                    sweep_metrics: Vec::new(),
+                    complete: false,
+                    error: Some(e),
+                },
+            }
+        })
+        .collect();
+    let mut doc = base;
+    let failed: Vec<String> = pairs
+        .iter()
+        .filter(|p| !p.complete)
+        .map(|p| {
+            format!(
+                "{}->{}: {}",
+                p.client,
+                p.server,
+                p.error.as_deref().unwrap_or("incomplete")
+            )
+        })
+        .collect();
+    let scheduled: usize = rounds.iter().map(Vec::len).sum();
+    doc.finished_at = Some(crate::env::now_rfc3339());
+    if let Some(r) = ranks.first() {
+        doc.client_environment = r.environment.clone();
+    }
+    doc.server = crate::report::model::ServerInfo {
+        address: Some(format!("mesh of {} ranks", ranks.len())),
+        self_hosted: false,
+        one_port: doc.server.one_port,
+        middlebox: None,
+    };
+    doc.complete = failed.is_empty() && pairs.len() == scheduled;
+    doc.error = match (failed.len(), scheduled.saturating_sub(pairs.len())) {
+        (0, 0) => None,
+        (0, lost) => Some(format!("{lost} scheduled pairs were not reported")),
+        (1, _) => Some(failed[0].clone()),
+        (n, _) => Some(format!("{n} pairs failed; the first: {}", failed[0])),
+    };
+    let matrices = matrix::assemble(&pairs, doc.settings.confidence);
+    doc.mesh = Some(MeshResult {
+        ranks: ranks
+            .into_iter()
+            .enumerate()
+            .map(|(rank, r)| MeshRank {
+                rank,
+                address: r.address,
+                netns: r.netns,
+                environment: r.environment,
+            })
+            .collect(),
+        rounds: rounds.to_vec(),
+        serial,
+        pairs,
+        matrices,
+    });
+    doc
+}
