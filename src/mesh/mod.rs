@@ -142,12 +142,37 @@ fn run_rank(g: &dyn Group, mesh: &MeshRequest) -> Result<i32> {
         return Ok(EXIT_FAILURE);
     }
 
+    let addresses: Vec<String> = ranks.iter().map(|r| r.address.clone()).collect();
+    let measured = measure_rounds(g, &decision, &addresses, &mut |server| {
+        measure_pair(mesh, g.rank(), server)
+    })?;
+    let Some(by_pair) = measured else {
+        return Ok(0);
+    };
+    // The document's settings are the request's, as a run of it would have them.
+    let plan = crate::plan::build(&mesh.request)?;
+    let mut base = runner::new_report(&plan, &mesh.request);
+    base.started_at = started_at;
+    let result = assemble(base, &decision.rounds, mesh.serial, ranks, by_pair);
+    Ok(output::finish(mesh, result))
+}
+
+/// Runs the rounds on this rank, `measure` measuring each pair it is the client of (given
+/// the server's address), and gathers every pair's outcome on rank 0 (the others get None).
+fn measure_rounds(
+    g: &dyn Group,
+    decision: &Decision,
+    addresses: &[String],
+    measure: &mut dyn FnMut(&str) -> Result<RunReport>,
+) -> Result<Option<Vec<Measured>>> {
     let round_timeout = Duration::from_millis(decision.round_timeout_ms);
     let mut measured = Vec::new();
     for (i, round) in decision.rounds.iter().enumerate() {
         if let Some(pair) = round.iter().find(|p| p.client == g.rank()) {
-            let report =
-                measure_pair(mesh, g.rank(), &ranks[pair.server].address).map_err(|e| one_line(&e));
+            let report = match addresses.get(pair.server) {
+                Some(a) => measure(a).map_err(|e| one_line(&e)),
+                None => Err(format!("rank {} has no address", pair.server)),
+            };
             measured.push(Measured {
                 pair: *pair,
                 round: i,
@@ -158,20 +183,14 @@ fn run_rank(g: &dyn Group, mesh: &MeshRequest) -> Result<i32> {
         g.barrier(round_timeout)
             .with_context(|| format!("at the end of round {}", i + 1))?;
     }
-
     let Some(all) = g.gather(&encode(&measured), CONTROL)? else {
-        return Ok(0);
+        return Ok(None);
     };
     let mut by_pair = Vec::new();
     for bytes in &all {
         by_pair.extend(decode::<Vec<Measured>>(bytes, "results")?);
     }
-    // The document's settings are the request's, as a run of it would have them.
-    let plan = crate::plan::build(&mesh.request)?;
-    let mut base = runner::new_report(&plan, &mesh.request);
-    base.started_at = started_at;
-    let result = assemble(base, &decision.rounds, mesh.serial, ranks, by_pair);
-    Ok(output::finish(mesh, result))
+    Ok(Some(by_pair))
 }
 
 /// Rank 0: the rounds and how long one may take.
@@ -372,4 +391,123 @@ fn assemble(
         matrices,
     });
     doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::ThreadGroup;
+
+    /// A pair's stand-in result: one ping-pong point whose mean RTT names the pair.
+    fn fake(client: usize, server: usize) -> RunReport {
+        crate::results::db::tests::report("pingpong", 1, 1000.0 * (10 * client + server + 1) as f64)
+    }
+
+    /// Four ranks as threads: each measures exactly the pairs it is the client of, round by
+    /// round, and rank 0 ends up with all 12 in one document, each cell its pair's figure.
+    #[test]
+    fn the_ranks_measure_their_pairs_and_rank_0_assembles_every_one_once() {
+        let size = 4;
+        let rounds = schedule::rounds(size, &Selection::All, false).unwrap();
+        let addresses: Vec<String> = (0..size).map(|r| format!("rank{r}")).collect();
+        let handles: Vec<_> = ThreadGroup::new(size)
+            .into_iter()
+            .map(|g| {
+                let decision = Decision {
+                    rounds: rounds.clone(),
+                    round_timeout_ms: 10_000,
+                };
+                let addresses = addresses.clone();
+                std::thread::spawn(move || {
+                    let me = g.rank();
+                    let mut asked = Vec::new();
+                    let got = measure_rounds(&g, &decision, &addresses, &mut |server| {
+                        let s: usize = server.trim_start_matches("rank").parse()?;
+                        asked.push(s);
+                        Ok(fake(me, s))
+                    })
+                    .unwrap();
+                    (me, asked, got)
+                })
+            })
+            .collect();
+        let mut root = None;
+        for h in handles {
+            let (me, asked, got) = h.join().unwrap();
+            // Every other rank once, in the order of the rounds.
+            let mut sorted = asked.clone();
+            sorted.sort();
+            assert_eq!(sorted, (0..size).filter(|&r| r != me).collect::<Vec<_>>());
+            if me == 0 {
+                root = got;
+            } else {
+                assert!(got.is_none());
+            }
+        }
+        let measured = root.expect("rank 0 gathers");
+        assert_eq!(measured.len(), 12);
+        let infos = (0..size)
+            .map(|r| RankInfo {
+                address: format!("rank{r}"),
+                netns: None,
+                environment: Environment::default(),
+            })
+            .collect();
+        let doc = assemble(fake(0, 0), &rounds, false, infos, measured);
+        assert!(doc.complete, "{:?}", doc.error);
+        let mesh = doc.mesh.unwrap();
+        assert_eq!(mesh.pairs.len(), 12);
+        for p in &mesh.pairs {
+            assert!(mesh.rounds[p.round].contains(&MeshPairId {
+                client: p.client,
+                server: p.server
+            }));
+        }
+        assert_eq!(mesh.matrices.len(), 1);
+        let cells = &mesh.matrices[0].latency.as_ref().unwrap().cells;
+        assert_eq!(cells.len(), 12);
+        for c in cells {
+            assert_eq!(c.mean_ns, 500.0 * (10 * c.from + c.to + 1) as f64);
+        }
+    }
+
+    #[test]
+    fn a_failed_pair_makes_the_mesh_incomplete_and_is_named() {
+        let rounds = schedule::rounds(2, &Selection::All, true).unwrap();
+        let measured = vec![
+            Measured {
+                pair: rounds[0][0],
+                round: 0,
+                report: Ok(fake(rounds[0][0].client, rounds[0][0].server)),
+            },
+            Measured {
+                pair: rounds[1][0],
+                round: 1,
+                report: Err("connection refused".into()),
+            },
+        ];
+        let infos = (0..2)
+            .map(|r| RankInfo {
+                address: format!("rank{r}"),
+                netns: None,
+                environment: Environment::default(),
+            })
+            .collect();
+        let doc = assemble(fake(0, 0), &rounds, true, infos, measured);
+        assert!(!doc.complete);
+        let e = doc.error.unwrap();
+        assert!(e.contains("connection refused") && e.contains("->"), "{e}");
+        let text = output::render_text(&{
+            let mut d = fake(0, 0);
+            d.mesh = Some(MeshResult {
+                ranks: Vec::new(),
+                rounds: Vec::new(),
+                serial: true,
+                pairs: Vec::new(),
+                matrices: Vec::new(),
+            });
+            d
+        });
+        assert!(text.starts_with("mesh: pingpong over tcp"), "{text}");
+    }
 }

@@ -73,8 +73,9 @@ pub fn finish(mesh: &MeshRequest, report: RunReport) -> i32 {
     }
 }
 
+/// The point's size: both sizes of a request/response exchange, else the message or write.
 fn size_name(m: &MeshMatrix) -> String {
-    if m.request_size == m.response_size {
+    if m.latency.is_none() || m.request_size == m.response_size {
         format!("{} B", m.key.size)
     } else {
         format!(
@@ -165,7 +166,9 @@ pub fn render_text(report: &RunReport) -> String {
                     .find(|c| c.from == f && c.to == t)
                     .map(|c| (c.mean_ns / 1e3, !c.validity.is_invalid()))
             });
-            for c in &l.cells {
+            let mut cells: Vec<_> = l.cells.iter().collect();
+            cells.sort_by_key(|c| (c.from, c.to));
+            for c in cells {
                 let _ = writeln!(
                     out,
                     "  {}->{}: mean {} us +- {} ({level}% CI), p50 {} us, p99 {} us, n={} samples{}{}",
@@ -197,7 +200,9 @@ pub fn render_text(report: &RunReport) -> String {
                     .find(|c| c.from == f && c.to == t)
                     .map(|c| (c.receiver_bits_per_s / 1e6, c.receiver_valid != Some(false)))
             });
-            for c in &b.cells {
+            let mut cells: Vec<_> = b.cells.iter().collect();
+            cells.sort_by_key(|c| (c.from, c.to));
+            for c in cells {
                 let _ = writeln!(
                     out,
                     "  {}->{}: sender {} Mbit/s ({} bytes in {:.3} s), receiver {} Mbit/s ({} bytes in {:.3} s), {} stream{}{}{}",
