@@ -311,7 +311,13 @@ fn assemble(
     ranks: Vec<RankInfo>,
     mut measured: Vec<Measured>,
 ) -> RunReport {
-    measured.sort_by_key(|m| (m.round, m.pair));
+    // In the order of the rounds, and within a round in the schedule's order.
+    measured.sort_by_key(|m| {
+        let at = rounds
+            .get(m.round)
+            .and_then(|r| r.iter().position(|p| *p == m.pair));
+        (m.round, at)
+    });
     let pairs: Vec<MeshPair> = measured
         .into_iter()
         .map(|m| {
