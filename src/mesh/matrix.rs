@@ -17,7 +17,7 @@ pub fn assemble(pairs: &[MeshPair], confidence: f64) -> Vec<MeshMatrix> {
                 Some(i) => i,
                 None => {
                     out.push(MeshMatrix {
-                        key: p.key.clone(),
+                        key: p.key,
                         request_size: p.request_size,
                         response_size: p.response_size,
                         latency: None,
