@@ -134,6 +134,17 @@ pub fn render_text(report: &RunReport) -> String {
             ""
         }
     );
+    let st = &report.settings;
+    let _ = writeln!(
+        out,
+        "  each pair: {}warm-up {} iterations, {}% confidence, {} run(s) per point",
+        st.duration_ns
+            .map(|ns| format!("timed phase {} s, ", ns as f64 / 1e9))
+            .unwrap_or_default(),
+        st.warmup,
+        (st.confidence * 100.0).round(),
+        st.repeat
+    );
     for r in &mesh.ranks {
         let _ = writeln!(
             out,
@@ -375,4 +386,91 @@ pub fn write_heatmaps(mesh: &MeshResult, dir: &Path) -> Result<Vec<std::path::Pa
         }
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::mesh::{MeshPair, MeshRank};
+
+    fn two_rank_mesh() -> RunReport {
+        let mut doc = crate::results::db::tests::report("pingpong", 1, 4000.0);
+        let mut bad = doc.points.clone();
+        bad[0].latency.as_mut().unwrap().validity =
+            crate::stats::Validity::invalid("12 samples: below the floor");
+        let pairs = vec![
+            MeshPair {
+                client: 0,
+                server: 1,
+                round: 0,
+                started_at: None,
+                finished_at: None,
+                points: doc.points.clone(),
+                sweep_metrics: Vec::new(),
+                complete: true,
+                error: None,
+            },
+            MeshPair {
+                client: 1,
+                server: 0,
+                round: 1,
+                started_at: None,
+                finished_at: None,
+                points: bad,
+                sweep_metrics: Vec::new(),
+                complete: true,
+                error: None,
+            },
+        ];
+        let matrices = super::super::matrix::assemble(&pairs, 0.95);
+        doc.points.clear();
+        doc.mesh = Some(MeshResult {
+            ranks: (0..2)
+                .map(|rank| MeshRank {
+                    rank,
+                    address: format!("192.0.2.{}:5320", rank + 1),
+                    netns: None,
+                    environment: Default::default(),
+                })
+                .collect(),
+            rounds: Vec::new(),
+            serial: false,
+            pairs,
+            matrices,
+        });
+        doc
+    }
+
+    #[test]
+    fn the_text_gives_every_cell_with_units_and_counts_and_marks_invalid_ones() {
+        let text = render_text(&two_rank_mesh());
+        assert!(
+            text.contains("one-way latency (RTT/2), 1 B: mean, us"),
+            "{text}"
+        );
+        // RTT 4 us: 2 us one way; p99 of the RTT (8 us) halved.
+        assert!(
+            text.contains(
+                "0->1: mean 2.00 us +- 0.05 (95% CI), p50 2.00 us, p99 4.00 us, n=1000 samples"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("2.00!"), "{text}");
+        assert!(text.contains("! not valid: 12 samples"), "{text}");
+    }
+
+    #[test]
+    fn a_heatmap_per_matrix_with_invalid_cells_left_uncoloured() {
+        let doc = two_rank_mesh();
+        let maps = heatmaps(doc.mesh.as_ref().unwrap());
+        assert_eq!(maps.len(), 1);
+        let (name, h) = &maps[0];
+        assert_eq!(name, "mesh-1-latency");
+        assert_eq!(h.cells.len(), 2);
+        let valid: Vec<_> = h.cells.iter().filter(|c| c.value.is_some()).collect();
+        assert_eq!(valid.len(), 1);
+        // Row: the client (0), column: the server (1).
+        assert_eq!((valid[0].row, valid[0].column), (0, 1));
+        assert_eq!(valid[0].value, Some(2.0));
+    }
 }
