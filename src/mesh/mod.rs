@@ -126,19 +126,22 @@ fn run_rank(g: &dyn Group, mesh: &MeshRequest) -> Result<i32> {
     let mine = start_rank(g.rank(), mesh).map_err(|e| one_line(&e));
     let infos = g.allgather(&encode(&mine), CONTROL)?;
     let mut ranks = Vec::with_capacity(infos.len());
-    let mut failed = false;
+    let mut failed = Vec::new();
     for (r, bytes) in infos.iter().enumerate() {
         match decode::<std::result::Result<RankInfo, String>>(bytes, "address")? {
             Ok(info) => ranks.push(info),
-            Err(e) => {
-                failed = true;
-                if root {
-                    eprintln!("wirebench: error: rank {r}: {e}");
-                }
-            }
+            Err(e) => failed.push(format!("rank {r}: {e}")),
         }
     }
-    if failed {
+    if let Some(first) = failed.first() {
+        // One line, however many ranks failed alike (a missing namespace fails them all).
+        if root {
+            let more = match failed.len() {
+                1 => String::new(),
+                n => format!(" (and {} more ranks)", n - 1),
+            };
+            eprintln!("wirebench: error: {first}{more}");
+        }
         return Ok(EXIT_FAILURE);
     }
 

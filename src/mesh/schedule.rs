@@ -60,7 +60,7 @@ pub fn parse_pairs(s: &str) -> std::result::Result<Selection, String> {
 /// The rounds of a mesh of `size` ranks: each a set of pairs with no rank in two of them.
 pub fn rounds(size: usize, selection: &Selection, serial: bool) -> Result<Vec<Vec<MeshPairId>>> {
     if size < 2 {
-        bail!("a mesh needs at least 2 ranks, this job has {size}");
+        bail!("a mesh needs at least 2 ranks, this job has {size}: run it as `mpirun -np N wirebench mesh ...` (as root add --allow-run-as-root; see README)");
     }
     let order = circle_order(size);
     let wanted: Vec<MeshPairId> = match selection {
