@@ -200,22 +200,24 @@ fn measure_rounds(
 fn decide(size: usize, mesh: &MeshRequest) -> Result<Decision> {
     let plan = crate::plan::build(&mesh.request)?;
     let rounds = schedule::rounds(size, &mesh.selection, mesh.serial)?;
-    let runs = u64::from(if plan.until_ci.is_some() {
+    let runs = if plan.until_ci.is_some() {
         plan.max_repeat
     } else {
         plan.repeat
-    });
-    let per_run = |ms: Option<u64>| {
-        ms.map_or(UNTIMED_RUN, Duration::from_millis) + RUN_SLACK + 2 * mesh.request.timeouts.io
     };
-    let pair: Duration = plan
-        .points
-        .iter()
-        .map(|p| per_run(p.spec.duration_ms) * runs.min(u64::from(u32::MAX)) as u32)
-        .sum();
+    // Saturating: a sweep of many long points is a long wait, never an overflow.
+    let per_run = |ms: Option<u64>| {
+        ms.map_or(UNTIMED_RUN, Duration::from_millis)
+            .saturating_add(RUN_SLACK)
+            .saturating_add(mesh.request.timeouts.io.saturating_mul(2))
+    };
+    let pair = plan.points.iter().fold(Duration::ZERO, |sum, p| {
+        sum.saturating_add(per_run(p.spec.duration_ms).saturating_mul(runs))
+    });
     Ok(Decision {
         rounds,
-        round_timeout_ms: (pair + CONTROL).as_millis() as u64,
+        round_timeout_ms: u64::try_from(pair.saturating_add(CONTROL).as_millis())
+            .unwrap_or(u64::MAX),
     })
 }
 
@@ -478,6 +480,50 @@ mod tests {
         for c in cells {
             assert_eq!(c.mean_ns, 500.0 * (10 * c.from + c.to + 1) as f64);
         }
+    }
+
+    fn mesh_of(request: Request) -> MeshRequest {
+        MeshRequest {
+            request,
+            selection: Selection::All,
+            serial: false,
+            netns_prefix: None,
+            bind: None,
+            report_dir: None,
+        }
+    }
+
+    /// A round may take as long as its pairs' points and runs (each with its setup allowance),
+    /// and a request without an end in time waits long, without overflowing.
+    #[test]
+    fn a_round_waits_for_every_point_and_run_of_a_pair() {
+        let mut r = Request::default();
+        r.stop.duration = Some(Duration::from_secs(2));
+        r.sizes.size = Some(vec![1, 2, 4, 8, 16]);
+        r.statistics.repeat = 3;
+        let d = decide(4, &mesh_of(r)).unwrap();
+        assert_eq!(d.rounds.len(), 6);
+        assert!(
+            d.round_timeout_ms >= 5 * 3 * 2_000,
+            "{}",
+            d.round_timeout_ms
+        );
+        let mut r = Request::default();
+        r.stop.duration = None;
+        r.stop.iterations = Some(10);
+        r.statistics.until_ci = Some(0.01);
+        r.statistics.max_repeat = u32::MAX;
+        let d = decide(2, &mesh_of(r)).unwrap();
+        assert!(d.round_timeout_ms > 3_600_000);
+    }
+
+    #[test]
+    fn a_bad_request_is_refused_before_anything_starts() {
+        let mut r = Request::default();
+        r.sizes.size = Some(vec![]);
+        r.statistics.confidence = 42;
+        assert!(decide(4, &mesh_of(r)).is_err());
+        assert!(decide(1, &mesh_of(Request::default())).is_err());
     }
 
     #[test]
