@@ -1,20 +1,13 @@
 //! `wirebench mesh` under Open MPI's `mpirun`: four ranks on this machine, each rank's data in
-//! its own network namespace (feature `mpi`; needs root for the namespaces, and `mpirun`). Run
-//! with `cargo test --release --locked --features mpi --test mesh`.
+//! a host of an N-host lab (`wirebench lab up --hosts 4`: feature `mpi`; needs root for the
+//! namespaces, and `mpirun`). Run with
+//! `cargo test --release --locked --features mpi --test mesh`.
 //!
-//! Hosts 0 to 2 share a bridge; host 3 sits behind a lab link that delays each direction by
-//! a known amount (`wirebench lab up --delay`: the delay line, so the test needs no netem,
-//! which some kernels lack), routed through the lab's other host:
-//!
-//! ```text
-//!  h0 10.99.0.1 --+
-//!  h1 10.99.0.2 --+-- bridge -- 10.99.0.254 [lab host a] 10.77.0.1 == delay == 10.77.0.2 [lab host b = h3]
-//!  h2 10.99.0.3 --+
-//! ```
-//!
-//! Exact checks on what was measured (every ordered pair once, in rounds that share no rank,
-//! counts, the document's shape); the physics only as bounds: host 3's pairs take at least
-//! the delay each way, the others less.
+//! The lab is a star: every host has its own link to one switch, and host 3's link delays
+//! each direction by a known amount (the delay line, so no netem is needed). Exact checks on
+//! what was measured (every ordered pair once, in rounds that share no rank, counts, the
+//! document's shape); the physics only as bounds: host 3's pairs take at least the delay each
+//! way, the others less.
 #![cfg(feature = "mpi")]
 
 mod common;
@@ -30,141 +23,20 @@ use serde_json::Value;
 /// MPI jobs poll while they wait: one at a time, so that they do not measure each other.
 static ONE_JOB_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// The lab link's delay in each direction, milliseconds.
+/// Host 3's link delay in each direction, milliseconds.
 const DELAY_MS: f64 = 3.0;
 /// The rank behind it.
 const DELAYED: u64 = 3;
 
-fn sh(cmd: &str, args: &[&str]) {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .expect("iproute2 and mount run");
-    assert!(
-        out.status.success(),
-        "{cmd} {} failed (the mesh test needs root): {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
+/// The four-host lab; `lab down` when dropped, whatever happened.
+fn four_hosts() -> LabName {
+    let delayed = format!("{DELAYED}=delay={DELAY_MS}ms");
+    common::lab::lab_up("mesh", &["--hosts", "4", "--host-link", &delayed]).0
 }
 
-fn ip(args: &[&str]) {
-    sh("ip", args);
-}
-
-/// The four hosts of the picture above, named PREFIX0..PREFIX3 (host 3's name is a second
-/// name of the lab's host b). Everything is removed on drop, whatever happened: the
-/// namespaces and names first, then the lab.
-struct Hosts {
-    tag: String,
-    /// Dropped after the fields above it have been used by `drop`.
-    lab: Option<LabName>,
-}
-
-impl Hosts {
-    fn up() -> Hosts {
-        let (lab, _) = common::lab::lab_up("mesh", &["--delay", &format!("{DELAY_MS}ms")]);
-        let a = format!("wb-{}-a", lab.0);
-        let b = format!("wb-{}-b", lab.0);
-        let tag = format!("wbm{}", std::process::id() % 100_000);
-        // The guard first: a half-built set is removed too.
-        let hosts = Hosts {
-            tag,
-            lab: Some(lab),
-        };
-        let sw = hosts.switch();
-        ip(&["netns", "add", &sw]);
-        ip(&["-n", &sw, "link", "add", "br0", "type", "bridge"]);
-        ip(&["-n", &sw, "link", "set", "br0", "up"]);
-        let attach = |ns: &str, end: &str, addr: &str| {
-            let switch_end = format!("{end}s");
-            ip(&[
-                "link",
-                "add",
-                end,
-                "netns",
-                ns,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &switch_end,
-                "netns",
-                &sw,
-            ]);
-            ip(&["-n", ns, "addr", "add", addr, "dev", end]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-            ip(&["-n", ns, "link", "set", end, "up"]);
-            ip(&["-n", &sw, "link", "set", &switch_end, "master", "br0"]);
-            ip(&["-n", &sw, "link", "set", &switch_end, "up"]);
-        };
-        for r in 0..3 {
-            let ns = hosts.ns(r);
-            ip(&["netns", "add", &ns]);
-            attach(
-                &ns,
-                &format!("{}v{r}", hosts.tag),
-                &format!("10.99.0.{}/24", r + 1),
-            );
-            ip(&[
-                "-n",
-                &ns,
-                "route",
-                "add",
-                "10.77.0.0/24",
-                "via",
-                "10.99.0.254",
-            ]);
-        }
-        // Lab host a routes between the bridge and the lab link.
-        attach(&a, &format!("{}r", hosts.tag), "10.99.0.254/24");
-        sh(
-            "ip",
-            &[
-                "netns",
-                "exec",
-                &a,
-                "sysctl",
-                "-qw",
-                "net.ipv4.ip_forward=1",
-            ],
-        );
-        ip(&["-n", &b, "route", "add", "10.99.0.0/24", "via", "10.77.0.1"]);
-        // Host 3 is lab host b under the mesh's name for it.
-        let alias = format!("/run/netns/{}", hosts.ns(3));
-        std::fs::write(&alias, b"").expect("creating a namespace name");
-        sh("mount", &["--bind", &format!("/run/netns/{b}"), &alias]);
-        hosts
-    }
-
-    fn prefix(&self) -> String {
-        format!("{}h", self.tag)
-    }
-
-    fn ns(&self, r: usize) -> String {
-        format!("{}{r}", self.prefix())
-    }
-
-    fn switch(&self) -> String {
-        format!("{}sw", self.tag)
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        // `ip netns del` of the alias unmounts and removes only that name. Removing a
-        // namespace removes the veth ends in it, and with them their peers.
-        for r in 0..4 {
-            let _ = Command::new("ip")
-                .args(["netns", "del", &self.ns(r)])
-                .output();
-        }
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.switch()])
-            .output();
-        // Then `lab down`.
-        drop(self.lab.take());
-    }
+/// The namespace prefix of a lab's hosts: rank r runs in wb-NAME-h<r>.
+fn host_prefix(lab: &LabName) -> String {
+    format!("wb-{}-h", lab.0)
 }
 
 /// `mpirun -np N` of this build's binary with `args`; MPI's own messages over loopback.
@@ -236,7 +108,7 @@ fn pairs_and_rounds(mesh: &Value) -> Vec<(u64, u64)> {
 #[test]
 fn a_four_host_mesh_measures_every_ordered_pair_and_sees_the_delayed_host() {
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let hosts = Hosts::up();
+    let lab = four_hosts();
     let db = tempfile::tempdir().unwrap();
     let db_path = db.path().join("r.sqlite");
     let v = mesh_json(
@@ -246,7 +118,7 @@ fn a_four_host_mesh_measures_every_ordered_pair_and_sees_the_delayed_host() {
             "-d",
             "400ms",
             "--netns-from-rank",
-            &hosts.prefix(),
+            &host_prefix(&lab),
             "--db",
             db_path.to_str().unwrap(),
         ],
@@ -256,14 +128,13 @@ fn a_four_host_mesh_measures_every_ordered_pair_and_sees_the_delayed_host() {
     let ranks = mesh["ranks"].as_array().unwrap();
     assert_eq!(ranks.len(), 4);
     for (r, rank) in ranks.iter().enumerate() {
-        assert_eq!(rank["netns"], hosts.ns(r));
+        assert_eq!(rank["netns"], format!("{}{r}", host_prefix(&lab)));
+        // Each rank's server on its host's own address.
         let addr = rank["address"].as_str().unwrap();
-        let want = if r as u64 == DELAYED {
-            "10.77.0.2:".to_owned()
-        } else {
-            format!("10.99.0.{}:", r + 1)
-        };
-        assert!(addr.starts_with(&want), "rank {r}: {addr}");
+        assert!(
+            addr.starts_with(&format!("10.77.0.{}:", r + 1)),
+            "rank {r}: {addr}"
+        );
     }
     let pairs = pairs_and_rounds(mesh);
     let unique: BTreeSet<_> = pairs.iter().copied().collect();
