@@ -6,7 +6,8 @@
 //! [`sys`] (the OS calls std does not cover). [`control`] negotiates tests between client and
 //! server apart from the data plane; [`stats`] and [`report`] turn samples into results, and
 //! [`results`] keeps them: a history database, HTML reports with plots, comparisons. With the
-//! `mpi` feature, `plan::mpi` runs the same patterns between the two ranks of an MPI job.
+//! `mpi` feature, `plan::mpi` runs the same patterns between the two ranks of an MPI job, and
+//! [`mesh`] every ordered pair of a job's ranks (over a [`group`]), each as `run` measures it.
 //! [`error`] is a leaf: how every layer reports a failure.
 
 pub mod cmd;
