@@ -7,6 +7,8 @@ pub mod app;
 pub mod compare;
 pub mod lab;
 #[cfg(feature = "mpi")]
+pub mod mesh;
+#[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod relay;
 pub mod results;
@@ -64,7 +66,8 @@ pub enum Command {
     /// One rank of a local `app` job, started by rank 0.
     #[command(name = "__app-rank", hide = true)]
     AppRank(Box<app::RankArgs>),
-    /// Emulated networks in namespaces: two hosts joined by a shaped link (needs root).
+    /// Emulated networks in namespaces: two hosts joined by a shaped link, or N hosts in a
+    /// star, a chain or on two switches (needs root).
     Lab(lab::LabArgs),
     /// Ping-pong, rr or stream over MPI point-to-point calls between the two ranks of an MPI
     /// job: `mpirun -np 2 wirebench mpi PATTERN [options]`.
@@ -74,6 +77,17 @@ pub enum Command {
     #[cfg(not(feature = "mpi"))]
     #[command(disable_help_flag = true)]
     Mpi {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    },
+    /// Every ordered pair of the ranks of an MPI job, in rounds that share no rank: latency
+    /// and bandwidth matrices, `mpirun -np N wirebench mesh PATTERN [run's options]`.
+    #[cfg(feature = "mpi")]
+    Mesh(Box<mesh::MeshArgs>),
+    /// All-pairs mesh under mpirun (not in this build: it needs `--features mpi`, see README).
+    #[cfg(not(feature = "mpi"))]
+    #[command(disable_help_flag = true)]
+    Mesh {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
     },
@@ -120,6 +134,10 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::CompareTransports(a) => compare::run(a),
         #[cfg(feature = "mpi")]
         Command::Mpi(a) => return mpi::run(*a),
+        #[cfg(feature = "mpi")]
+        Command::Mesh(a) => return mesh::run(&a),
+        #[cfg(not(feature = "mpi"))]
+        Command::Mesh { .. } => Err(anyhow::anyhow!(crate::transport::NO_MPI)),
         #[cfg(not(feature = "mpi"))]
         Command::Mpi { .. } => Err(anyhow::anyhow!(crate::transport::NO_MPI)),
         Command::Calibrate { iterations, json } => calibrate(iterations, json),

@@ -4,6 +4,7 @@ pub mod columns;
 pub mod compare;
 pub mod csv;
 pub mod json;
+pub mod mesh;
 pub mod model;
 pub mod output;
 #[cfg(test)]

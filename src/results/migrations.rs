@@ -66,9 +66,10 @@ pub const MIGRATIONS: &[&str] = &[
          finished_at TEXT NOT NULL,
          PRIMARY KEY (study_id, slot, probe)
      );",
-    // 5: `wirebench app` runs (issue 16's brief reserved number 6 for this step: if another
-    // step 5 lands first, this one follows it unchanged): application kernels over P ranks, whose documents are not run documents: the kernel, transport and rank
-    // count to list them by, and the whole document.
+    // 5: `wirebench app` runs (application kernels over P ranks), whose documents are not run
+    // documents: the kernel, transport and rank count to list them by, and the whole document.
+    // (Issue 16's brief reserved number 6 for it: should another step 5 land first, this one
+    // follows it unchanged.)
     "CREATE TABLE app_runs (
          id INTEGER PRIMARY KEY AUTOINCREMENT,
          started_at TEXT NOT NULL,
