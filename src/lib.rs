@@ -6,9 +6,13 @@
 //! [`sys`] (the OS calls std does not cover). [`control`] negotiates tests between client and
 //! server apart from the data plane; [`stats`] and [`report`] turn samples into results, and
 //! [`results`] keeps them: a history database, HTML reports with plots, comparisons. With the
-//! `mpi` feature, `plan::mpi` runs the same patterns between the two ranks of an MPI job.
+//! `mpi` feature, `plan::mpi` runs the same patterns between the two ranks of an MPI job, and
+//! [`mesh`] every ordered pair of a job's ranks (over a [`group`]), each as `run` measures it.
+//! [`app`] runs application kernels over P ranks (local processes or an MPI job), each
+//! written once against connections of any reliable transport.
 //! [`error`] is a leaf: how every layer reports a failure.
 
+pub mod app;
 pub mod cmd;
 pub mod control;
 pub mod env;
@@ -16,6 +20,7 @@ pub mod error;
 pub mod group;
 pub mod instruments;
 pub mod lab;
+pub mod mesh;
 pub mod pattern;
 pub mod plan;
 pub mod relay;

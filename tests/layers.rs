@@ -91,7 +91,9 @@ fn nothing_below_imports_the_command_layer() {
         offenders.is_empty(),
         "modules below the command layer import it: {offenders:?}"
     );
-    assert!(!g.contains_key("cli") && !g.contains_key("app"), "{g:?}");
+    // `app` is the application kernels (issue 16), below the command layer like `plan`; the
+    // general check above holds it to that. No command layer hides under the name `cli`.
+    assert!(!g.contains_key("cli"), "{g:?}");
     // The leaves stay leaves.
     for leaf in ["units", "sys", "error"] {
         let up: Vec<&String> = g[leaf]

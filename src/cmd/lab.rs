@@ -4,11 +4,13 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 
 use crate::lab::config::{LinkConfig, LinkSpec, Mechanism, Profile};
+use crate::lab::hosts::{HostsLabState, HostsStats, LinkCounters};
 use crate::lab::link::QueueLimit;
-use crate::lab::{ns, Lab, LabState};
+use crate::lab::topology::{Shape, Topology};
+use crate::lab::{ns, Lab, LabState, Recorded};
 use crate::request::Request;
 use crate::units;
 
@@ -20,20 +22,24 @@ pub struct LabArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum LabCommand {
-    /// Create two hosts (network namespaces a and b) joined by an emulated link.
+    /// Create two hosts (network namespaces a and b) joined by an emulated link, or with
+    /// --hosts N hosts h0..h{N-1} (namespaces wb-NAME-h0..) in a topology of emulated links.
     Up {
         /// Lab name (a-z, 0-9, '-'; at most 16).
         #[arg(long, default_value = "lab")]
         name: String,
         #[command(flatten)]
         link: LinkArgs,
+        #[command(flatten)]
+        hosts: HostsArgs,
     },
-    /// Run a command on host a or b of a lab.
+    /// Run a command on a host of a lab (a or b; h0, h1, ... in an N-host lab).
     Exec {
         /// Lab name, as given to `lab up`.
         #[arg(long, default_value = "lab")]
         name: String,
-        /// The host to run on: a or b (`lab run` runs the client on a and the server on b).
+        /// The host to run on: a or b (`lab run` runs the client on a and the server on b);
+        /// h0, h1, ... in an N-host lab.
         host: String,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true)]
@@ -48,14 +54,18 @@ pub enum LabCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Remove a lab (or all of them).
+    /// Remove a lab (or all of yours), ending the processes still running in it.
     Down {
         /// Lab name, as given to `lab up`.
         #[arg(long, default_value = "lab", conflicts_with = "all")]
         name: String,
-        /// Remove every lab that is running.
+        /// Remove every lab made in this session (by this user); others' are listed, not
+        /// touched.
         #[arg(long)]
         all: bool,
+        /// With --all: every lab on the machine, whoever made it.
+        #[arg(long, requires = "all")]
+        everyone: bool,
     },
     /// Set up a link, run the server on host b and the client on host a, print the result,
     /// and remove everything: `wirebench lab run --rate 100mbit -- stream -d 5s`.
@@ -80,7 +90,17 @@ pub enum LabCommand {
 
 pub fn run(args: LabArgs) -> Result<i32> {
     match args.command {
-        LabCommand::Up { name, link } => {
+        LabCommand::Up { name, link, hosts } if hosts.selects_n_hosts() => {
+            let shape = hosts.to_shape(&link)?;
+            let state = crate::lab::hosts::HostsLab::up(&name, &shape)?.keep();
+            print_hosts_state(&state);
+            println!(
+                "reach the hosts with: wirebench lab exec --name {name} h0 -- COMMAND (h0..h{}); remove with: wirebench lab down --name {name}",
+                state.hosts.len() - 1
+            );
+            Ok(0)
+        }
+        LabCommand::Up { name, link, .. } => {
             let state = Lab::up(&name, link.to_config()?)?.keep();
             print_state(&state);
             println!(
@@ -94,14 +114,11 @@ pub fn run(args: LabArgs) -> Result<i32> {
             command,
         } => exec(&name, &host, &command),
         LabCommand::Status { name, json } => status(name, json),
-        LabCommand::Down { name, all } => {
-            let names = if all { crate::lab::list() } else { vec![name] };
-            for n in names {
-                crate::lab::down(&n)?;
-                eprintln!("lab {n} removed");
-            }
-            Ok(0)
-        }
+        LabCommand::Down {
+            name,
+            all,
+            everyone,
+        } => down(name, all, everyone),
         LabCommand::Run { name, link, test } => run_test(name, link, test),
         LabCommand::DelayLine { name } => crate::lab::run_delay_line(&name).map(|_| 0),
     }
@@ -133,11 +150,17 @@ pub fn print_state(s: &LabState) {
 }
 
 fn exec(name: &str, host: &str, command: &[String]) -> Result<i32> {
-    if host != "a" && host != "b" {
-        bail!("host '{host}': a lab has hosts a and b");
-    }
-    crate::lab::load(name)?;
-    let namespace = ns(name, host);
+    let namespace = match crate::lab::load_any(name)? {
+        Recorded::Pair(_) if host == "a" || host == "b" => ns(name, host),
+        Recorded::Pair(_) => bail!("host '{host}': a lab has hosts a and b"),
+        Recorded::Hosts(s) => match s.host(host) {
+            Some(h) => h.netns.clone(),
+            None => bail!(
+                "host '{host}': lab {name} has hosts h0 to h{}",
+                s.hosts.len() - 1
+            ),
+        },
+    };
     let (program, rest) = command.split_first().context("no command given")?;
     let program = program.clone();
     let rest = rest.to_vec();
@@ -159,14 +182,34 @@ fn status(name: Option<String>, json: bool) -> Result<i32> {
     };
     let mut all = Vec::new();
     for n in &names {
-        let state = crate::lab::load(n)?;
+        let state = match crate::lab::load_any(n)? {
+            Recorded::Pair(s) => *s,
+            Recorded::Hosts(s) => {
+                let running = s.delay_line_pid.map(crate::lab::alive);
+                let stats = if running == Some(true) {
+                    crate::lab::hosts::stats_now(n)
+                } else {
+                    None
+                };
+                if json {
+                    all.push(hosts_status_json(&s, running, stats.as_ref()));
+                } else {
+                    print_hosts_status(&s, running, stats.as_ref());
+                }
+                continue;
+            }
+        };
         let stats = crate::lab::delay_line_stats(n);
         let running = state.delay_line_pid.map(crate::lab::alive);
         if json {
-            all.push(serde_json::json!({"lab": state, "delay_line_running": running, "delay_line": stats}));
+            all.push(
+                serde_json::json!({"lab": state, "delay_line_running": running, "delay_line": stats,
+                "owner": crate::lab::owner::of(n)}),
+            );
             continue;
         }
         print_state(&state);
+        print_owner(n);
         match (running, stats) {
             (Some(true), Some(s)) => {
                 println!(
@@ -210,6 +253,149 @@ pub fn describe_counters(c: &crate::lab::delayline::CountersSnapshot) -> String 
         c.late_mean_ns() / 1e3,
         c.late_max_ns as f64 / 1e3
     )
+}
+
+fn down(name: String, all: bool, everyone: bool) -> Result<i32> {
+    let (mine, others): (Vec<String>, Vec<String>) = if all {
+        crate::lab::list()
+            .into_iter()
+            .partition(|n| everyone || crate::lab::owner::of(n).is_some_and(|o| o.is_callers()))
+    } else {
+        (vec![name], Vec::new())
+    };
+    for n in &mine {
+        let ended = crate::lab::down(n)?;
+        match ended {
+            0 => eprintln!("lab {n} removed"),
+            1 => eprintln!("lab {n} removed (ended 1 process still running in it)"),
+            k => eprintln!("lab {n} removed (ended {k} processes still running in it)"),
+        }
+    }
+    if !others.is_empty() {
+        eprintln!(
+            "left {} lab(s) made in other sessions or by other users:",
+            others.len()
+        );
+        for n in &others {
+            let who = crate::lab::owner::of(n)
+                .map(|o| o.describe())
+                .unwrap_or_else(|| "maker not recorded".into());
+            eprintln!("  {n}: {who}; remove with: wirebench lab down --name {n}");
+        }
+        eprintln!("  (or all of them: wirebench lab down --all --everyone)");
+    }
+    if all && mine.is_empty() && others.is_empty() {
+        eprintln!("no labs");
+    }
+    Ok(0)
+}
+
+pub fn print_hosts_state(s: &HostsLabState) {
+    println!(
+        "lab {}: {} hosts, {} topology{}, MTU {} bytes",
+        s.name,
+        s.hosts.len(),
+        s.topology
+            .to_possible_value()
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default(),
+        s.split
+            .map(|k| format!(
+                " (h0..h{} on switch1, h{k}..h{} on switch2)",
+                k - 1,
+                s.hosts.len() - 1
+            ))
+            .unwrap_or_default(),
+        s.mtu
+    );
+    for h in &s.hosts {
+        println!("  host {}: {} in netns {}", h.name, h.address, h.netns);
+    }
+    for l in &s.links {
+        let [x, y] = &l.ends;
+        println!("  link {} ({}):", l.name, l.mechanism);
+        println!(
+            "    {x} -> {y}: {}",
+            l.config.forward.describe(l.config.mtu)
+        );
+        println!("    {y} -> {x}: {}", l.config.back.describe(l.config.mtu));
+    }
+}
+
+fn print_owner(name: &str) {
+    if let Some(o) = crate::lab::owner::of(name) {
+        println!("  {}", o.describe());
+    }
+}
+
+fn print_hosts_status(s: &HostsLabState, running: Option<bool>, stats: Option<&HostsStats>) {
+    print_hosts_state(s);
+    print_owner(&s.name);
+    match running {
+        Some(true) => println!(
+            "  delay line running (pid {})",
+            s.delay_line_pid.unwrap_or_default()
+        ),
+        Some(false) => {
+            println!("  delay line NOT running: the links carry nothing; take the lab down")
+        }
+        None => {}
+    }
+    for (i, l) in s.links.iter().enumerate() {
+        let [x, y] = &l.ends;
+        let c = stats.and_then(|st| st.links.get(i).copied().flatten());
+        for (dir, counters, loss) in [
+            (format!("{x} -> {y}"), c.map(|c| c.forward), &l.loss_forward),
+            (format!("{y} -> {x}"), c.map(|c| c.back), &l.loss_back),
+        ] {
+            let random = loss
+                .as_ref()
+                .and_then(crate::lab::hosts::random_drops)
+                .map(|(udp, other)| format!("; random drops {} frames", udp + other))
+                .unwrap_or_default();
+            match counters {
+                Some(c) => println!(
+                    "  {dir} (link {}): {}{random}",
+                    l.name,
+                    describe_counters(&c)
+                ),
+                None if !random.is_empty() => println!("  {dir} (link {}): {random}", l.name),
+                None => {}
+            }
+        }
+    }
+}
+
+fn hosts_status_json(
+    s: &HostsLabState,
+    running: Option<bool>,
+    stats: Option<&HostsStats>,
+) -> serde_json::Value {
+    let links: Vec<serde_json::Value> = s
+        .links
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let c: Option<LinkCounters> = stats.and_then(|st| st.links.get(i).copied().flatten());
+            let random = |p: &Option<crate::lab::hosts::LossPoint>| {
+                p.as_ref()
+                    .and_then(crate::lab::hosts::random_drops)
+                    .map(|(udp, other)| serde_json::json!({"udp": udp, "other": other}))
+            };
+            serde_json::json!({
+                "name": l.name,
+                "ends": l.ends,
+                "mechanism": l.mechanism,
+                "config": l.config,
+                "forward": c.map(|c| c.forward),
+                "back": c.map(|c| c.back),
+                "random_drops_forward": random(&l.loss_forward),
+                "random_drops_back": random(&l.loss_back),
+            })
+        })
+        .collect();
+    serde_json::json!({"lab": s, "delay_line_running": running, "links": links,
+        "owner": crate::lab::owner::of(&s.name)})
 }
 
 fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i32> {
@@ -312,11 +498,136 @@ pub struct LinkArgs {
     pub mechanism: Mechanism,
 }
 
+/// `lab up`'s options for an N-host lab.
+#[derive(Debug, Clone, Args)]
+pub struct HostsArgs {
+    /// Hosts h0..h{N-1} (2 to 8; more than 2, or a --topology, makes an N-host lab).
+    #[arg(long)]
+    pub hosts: Option<usize>,
+    /// How the hosts are joined [default: star]: star (every host's own link to one switch),
+    /// chain (h0 - h1 - ..., the hosts between route), two-switches (--split, --trunk).
+    #[arg(long, value_enum)]
+    pub topology: Option<Topology>,
+    /// two-switches: hosts h0..h{K-1} on the first switch, the rest on the second.
+    #[arg(long)]
+    pub split: Option<usize>,
+    /// two-switches: the link between the switches, as KEY=VALUE,... over the link options
+    /// above (rate=100mbit,delay=20ms).
+    #[arg(long)]
+    pub trunk: Option<String>,
+    /// One link's own settings, I=KEY=VALUE,... over the link options above
+    /// (3=rate=10mbit,delay=5ms; keys rate, delay, jitter, loss, queue, profile and their
+    /// -back forms). Star and two-switches: host I's link to its switch; chain: the link
+    /// from hI to h(I+1). Repeatable.
+    #[arg(long = "host-link")]
+    pub host_link: Vec<String>,
+}
+
+impl HostsArgs {
+    pub fn selects_n_hosts(&self) -> bool {
+        self.hosts.is_some_and(|n| n != 2)
+            || self.topology.is_some()
+            || self.split.is_some()
+            || self.trunk.is_some()
+            || !self.host_link.is_empty()
+    }
+
+    pub fn to_shape(&self, link: &LinkArgs) -> Result<Shape> {
+        let Some(hosts) = self.hosts else {
+            bail!("--topology, --split, --trunk and --host-link need --hosts N");
+        };
+        let topology = self.topology.unwrap_or(Topology::Star);
+        let base = link.to_spec();
+        let count = Shape::link_count(topology, hosts);
+        let mut specs = vec![base.clone(); count];
+        for h in &self.host_link {
+            let (index, spec) = h
+                .split_once('=')
+                .with_context(|| format!("--host-link '{h}': give I=KEY=VALUE,..."))?;
+            let i: usize = index
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&i| i < count)
+                .with_context(|| {
+                    format!(
+                        "--host-link '{h}': the link number is 0 to {}",
+                        count.saturating_sub(1)
+                    )
+                })?;
+            specs[i] = parse_link_spec(spec)
+                .with_context(|| format!("--host-link '{h}'"))?
+                .over(&base);
+        }
+        let links = specs
+            .iter()
+            .map(LinkSpec::to_config)
+            .collect::<Result<Vec<_>>>()?;
+        let trunk = self
+            .trunk
+            .as_deref()
+            .map(|t| {
+                parse_link_spec(t)
+                    .with_context(|| format!("--trunk '{t}'"))?
+                    .over(&base)
+                    .to_config()
+            })
+            .transpose()?;
+        Ok(Shape {
+            hosts,
+            topology,
+            split: self.split,
+            links,
+            trunk,
+        })
+    }
+}
+
+/// `rate=10mbit,delay=5ms,...` as a [`LinkSpec`], checked as a study's `[link]` table is
+/// (unknown keys are refused). The MTU is the lab's, not a link's.
+pub fn parse_link_spec(text: &str) -> Result<LinkSpec> {
+    let mut map = serde_json::Map::new();
+    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (key, value) = item
+            .split_once('=')
+            .with_context(|| format!("'{item}': give KEY=VALUE"))?;
+        let key = key.trim().replace('-', "_");
+        if key == "mtu" || key == "mechanism" {
+            bail!("'{item}': the {key} is the lab's (--{key}), not one link's");
+        }
+        map.insert(key, serde_json::Value::String(value.trim().to_owned()));
+    }
+    serde_json::from_value(serde_json::Value::Object(map)).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
 fn parse_duration(s: &str) -> Result<Duration, String> {
     units::parse_duration(s)
 }
 
 impl LinkArgs {
+    /// The options as a [`LinkSpec`] (queues back as text), the base of an N-host lab's links.
+    pub fn to_spec(&self) -> LinkSpec {
+        let text = |q: QueueLimit| match q {
+            QueueLimit::Packets(n) => format!("{n}p"),
+            QueueLimit::Bytes(b) => format!("{b}B"),
+        };
+        LinkSpec {
+            profile: self.profile,
+            rate: self.rate.clone(),
+            delay: self.delay,
+            jitter: self.jitter,
+            loss: self.loss.clone(),
+            queue: self.queue.map(text),
+            rate_back: self.rate_back.clone(),
+            delay_back: self.delay_back,
+            jitter_back: self.jitter_back,
+            loss_back: self.loss_back.clone(),
+            queue_back: self.queue_back.map(text),
+            mtu: Some(self.mtu),
+            mechanism: Some(self.mechanism),
+        }
+    }
+
     pub fn to_config(&self) -> Result<LinkConfig> {
         LinkSpec {
             profile: self.profile,
@@ -345,5 +656,103 @@ impl LinkArgs {
             }
             c
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Up {
+        #[command(flatten)]
+        link: LinkArgs,
+        #[command(flatten)]
+        hosts: HostsArgs,
+    }
+
+    fn shape(args: &[&str]) -> Result<Shape> {
+        let up = Up::try_parse_from(std::iter::once("up").chain(args.iter().copied()))?;
+        up.hosts.to_shape(&up.link)
+    }
+
+    #[test]
+    fn a_host_link_overrides_the_lab_link_options_field_by_field() {
+        let s = shape(&[
+            "--hosts",
+            "4",
+            "--delay",
+            "1ms",
+            "--queue",
+            "30p",
+            "--host-link",
+            "3=rate=10mbit,delay=5ms",
+        ])
+        .unwrap();
+        assert_eq!(s.topology, Topology::Star);
+        assert_eq!(s.links.len(), 4);
+        assert_eq!(s.links[0].forward.delay, Duration::from_millis(1));
+        assert_eq!(s.links[0].forward.rate_bits_per_s, None);
+        assert_eq!(s.links[0].back.queue, Some(QueueLimit::Packets(30)));
+        let h3 = &s.links[3];
+        assert_eq!(h3.forward.rate_bits_per_s, Some(10e6));
+        assert_eq!(h3.back.delay, Duration::from_millis(5));
+        // What the override leaves out is the lab's.
+        assert_eq!(h3.back.queue, Some(QueueLimit::Packets(30)));
+    }
+
+    #[test]
+    fn a_trunk_and_chain_links_are_parsed_like_any_link() {
+        let s = shape(&[
+            "--hosts",
+            "6",
+            "--topology",
+            "two-switches",
+            "--split",
+            "3",
+            "--rate",
+            "1G",
+            "--queue",
+            "150000B",
+            "--trunk",
+            "rate=100mbit,delay=20ms,loss-back=1%",
+        ])
+        .unwrap();
+        let t = s.trunk.unwrap();
+        assert_eq!(t.forward.rate_bits_per_s, Some(100e6));
+        assert_eq!(t.back.loss, 0.01);
+        assert_eq!(t.forward.loss, 0.0);
+        assert_eq!(t.forward.queue, Some(QueueLimit::Bytes(150_000)));
+        let s = shape(&[
+            "--hosts",
+            "3",
+            "--topology",
+            "chain",
+            "--host-link",
+            "1=delay=3ms",
+        ])
+        .unwrap();
+        assert_eq!(s.links.len(), 2);
+        assert_eq!(s.links[1].forward.delay, Duration::from_millis(3));
+    }
+
+    #[test]
+    fn two_hosts_without_a_topology_are_the_two_host_lab() {
+        let up = Up::try_parse_from(["up", "--hosts", "2"]).unwrap();
+        assert!(!up.hosts.selects_n_hosts());
+        let up = Up::try_parse_from(["up", "--hosts", "2", "--topology", "star"]).unwrap();
+        assert!(up.hosts.selects_n_hosts());
+        for bad in [
+            "rate",
+            "mtu=9000",
+            "colour=red",
+            "rate=fast",
+            "queue=100",
+            "delay=soon",
+        ] {
+            let r = parse_link_spec(bad).and_then(|s| s.to_config());
+            assert!(r.is_err(), "{bad}");
+        }
     }
 }

@@ -3,8 +3,11 @@
 //! (a [`crate::request::Request`], a server or lab configuration); no module below imports
 //! this one.
 
+pub mod app;
 pub mod compare;
 pub mod lab;
+#[cfg(feature = "mpi")]
+pub mod mesh;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod relay;
@@ -57,7 +60,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Emulated networks in namespaces: two hosts joined by a shaped link (needs root).
+    /// Application kernels over P ranks (matrix multiply, Jacobi relaxation, chunk server):
+    /// sequential baseline, parallel time, speedup, efficiency, share of time communicating.
+    App(Box<app::AppArgs>),
+    /// One rank of a local `app` job, started by rank 0.
+    #[command(name = "__app-rank", hide = true)]
+    AppRank(Box<app::RankArgs>),
+    /// Emulated networks in namespaces: two hosts joined by a shaped link, or N hosts in a
+    /// star, a chain or on two switches (needs root).
     Lab(lab::LabArgs),
     /// Ping-pong, rr or stream over MPI point-to-point calls between the two ranks of an MPI
     /// job: `mpirun -np 2 wirebench mpi PATTERN [options]`.
@@ -67,6 +77,17 @@ pub enum Command {
     #[cfg(not(feature = "mpi"))]
     #[command(disable_help_flag = true)]
     Mpi {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    },
+    /// Every ordered pair of the ranks of an MPI job, in rounds that share no rank: latency
+    /// and bandwidth matrices, `mpirun -np N wirebench mesh PATTERN [run's options]`.
+    #[cfg(feature = "mpi")]
+    Mesh(Box<mesh::MeshArgs>),
+    /// All-pairs mesh under mpirun (not in this build: it needs `--features mpi`, see README).
+    #[cfg(not(feature = "mpi"))]
+    #[command(disable_help_flag = true)]
+    Mesh {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
     },
@@ -105,12 +126,18 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Serve(a) => serve::run(a).map(|()| 0),
         Command::Run(a) => run::run(&a),
         Command::Lab(a) => lab::run(a),
+        Command::App(a) => app::run(*a),
+        Command::AppRank(a) => app::run_rank(*a),
         Command::Study(a) => study::run(a),
         Command::Measure(a) => study::measure(a),
         Command::Relay(a) => relay::run(a).map(|()| 0),
         Command::CompareTransports(a) => compare::run(a),
         #[cfg(feature = "mpi")]
         Command::Mpi(a) => return mpi::run(*a),
+        #[cfg(feature = "mpi")]
+        Command::Mesh(a) => return mesh::run(&a),
+        #[cfg(not(feature = "mpi"))]
+        Command::Mesh { .. } => Err(anyhow::anyhow!(crate::transport::NO_MPI)),
         #[cfg(not(feature = "mpi"))]
         Command::Mpi { .. } => Err(anyhow::anyhow!(crate::transport::NO_MPI)),
         Command::Calibrate { iterations, json } => calibrate(iterations, json),

@@ -254,7 +254,12 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
         ResultsCommand::Show(a) => {
             let db = open_existing(&a.db)?;
             let (_, report) = load(&db, &a.id)?;
-            history::show(&report)?;
+            // A mesh keeps its points in its pairs: shown as its matrices, as it printed.
+            if report.mesh.is_some() {
+                print!("{}", crate::mesh::output::render_text(&report));
+            } else {
+                history::show(&report)?;
+            }
         }
         ResultsCommand::Export(a) => {
             if !a.json && !a.csv {

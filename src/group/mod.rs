@@ -11,6 +11,7 @@
 //! Implementations: [`ThreadGroup`] (threads of one process, over channels: for tests and
 //! for ranks that are threads), `mpi::MpiGroup` (the ranks of an MPI job, feature `mpi`).
 
+mod local;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod placement;
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
+pub use local::SocketGroup;
 pub use thread::ThreadGroup;
 
 /// Rank 0: the rank that gathers, decides and prints.

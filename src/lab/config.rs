@@ -157,6 +157,26 @@ fn queue(s: &str, what: &str) -> Result<QueueLimit> {
 }
 
 impl LinkSpec {
+    /// This spec's fields, and `base`'s where this one leaves them out (an N-host lab's
+    /// per-link settings over the lab's link options).
+    pub fn over(&self, base: &LinkSpec) -> LinkSpec {
+        LinkSpec {
+            profile: self.profile.or(base.profile),
+            rate: self.rate.clone().or_else(|| base.rate.clone()),
+            delay: self.delay.or(base.delay),
+            jitter: self.jitter.or(base.jitter),
+            loss: self.loss.clone().or_else(|| base.loss.clone()),
+            queue: self.queue.clone().or_else(|| base.queue.clone()),
+            rate_back: self.rate_back.clone().or_else(|| base.rate_back.clone()),
+            delay_back: self.delay_back.or(base.delay_back),
+            jitter_back: self.jitter_back.or(base.jitter_back),
+            loss_back: self.loss_back.clone().or_else(|| base.loss_back.clone()),
+            queue_back: self.queue_back.clone().or_else(|| base.queue_back.clone()),
+            mtu: self.mtu.or(base.mtu),
+            mechanism: self.mechanism.or(base.mechanism),
+        }
+    }
+
     pub fn to_config(&self) -> Result<LinkConfig> {
         let base = self.profile.map(Profile::direction).unwrap_or_default();
         let mut fwd = base;

@@ -7,13 +7,18 @@
 //!  ns wb-NAME-a            ns wb-NAME-m                          ns wb-NAME-b
 //!  wb0 10.77.0.1 ==== wba [delay line: queue, wire, delay] wbb ==== wb0 10.77.0.2
 //! ```
+//!
+//! N-host labs (hosts h0.. h{N-1} in a star, a chain or on two switches) are in `hosts.rs`.
 
 pub mod config;
 pub mod delayline;
 pub mod goodput;
 mod host;
+pub mod hosts;
 pub mod link;
+pub mod owner;
 mod shaping;
+pub mod topology;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -22,6 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use config::{LinkConfig, Mechanism};
@@ -190,9 +196,7 @@ impl Lab {
     pub fn up(name: &str, config: LinkConfig) -> Result<Lab> {
         check_name(name)?;
         check_environment()?;
-        if state_path(name).exists() || host::netns_path(&ns(name, "a")).exists() {
-            bail!("lab '{name}' already exists (wirebench lab down --name {name})");
-        }
+        check_free(name)?;
         std::fs::create_dir_all(state_dir()).context("creating /run/wirebench/lab")?;
         if let Some(w) = faithfulness_warning(&config) {
             eprintln!("wirebench lab: {w}");
@@ -223,9 +227,70 @@ impl Lab {
         // Record first, so that `down` (run by the guard on failure) finds every part built.
         save(&state)?;
         let mut lab = Lab { state, keep: false };
+        owner::record(name)?;
         build(&mut lab.state)?;
         save(&lab.state)?;
         Ok(lab)
+    }
+}
+
+/// The suffixes of every namespace a lab of either kind may have.
+fn namespace_suffixes() -> Vec<String> {
+    let mut all: Vec<String> = ["a", "b", "m", topology::NET]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    all.extend((0..topology::MAX_HOSTS).map(topology::host_name));
+    all
+}
+
+/// The namespaces of lab `name` that exist now (of a half-built lab too).
+fn existing_namespaces(name: &str) -> Vec<String> {
+    namespace_suffixes()
+        .iter()
+        .map(|s| ns(name, s))
+        .filter(|n| host::netns_path(n).exists())
+        .collect()
+}
+
+fn check_free(name: &str) -> Result<()> {
+    if state_path(name).exists() || !existing_namespaces(name).is_empty() {
+        bail!("lab '{name}' already exists (wirebench lab down --name {name})");
+    }
+    Ok(())
+}
+
+/// A recorded lab of either kind.
+#[derive(Debug, Clone)]
+pub enum Recorded {
+    /// Hosts a and b, one link (boxed: its state is the larger).
+    Pair(Box<LabState>),
+    Hosts(hosts::HostsLabState),
+}
+
+impl Recorded {
+    pub fn delay_line_pid(&self) -> Option<u32> {
+        match self {
+            Recorded::Pair(s) => s.delay_line_pid,
+            Recorded::Hosts(s) => s.delay_line_pid,
+        }
+    }
+}
+
+/// A lab's state, whichever kind it is (an N-host lab's lists its hosts).
+pub fn load_any(name: &str) -> Result<Recorded> {
+    let text = std::fs::read_to_string(state_path(name))
+        .with_context(|| format!("no lab named '{name}' (wirebench lab status lists them)"))?;
+    let damaged = || format!("lab '{name}' has a damaged state file");
+    let v: serde_json::Value = serde_json::from_str(&text).with_context(damaged)?;
+    if v.get("hosts").is_some() {
+        serde_json::from_value(v)
+            .map(Recorded::Hosts)
+            .with_context(damaged)
+    } else {
+        serde_json::from_value(v)
+            .map(|s| Recorded::Pair(Box::new(s)))
+            .with_context(damaged)
     }
 }
 
@@ -234,10 +299,16 @@ fn save(state: &LabState) -> Result<()> {
     std::fs::write(state_path(&state.name), json).context("writing the lab state")
 }
 
+/// A two-host lab's state (an N-host lab is refused: it has no hosts a and b).
 pub fn load(name: &str) -> Result<LabState> {
-    let text = std::fs::read_to_string(state_path(name))
-        .with_context(|| format!("no lab named '{name}' (wirebench lab status lists them)"))?;
-    serde_json::from_str(&text).with_context(|| format!("lab '{name}' has a damaged state file"))
+    match load_any(name)? {
+        Recorded::Pair(s) => Ok(*s),
+        Recorded::Hosts(s) => bail!(
+            "lab '{name}' has {} hosts (h0..h{}); this needs a two-host lab (hosts a and b)",
+            s.hosts.len(),
+            s.hosts.len() - 1
+        ),
+    }
 }
 
 /// Names of every recorded lab.
@@ -396,99 +467,110 @@ fn start_delay_line(name: &str) -> Result<u32> {
     }
 }
 
-/// The delay line process: enters the middle namespace and forwards both directions.
+/// The delay line process: enters the middle namespace and forwards both directions (of
+/// every link, in an N-host lab).
 pub fn run_delay_line(name: &str) -> Result<()> {
-    let state = load(name)?;
-    let result = (|| -> Result<()> {
-        crate::sys::enter_netns(&host::netns_path(&ns(name, "m")))
-            .context("entering the middle namespace")?;
-        let wba =
-            Arc::new(crate::sys::packet::open("wba", 16 << 20).context("packet socket on wba")?);
-        let wbb =
-            Arc::new(crate::sys::packet::open("wbb", 16 << 20).context("packet socket on wbb")?);
-        let fwd = Arc::new(Counters::default());
-        let back = Arc::new(Counters::default());
-        let mtu = state.config.mtu;
-        for (rx, tx, cfg, c) in [
-            (wba.clone(), wbb.clone(), state.config.forward, fwd.clone()),
-            (wbb.clone(), wba.clone(), state.config.back, back.clone()),
-        ] {
-            std::thread::Builder::new()
-                .name("wb-delay".into())
-                .spawn(move || {
-                    if let Err(e) = delayline::forward(&rx, &tx, cfg, mtu, c) {
-                        eprintln!("wirebench delay line: {e}");
-                        std::process::exit(1);
-                    }
-                })?;
-        }
-        println!("ready");
-        let mut requests = open_request_fifo(&stats_request_path(name))?;
-        let mut last_written = Instant::now();
-        let mut answered = 0;
-        loop {
-            // Written every STATS_EVERY, and at once when a reader asks (writing its number
-            // into the FIFO), so that counters read around a point are exact.
-            let left = STATS_EVERY.saturating_sub(last_written.elapsed());
-            if crate::sys::wait_readable(std::os::fd::AsFd::as_fd(&requests), left).unwrap_or(false)
-            {
-                let mut buf = [0u8; 512];
-                if let Ok(n) = std::io::Read::read(&mut requests, &mut buf) {
-                    if let Some(r) = last_request(&buf[..n]) {
-                        answered = r;
-                    }
-                }
-            } else if last_written.elapsed() < STATS_EVERY {
-                continue;
-            }
-            last_written = Instant::now();
-            let stats = DelayLineStats {
-                forward: fwd.snapshot(),
-                back: back.snapshot(),
-                answered,
-            };
-            // Written aside and renamed, so that `lab status` never reads half a file.
-            if let Ok(s) = serde_json::to_string(&stats) {
-                let path = stats_path(name);
-                let tmp = path.with_extension("json.tmp");
-                if std::fs::write(&tmp, s).is_ok() {
-                    let _ = std::fs::rename(&tmp, &path);
-                }
-            }
-        }
-    })();
+    let result = match load_any(name) {
+        Ok(Recorded::Pair(state)) => run_pair_delay_line(&state),
+        Ok(Recorded::Hosts(state)) => hosts::run_delay_line(&state),
+        Err(e) => Err(e),
+    };
     if let Err(e) = &result {
         println!("{}", crate::error::one_line(e));
     }
     result
 }
 
-/// Takes a lab down: stops its delay line, deletes its namespaces (and with them its links)
-/// and its state. Safe to call on a half-built or already removed lab.
-pub fn down(name: &str) -> Result<()> {
-    check_name(name)?;
-    if let Ok(state) = load(name) {
-        if let Some(pid) = state.delay_line_pid {
-            stop_process(pid);
+fn run_pair_delay_line(state: &LabState) -> Result<()> {
+    let name = &state.name;
+    crate::sys::enter_netns(&host::netns_path(&ns(name, "m")))
+        .context("entering the middle namespace")?;
+    let wba = Arc::new(crate::sys::packet::open("wba", 16 << 20).context("packet socket on wba")?);
+    let wbb = Arc::new(crate::sys::packet::open("wbb", 16 << 20).context("packet socket on wbb")?);
+    let fwd = Arc::new(Counters::default());
+    let back = Arc::new(Counters::default());
+    let mtu = state.config.mtu;
+    for (rx, tx, cfg, c) in [
+        (wba.clone(), wbb.clone(), state.config.forward, fwd.clone()),
+        (wbb.clone(), wba.clone(), state.config.back, back.clone()),
+    ] {
+        std::thread::Builder::new()
+            .name("wb-delay".into())
+            .spawn(move || {
+                if let Err(e) = delayline::forward(&rx, &tx, cfg, mtu, c) {
+                    eprintln!("wirebench delay line: {e}");
+                    std::process::exit(1);
+                }
+            })?;
+    }
+    println!("ready");
+    report_counters(name, |answered| {
+        serde_json::to_string(&DelayLineStats {
+            forward: fwd.snapshot(),
+            back: back.snapshot(),
+            answered,
+        })
+        .ok()
+    })
+}
+
+/// The delay line's reporting loop (forever): `snapshot(answered)` written to the stats file
+/// every STATS_EVERY, and at once when a reader asks (writing its number into the FIFO), so
+/// that counters read around a point are exact.
+fn report_counters(name: &str, snapshot: impl Fn(u64) -> Option<String>) -> Result<()> {
+    let mut requests = open_request_fifo(&stats_request_path(name))?;
+    let mut last_written = Instant::now();
+    let mut answered = 0;
+    loop {
+        let left = STATS_EVERY.saturating_sub(last_written.elapsed());
+        if crate::sys::wait_readable(std::os::fd::AsFd::as_fd(&requests), left).unwrap_or(false) {
+            let mut buf = [0u8; 512];
+            if let Ok(n) = std::io::Read::read(&mut requests, &mut buf) {
+                if let Some(r) = last_request(&buf[..n]) {
+                    answered = r;
+                }
+            }
+        } else if last_written.elapsed() < STATS_EVERY {
+            continue;
+        }
+        last_written = Instant::now();
+        // Written aside and renamed, so that `lab status` never reads half a file.
+        if let Some(s) = snapshot(answered) {
+            let path = stats_path(name);
+            let tmp = path.with_extension("json.tmp");
+            if std::fs::write(&tmp, s).is_ok() {
+                let _ = std::fs::rename(&tmp, &path);
+            }
         }
     }
+}
+
+/// Takes a lab down: stops its delay line, ends the processes still running in its
+/// namespaces, deletes the namespaces (and with them its links) and its state. Safe to call
+/// on a half-built or already removed lab. Returns how many processes it ended (besides the
+/// delay line).
+pub fn down(name: &str) -> Result<usize> {
+    check_name(name)?;
+    if let Some(pid) = load_any(name).ok().and_then(|r| r.delay_line_pid()) {
+        stop_process(pid);
+    }
+    let namespaces = existing_namespaces(name);
+    let ended = owner::end_processes(&namespaces);
     let mut errors = Vec::new();
-    for h in ["a", "b", "m"] {
-        let n = ns(name, h);
-        if host::netns_path(&n).exists() {
-            if let Err(e) = host::sh("ip", &["netns", "del", &n]) {
-                errors.push(crate::error::one_line(&e));
-            }
+    for n in &namespaces {
+        if let Err(e) = host::sh("ip", &["netns", "del", n]) {
+            errors.push(crate::error::one_line(&e));
         }
     }
     let _ = std::fs::remove_file(state_path(name));
     let _ = std::fs::remove_file(stats_path(name));
     let _ = std::fs::remove_file(stats_path(name).with_extension("json.tmp"));
     let _ = std::fs::remove_file(stats_request_path(name));
+    owner::forget(name);
     if !errors.is_empty() {
         bail!("{}", errors.join("; "));
     }
-    Ok(())
+    Ok(ended)
 }
 
 fn stop_process(pid: u32) {
@@ -517,6 +599,11 @@ pub fn delay_line_stats(name: &str) -> Option<DelayLineStats> {
 /// its request FIFO) and waits for the answer, up to a second. None when no delay line
 /// answers (none runs: opening the FIFO for writing finds no reader).
 pub fn delay_line_stats_now(name: &str) -> Option<DelayLineStats> {
+    stats_now(name, |s: &DelayLineStats| s.answered)
+}
+
+/// Asks the delay line of lab `name` for its counters now and reads them as `T`.
+fn stats_now<T: DeserializeOwned>(name: &str, answered: impl Fn(&T) -> u64) -> Option<T> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -532,7 +619,10 @@ pub fn delay_line_stats_now(name: &str) -> Option<DelayLineStats> {
     fifo.write_all(format!("{request}\n").as_bytes()).ok()?;
     let deadline = Instant::now() + Duration::from_secs(1);
     while Instant::now() < deadline {
-        if let Some(s) = delay_line_stats(name).filter(|s| s.answered == request) {
+        let read = std::fs::read_to_string(stats_path(name))
+            .ok()
+            .and_then(|t| serde_json::from_str::<T>(&t).ok());
+        if let Some(s) = read.filter(|s| answered(s) == request) {
             return Some(s);
         }
         std::thread::sleep(Duration::from_micros(500));

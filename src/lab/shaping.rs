@@ -33,6 +33,12 @@ pub fn netem(ns: &str, dev: &str, d: &DirectionConfig, mtu: u64) -> Result<()> {
 /// UDP frames and all others meet the same probability in rules of their own, each with its
 /// counter, so that a UDP test's losses are read apart from its control connection's.
 pub fn random_loss(ns: &str, dev: &str, p: f64) -> Result<()> {
+    random_loss_in_chain(ns, dev, p, "loss")
+}
+
+/// [`random_loss`] in a chain of its own name, for a namespace with more than one lossy
+/// interface (an N-host lab's routers and switch).
+pub fn random_loss_in_chain(ns: &str, dev: &str, p: f64, chain_name: &str) -> Result<()> {
     const SCALE: u64 = 1_000_000;
     let threshold = (p * SCALE as f64).round() as u64;
     let chain = format!("{{ type filter hook ingress device {dev} priority 0; }}");
@@ -40,14 +46,14 @@ pub fn random_loss(ns: &str, dev: &str, p: f64) -> Result<()> {
     sh_in(
         ns,
         "nft",
-        &["add", "chain", "netdev", "wblab", "loss", &chain],
+        &["add", "chain", "netdev", "wblab", chain_name, &chain],
     )?;
     let (scale, threshold) = (SCALE.to_string(), threshold.to_string());
     let lose = [
         "numgen", "random", "mod", &scale, "<", &threshold, "counter", "drop",
     ];
     let rule = |head: &[&str], tail: &[&str]| {
-        let mut r = vec!["add", "rule", "netdev", "wblab", "loss"];
+        let mut r = vec!["add", "rule", "netdev", "wblab", chain_name];
         r.extend_from_slice(head);
         r.extend_from_slice(tail);
         sh_in(ns, "nft", &r)
@@ -63,7 +69,12 @@ pub fn random_loss(ns: &str, dev: &str, p: f64) -> Result<()> {
 /// The random loss rules' counters in namespace `ns`: frames dropped so far, (UDP, others).
 /// None when the namespace has no loss rules.
 pub fn random_loss_drops(ns: &str) -> Option<(u64, u64)> {
-    let text = output_in(ns, "nft", &["list", "chain", "netdev", "wblab", "loss"]).ok()?;
+    random_loss_drops_in_chain(ns, "loss")
+}
+
+/// [`random_loss_drops`] of the rules in chain `chain_name`.
+pub fn random_loss_drops_in_chain(ns: &str, chain_name: &str) -> Option<(u64, u64)> {
+    let text = output_in(ns, "nft", &["list", "chain", "netdev", "wblab", chain_name]).ok()?;
     parse_loss_counters(&text)
 }
 

@@ -104,6 +104,7 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
         lab: None,
         complete: false,
         error: None,
+        mesh: None,
     }
 }
 

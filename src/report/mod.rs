@@ -6,6 +6,7 @@ pub mod csv;
 pub mod fairness;
 pub mod json;
 pub mod load;
+pub mod mesh;
 pub mod model;
 pub mod output;
 #[cfg(test)]

@@ -54,6 +54,10 @@ pub struct RunReport {
     /// from documents of runs without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// A mesh run (`wirebench mesh`): every ordered pair of ranks with its points, and the
+    /// latency and bandwidth matrices. `points` is then empty. Absent from other runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mesh: Option<super::mesh::MeshResult>,
 }
 
 impl RunReport {

@@ -215,6 +215,35 @@ impl Db {
         Ok(self.conn.last_insert_rowid())
     }
 
+    /// Saves an application-kernel run (`wirebench app`): its list columns and its JSON
+    /// document, which this layer keeps without reading. Returns its id.
+    pub fn insert_app(
+        &self,
+        started_at: &str,
+        kernel: &str,
+        transport: &str,
+        ranks: usize,
+        json: &str,
+    ) -> Result<i64> {
+        self.conn.execute(
+            "INSERT INTO app_runs (started_at, kernel, transport, ranks, report_json)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![started_at, kernel, transport, ranks as i64, json],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The document of application-kernel run `id`.
+    pub fn load_app(&self, id: i64) -> Result<String> {
+        self.conn
+            .query_row(
+                "SELECT report_json FROM app_runs WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .with_context(|| format!("no application run {id} in {}", self.path.display()))
+    }
+
     /// Replaces a run's document (a run in progress, after each point and at the end).
     pub fn update(&self, id: i64, report: &RunReport) -> Result<()> {
         let json = serde_json::to_string(report).context("encoding the result")?;
@@ -508,6 +537,24 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/dir/results.sqlite");
         (dir, path)
+    }
+
+    #[test]
+    fn application_runs_are_kept_beside_the_runs() {
+        let (_dir, path) = temp_db();
+        let db = Db::open_or_create(&path).unwrap();
+        let id = db
+            .insert_app(
+                "2026-01-01T00:00:00Z",
+                "matmul",
+                "tcp",
+                4,
+                r#"{"schema":"wirebench.app"}"#,
+            )
+            .unwrap();
+        assert_eq!(db.load_app(id).unwrap(), r#"{"schema":"wirebench.app"}"#);
+        assert!(db.load_app(id + 1).is_err());
+        assert!(db.list(&Filter::default()).unwrap().is_empty());
     }
 
     #[test]

@@ -66,6 +66,19 @@ pub const MIGRATIONS: &[&str] = &[
          finished_at TEXT NOT NULL,
          PRIMARY KEY (study_id, slot, probe)
      );",
+    // 5: `wirebench app` runs (application kernels over P ranks), whose documents are not run
+    // documents: the kernel, transport and rank count to list them by, and the whole document.
+    // (Issue 16's brief reserved number 6 for it: should another step 5 land first, this one
+    // follows it unchanged.)
+    "CREATE TABLE app_runs (
+         id INTEGER PRIMARY KEY AUTOINCREMENT,
+         started_at TEXT NOT NULL,
+         kernel TEXT NOT NULL,
+         transport TEXT NOT NULL,
+         ranks INTEGER NOT NULL,
+         report_json TEXT NOT NULL
+     );
+     CREATE INDEX app_runs_started_at ON app_runs (started_at);",
 ];
 
 /// The step after which the headline columns of older rows are recomputed from their

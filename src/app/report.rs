@@ -1,0 +1,276 @@
+//! What `wirebench app` reports: per point the sequential baseline, the parallel time,
+//! speedup and efficiency with their confidence intervals, and the share of time each rank
+//! spent inside sends and receives.
+
+use anyhow::{anyhow, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{jacobi, Kernel, Repetition};
+use crate::stats::ci::MeanCi;
+
+/// The document of one `wirebench app` run (`--json`, and what the results database keeps).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppReport {
+    /// "wirebench.app"
+    pub schema: String,
+    /// matmul, jacobi or chunks.
+    pub kernel: String,
+    pub transport: String,
+    pub ranks: usize,
+    /// The process grid, rows x columns ("2x2").
+    pub grid: String,
+    /// "local processes" or "mpirun".
+    pub launch: String,
+    /// Lab namespaces the ranks' data ran in (PREFIX<rank>), if any.
+    pub netns_prefix: Option<String>,
+    pub started_at: String,
+    pub finished_at: String,
+    /// The host of rank 0.
+    pub host: String,
+    /// Kernel settings beyond the size (stop rule, chunk plan), as `key=value`.
+    pub settings: Vec<String>,
+    pub repetitions: u64,
+    pub warmup: u64,
+    pub points: Vec<AppPoint>,
+}
+
+pub const SCHEMA: &str = "wirebench.app";
+
+/// One size (or the one chunk plan).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppPoint {
+    /// Matrix or grid size n (n x n); None for chunks.
+    pub n: Option<u64>,
+    /// Sequential baseline on rank 0, seconds.
+    pub sequential_s: MeanCi,
+    /// Parallel time (the longest rank's, from the common start), seconds.
+    pub parallel_s: MeanCi,
+    /// Baseline over parallel time, per repetition.
+    pub speedup: MeanCi,
+    /// Mean speedup / P.
+    pub efficiency: f64,
+    /// Time inside sends and receives over the time in the kernel, all ranks together.
+    pub comm_share: f64,
+    pub ranks: Vec<RankFigures>,
+    /// What was checked, and held, in every repetition.
+    pub check: String,
+    /// Jacobi: the sweeps made and the last residual (the same as the sequential run's).
+    pub relaxation: Option<jacobi::Converged>,
+}
+
+/// One rank's means over the repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankFigures {
+    pub rank: usize,
+    /// Time in the kernel, seconds.
+    pub total_s: f64,
+    /// Of which inside sends and receives (packing included), seconds.
+    pub comm_s: f64,
+    pub comm_share: f64,
+    /// Payload bytes received per repetition.
+    pub received_bytes: u64,
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = xs.collect();
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+/// The point of `reps` (rank 0's repetitions at size `n`).
+pub fn point(
+    kernel: &Kernel,
+    n: Option<usize>,
+    reps: &[Repetition],
+    relaxation: Option<jacobi::Converged>,
+    confidence: f64,
+) -> Result<AppPoint> {
+    let ci = |xs: Vec<f64>, what: &str| {
+        MeanCi::from_samples(&xs, confidence).ok_or_else(|| anyhow!("no {what} to report"))
+    };
+    let secs = |ns: u64| ns as f64 * 1e-9;
+    let parallel: Vec<f64> = reps
+        .iter()
+        .map(|r| secs(r.ranks.iter().map(|s| s.total_ns).max().unwrap_or(0)))
+        .collect();
+    let sequential: Vec<f64> = reps.iter().map(|r| r.sequential.as_secs_f64()).collect();
+    let speedup: Vec<f64> = sequential
+        .iter()
+        .zip(&parallel)
+        .map(|(s, p)| ratio(*s, *p))
+        .collect();
+    let size = reps.first().map_or(0, |r| r.ranks.len());
+    let ranks: Vec<RankFigures> = (0..size)
+        .map(|rank| {
+            let total = mean(reps.iter().map(|r| secs(r.ranks[rank].total_ns)));
+            let comm = mean(reps.iter().map(|r| secs(r.ranks[rank].comm_ns)));
+            RankFigures {
+                rank,
+                total_s: total,
+                comm_s: comm,
+                comm_share: ratio(comm, total),
+                received_bytes: reps.last().map_or(0, |r| r.ranks[rank].received),
+            }
+        })
+        .collect();
+    let all_comm: f64 = ranks.iter().map(|r| r.comm_s).sum();
+    let all_total: f64 = ranks.iter().map(|r| r.total_s).sum();
+    let speedup = ci(speedup, "speedup")?;
+    let check = match kernel {
+        Kernel::Matmul { .. } => {
+            let n = n.unwrap_or_default();
+            format!(
+                "C equals the sequential product exactly (all {} entries)",
+                n * n
+            )
+        }
+        Kernel::Jacobi { .. } => {
+            "the same sweeps to the same residual as the sequential run, bit for bit".into()
+        }
+        Kernel::Chunks(plan) => format!(
+            "the clients received the whole volume ({} bytes)",
+            plan.volume
+        ),
+    };
+    Ok(AppPoint {
+        n: n.map(|n| n as u64),
+        efficiency: speedup.mean / size.max(1) as f64,
+        sequential_s: ci(sequential, "baseline")?,
+        parallel_s: ci(parallel, "parallel time")?,
+        speedup,
+        comm_share: ratio(all_comm, all_total),
+        ranks,
+        check,
+        relaxation,
+    })
+}
+
+fn with_ci(m: &MeanCi, scale: f64) -> String {
+    match m.half_width {
+        Some(h) => format!("{:.3} ±{:.3}", m.mean * scale, h * scale),
+        None => format!("{:.3}", m.mean * scale),
+    }
+}
+
+/// The table `wirebench app` prints.
+pub fn table(r: &AppReport) -> String {
+    let mut out = format!(
+        "{} over {} ranks ({} grid, {}), transport {}, {} repetitions (+{} warm-up), {}% CI{}\n",
+        r.kernel,
+        r.ranks,
+        r.grid,
+        r.launch,
+        r.transport,
+        r.repetitions,
+        r.warmup,
+        r.points
+            .first()
+            .map_or(95.0, |p| p.speedup.confidence * 100.0),
+        if r.settings.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", r.settings.join(" "))
+        }
+    );
+    out.push_str(&format!(
+        "{:>6}  {:>20}  {:>20}  {:>16}  {:>6}  {:>6}  {}\n",
+        "n", "sequential ms", "parallel ms", "speedup", "eff.", "comm", "comm per rank"
+    ));
+    for p in &r.points {
+        let per_rank: Vec<String> = p
+            .ranks
+            .iter()
+            .map(|k| format!("{:.0}%", k.comm_share * 100.0))
+            .collect();
+        out.push_str(&format!(
+            "{:>6}  {:>20}  {:>20}  {:>16}  {:>6.2}  {:>5.0}%  {}\n",
+            p.n.map_or("-".into(), |n| n.to_string()),
+            with_ci(&p.sequential_s, 1e3),
+            with_ci(&p.parallel_s, 1e3),
+            with_ci(&p.speedup, 1.0),
+            p.efficiency,
+            p.comm_share * 100.0,
+            per_rank.join(" ")
+        ));
+        if let Some(c) = p.relaxation {
+            out.push_str(&format!(
+                "        {} sweeps, residual {:e}\n",
+                c.iterations, c.residual
+            ));
+        }
+    }
+    let checks: Vec<&str> = r.points.iter().map(|p| p.check.as_str()).collect();
+    if let Some(c) = checks.first() {
+        out.push_str(&format!("checked in every repetition: {c}\n"));
+    }
+    out
+}
+
+/// Speedup against n with its confidence interval, and the ideal (P) as a reference line;
+/// None for a single point (chunks), which a table says as well.
+pub fn speedup_figure(r: &AppReport) -> Option<crate::results::plots::Figure> {
+    use crate::results::plots::{
+        Axis, Chart, ErrorBars, Figure, HLine, LegendAt, Line, Scale, Ticks,
+    };
+    let points: Vec<_> = r
+        .points
+        .iter()
+        .filter_map(|p| Some((p.n? as f64, p)))
+        .collect();
+    if points.len() < 2 {
+        return None;
+    }
+    Some(Figure::Chart(Chart {
+        title: format!(
+            "{} over {} ranks ({}), {}: speedup against the sequential baseline",
+            r.kernel, r.ranks, r.grid, r.transport
+        ),
+        x: Axis {
+            label: "n (n x n)".into(),
+            // Linear: a log axis of numbers ticks only at powers of ten, often one of them.
+            scale: Scale::Linear,
+            ticks: Ticks::Number,
+            from_zero: true,
+        },
+        y: Axis {
+            label: "speedup".into(),
+            scale: Scale::Linear,
+            ticks: Ticks::Number,
+            from_zero: true,
+        },
+        bands: Vec::new(),
+        lines: vec![Line {
+            label: "speedup (mean)".into(),
+            colour: 0,
+            dashed: false,
+            markers: true,
+            points: points.iter().map(|(x, p)| (*x, p.speedup.mean)).collect(),
+        }],
+        hlines: vec![HLine {
+            label: format!("ideal ({} ranks)", r.ranks),
+            colour: 1,
+            y: r.ranks as f64,
+        }],
+        legend: LegendAt::Best,
+        error_bars: vec![ErrorBars {
+            colour: 0,
+            points: points
+                .iter()
+                .filter_map(|(x, p)| {
+                    let h = p.speedup.half_width?;
+                    Some((*x, p.speedup.mean - h, p.speedup.mean + h))
+                })
+                .collect(),
+        }],
+        invalid: Vec::new(),
+        style_keys: Vec::new(),
+        sequential_colours: None,
+    }))
+}

@@ -1,0 +1,476 @@
+//! Rank 0's output of a mesh: the matrices as text (or the document as JSON), the document
+//! in the results database and in `--output`, and a heatmap of each matrix (`--report DIR`).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use super::MeshRequest;
+use crate::error::{one_line, EXIT_FAILURE};
+use crate::report::mesh::{MeshMatrix, MeshResult};
+use crate::report::model::RunReport;
+use crate::request::Format;
+use crate::results::plots::{self, Figure, HeatCell, Heatmap};
+
+/// Prints, writes and saves the mesh's document; the exit code: a failure when a pair failed
+/// or any of the outputs could not be written.
+pub fn finish(mesh: &MeshRequest, report: RunReport) -> i32 {
+    let mut failures: Vec<anyhow::Error> = Vec::new();
+    let out = &mesh.request.output;
+    let shown = match out.format {
+        Format::Json => crate::report::json::to_string(&report)
+            .context("encoding the result")
+            .map(|s| println!("{s}")),
+        _ => {
+            print!("{}", render_text(&report));
+            Ok(())
+        }
+    };
+    failures.extend(shown.err());
+    if out.save {
+        let saved = crate::results::db::resolve(out.db.as_deref())
+            .and_then(|path| {
+                let db = crate::results::db::Db::open_or_create(&path)?;
+                let id = db.insert(&report, crate::results::db::Source::Run)?;
+                Ok((id, path))
+            })
+            .context("saving the mesh");
+        match saved {
+            Ok((id, path)) => eprintln!("# saved as run {id} in {}", path.display()),
+            Err(e) => failures.push(e),
+        }
+    }
+    if let Some(path) = &out.file {
+        let written = crate::report::json::to_string(&report)
+            .context("encoding the result")
+            .and_then(|s| {
+                std::fs::write(path, s + "\n")
+                    .with_context(|| format!("writing {}", path.display()))
+            });
+        failures.extend(written.err());
+    }
+    if let (Some(dir), Some(m)) = (&mesh.report_dir, &report.mesh) {
+        match write_heatmaps(m, dir) {
+            Ok(files) => {
+                for f in files {
+                    eprintln!("# wrote {}", f.display());
+                }
+            }
+            Err(e) => failures.push(e),
+        }
+    }
+    for e in &failures {
+        eprintln!("wirebench: error: {}", one_line(e));
+    }
+    if let Some(e) = &report.error {
+        eprintln!("wirebench: error: {e}");
+    }
+    if failures.is_empty() && report.complete {
+        0
+    } else {
+        EXIT_FAILURE
+    }
+}
+
+/// The point's size: both sizes of a request/response exchange, else the message or write.
+fn size_name(m: &MeshMatrix) -> String {
+    if m.latency.is_none() || m.request_size == m.response_size {
+        format!("{} B", m.key.size)
+    } else {
+        format!(
+            "{} B request, {} B response",
+            m.request_size, m.response_size
+        )
+    }
+}
+
+fn ranks_header(out: &mut String, n: usize) {
+    let _ = write!(out, "{:>10}", "from\\to");
+    for c in 0..n {
+        let _ = write!(out, " {c:>10}");
+    }
+    out.push('\n');
+}
+
+/// A grid of `value(from, to)` (blank where not measured, "!" after a figure that is not a
+/// valid measurement).
+fn grid(out: &mut String, n: usize, value: &dyn Fn(usize, usize) -> Option<(f64, bool)>) {
+    ranks_header(out, n);
+    for from in 0..n {
+        let _ = write!(out, "{from:>10}");
+        for to in 0..n {
+            let cell = match value(from, to) {
+                Some((v, true)) => format!("{v:.2}"),
+                Some((v, false)) => format!("{v:.2}!"),
+                None if from == to => "-".to_owned(),
+                None => String::new(),
+            };
+            let _ = write!(out, " {cell:>10}");
+        }
+        out.push('\n');
+    }
+}
+
+/// The matrices as text: a grid of each headline figure (rows: client or sending rank), then
+/// every cell's figures with units and sample counts, then each pair's sweep metrics.
+pub fn render_text(report: &RunReport) -> String {
+    let mut out = String::new();
+    let Some(mesh) = &report.mesh else {
+        return out;
+    };
+    let n = mesh.ranks.len();
+    let _ = writeln!(
+        out,
+        "mesh: {} over {}, {} ranks, {} pairs in {} rounds{}",
+        report.pattern.name(),
+        report.transport.name(),
+        n,
+        mesh.pairs.len(),
+        mesh.rounds.len(),
+        if mesh.serial {
+            " (one pair at a time)"
+        } else {
+            ""
+        }
+    );
+    let st = &report.settings;
+    let _ = writeln!(
+        out,
+        "  each pair: {}warm-up {} iterations, {}% confidence, {} run(s) per point",
+        st.duration_ns
+            .map(|ns| format!("timed phase {} s, ", ns as f64 / 1e9))
+            .unwrap_or_default(),
+        st.warmup,
+        (st.confidence * 100.0).round(),
+        st.repeat
+    );
+    for r in &mesh.ranks {
+        let _ = writeln!(
+            out,
+            "  rank {}: {} on {}{}",
+            r.rank,
+            r.address,
+            r.environment.hostname,
+            r.netns
+                .as_ref()
+                .map(|ns| format!(" (namespace {ns})"))
+                .unwrap_or_default()
+        );
+    }
+    for m in &mesh.matrices {
+        if let Some(l) = &m.latency {
+            let what = if l.kind == "one_way" {
+                "one-way latency (RTT/2)"
+            } else {
+                "round-trip (transaction) time"
+            };
+            let level = (l.confidence * 100.0).round();
+            let _ = writeln!(
+                out,
+                "\n{what}, {}: mean, us (rows: client rank)",
+                size_name(m)
+            );
+            grid(&mut out, n, &|f, t| {
+                l.cells
+                    .iter()
+                    .find(|c| c.from == f && c.to == t)
+                    .map(|c| (c.mean_ns / 1e3, !c.validity.is_invalid()))
+            });
+            let mut cells: Vec<_> = l.cells.iter().collect();
+            cells.sort_by_key(|c| (c.from, c.to));
+            for c in cells {
+                let _ = writeln!(
+                    out,
+                    "  {}->{}: mean {} us +- {} ({level}% CI), p50 {} us, p99 {} us, n={} samples{}{}",
+                    c.from,
+                    c.to,
+                    crate::report::us(c.mean_ns),
+                    c.ci_ns.map_or("-".to_owned(), crate::report::us),
+                    crate::report::us(c.p50_ns),
+                    crate::report::us(c.p99_ns),
+                    c.samples,
+                    if c.runs > 1 { format!(" over {} runs", c.runs) } else { String::new() },
+                    c.validity
+                        .invalid_reason
+                        .as_ref()
+                        .map(|r| format!("  ! not valid: {r}"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        if let Some(b) = &m.bandwidth {
+            let _ = writeln!(
+                out,
+                "\nbandwidth, {}: receiver, Mbit/s (rows: sending rank)",
+                size_name(m)
+            );
+            grid(&mut out, n, &|f, t| {
+                b.cells
+                    .iter()
+                    .find(|c| c.from == f && c.to == t)
+                    .map(|c| (c.receiver_bits_per_s / 1e6, c.receiver_valid != Some(false)))
+            });
+            let mut cells: Vec<_> = b.cells.iter().collect();
+            cells.sort_by_key(|c| (c.from, c.to));
+            for c in cells {
+                let _ = writeln!(
+                    out,
+                    "  {}->{}: sender {} Mbit/s ({} bytes in {:.3} s), receiver {} Mbit/s ({} bytes in {:.3} s), {} stream{}{}{}",
+                    c.from,
+                    c.to,
+                    crate::report::mbit(c.sender_bits_per_s),
+                    c.sender_bytes_timed,
+                    c.sender_elapsed_ns as f64 / 1e9,
+                    crate::report::mbit(c.receiver_bits_per_s),
+                    c.receiver_bytes_timed,
+                    c.receiver_elapsed_ns as f64 / 1e9,
+                    c.streams,
+                    if c.streams == 1 { "" } else { "s" },
+                    c.over_runs
+                        .as_ref()
+                        .map(|m| format!(
+                            ", over {} runs {} Mbit/s +- {}",
+                            m.n,
+                            crate::report::mbit(m.mean),
+                            m.half_width.map_or("-".to_owned(), crate::report::mbit)
+                        ))
+                        .unwrap_or_default(),
+                    c.receiver_invalid_reason
+                        .as_ref()
+                        .or(c.sender_invalid_reason.as_ref())
+                        .map(|r| format!("  ! not valid: {r}"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+    }
+    let swept: Vec<_> = mesh
+        .pairs
+        .iter()
+        .flat_map(|p| p.sweep_metrics.iter().map(move |g| (p, g)))
+        .collect();
+    if !swept.is_empty() {
+        out.push_str("\nsize sweep per pair (one-way times):\n");
+        for (p, g) in swept {
+            let m = &g.metrics;
+            let _ = writeln!(
+                out,
+                "  {}->{}: t0 {} us +- {} (at {} B), r_max {} Mbit/s (at {} B), n_1/2 {}, over {} sizes{}",
+                p.client,
+                p.server,
+                crate::report::us(m.t0_ns),
+                m.t0_ci_ns.map_or("-".to_owned(), crate::report::us),
+                m.t0_size,
+                crate::report::mbit(m.r_max_bits_per_s),
+                m.r_max_size,
+                m.n_half_bytes
+                    .map_or("-".to_owned(), |b| format!("{b:.0} B")),
+                m.points,
+                if m.r_max_at_largest == Some(true) {
+                    " (r_max at the largest size: a lower bound)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    let failed: Vec<_> = mesh.pairs.iter().filter(|p| !p.complete).collect();
+    if !failed.is_empty() {
+        out.push_str("\nfailed pairs:\n");
+        for p in failed {
+            let _ = writeln!(
+                out,
+                "  {}->{}: {}",
+                p.client,
+                p.server,
+                p.error.as_deref().unwrap_or("incomplete")
+            );
+        }
+    }
+    out
+}
+
+/// The heatmaps of a mesh: each matrix's headline, rows the client (or sending) rank, columns
+/// the server (receiving) rank.
+pub fn heatmaps(mesh: &MeshResult) -> Vec<(String, Heatmap)> {
+    let n = mesh.ranks.len();
+    let labels: Vec<String> = (0..n).map(|r| r.to_string()).collect();
+    let mut out = Vec::new();
+    for (i, m) in mesh.matrices.iter().enumerate() {
+        let size = size_name(m);
+        if let Some(l) = &m.latency {
+            let cells = l
+                .cells
+                .iter()
+                .map(|c| cell(c.to, c.from, c.mean_ns / 1e3, !c.validity.is_invalid()))
+                .collect();
+            let what = if l.kind == "one_way" {
+                "one-way latency"
+            } else {
+                "round-trip time"
+            };
+            out.push((
+                format!("mesh-{}-latency", i + 1),
+                heatmap(format!("{what}, {size}"), "mean, us", &labels, cells),
+            ));
+        }
+        if let Some(b) = &m.bandwidth {
+            for (side, receiver) in [("receiver", true), ("sender", false)] {
+                let cells = b
+                    .cells
+                    .iter()
+                    .map(|c| {
+                        let (v, ok) = if receiver {
+                            (c.receiver_bits_per_s, c.receiver_valid != Some(false))
+                        } else {
+                            (c.sender_bits_per_s, c.sender_valid != Some(false))
+                        };
+                        cell(c.to, c.from, v / 1e6, ok)
+                    })
+                    .collect();
+                out.push((
+                    format!("mesh-{}-bandwidth-{side}", i + 1),
+                    heatmap(
+                        format!("bandwidth ({side}), {size}"),
+                        &format!("{side}, Mbit/s"),
+                        &labels,
+                        cells,
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn cell(column: usize, row: usize, value: f64, valid: bool) -> HeatCell {
+    if valid {
+        HeatCell::plain(column, row, value)
+    } else {
+        HeatCell {
+            column,
+            row,
+            value: None,
+            text: String::new(),
+            outlined: false,
+        }
+    }
+}
+
+fn heatmap(title: String, value_label: &str, labels: &[String], cells: Vec<HeatCell>) -> Heatmap {
+    let values: Vec<f64> = cells.iter().filter_map(|c: &HeatCell| c.value).collect();
+    Heatmap {
+        title,
+        x_label: "to (server / receiving rank)".into(),
+        y_label: "from (client / sending rank)".into(),
+        x_values: labels.to_vec(),
+        y_values: labels.to_vec(),
+        cells,
+        value_label: value_label.to_owned(),
+        log_colour: crate::results::study_figures::log_wanted(&values, 10.0),
+    }
+}
+
+/// Writes NAME.svg and NAME.png of every heatmap into `dir`; the files written.
+pub fn write_heatmaps(mesh: &MeshResult, dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut files = Vec::new();
+    for (name, h) in heatmaps(mesh) {
+        let svg = plots::render_svg(&Figure::Heatmap(h))?;
+        let png = crate::results::png::svg_to_png(&svg)?;
+        for (ext, bytes) in [("svg", svg.into_bytes()), ("png", png)] {
+            let path = dir.join(format!("{name}.{ext}"));
+            std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+            files.push(path);
+        }
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::mesh::{MeshPair, MeshRank};
+
+    fn two_rank_mesh() -> RunReport {
+        let mut doc = crate::results::db::tests::report("pingpong", 1, 4000.0);
+        let mut bad = doc.points.clone();
+        bad[0].latency.as_mut().unwrap().validity =
+            crate::stats::Validity::invalid("12 samples: below the floor");
+        let pairs = vec![
+            MeshPair {
+                client: 0,
+                server: 1,
+                round: 0,
+                started_at: None,
+                finished_at: None,
+                points: doc.points.clone(),
+                sweep_metrics: Vec::new(),
+                complete: true,
+                error: None,
+            },
+            MeshPair {
+                client: 1,
+                server: 0,
+                round: 1,
+                started_at: None,
+                finished_at: None,
+                points: bad,
+                sweep_metrics: Vec::new(),
+                complete: true,
+                error: None,
+            },
+        ];
+        let matrices = super::super::matrix::assemble(&pairs, 0.95);
+        doc.points.clear();
+        doc.mesh = Some(MeshResult {
+            ranks: (0..2)
+                .map(|rank| MeshRank {
+                    rank,
+                    address: format!("192.0.2.{}:5320", rank + 1),
+                    netns: None,
+                    environment: Default::default(),
+                })
+                .collect(),
+            rounds: Vec::new(),
+            serial: false,
+            pairs,
+            matrices,
+        });
+        doc
+    }
+
+    #[test]
+    fn the_text_gives_every_cell_with_units_and_counts_and_marks_invalid_ones() {
+        let text = render_text(&two_rank_mesh());
+        assert!(
+            text.contains("one-way latency (RTT/2), 1 B: mean, us"),
+            "{text}"
+        );
+        // RTT 4 us: 2 us one way; p99 of the RTT (8 us) halved.
+        assert!(
+            text.contains(
+                "0->1: mean 2.00 us +- 0.05 (95% CI), p50 2.00 us, p99 4.00 us, n=1000 samples"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("2.00!"), "{text}");
+        assert!(text.contains("! not valid: 12 samples"), "{text}");
+    }
+
+    #[test]
+    fn a_heatmap_per_matrix_with_invalid_cells_left_uncoloured() {
+        let doc = two_rank_mesh();
+        let maps = heatmaps(doc.mesh.as_ref().unwrap());
+        assert_eq!(maps.len(), 1);
+        let (name, h) = &maps[0];
+        assert_eq!(name, "mesh-1-latency");
+        assert_eq!(h.cells.len(), 2);
+        let valid: Vec<_> = h.cells.iter().filter(|c| c.value.is_some()).collect();
+        assert_eq!(valid.len(), 1);
+        // Row: the client (0), column: the server (1).
+        assert_eq!((valid[0].row, valid[0].column), (0, 1));
+        assert_eq!(valid[0].value, Some(2.0));
+    }
+}

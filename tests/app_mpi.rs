@@ -1,0 +1,124 @@
+//! `wirebench app` under Open MPI's `mpirun`, four ranks on this machine (feature `mpi`;
+//! needs `mpirun`, from Debian's openmpi-bin): each kernel over -t tcp (sockets between the
+//! ranks, MpiGroup as control plane) and -t mpi (MPI point-to-point). Run with
+//! `cargo test --release --locked --features mpi --test app_mpi`.
+//!
+//! Exact checks only: every kernel checks its own answer (a wrong one fails the run), the
+//! tests check the counts. The jobs run one at a time: MPI ranks poll while they wait.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+static ONE_JOB_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// `mpirun -np 4 wirebench app ARGS --json --no-save` over MPI's TCP on loopback: the
+/// document rank 0 printed.
+fn mpirun_app(args: &[&str]) -> Value {
+    let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let bin = common::bin();
+    let mut c = Command::new("mpirun");
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["-np", "4", "--oversubscribe"])
+        .args([
+            "--mca",
+            "btl",
+            "tcp,self",
+            "--mca",
+            "btl_tcp_if_include",
+            "lo",
+        ]);
+    for (k, v) in bin.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    let out = c
+        .arg(bin.get_program())
+        .arg("app")
+        .args(args)
+        .args(["--json", "--no-save", "--io-timeout", "60s"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("mpirun runs (install openmpi-bin)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "mpirun wirebench app {args:?} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout).expect("stdout is one JSON document");
+    assert_eq!(v["schema"], "wirebench.app");
+    assert_eq!(v["launch"], "mpirun");
+    assert_eq!(v["ranks"], 4);
+    v
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+#[test]
+fn every_kernel_over_tcp_and_mpi_with_four_ranks() {
+    for t in ["tcp", "mpi"] {
+        let v = mpirun_app(&["matmul", "-t", t, "--n", "8,16", "--repetitions", "2"]);
+        assert_eq!(v["transport"], t);
+        assert_eq!(v["grid"], "2x2");
+        let p = &v["points"][1];
+        assert_eq!(u(&p["parallel_s"]["n"]), 2);
+        assert_eq!(u(&p["ranks"][3]["received_bytes"]), 2 * 8 * 16 * 8);
+
+        let v = mpirun_app(&[
+            "jacobi",
+            "-t",
+            t,
+            "--n",
+            "12",
+            "--repetitions",
+            "2",
+            "--tolerance",
+            "1e-2",
+        ]);
+        assert!(u(&v["points"][0]["relaxation"]["iterations"]) > 1);
+
+        let v = mpirun_app(&[
+            "chunks",
+            "-t",
+            t,
+            "--chunk",
+            "16K",
+            "--volume",
+            "96K",
+            "--think",
+            "0s",
+            "--repetitions",
+            "2",
+        ]);
+        let ranks = v["points"][0]["ranks"].as_array().unwrap();
+        // Six chunks dealt in turn to ranks 1, 2 and 3.
+        assert!(ranks[1..]
+            .iter()
+            .all(|r| u(&r["received_bytes"]) == 2 * 16384));
+    }
+}
+
+#[test]
+fn local_ranks_are_refused_under_mpirun() {
+    let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = Command::new("mpirun")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["-np", "2", "--oversubscribe"])
+        .arg(env!("CARGO_BIN_EXE_wirebench"))
+        .args(["app", "matmul", "--ranks", "4", "--no-save"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("mpirun runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--ranks starts local processes"), "{err}");
+}

@@ -1,0 +1,394 @@
+//! N-host labs (`lab up --hosts N`): a star with one slower, longer link, two switches
+//! joined by a trunk, a chain routed through its middle host, and `lab down --all` scoped to
+//! the caller's session. Needs root
+//! (CI runs as root); every lab has a name of its own and is removed even when a test fails.
+//! Checks only what is exact: namespaces, reachability, counts of frames and processes, and
+//! round trips no shorter than the configured delays (never an upper bound or a rate).
+//! Set WIREBENCH_SKIP_LAB=1 to skip these tests on a machine without root.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use common::lab::{lab_up, skip, LabName, SERIAL};
+use common::u;
+use serde_json::Value;
+
+const EXE: &str = env!("CARGO_BIN_EXE_wirebench");
+
+fn status(name: &str) -> Value {
+    let out = common::run(&["lab", "status", "--name", name, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("lab status --json");
+    v[0].clone()
+}
+
+fn addresses(st: &Value) -> Vec<String> {
+    st["lab"]["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["address"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn netns_exists(name: &str, suffix: &str) -> bool {
+    Path::new(&format!("/run/netns/wb-{name}-{suffix}")).exists()
+}
+
+/// Servers on hosts of a lab, killed on drop (and ended by `lab down` before that).
+struct Servers(Vec<Child>);
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A server on every host, each listening on its host's address; waits until every one is in
+/// its namespace's process list.
+fn serve_everywhere(name: &str, addrs: &[String]) -> Servers {
+    let servers = Servers(
+        addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                Command::new(EXE)
+                    .args(["lab", "exec", "--name", name, &format!("h{i}"), "--"])
+                    .args([EXE, "serve", "--listen", a, "-q"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    for i in 0..addrs.len() {
+        let ns = format!("wb-{name}-h{i}");
+        for attempt in 0.. {
+            let out = Command::new("ip")
+                .args(["netns", "pids", &ns])
+                .output()
+                .unwrap();
+            if !String::from_utf8_lossy(&out.stdout).trim().is_empty() {
+                break;
+            }
+            assert!(attempt < 200, "no server started in {ns}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    // Entered the namespace is not yet listening: give the servers a moment to bind.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    servers
+}
+
+/// `pingpong -n 5` from host `from` to address `to`: (round trips, shortest RTT in ns).
+fn pingpong(name: &str, from: usize, to: &str) -> (u64, u64) {
+    let out = common::run(&[
+        "lab",
+        "exec",
+        "--name",
+        name,
+        &format!("h{from}"),
+        "--",
+        EXE,
+        "run",
+        "pingpong",
+        "-n",
+        "5",
+        "--to",
+        to,
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "h{from} -> {to}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let rtt = &v["points"][0]["latency"]["rtt"];
+    (u(&rtt["samples"]), u(&rtt["min_ns"]))
+}
+
+/// `lab down --name`, asserted to succeed: what it said on stderr.
+fn down(name: &str) -> String {
+    let out = common::run(&["lab", "down", "--name", name]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_star_of_four_with_one_slow_long_link() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (name, text) = lab_up(
+        "s4",
+        &[
+            "--hosts",
+            "4",
+            "--delay",
+            "1ms",
+            "--host-link",
+            "3=rate=10mbit,delay=5ms",
+        ],
+    );
+    let name = &name.0;
+    assert!(text.contains("host h3: 10.77.0.4 in netns wb-"), "{text}");
+    for h in ["h0", "h1", "h2", "h3", "net"] {
+        assert!(netns_exists(name, h), "no namespace {h}");
+    }
+    let st = status(name);
+    let addrs = addresses(&st);
+    assert_eq!(addrs, ["10.77.0.1", "10.77.0.2", "10.77.0.3", "10.77.0.4"]);
+    let links = &st["lab"]["links"];
+    assert_eq!(links.as_array().unwrap().len(), 4);
+    assert_eq!(links[3]["name"], "h3");
+    assert_eq!(links[3]["mechanism"], "delay-line");
+    assert_eq!(links[3]["config"]["forward"]["rate_bits_per_s"], 10e6);
+    assert_eq!(u(&links[3]["config"]["back"]["delay_ns"]), 5_000_000);
+    assert_eq!(u(&links[0]["config"]["forward"]["delay_ns"]), 1_000_000);
+    assert!(links[0]["config"]["forward"]["rate_bits_per_s"].is_null());
+    assert_eq!(st["delay_line_running"], true);
+
+    let servers = serve_everywhere(name, &addrs);
+    let delay_ms = [1u64, 1, 1, 5];
+    let mut round_trips_to_h3 = 0;
+    let mut round_trips_from_h3 = 0;
+    for i in 0..4 {
+        for j in (0..4).filter(|&j| j != i) {
+            let (n, min_rtt) = pingpong(name, i, &addrs[j]);
+            assert_eq!(n, 5, "h{i} -> h{j}");
+            // Out over h_i's link and h_j's, and back: the delay line never releases early.
+            let floor = 2 * (delay_ms[i] + delay_ms[j]) * 1_000_000;
+            assert!(min_rtt >= floor, "h{i} -> h{j}: RTT {min_rtt} ns < {floor}");
+            if j == 3 {
+                round_trips_to_h3 += n;
+            }
+            if i == 3 {
+                round_trips_from_h3 += n;
+            }
+        }
+    }
+    // Every ping to h3 crossed its link switch -> h3 and its answer h3 -> switch; every
+    // ping from h3 the other way round.
+    let st = status(name);
+    let h3 = &st["links"][3];
+    let pings = round_trips_to_h3 + round_trips_from_h3;
+    assert!(u(&h3["back"]["frames_out"]) >= pings, "{h3}");
+    assert!(u(&h3["forward"]["frames_out"]) >= pings, "{h3}");
+    assert_eq!(u(&h3["forward"]["dropped_queue_full"]), 0, "{h3}");
+
+    // Down ends the four servers still running in the hosts, and says so.
+    let said = down(name);
+    assert!(said.contains("ended 4 processes"), "{said}");
+    drop(servers);
+    for h in ["h0", "h1", "h2", "h3", "net"] {
+        assert!(!netns_exists(name, h), "namespace {h} left");
+    }
+}
+
+#[test]
+fn a_chain_of_three_routes_through_the_middle_host() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (name, _) = lab_up(
+        "c3",
+        &[
+            "--hosts",
+            "3",
+            "--topology",
+            "chain",
+            "--delay",
+            "2ms",
+            "--host-link",
+            "1=delay=3ms",
+        ],
+    );
+    let name = &name.0;
+    let st = status(name);
+    let addrs = addresses(&st);
+    assert_eq!(addrs, ["10.77.1.1", "10.77.1.2", "10.77.2.2"]);
+    assert_eq!(st["lab"]["links"][1]["name"], "h1-h2");
+    let servers = serve_everywhere(name, &addrs);
+    // One-way delay between hosts: the links between them, summed.
+    let one_way_ms = |i: usize, j: usize| -> u64 {
+        let (lo, hi) = (i.min(j), i.max(j));
+        [2u64, 3][lo..hi].iter().sum()
+    };
+    let mut h0_h2 = 0;
+    for i in 0..3 {
+        for j in (0..3).filter(|&j| j != i) {
+            let (n, min_rtt) = pingpong(name, i, &addrs[j]);
+            assert_eq!(n, 5, "h{i} -> h{j}");
+            let floor = 2 * one_way_ms(i, j) * 1_000_000;
+            assert!(min_rtt >= floor, "h{i} -> h{j}: RTT {min_rtt} ns < {floor}");
+            if (i, j) == (0, 2) || (i, j) == (2, 0) {
+                h0_h2 += n;
+            }
+        }
+    }
+    // h0 <-> h2 crossed both links, each ping and each answer.
+    let st = status(name);
+    for l in 0..2 {
+        for dir in ["forward", "back"] {
+            let c = &st["links"][l][dir];
+            assert!(u(&c["frames_out"]) >= h0_h2, "link {l} {dir}: {c}");
+        }
+    }
+    drop(servers);
+}
+
+#[test]
+fn two_switches_joined_by_a_longer_trunk() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (name, _) = lab_up(
+        "w4",
+        &[
+            "--hosts",
+            "4",
+            "--topology",
+            "two-switches",
+            "--split",
+            "2",
+            "--trunk",
+            "rate=20mbit,delay=4ms",
+        ],
+    );
+    let name = &name.0;
+    let st = status(name);
+    let addrs = addresses(&st);
+    assert_eq!(addrs, ["10.77.0.1", "10.77.0.2", "10.77.0.3", "10.77.0.4"]);
+    let trunk = &st["lab"]["links"][4];
+    assert_eq!(trunk["name"], "trunk");
+    assert_eq!(trunk["mechanism"], "delay-line");
+    // The hosts' own links emulate nothing: bridges.
+    assert_eq!(st["lab"]["links"][0]["mechanism"], "bridge");
+    let servers = serve_everywhere(name, &addrs);
+    let mut across = 0;
+    for i in 0..4 {
+        for j in (0..4).filter(|&j| j != i) {
+            let (n, min_rtt) = pingpong(name, i, &addrs[j]);
+            assert_eq!(n, 5, "h{i} -> h{j}");
+            if (i < 2) != (j < 2) {
+                assert!(min_rtt >= 8_000_000, "h{i} -> h{j}: RTT {min_rtt} ns");
+                across += n;
+            }
+        }
+    }
+    // Every ping between the switches crossed the trunk, and so did its answer.
+    let st = status(name);
+    for dir in ["forward", "back"] {
+        let c = &st["links"][4][dir];
+        assert!(u(&c["frames_out"]) >= across, "trunk {dir}: {c}");
+    }
+    drop(servers);
+}
+
+#[test]
+fn down_all_removes_this_sessions_labs_and_leaves_anothers() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (theirs, mine) = (LabName::new("ot"), LabName::new("mi"));
+    // Another session's lab: made under setsid, as another terminal or CI job would.
+    let other = Command::new("setsid")
+        .args(["-w", EXE, "lab", "up", "--name", &theirs.0, "--hosts", "3"])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        other.status.success(),
+        "{}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+    // This session's: made and removed with --all in one new session, so that the test
+    // touches no lab but its own whatever else runs on the machine.
+    let script = format!(
+        "{EXE} lab up --name {} --hosts 3 >/dev/null && {EXE} lab exec --name {} h1 -- sleep 60 & \
+         for i in $(seq 100); do ip netns pids wb-{}-h1 2>/dev/null | grep -q . && break; sleep 0.1; done; \
+         {EXE} lab down --all",
+        mine.0, mine.0, mine.0
+    );
+    let out = Command::new("setsid")
+        .args(["-w", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("lab {} removed (ended 1 process", mine.0)),
+        "{said}"
+    );
+    assert!(!netns_exists(&mine.0, "h1"));
+    // The other session's lab is still there, and named with how to remove it.
+    assert!(netns_exists(&theirs.0, "h1"));
+    assert!(
+        said.contains(&format!("wirebench lab down --name {}", theirs.0)),
+        "{said}"
+    );
+    assert!(said.contains("--all --everyone"), "{said}");
+    let st = status(&theirs.0);
+    assert_eq!(st["lab"]["hosts"].as_array().unwrap().len(), 3);
+    // Its maker as recorded: another session than this test's.
+    let this_session = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let this_session: u64 = this_session
+        .rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().nth(3))
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    assert_ne!(u(&st["owner"]["sid"]), this_session, "{}", st["owner"]);
+    down(&theirs.0);
+    assert!(!netns_exists(&theirs.0, "h0"));
+}
+
+#[test]
+fn n_host_lab_input_errors_are_one_clear_line() {
+    if skip() {
+        return;
+    }
+    for (args, expect) in [
+        (vec!["--hosts", "9"], "2 to 8 hosts"),
+        (vec!["--hosts", "4", "--host-link", "4=delay=1ms"], "0 to 3"),
+        (
+            vec!["--hosts", "4", "--host-link", "1=colour=red"],
+            "unknown field",
+        ),
+        (vec!["--hosts", "4", "--host-link", "1=rate=fast"], "--rate"),
+        (
+            vec!["--hosts", "4", "--topology", "two-switches", "--split", "2"],
+            "--trunk",
+        ),
+        (vec!["--topology", "chain"], "--hosts N"),
+    ] {
+        let name = LabName::new("er");
+        let mut all = vec!["lab", "up", "--name", &name.0];
+        all.extend_from_slice(&args);
+        let out = common::run(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+        assert!(!netns_exists(&name.0, "h0"), "{args:?} left a namespace");
+    }
+}
