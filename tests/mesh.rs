@@ -222,10 +222,99 @@ fn a_udp_stream_mesh_of_a_chosen_pair_gives_both_rates_each_way() {
     }
 }
 
+/// Over -t mpi every rank is a client and a server on its main thread: four ranks, so that two
+/// pairs measure at once in each round (apart by their ranks, as MPI matches on the source).
+/// Each cell is its pair's point, figure for figure, as over a socket transport.
 #[test]
-fn mpi_as_the_mesh_transport_is_refused_in_one_line() {
+fn a_mesh_over_mpi_measures_every_ordered_pair_over_mpi_itself() {
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let out = mpirun(2, &["mesh", "pingpong", "-t", "mpi", "--no-save"]);
+    let sizes = [8u64, 1024];
+    let v = mesh_json(
+        4,
+        &[
+            "pingpong",
+            "-t",
+            "mpi",
+            "-d",
+            "200ms",
+            "--size",
+            "8,1024",
+            "--no-save",
+        ],
+    );
+    let mesh = &v["mesh"];
+    let ranks = mesh["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 4);
+    for (r, rank) in ranks.iter().enumerate() {
+        // No server of its own: the data goes to the rank over MPI.
+        assert_eq!(rank["address"], format!("MPI rank {r}"));
+        assert!(rank["netns"].is_null());
+    }
+    let pairs = pairs_and_rounds(mesh);
+    let unique: BTreeSet<_> = pairs.iter().copied().collect();
+    assert_eq!((pairs.len(), unique.len()), (12, 12));
+    assert!(unique.iter().all(|(c, s)| c != s && *c < 4 && *s < 4));
+    let rounds = mesh["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 6);
+    assert!(rounds.iter().all(|r| r.as_array().unwrap().len() == 2));
+    for p in mesh["pairs"].as_array().unwrap() {
+        assert_eq!(p["complete"], true, "{}", p["error"]);
+        let sent: Vec<u64> = p["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|pt| u(&pt["request_size"]))
+            .collect();
+        assert_eq!(sent, sizes);
+    }
+
+    let matrices = mesh["matrices"].as_array().unwrap();
+    assert_eq!(matrices.len(), sizes.len());
+    for (m, size) in matrices.iter().zip(sizes) {
+        assert_eq!(u(&m["request_size"]), size);
+        assert!(m["bandwidth"].is_null());
+        let cells = m["latency"]["cells"].as_array().unwrap();
+        let from_to: BTreeSet<(u64, u64)> =
+            cells.iter().map(|c| (u(&c["from"]), u(&c["to"]))).collect();
+        assert_eq!(from_to, unique, "one cell for every ordered pair");
+        for c in cells {
+            let (from, to) = (u(&c["from"]), u(&c["to"]));
+            let pair = mesh["pairs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| u(&p["client"]) == from && u(&p["server"]) == to)
+                .unwrap();
+            let point = pair["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|pt| u(&pt["request_size"]) == size)
+                .unwrap();
+            let latency = &point["latency"];
+            assert!(u(&c["samples"]) > 0, "{c}");
+            assert_eq!(u(&c["samples"]), u(&latency["rtt"]["samples"]));
+            assert_eq!(f(&c["mean_ns"]), f(&latency["one_way_mean_ns"]));
+            assert_eq!(c["valid"], true, "{c}");
+        }
+    }
+}
+
+#[test]
+fn a_mesh_over_mpi_refuses_namespaces_and_addresses_in_one_line() {
+    let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = mpirun(
+        2,
+        &[
+            "mesh",
+            "pingpong",
+            "-t",
+            "mpi",
+            "--bind",
+            "127.0.0.1",
+            "--no-save",
+        ],
+    );
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     let ours: Vec<&str> = err
@@ -233,5 +322,8 @@ fn mpi_as_the_mesh_transport_is_refused_in_one_line() {
         .filter(|l| l.starts_with("wirebench:"))
         .collect();
     assert_eq!(ours.len(), 1, "{err}");
-    assert!(ours[0].contains("-t mpi"), "{err}");
+    assert!(
+        ours[0].contains("-t mpi") && ours[0].contains("--bind"),
+        "{err}"
+    );
 }

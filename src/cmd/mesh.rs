@@ -15,7 +15,7 @@ use crate::transport::TransportKind;
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Run under MPI with one rank per host, e.g.\n  mpirun -np 4 --hostfile hosts --map-by ppr:1:node wirebench mesh pingpong -d 1s\nMPI carries only the schedule and the results; the data goes between the ranks' wirebench servers, on each host's first up non-loopback IPv4 address (or --bind). As root, Open MPI also wants --allow-run-as-root. See README, \"Mesh on a real cluster\"."
+    after_help = "Run under MPI with one rank per host, e.g.\n  mpirun -np 4 --hostfile hosts --map-by ppr:1:node wirebench mesh pingpong -d 1s\nMPI carries only the schedule and the results; the data goes between the ranks' wirebench servers, on each host's first up non-loopback IPv4 address (or --bind). With -t mpi the data goes over MPI point-to-point instead, on the wire MPI chooses (--mca btl). As root, Open MPI also wants --allow-run-as-root. See README, \"Mesh on a real cluster\"."
 )]
 pub struct MeshArgs {
     #[command(flatten)]
@@ -50,8 +50,10 @@ impl TryFrom<&MeshArgs> for MeshRequest {
         if a.run.to.is_some() {
             bail!("wirebench mesh measures its ranks against each other: drop --to");
         }
-        if a.run.transport == TransportKind::Mpi {
-            bail!("wirebench mesh does not run over -t mpi yet (use `wirebench mpi` for two ranks): choose a socket transport such as tcp or udp");
+        if a.run.transport == TransportKind::Mpi
+            && (a.netns_from_rank.is_some() || a.bind.is_some())
+        {
+            bail!("over -t mpi the data goes where MPI sends it (its btl), not through namespaces or addresses: drop --netns-from-rank and --bind");
         }
         if a.run.trace.is_some() {
             bail!("wirebench mesh does not take --trace: trace one pair with `wirebench run --to`");

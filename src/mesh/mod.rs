@@ -14,9 +14,13 @@
 //! gather every pair's result <-            (its own pairs' reports)
 //! matrices, print, save, heatmaps
 //! ```
+//!
+//! Over `-t mpi` ([`over_mpi`]) no rank starts a server: the client rank of each pair measures
+//! it over MPI point-to-point while the pair's server rank serves it, as in `wirebench mpi`.
 
 pub mod matrix;
 pub mod output;
+pub mod over_mpi;
 pub mod schedule;
 
 use std::net::{IpAddr, SocketAddr};
@@ -123,7 +127,16 @@ fn run_rank(g: &dyn Group, mesh: &MeshRequest) -> Result<i32> {
         }
     };
 
-    let mine = start_rank(g.rank(), mesh).map_err(|e| one_line(&e));
+    let over_mpi = over_mpi::wanted(mesh);
+    let mine = if over_mpi {
+        Ok(RankInfo {
+            address: over_mpi::address(g.rank()),
+            netns: None,
+            environment: Environment::capture(),
+        })
+    } else {
+        start_rank(g.rank(), mesh).map_err(|e| one_line(&e))
+    };
     let infos = g.allgather(&encode(&mine), CONTROL)?;
     let mut ranks = Vec::with_capacity(infos.len());
     let mut failed = Vec::new();
@@ -146,9 +159,29 @@ fn run_rank(g: &dyn Group, mesh: &MeshRequest) -> Result<i32> {
     }
 
     let addresses: Vec<String> = ranks.iter().map(|r| r.address.clone()).collect();
-    let measured = measure_rounds(g, &decision, &addresses, &mut |server| {
-        measure_pair(mesh, g.rank(), server)
-    })?;
+    let mut measure = |pair: MeshPairId, server: &str| {
+        if over_mpi {
+            over_mpi::measure(mesh, pair)
+        } else {
+            measure_pair(mesh, g.rank(), server)
+        }
+    };
+    // A socket transport's server serves on threads of its own; over MPI the server rank
+    // serves on its main thread. Its failure is the client's too, which the pair's cell
+    // records: here it is only said.
+    let mut serve = |pair: MeshPairId| {
+        if over_mpi {
+            if let Err(e) = over_mpi::serve(pair) {
+                eprintln!(
+                    "wirebench: warning: rank {} serving rank {}: {}",
+                    pair.server,
+                    pair.client,
+                    one_line(&e)
+                );
+            }
+        }
+    };
+    let measured = measure_rounds(g, &decision, &addresses, &mut measure, &mut serve)?;
     let Some(by_pair) = measured else {
         return Ok(0);
     };
@@ -161,19 +194,21 @@ fn run_rank(g: &dyn Group, mesh: &MeshRequest) -> Result<i32> {
 }
 
 /// Runs the rounds on this rank, `measure` measuring each pair it is the client of (given
-/// the server's address), and gathers every pair's outcome on rank 0 (the others get None).
+/// the server's address) and `serve` serving each pair it is the server of, and gathers every
+/// pair's outcome on rank 0 (the others get None).
 fn measure_rounds(
     g: &dyn Group,
     decision: &Decision,
     addresses: &[String],
-    measure: &mut dyn FnMut(&str) -> Result<RunReport>,
+    measure: &mut dyn FnMut(MeshPairId, &str) -> Result<RunReport>,
+    serve: &mut dyn FnMut(MeshPairId),
 ) -> Result<Option<Vec<Measured>>> {
     let round_timeout = Duration::from_millis(decision.round_timeout_ms);
     let mut measured = Vec::new();
     for (i, round) in decision.rounds.iter().enumerate() {
         if let Some(pair) = round.iter().find(|p| p.client == g.rank()) {
             let report = match addresses.get(pair.server) {
-                Some(a) => measure(a).map_err(|e| one_line(&e)),
+                Some(a) => measure(*pair, a).map_err(|e| one_line(&e)),
                 None => Err(format!("rank {} has no address", pair.server)),
             };
             measured.push(Measured {
@@ -181,6 +216,8 @@ fn measure_rounds(
                 round: i,
                 report,
             });
+        } else if let Some(pair) = round.iter().find(|p| p.server == g.rank()) {
+            serve(*pair);
         }
         // Nobody starts the next round before every pair of this one is done.
         g.barrier(round_timeout)
@@ -199,6 +236,9 @@ fn measure_rounds(
 /// Rank 0: the rounds and how long one may take.
 fn decide(size: usize, mesh: &MeshRequest) -> Result<Decision> {
     let plan = crate::plan::build(&mesh.request)?;
+    if over_mpi::wanted(mesh) {
+        over_mpi::check(mesh, &plan)?;
+    }
     let rounds = schedule::rounds(size, &mesh.selection, mesh.serial)?;
     let runs = if plan.until_ci.is_some() {
         plan.max_repeat
@@ -270,19 +310,21 @@ fn measure_pair(mesh: &MeshRequest, rank: usize, server: &str) -> Result<RunRepo
     request.server.to = Some(server.to_owned());
     // The mesh is saved once, by rank 0.
     request.output.save = false;
+    let over_control =
+        |request: &Request| measure(request, &mut runner::ControlRunner::new(request));
     match &mesh.netns_prefix {
         Some(p) => crate::lab::in_netns(&placement::netns_for_rank(p, rank), move || {
-            measure(&request)
+            over_control(&request)
         }),
-        None => measure(&request),
+        None => over_control(&request),
     }
 }
 
-fn measure(request: &Request) -> Result<RunReport> {
+/// One pair's run of `request`, `point_runner` measuring each point, printing nothing.
+fn measure(request: &Request, point_runner: &mut dyn runner::PointRunner) -> Result<RunReport> {
     let plan = crate::plan::build(request)?;
     let mut report = runner::new_report(&plan, request);
-    let mut point_runner = runner::ControlRunner::new(request);
-    let result = runner::run_with(&plan, &mut report, &mut Silent, &mut point_runner);
+    let result = runner::run_with(&plan, &mut report, &mut Silent, point_runner);
     report.finished_at = Some(crate::env::now_rfc3339());
     report.complete = result.is_ok();
     report.error = result.as_ref().err().map(one_line);
@@ -432,23 +474,37 @@ mod tests {
                 std::thread::spawn(move || {
                     let me = g.rank();
                     let mut asked = Vec::new();
-                    let got = measure_rounds(&g, &decision, &addresses, &mut |server| {
-                        let s: usize = server.trim_start_matches("rank").parse()?;
-                        asked.push(s);
-                        Ok(fake(me, s))
-                    })
+                    let mut served = Vec::new();
+                    let got = measure_rounds(
+                        &g,
+                        &decision,
+                        &addresses,
+                        &mut |pair, server| {
+                            let s: usize = server.trim_start_matches("rank").parse()?;
+                            assert_eq!((pair.client, pair.server), (me, s));
+                            asked.push(s);
+                            Ok(fake(me, s))
+                        },
+                        &mut |pair| {
+                            assert_eq!(pair.server, me);
+                            served.push(pair.client);
+                        },
+                    )
                     .unwrap();
-                    (me, asked, got)
+                    (me, asked, served, got)
                 })
             })
             .collect();
         let mut root = None;
         for h in handles {
-            let (me, asked, got) = h.join().unwrap();
-            // Every other rank once, in the order of the rounds.
+            let (me, asked, mut served, got) = h.join().unwrap();
+            // Every other rank once, in the order of the rounds, as client and as server.
+            let others: Vec<usize> = (0..size).filter(|&r| r != me).collect();
             let mut sorted = asked.clone();
             sorted.sort();
-            assert_eq!(sorted, (0..size).filter(|&r| r != me).collect::<Vec<_>>());
+            assert_eq!(sorted, others);
+            served.sort();
+            assert_eq!(served, others);
             if me == 0 {
                 root = got;
             } else {
@@ -524,6 +580,35 @@ mod tests {
         r.statistics.confidence = 42;
         assert!(decide(4, &mesh_of(r)).is_err());
         assert!(decide(1, &mesh_of(Request::default())).is_err());
+    }
+
+    /// Over -t mpi what MPI cannot run, or would ignore, is refused by rank 0 before any rank
+    /// starts; a plain request is not.
+    #[cfg(feature = "mpi")]
+    #[test]
+    fn over_mpi_what_does_not_apply_is_refused_before_anything_starts() {
+        use crate::pattern::PatternKind;
+        use crate::transport::TransportKind;
+        let over_mpi = |pattern| {
+            let mut r = Request::new(pattern, TransportKind::Mpi);
+            r.stop.duration = Some(Duration::from_millis(100));
+            r
+        };
+        for pattern in [PatternKind::Pingpong, PatternKind::Rr, PatternKind::Stream] {
+            assert!(
+                decide(3, &mesh_of(over_mpi(pattern))).is_ok(),
+                "{pattern:?}"
+            );
+        }
+        let e = decide(3, &mesh_of(over_mpi(PatternKind::Crr))).unwrap_err();
+        assert!(e.to_string().contains("crr"), "{e}");
+        let mut r = over_mpi(PatternKind::Pingpong);
+        r.buffers.sndbuf = Some(vec![65536]);
+        let e = decide(3, &mesh_of(r)).unwrap_err();
+        assert!(e.to_string().contains("no socket"), "{e}");
+        let mut r = over_mpi(PatternKind::Stream);
+        r.traffic.direction = crate::pattern::Direction::Bidir;
+        assert!(decide(3, &mesh_of(r)).is_err());
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //!
 //! - **A connection is a tag.** Each run of a point gets its own tag ([`run_tag`]), so a
 //!   message left over from an earlier run can never be taken for this one's. Control
-//!   messages travel on [`CONTROL_TAG`], never on a data tag.
+//!   messages travel on [`CONTROL_TAG`] (a mesh's pairs on [`PAIR_CONTROL_TAGS`]), never on
+//!   a data tag.
 //! - **End of data is a zero-length message** on the data tag, sent by
 //!   [`Connection::shutdown_write`] or, like a socket's close, when the connection is dropped
 //!   (unless this side already saw the peer's end). A receive returns Ok(0) for it, which is
@@ -54,7 +55,7 @@ use mpi::point_to_point::{Message, Status};
 pub use mpi::topology::Rank;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use mpi::Tag;
+pub use mpi::Tag;
 
 use super::{
     Capabilities, Connection, Cookie, EffectiveOptions, Listener, SocketOptions, Transport,
@@ -63,6 +64,11 @@ use crate::sys::mpi_window::{spin_until, RecvWindow, SendWindow, Stuck};
 
 /// Tag of the control messages between the ranks (plan, statistics).
 pub const CONTROL_TAG: Tag = 1;
+/// Control tags of one ordered pair of ranks measuring inside a larger job (a mesh), one for
+/// each way the pair can be ordered: apart from the job's own [`CONTROL_TAG`], so that the
+/// pair's exchange never takes the job's messages or leaves a late one where the job (or the
+/// reverse pair) will look.
+pub const PAIR_CONTROL_TAGS: [Tag; 2] = [2, 3];
 /// Data tags are `FIRST_DATA_TAG + run % DATA_TAGS`; MPI guarantees tags up to 32767.
 const FIRST_DATA_TAG: Tag = 16;
 const DATA_TAGS: u64 = (32_767 - FIRST_DATA_TAG as u64) + 1;
@@ -161,11 +167,16 @@ impl Job {
     }
     /// The MPI library, e.g. "Open MPI v4.1.4" (its first line).
     pub fn library(&self) -> String {
-        mpi::environment::library_version()
-            .ok()
-            .and_then(|v| v.split([',', '\n']).next().map(|s| s.trim().to_owned()))
-            .unwrap_or_else(|| "unknown MPI".into())
+        library()
     }
+}
+
+/// The MPI library, e.g. "Open MPI v4.1.4" (its first line).
+pub fn library() -> String {
+    mpi::environment::library_version()
+        .ok()
+        .and_then(|v| v.split([',', '\n']).next().map(|s| s.trim().to_owned()))
+        .unwrap_or_else(|| "unknown MPI".into())
 }
 
 fn abort_job(why: &str) -> ! {
@@ -261,12 +272,22 @@ fn probe(peer: Rank, tag: Tag, wait: Wait) -> io::Result<(Message, usize)> {
 
 /// Sends one control message (bytes, e.g. JSON) to `peer`.
 pub fn send_control(peer: Rank, bytes: &[u8], timeout: Duration) {
-    send_message(peer, CONTROL_TAG, bytes, Some(timeout));
+    send_control_on(peer, CONTROL_TAG, bytes, timeout);
 }
 
 /// Receives one control message from `peer`, waiting up to `timeout` (sleeping, not spinning).
 pub fn recv_control(peer: Rank, timeout: Duration) -> io::Result<Vec<u8>> {
-    let (msg, len) = probe(peer, CONTROL_TAG, Wait::Doze(timeout))?;
+    recv_control_on(peer, CONTROL_TAG, timeout)
+}
+
+/// [`send_control`] on a control tag of its own (one of [`PAIR_CONTROL_TAGS`]).
+pub fn send_control_on(peer: Rank, tag: Tag, bytes: &[u8], timeout: Duration) {
+    send_message(peer, tag, bytes, Some(timeout));
+}
+
+/// [`recv_control`] on a control tag of its own (one of [`PAIR_CONTROL_TAGS`]).
+pub fn recv_control_on(peer: Rank, tag: Tag, timeout: Duration) -> io::Result<Vec<u8>> {
+    let (msg, len) = probe(peer, tag, Wait::Doze(timeout))?;
     let mut buf = vec![0u8; len];
     msg.matched_receive_into(&mut buf[..]);
     Ok(buf)
