@@ -161,6 +161,11 @@ fn with_ci(m: &MeanCi, scale: f64) -> String {
 
 /// The table `wirebench app` prints.
 pub fn table(r: &AppReport) -> String {
+    let max_sweeps: Option<u64> = r
+        .settings
+        .iter()
+        .find_map(|s| s.strip_prefix("max_iterations="))
+        .and_then(|v| v.parse().ok());
     let mut out = format!(
         "{} over {} ranks ({} grid, {}), transport {}, {} repetitions (+{} warm-up), {}% CI{}\n",
         r.kernel,
@@ -200,15 +205,29 @@ pub fn table(r: &AppReport) -> String {
             per_rank.join(" ")
         ));
         if let Some(c) = p.relaxation {
+            // A relaxation cut off by the sweep limit has not met its tolerance: say so.
+            let stopped = if Some(c.iterations) == max_sweeps {
+                " (stopped by --max-iterations)"
+            } else {
+                ""
+            };
             out.push_str(&format!(
-                "        {} sweeps, residual {:e}\n",
+                "        {} sweeps, residual {:e}{stopped}\n",
                 c.iterations, c.residual
             ));
         }
     }
-    let checks: Vec<&str> = r.points.iter().map(|p| p.check.as_str()).collect();
-    if let Some(c) = checks.first() {
-        out.push_str(&format!("checked in every repetition: {c}\n"));
+    // One line when every point was checked the same way, else one per point: the checks
+    // name their sizes (a matmul's entry count), so the first one does not speak for all.
+    let mut checks: Vec<&str> = r.points.iter().map(|p| p.check.as_str()).collect();
+    checks.dedup();
+    if checks.len() == 1 {
+        out.push_str(&format!("checked in every repetition: {}\n", checks[0]));
+    } else {
+        for p in &r.points {
+            let at = p.n.map(|n| format!(" at n={n}")).unwrap_or_default();
+            out.push_str(&format!("checked in every repetition{at}: {}\n", p.check));
+        }
     }
     out
 }

@@ -249,6 +249,22 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                 println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
                 print!("{}", history::history(&db, &filter)?);
+                print!("{}", app_history(&db, a.limit as usize)?);
+            }
+        }
+        ResultsCommand::Show(a) if app_id(&a.id).is_some() => {
+            let db = open_existing(&a.db)?;
+            print!("{}", crate::app::report::table(&load_app(&db, &a.id)?));
+        }
+        ResultsCommand::Export(a) if app_id(&a.id).is_some() => {
+            if a.csv || !a.json {
+                bail!("an application run exports as JSON only (--json)");
+            }
+            let db = open_existing(&a.db)?;
+            let text = serde_json::to_string_pretty(&load_app(&db, &a.id)?)? + "\n";
+            match &a.output {
+                Some(path) => write(path, text.as_bytes())?,
+                None => print!("{text}"),
             }
         }
         ResultsCommand::Show(a) => {
@@ -375,6 +391,38 @@ fn open_existing(a: &DbArg) -> Result<Db> {
 fn load(db: &Db, spec: &str) -> Result<(i64, RunReport)> {
     let id = db.resolve_id(spec)?;
     Ok((id, db.load(id)?))
+}
+
+/// `app:ID` names a run of `wirebench app` (its own table: its figures are not a run's points).
+fn app_id(spec: &str) -> Option<&str> {
+    spec.strip_prefix("app:")
+}
+
+fn load_app(db: &Db, spec: &str) -> Result<crate::app::report::AppReport> {
+    let raw = app_id(spec).unwrap_or(spec);
+    let id: i64 = raw
+        .parse()
+        .map_err(|_| anyhow::anyhow!("'{spec}': an application run is app:ID, ID a number"))?;
+    let json = db.load_app(id)?;
+    serde_json::from_str(&json).with_context(|| format!("reading application run {id}"))
+}
+
+/// The application runs below the history, when there are any.
+fn app_history(db: &Db, limit: usize) -> Result<String> {
+    let apps = db.list_apps(limit)?;
+    if apps.is_empty() {
+        return Ok(String::new());
+    }
+    let mut out = String::from(
+        "\napplication runs (wirebench app; show with `wirebench show app:ID`):\n   id  started (UTC)            kernel  transport  ranks\n",
+    );
+    for (id, started, kernel, transport, ranks) in apps {
+        out.push_str(&format!(
+            "{:>5}  {:<24} {:<7} {:<10} {:>5}\n",
+            id, started, kernel, transport, ranks
+        ));
+    }
+    Ok(out)
 }
 
 fn load_all(db: &Db, specs: &[String]) -> Result<Vec<(i64, RunReport)>> {

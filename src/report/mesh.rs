@@ -143,3 +143,17 @@ pub struct BandwidthCell {
     pub over_runs: Option<MeanCi>,
     pub runs: u32,
 }
+
+impl MeshMatrix {
+    /// The point's size: both sizes of a request/response exchange, else the message or write.
+    pub fn size_name(&self) -> String {
+        if self.latency.is_none() || self.request_size == self.response_size {
+            format!("{} B", self.key.size)
+        } else {
+            format!(
+                "{} B request, {} B response",
+                self.request_size, self.response_size
+            )
+        }
+    }
+}

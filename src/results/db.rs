@@ -233,6 +233,20 @@ impl Db {
         Ok(self.conn.last_insert_rowid())
     }
 
+    /// The application-kernel runs, newest first: id, start, kernel, transport, ranks.
+    pub fn list_apps(&self, limit: usize) -> Result<Vec<(i64, String, String, String, i64)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, started_at, kernel, transport, ranks FROM app_runs
+             ORDER BY started_at DESC, id DESC LIMIT ?1",
+        )?;
+        let rows = stmt
+            .query_map([limit as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// The document of application-kernel run `id`.
     pub fn load_app(&self, id: i64) -> Result<String> {
         self.conn

@@ -15,6 +15,7 @@ pub mod distribution;
 pub mod grid;
 pub mod history;
 pub mod load_figures;
+pub mod mesh_figures;
 pub mod migrations;
 pub mod plots;
 pub mod png;

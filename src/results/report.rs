@@ -340,6 +340,14 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
             "Cumulative distribution of the timed samples.",
         )?;
         for run in &group {
+            if let Some(mesh) = &run.report.mesh {
+                for (_, h) in crate::results::mesh_figures::heatmaps(mesh) {
+                    page.figure(
+                        Some(Figure::Heatmap(h)),
+                        "Mesh: one cell per ordered pair of ranks (row: client or sending rank, column: server or receiving rank); a blank cell was not measured, or its figure is not a valid measurement. The run's JSON holds each cell's interval, percentiles and sample count.",
+                    )?;
+                }
+            }
             for h in series::heatmaps(run) {
                 page.figure(
                     Some(h),

@@ -120,8 +120,45 @@ pub fn headline(r: &RunReport) -> RunHeadline {
             note: None,
         },
     };
-    h.note = note;
+    h.note = note.or_else(|| r.mesh.as_ref().map(mesh_note));
     h
+}
+
+/// A mesh keeps its figures in its pairs, not in top-level points: its headline is the span
+/// of its first matrix's valid cells.
+fn mesh_note(m: &crate::report::mesh::MeshResult) -> String {
+    let done = m.pairs.iter().filter(|p| p.complete).count();
+    let mut text = format!("mesh: {done} of {} pairs", m.pairs.len());
+    let span = |v: Vec<f64>| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (!v.is_empty()).then_some((lo, hi))
+    };
+    if let Some(first) = m.matrices.first() {
+        if let Some(l) = &first.latency {
+            let v = l
+                .cells
+                .iter()
+                .filter(|c| !c.validity.is_invalid())
+                .map(|c| c.mean_ns)
+                .collect();
+            if let Some((lo, hi)) = span(v) {
+                text += &format!(", {} {}-{} us", l.kind.replace('_', "-"), us(lo), us(hi));
+            }
+        }
+        if let Some(b) = &first.bandwidth {
+            let v = b
+                .cells
+                .iter()
+                .filter(|c| c.receiver_valid != Some(false))
+                .map(|c| c.receiver_bits_per_s)
+                .collect();
+            if let Some((lo, hi)) = span(v) {
+                text += &format!(", receiver {}-{} Mbit/s", mbit(lo), mbit(hi));
+            }
+        }
+    }
+    text
 }
 
 /// One short phrase, e.g. "t0 34.62 us, r_max 40797.31 Mbit/s"; figures from points that are
@@ -146,6 +183,10 @@ pub fn describe(pattern: &str, h: &RunHeadline) -> String {
     .flatten()
     .collect();
     let text = if parts.is_empty() {
+        // A mesh's note is its headline.
+        if let Some(note) = h.note.as_deref().filter(|n| n.starts_with("mesh:")) {
+            return note.to_owned();
+        }
         "no figures".into()
     } else {
         parts.join(", ")
