@@ -416,10 +416,10 @@ fn app_history(db: &Db, limit: usize) -> Result<String> {
     let mut out = String::from(
         "\napplication runs (wirebench app; show with `wirebench show app:ID`):\n   id  started (UTC)            kernel  transport  ranks\n",
     );
-    for (id, started, kernel, transport, ranks) in apps {
+    for a in apps {
         out.push_str(&format!(
             "{:>5}  {:<24} {:<7} {:<10} {:>5}\n",
-            id, started, kernel, transport, ranks
+            a.id, a.started_at, a.kernel, a.transport, a.ranks
         ));
     }
     Ok(out)

@@ -100,6 +100,16 @@ pub struct Db {
     path: PathBuf,
 }
 
+/// One row of `app_runs` as `history` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppRunRow {
+    pub id: i64,
+    pub started_at: String,
+    pub kernel: String,
+    pub transport: String,
+    pub ranks: i64,
+}
+
 impl Db {
     /// Opens the database, creating the file and its directory when missing, and migrates it.
     pub fn open_or_create(path: &Path) -> Result<Db> {
@@ -233,15 +243,21 @@ impl Db {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// The application-kernel runs, newest first: id, start, kernel, transport, ranks.
-    pub fn list_apps(&self, limit: usize) -> Result<Vec<(i64, String, String, String, i64)>> {
+    /// The application-kernel runs, newest first.
+    pub fn list_apps(&self, limit: usize) -> Result<Vec<AppRunRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, started_at, kernel, transport, ranks FROM app_runs
              ORDER BY started_at DESC, id DESC LIMIT ?1",
         )?;
         let rows = stmt
             .query_map([limit as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                Ok(AppRunRow {
+                    id: r.get(0)?,
+                    started_at: r.get(1)?,
+                    kernel: r.get(2)?,
+                    transport: r.get(3)?,
+                    ranks: r.get(4)?,
+                })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
@@ -569,6 +585,17 @@ pub(crate) mod tests {
         assert_eq!(db.load_app(id).unwrap(), r#"{"schema":"wirebench.app"}"#);
         assert!(db.load_app(id + 1).is_err());
         assert!(db.list(&Filter::default()).unwrap().is_empty());
+        let listed = db.list_apps(10).unwrap();
+        assert_eq!(
+            listed,
+            vec![AppRunRow {
+                id,
+                started_at: "2026-01-01T00:00:00Z".into(),
+                kernel: "matmul".into(),
+                transport: "tcp".into(),
+                ranks: 4,
+            }]
+        );
     }
 
     #[test]
