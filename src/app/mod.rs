@@ -328,9 +328,17 @@ mod tests {
             .unwrap()
             .contains("speedup"));
         let table = report::table(&r);
-        assert_eq!(table.lines().count(), 2 + 2 + 1, "{table}");
+        // Header, a row per size, and a check line per size: each names its own entry count.
+        assert_eq!(table.lines().count(), 2 + 2 + 2, "{table}");
+        assert!(table.contains("at n=4: C equals the sequential product exactly (all 16 entries)"));
+        assert!(table.contains("at n=8: C equals the sequential product exactly (all 64 entries)"));
         r.points.truncate(1);
         assert!(report::speedup_figure(&r).is_none());
+        let one = report::table(&r);
+        assert!(
+            one.contains("checked in every repetition: C equals"),
+            "{one}"
+        );
     }
 
     #[test]
