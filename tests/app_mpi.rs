@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -19,32 +18,10 @@ static ONE_JOB_AT_A_TIME: Mutex<()> = Mutex::new(());
 /// document rank 0 printed.
 fn mpirun_app(args: &[&str]) -> Value {
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let bin = common::bin();
-    let mut c = Command::new("mpirun");
-    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .args(["-np", "4", "--oversubscribe"])
-        .args([
-            "--mca",
-            "btl",
-            "tcp,self",
-            "--mca",
-            "btl_tcp_if_include",
-            "lo",
-        ]);
-    for (k, v) in bin.get_envs() {
-        if let Some(v) = v {
-            c.env(k, v);
-        }
-    }
-    let out = c
-        .arg(bin.get_program())
-        .arg("app")
-        .args(args)
-        .args(["--json", "--no-save", "--io-timeout", "60s"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("mpirun runs (install openmpi-bin)");
+    let mut all = vec!["app"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", "--no-save", "--io-timeout", "60s"]);
+    let out = common::mpirun(4, common::MPI_TCP_ON_LOOPBACK, &all);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -109,15 +86,7 @@ fn every_kernel_over_tcp_and_mpi_with_four_ranks() {
 #[test]
 fn local_ranks_are_refused_under_mpirun() {
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let out = Command::new("mpirun")
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .args(["-np", "2", "--oversubscribe"])
-        .arg(env!("CARGO_BIN_EXE_wirebench"))
-        .args(["app", "matmul", "--ranks", "4", "--no-save"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("mpirun runs");
+    let out = common::mpirun(2, &[], &["app", "matmul", "--ranks", "4", "--no-save"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--ranks starts local processes"), "{err}");

@@ -13,7 +13,7 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::Mutex;
 
 use common::lab::LabName;
@@ -41,29 +41,7 @@ fn host_prefix(lab: &LabName) -> String {
 
 /// `mpirun -np N` of this build's binary with `args`; MPI's own messages over loopback.
 fn mpirun(np: usize, args: &[&str]) -> Output {
-    let bin = common::bin();
-    let mut c = Command::new("mpirun");
-    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .args(["-np", &np.to_string(), "--oversubscribe"])
-        .args([
-            "--mca",
-            "btl",
-            "tcp,self",
-            "--mca",
-            "btl_tcp_if_include",
-            "lo",
-        ]);
-    for (k, v) in bin.get_envs() {
-        if let Some(v) = v {
-            c.env(k, v);
-        }
-    }
-    c.arg(bin.get_program())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("mpirun runs (install openmpi-bin)")
+    common::mpirun(np, common::MPI_TCP_ON_LOOPBACK, args)
 }
 
 fn mesh_json(np: usize, args: &[&str]) -> Value {

@@ -8,37 +8,13 @@
 
 mod common;
 
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::sync::Mutex;
 
 use common::{f, run_json, u};
 use serde_json::Value;
 
 static ONE_JOB_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-/// `mpirun -np 2` of this build's binary with `args`. Open MPI refuses root without the two
-/// ALLOW variables (harmless otherwise); `--oversubscribe` lets a one-CPU runner start two
-/// ranks. The results database goes where `common::bin` puts it.
-fn mpirun(mca: &[&str], args: &[&str]) -> Output {
-    let bin = common::bin();
-    let mut c = Command::new("mpirun");
-    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .args(["-np", "2", "--oversubscribe"]);
-    for kv in mca.chunks(2) {
-        c.arg("--mca").args(kv);
-    }
-    for (k, v) in bin.get_envs() {
-        if let Some(v) = v {
-            c.env(k, v);
-        }
-    }
-    c.arg(bin.get_program())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("mpirun runs (install openmpi-bin)")
-}
 
 /// `wirebench mpi ... --json` over MPI's TCP transport on loopback, asserting success.
 fn mpi_json(args: &[&str]) -> Value {
@@ -47,7 +23,7 @@ fn mpi_json(args: &[&str]) -> Value {
     all.push("--json");
     // TCP only (and "self" for a rank's messages to itself), over the loopback interface
     // like `wirebench run`'s self-hosted server.
-    let out = mpirun(&["btl", "tcp,self", "btl_tcp_if_include", "lo"], &all);
+    let out = common::mpirun(2, common::MPI_TCP_ON_LOOPBACK, &all);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

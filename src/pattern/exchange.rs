@@ -113,7 +113,13 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
         thinks: 0,
         think_ns: 0,
         cpu: CpuTime::default(),
-        series: Vec::new(),
+        // Reserved before the timed phase, so that keeping round trips never reallocates (and
+        // copies) inside it; untouched pages cost nothing until used.
+        series: if plan.rtt_series {
+            Vec::with_capacity(MAX_RTT_SERIES)
+        } else {
+            Vec::new()
+        },
     };
     let mut req = payload(plan.request_size.max(1));
     // A datagram response may be any size up to the largest datagram; size the buffer for it.

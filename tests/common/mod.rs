@@ -222,3 +222,31 @@ pub fn assert_udp_loss_explained(lost: u64, before: u64, what: &str) {
         "{what}: {lost} datagrams lost, the kernel dropped {dropped} for full receive buffers"
     );
 }
+
+/// MPI's own messages over TCP on loopback (and "self" for a rank's messages to itself).
+pub const MPI_TCP_ON_LOOPBACK: &[&str] = &["btl", "tcp,self", "btl_tcp_if_include", "lo"];
+
+/// `mpirun -np NP` of this build's binary with `args`, `mca` as KEY, VALUE pairs. Open MPI
+/// refuses root without the two ALLOW variables (harmless otherwise); `--oversubscribe` lets
+/// a two-CPU runner start more ranks than CPUs. The results database goes where [`bin`]
+/// puts it.
+pub fn mpirun(np: usize, mca: &[&str], args: &[&str]) -> Output {
+    let bin = bin();
+    let mut c = Command::new("mpirun");
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["-np", &np.to_string(), "--oversubscribe"]);
+    for kv in mca.chunks(2) {
+        c.arg("--mca").args(kv);
+    }
+    for (k, v) in bin.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    c.arg(bin.get_program())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("mpirun runs (install openmpi-bin)")
+}
