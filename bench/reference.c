@@ -2,9 +2,10 @@
  * blocking or spinning, with nothing but the system calls. wirebench is measured against it.
  *
  *   reference pingpong tcp|udp SIZE SECONDS [spin]   -> one-way latency, microseconds (RTT/2)
- *   reference stream SECONDS [WRITE_SIZE [rcvlowat]]  -> receiver throughput, bit/s
+ *   reference stream SECONDS [WRITE_SIZE [rcvlowat] [nagle]]  -> receiver throughput, bit/s
  * "rcvlowat" sets SO_RCVLOWAT to one read on the receiver, so that it wakes once per read rather
- * than once per segment (what wirebench's TCP receivers do by default).
+ * than once per segment (what wirebench's TCP receivers do by default). The loop turns Nagle off
+ * (TCP_NODELAY) unless "nagle" is given.
  * With REF_CLIENT_CPU / REF_SERVER_CPU set, each side is pinned to that CPU.
  */
 #define _GNU_SOURCE
@@ -40,6 +41,11 @@ static int xfer(int fd, char *b, size_t n, int rx, int spin) {
     return 0;
 }
 
+static int has(int argc, char **argv, int from, const char *word) {
+    for (int i = from; i < argc; i++) if (!strcmp(argv[i], word)) return 1;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) { fprintf(stderr, "usage: see the comment at the top\n"); return 2; }
     int stream = !strcmp(argv[1], "stream");
@@ -65,7 +71,7 @@ int main(int argc, char **argv) {
         if (!udp) { fd = accept(ls, 0, 0); setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); }
         if (stream) {
             int lowat = (int)size;
-            if (argc > 4 && !strcmp(argv[4], "rcvlowat")) setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+            if (has(argc, argv, 4, "rcvlowat")) setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
             while (recv(fd, buf, size, 0) > 0) {}
             return 0;
         }
@@ -82,7 +88,7 @@ int main(int argc, char **argv) {
     pin("REF_CLIENT_CPU");
     int fd = socket(AF_INET, type, 0);
     connect(fd, (struct sockaddr *)&a, sizeof a);
-    if (!udp) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (!udp && !(stream && has(argc, argv, 4, "nagle"))) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     double t0 = now(), end = t0 + secs, t = t0;
     unsigned long n = 0;
     if (stream) {

@@ -160,6 +160,10 @@ impl Default for Traffic {
 #[serde(default, deny_unknown_fields)]
 pub struct SocketSettings {
     pub nodelay: bool,
+    /// `--nagle`: keep Nagle's algorithm on where wirebench would turn it off by itself (a
+    /// bulk TCP stream, see `plan::automatic_nodelay`). A study axis setting `nodelay` to
+    /// false sets it too.
+    pub nagle: bool,
     /// TCP congestion control (each checked against the kernel's list when planned): none,
     /// one for every point, or several, a sweep axis (one point per algorithm). Written as
     /// null, a name, or a list of names; a request of before the list reads as it did.

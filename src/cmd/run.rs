@@ -146,9 +146,14 @@ pub struct RunArgs {
     /// SO_RCVBUF of the server's sockets (overrides --rcvbuf there). Accepts a sweep.
     #[arg(long, value_parser = parse_sweep)]
     pub server_rcvbuf: Option<Sweep>,
-    /// TCP_NODELAY: turn Nagle's algorithm off on both ends.
+    /// TCP_NODELAY: turn Nagle's algorithm off on both ends. A TCP stream whose writes are
+    /// all 64K or more, with the socket buffers left to the kernel, does this by itself.
     #[arg(long)]
     pub nodelay: bool,
+    /// Keep Nagle's algorithm on in a TCP stream whose writes are all 64K or more, which
+    /// otherwise turns it off by itself (what an application that never sets TCP_NODELAY gets).
+    #[arg(long, conflicts_with = "nodelay")]
+    pub nagle: bool,
     /// TCP congestion control on both ends (e.g. cubic, reno, bbr). A list (cubic,reno) is a
     /// sweep: one point per algorithm, crossed with the other swept options.
     #[arg(long, value_delimiter = ',')]
@@ -530,6 +535,7 @@ impl TryFrom<&RunArgs> for Request {
             },
             socket: request::SocketSettings {
                 nodelay: a.nodelay,
+                nagle: a.nagle,
                 cc: a.cc.clone(),
                 mss: a.mss,
                 spin: a.spin,

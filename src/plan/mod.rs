@@ -9,6 +9,8 @@ pub mod load;
 pub mod measure;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+#[cfg(test)]
+mod nodelay_tests;
 pub mod runner;
 #[cfg(test)]
 mod runner_tests;
@@ -25,7 +27,7 @@ use crate::pattern::stream::{Pace, DATAGRAM_HEADER, MAX_PACE_BURST};
 use crate::pattern::{Direction, FastPaths, PatternKind};
 use crate::request::Request;
 use crate::transport::sockopt::CcName;
-use crate::transport::{self, SocketOptions};
+use crate::transport::{self, Capabilities, SocketOptions};
 use crate::units::{self, Rate};
 
 /// The parameters that identify a point in a sweep (requested values).
@@ -78,6 +80,43 @@ pub struct RunPlan {
     pub until_ci: Option<f64>,
     pub max_repeat: u32,
     pub rate: Option<Rate>,
+    /// wirebench turned Nagle's algorithm off by itself: a bulk TCP stream (see
+    /// [`automatic_nodelay`]). The points' socket options carry TCP_NODELAY.
+    pub nodelay_auto: bool,
+}
+
+/// The smallest write of a stream that turns Nagle's algorithm off by itself: 64 KiB, the
+/// largest segment any path carries (loopback's MSS is 65483), so that every write is at least
+/// one full segment and Nagle could only ever hold a write's last, partial one.
+pub const NODELAY_AUTO_MIN_WRITE: u64 = 64 * 1024;
+
+/// Whether a stream turns Nagle's algorithm off by itself. A bulk stream writes whole
+/// buffers back to back: Nagle coalesces nothing there and only holds each write's last,
+/// partial segment until an ACK comes. Under BBR's internal pacing (no fq qdisc, as on
+/// loopback) that hold cost 25-33% of a single stream's rate with 4-10 times as many pacing
+/// stops (bench/RESULTS.md, "Where the single stream's time went"), a figure of write size
+/// against MSS rather than of the path. Left on where Nagle is the study: small writes (a
+/// write-size sweep below 64K keeps it on for every point), fixed socket buffers (the seeds'
+/// Nagle and SWS stalls), --nagle, and MPTCP (whose subflows are not plain TCP).
+fn automatic_nodelay(r: &Request, caps: &Capabilities, sizes: &[u64]) -> bool {
+    let b = &r.buffers;
+    let buffers_left_to_kernel = [
+        &b.window,
+        &b.sndbuf,
+        &b.rcvbuf,
+        &b.server_sndbuf,
+        &b.server_rcvbuf,
+    ]
+    .iter()
+    .all(|v| v.as_ref().is_none_or(|v| v.iter().all(|&x| x == 0)));
+    r.pattern == PatternKind::Stream
+        && caps.tcp_options
+        // Plain TCP: MPTCP shares tcp_options but not the receive-side semantics.
+        && caps.rcvlowat
+        && !r.socket.nodelay
+        && !r.socket.nagle
+        && buffers_left_to_kernel
+        && sizes.iter().all(|&s| s >= NODELAY_AUTO_MIN_WRITE)
 }
 
 /// Default message sizes when --size is not given.
@@ -131,6 +170,7 @@ pub fn build(r: &Request) -> Result<RunPlan> {
     if !caps.tcp_options {
         for (set, name) in [
             (sock.nodelay, "--nodelay"),
+            (sock.nagle, "--nagle"),
             (!sock.cc.is_empty(), "--cc"),
             (sock.mss.is_some(), "--mss"),
         ] {
@@ -386,11 +426,12 @@ pub fn build(r: &Request) -> Result<RunPlan> {
             dims[5]
         );
     }
+    let nodelay_auto = automatic_nodelay(r, &caps, &sizes);
     // The run's one algorithm, if any (a sweep sets each point's own below).
     let base_socket = SocketOptions {
         sndbuf: 0,
         rcvbuf: 0,
-        nodelay: sock.nodelay,
+        nodelay: sock.nodelay || nodelay_auto,
         cc: match ccs.as_slice() {
             [one] => one.map(|c| c.as_str().to_owned()),
             _ => None,
@@ -491,6 +532,7 @@ pub fn build(r: &Request) -> Result<RunPlan> {
         until_ci,
         max_repeat: stats.max_repeat,
         rate,
+        nodelay_auto,
     })
 }
 

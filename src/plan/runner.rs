@@ -82,7 +82,8 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
             interval_ns: args.traffic.interval.map(crate::pattern::duration_ns),
             write_size: t.write_size,
             think_ns: t.think_ns,
-            nodelay: args.socket.nodelay,
+            nodelay: args.socket.nodelay || plan.nodelay_auto,
+            nodelay_auto: plan.nodelay_auto,
             // One algorithm for the whole run; a sweep's are in the points' keys.
             cc: plan.client.socket.cc.clone(),
             mss: args.socket.mss,

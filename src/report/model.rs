@@ -186,7 +186,14 @@ pub struct Settings {
     /// Absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_ns: Option<u64>,
+    /// TCP_NODELAY on the data connections: asked for (--nodelay), or chosen by wirebench for a
+    /// bulk TCP stream (`nodelay_auto`).
     pub nodelay: bool,
+    /// wirebench turned Nagle's algorithm off by itself: a TCP stream whose writes are all
+    /// 64 KiB or more, with the socket buffers left to the kernel (--nagle keeps it on).
+    /// Absent: it did not (documents of before it could are read as absent).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nodelay_auto: bool,
     /// The congestion control of every point (--cc NAME); null without one and when --cc
     /// names several (a sweep: each point's `key.cc`, and `swept.cc`).
     pub cc: Option<String>,

@@ -100,6 +100,7 @@ pub(crate) fn plan_of(r: &RunReport) -> Result<RunPlan> {
         until_ci: s.until_ci,
         max_repeat: s.max_repeat,
         rate: None,
+        nodelay_auto: s.nodelay_auto,
     })
 }
 

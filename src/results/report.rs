@@ -272,7 +272,13 @@ fn environment(run: &Run) -> String {
         esc(&stop.join(" or ")),
         fmt_num(st.confidence * 100.0),
         st.repeat,
-        if st.nodelay { ", TCP_NODELAY" } else { "" },
+        if st.nodelay_auto {
+            ", TCP_NODELAY (wirebench's choice for a bulk TCP stream; --nagle keeps Nagle on)"
+        } else if st.nodelay {
+            ", TCP_NODELAY"
+        } else {
+            ""
+        },
         st.cc.as_deref().map(|c| format!(", congestion control {}", esc(c))).unwrap_or_default(),
         st.rate.map(|c| format!(", rate {}", esc(&c.to_string()))).unwrap_or_default(),
     ));

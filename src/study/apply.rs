@@ -32,6 +32,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("server_sndbuf", "buffers.server_sndbuf"),
     ("server_rcvbuf", "buffers.server_rcvbuf"),
     ("nodelay", "socket.nodelay"),
+    ("nagle", "socket.nagle"),
     ("cc", "socket.cc"),
     ("mss", "socket.mss"),
     ("rate", "traffic.rate"),
@@ -73,16 +74,26 @@ pub fn has_link_axis(file: &StudyFile) -> bool {
 /// The settings of the point at `coords`.
 pub fn request_for(file: &StudyFile, coords: &[usize]) -> Result<Request> {
     let mut tree = serde_json::to_value(&file.run)?;
+    // An axis that sets nodelay to false asks for Nagle's algorithm, against the other
+    // points' TCP_NODELAY: a bulk stream must then not turn it off by itself.
+    let mut nagle_asked = false;
     for (axis, &k) in file.axes.iter().zip(coords) {
         let value = toml_to_json(&axis.values[k])?;
         for t in targets(axis) {
             if let Target::Run(path) = t {
+                nagle_asked |= path == ["socket", "nodelay"] && value == Value::Bool(false);
                 tree = put::<Request>(tree, &path, &value)
                     .map_err(|e| anyhow!("axis '{}', value {}: {e}", axis.name, axis.values[k]))?;
             }
         }
     }
-    let request: Request = serde_json::from_value(tree)?;
+    let mut request: Request = serde_json::from_value(tree)?;
+    // Only where Nagle exists: a transport axis crossed with a nodelay axis has UDP points too.
+    let tcp = request
+        .transport
+        .capabilities()
+        .is_ok_and(|c| c.tcp_options);
+    request.socket.nagle |= nagle_asked && tcp;
     Ok(request)
 }
 
@@ -281,6 +292,15 @@ mod tests {
         let r = request_for(&f, &[1, 0, 0, 0]).unwrap();
         assert_eq!(r.buffers.window, Some(vec![8192]));
         assert!(!r.socket.nodelay);
+        // nodelay = false on an axis is Nagle asked for: no bulk stream turns it off.
+        assert!(r.socket.nagle);
+        assert!(!request_for(&f, &[0, 1, 0, 0]).unwrap().socket.nagle);
+        // Not where there is no Nagle: a transport axis crossed with the nodelay axis.
+        let f = file(
+            "[[axis]]\nname = \"transport\"\nvalues = [\"udp\", \"tcp\"]\n[[axis]]\nname = \"nodelay\"\nvalues = [false]\n",
+        );
+        assert!(!request_for(&f, &[0, 0]).unwrap().socket.nagle);
+        assert!(request_for(&f, &[1, 0]).unwrap().socket.nagle);
     }
 
     #[test]
