@@ -139,6 +139,39 @@ fn tcp_stream_reports_tcp_info_intervals() {
 }
 
 #[test]
+fn a_bulk_tcp_stream_turns_nagle_off_by_itself_and_says_so_and_nagle_keeps_it() {
+    let v = run_json(&["stream", "-d", "200ms"]);
+    assert_eq!(v["settings"]["nodelay"], true);
+    assert_eq!(v["settings"]["nodelay_auto"], true);
+    let p = only_point(&v);
+    for side in ["client", "server"] {
+        assert_eq!(
+            p["socket"][side][0]["nodelay"], true,
+            "{side}: {}",
+            p["socket"]
+        );
+    }
+    // The kernel's own account of the sender's time: the limited parts are within the busy time.
+    let info = &p["stream"]["streams"][0]["sender"]["tcp_info"];
+    let busy = u(&info["busy_time_us"]);
+    assert!(
+        u(&info["rwnd_limited_us"]) + u(&info["sndbuf_limited_us"]) <= busy,
+        "{info}"
+    );
+    let v = run_json(&["stream", "-d", "200ms", "--nagle"]);
+    assert_eq!(v["settings"]["nodelay"], false);
+    assert!(v["settings"].get("nodelay_auto").is_none());
+    let p = only_point(&v);
+    for side in ["client", "server"] {
+        assert_eq!(
+            p["socket"][side][0]["nodelay"], false,
+            "{side}: {}",
+            p["socket"]
+        );
+    }
+}
+
+#[test]
 fn tcp_senders_report_what_the_peer_acknowledged_beside_what_they_wrote() {
     let v = run_json(&["stream", "-d", "300ms", "-i", "100ms"]);
     let p = only_point(&v);

@@ -426,6 +426,18 @@ mod tests {
         write_size: usize,
         think: Option<Duration>,
     ) -> Outcome {
+        exchange_n(request, response, write_size, think, TIMED, false)
+    }
+
+    /// As [`exchange`], with `timed` transactions and the round-trip series on or off.
+    fn exchange_n(
+        request: usize,
+        response: usize,
+        write_size: usize,
+        think: Option<Duration>,
+        timed: u64,
+        rtt_series: bool,
+    ) -> Outcome {
         let (requests, responses) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let (a, b) = mem::pair(BYTES, counting(&requests), counting(&responses));
         let io = Duration::from_secs(10);
@@ -436,14 +448,14 @@ mod tests {
             response_size: response,
             burst: 1,
             stop: StopAt {
-                iterations: Some(TIMED),
+                iterations: Some(timed),
                 ..StopAt::default()
             },
             warmup: WARMUP,
             loss_timeout: io,
             write_size,
             think,
-            rtt_series: false,
+            rtt_series,
         };
         let stop = AtomicBool::new(false);
         let (requester, responder) = std::thread::scope(|s| {
@@ -521,6 +533,48 @@ mod tests {
             "rtts {rtts} + thinks {} != elapsed {}",
             r.think_ns,
             r.elapsed_ns
+        );
+    }
+
+    /// What keeping the round-trip series (`--load`) costs the requester's timed loop: the
+    /// same in-memory exchange with the series off and on, alternating, paired per round.
+    /// A benchmark, not a test (it asserts nothing about time): bench/rtt-series-cost runs it.
+    #[test]
+    #[ignore = "a benchmark: bench/rtt-series-cost"]
+    fn rtt_series_cost() {
+        let rounds: usize = std::env::var("ROUNDS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(20);
+        let n: u64 = 100_000;
+        let per = |on: bool| {
+            let o = exchange_n(64, 64, 0, None, n, on);
+            assert_eq!(o.requester.transactions, n);
+            assert_eq!(o.requester.series.len(), if on { n as usize } else { 0 });
+            o.requester.elapsed_ns as f64 / n as f64
+        };
+        let mut ratios = Vec::new();
+        let (mut offs, mut ons) = (Vec::new(), Vec::new());
+        for r in 0..rounds {
+            let (off, on) = if r % 2 == 0 {
+                let off = per(false);
+                (off, per(true))
+            } else {
+                let on = per(true);
+                (per(false), on)
+            };
+            offs.push(off);
+            ons.push(on);
+            ratios.push(on / off);
+        }
+        let med = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            (v[v.len() / 2], v[0], v[v.len() - 1])
+        };
+        let (off, on, ratio) = (med(offs), med(ons), med(ratios));
+        println!(
+            "rtt series over {rounds} rounds of {n} in-memory 64-byte exchanges: off {:.0} ns, on {:.0} ns per transaction (medians); on/off paired median {:.4} [min {:.4}, max {:.4}]",
+            off.0, on.0, ratio.0, ratio.1, ratio.2
         );
     }
 }

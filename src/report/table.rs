@@ -756,13 +756,18 @@ fn print_interval(out: &Output, ev: &IntervalEvent) -> anyhow::Result<()> {
         .tcp_info
         .map(|t| {
             format!(
-                "{acked}  rtt {:.3} ms rttvar {:.3} ms cwnd {} seg retr {} unacked {} B delivery {} Mbit/s",
+                "{acked}  rtt {:.3} ms rttvar {:.3} ms cwnd {} seg retr {} unacked {} B delivery {} Mbit/s{}",
                 f64::from(t.rtt_us) / 1e3,
                 f64::from(t.rttvar_us) / 1e3,
                 t.snd_cwnd,
                 iv.retransmits.unwrap_or(0),
                 t.unacked_bytes,
-                mbit(t.delivery_rate_bits_per_s as f64)
+                mbit(t.delivery_rate_bits_per_s as f64),
+                if t.pacing_rate_bits_per_s > 0 {
+                    format!(" pacing {} Mbit/s", mbit(t.pacing_rate_bits_per_s as f64))
+                } else {
+                    String::new()
+                }
             )
         })
         .unwrap_or_default();

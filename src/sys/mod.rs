@@ -48,6 +48,19 @@ pub struct TcpInfo {
     pub snd_wnd: u32,
     /// Smallest RTT the kernel has seen, microseconds (the kernel's unit, see `rtt_us`).
     pub min_rtt_us: u32,
+    /// The rate the kernel paces this connection at, bits per second (decimal); 0 where it
+    /// sets none. BBR paces by itself (an hrtimer, without an fq qdisc); other algorithms'
+    /// rate is applied only by fq.
+    pub pacing_rate_bits_per_s: u64,
+    /// Time the connection had data to send or unacknowledged, microseconds, over its
+    /// lifetime (the kernel's "busy" chrono). The kernel counts these three in jiffies:
+    /// whole milliseconds at HZ=1000, coarser below.
+    pub busy_time_us: u64,
+    /// Of that, time the receiver's window held the sender back, microseconds.
+    pub rwnd_limited_us: u64,
+    /// Of that, time the send buffer held the sender back: it was full, so the application's
+    /// writes waited (a buffer too small for the path), microseconds.
+    pub sndbuf_limited_us: u64,
 }
 
 /// Linux's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_snd_wnd`. libc's copy stops
@@ -138,6 +151,15 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> Option<TcpInfo> {
         bytes_received: raw.bytes_received,
         snd_wnd: raw.snd_wnd,
         min_rtt_us: raw.min_rtt,
+        // ~0 is the kernel's "no limit".
+        pacing_rate_bits_per_s: if raw.pacing_rate == u64::MAX {
+            0
+        } else {
+            raw.pacing_rate.saturating_mul(8)
+        },
+        busy_time_us: raw.busy_time,
+        rwnd_limited_us: raw.rwnd_limited,
+        sndbuf_limited_us: raw.sndbuf_limited,
     })
 }
 
