@@ -5,6 +5,10 @@ cd "$(dirname "$0")/.."
 out=$(mktemp)
 python3 bench/peers --smoke > "$out"
 python3 bench/peers --smoke --memory >> "$out"
+python3 bench/peers --smoke --scaling --scaling-part flows >> "$out"
+# Settings side by side: one round of a wirebench stream and the reference loop.
+python3 bench/variants --rounds 1 'wb={wb} run --to {server} --json --no-save stream -d 300ms' \
+  'ref={ref} stream 0.3 131072 rcvlowat' >> "$out"
 # osu_bw's loop against wirebench mpi stream, where Open MPI is installed (CI installs it).
 if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
   python3 bench/mpi --smoke >> "$out"
@@ -17,6 +21,8 @@ python3 bench/ab --smoke >> "$out"
 cat "$out"
 grep -q "TCP stream, 1 flow" "$out"
 grep -q "resident memory" "$out"
+grep -q "^| 16 | [0-9]" "$out"
+grep -q "^| ref | [0-9]" "$out"
 grep -q "well-behaved clients at once: cases [0-9]*, failures 0" "$out"
 grep -q "^pingpong sweep  t0 (ns, lower)" "$out"
 rm -f "$out"

@@ -144,13 +144,7 @@ fn a_bulk_tcp_stream_turns_nagle_off_by_itself_and_says_so_and_nagle_keeps_it() 
     assert_eq!(v["settings"]["nodelay"], true);
     assert_eq!(v["settings"]["nodelay_auto"], true);
     let p = only_point(&v);
-    for side in ["client", "server"] {
-        assert_eq!(
-            p["socket"][side][0]["nodelay"], true,
-            "{side}: {}",
-            p["socket"]
-        );
-    }
+    assert_nodelay_on_both_ends(p, true);
     // The kernel's own account of the sender's time: the limited parts are within the busy time.
     let info = &p["stream"]["streams"][0]["sender"]["tcp_info"];
     let busy = u(&info["busy_time_us"]);
@@ -162,11 +156,16 @@ fn a_bulk_tcp_stream_turns_nagle_off_by_itself_and_says_so_and_nagle_keeps_it() 
     assert_eq!(v["settings"]["nodelay"], false);
     assert!(v["settings"].get("nodelay_auto").is_none());
     let p = only_point(&v);
+    assert_nodelay_on_both_ends(p, false);
+}
+
+/// The data sockets' TCP_NODELAY as the kernel reports it, on the client and the server.
+fn assert_nodelay_on_both_ends(point: &Value, on: bool) {
     for side in ["client", "server"] {
         assert_eq!(
-            p["socket"][side][0]["nodelay"], false,
+            point["socket"][side][0]["nodelay"], on,
             "{side}: {}",
-            p["socket"]
+            point["socket"]
         );
     }
 }
