@@ -161,7 +161,7 @@ impl Default for Traffic {
 pub struct SocketSettings {
     pub nodelay: bool,
     /// `--nagle`: keep Nagle's algorithm on where wirebench would turn it off by itself (a
-    /// bulk TCP stream, see `plan::automatic_nodelay`). A study axis setting `nodelay` to
+    /// bulk TCP stream under BBR, see `plan::automatic_nodelay`). A study axis setting `nodelay` to
     /// false sets it too.
     pub nagle: bool,
     /// TCP congestion control (each checked against the kernel's list when planned): none,

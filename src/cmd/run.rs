@@ -147,11 +147,12 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_sweep)]
     pub server_rcvbuf: Option<Sweep>,
     /// TCP_NODELAY: turn Nagle's algorithm off on both ends. A TCP stream whose writes are
-    /// all 64K or more, with the socket buffers left to the kernel, does this by itself.
+    /// all 64K or more, with the socket buffers left to the kernel and a sender under BBR,
+    /// does this by itself.
     #[arg(long)]
     pub nodelay: bool,
-    /// Keep Nagle's algorithm on in a TCP stream whose writes are all 64K or more, which
-    /// otherwise turns it off by itself (what an application that never sets TCP_NODELAY gets).
+    /// Keep Nagle's algorithm on in a bulk TCP stream under BBR, which otherwise turns it off
+    /// by itself (what an application that never sets TCP_NODELAY gets).
     #[arg(long, conflicts_with = "nodelay")]
     pub nagle: bool,
     /// TCP congestion control on both ends (e.g. cubic, reno, bbr). A list (cubic,reno) is a

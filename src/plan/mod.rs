@@ -80,7 +80,7 @@ pub struct RunPlan {
     pub until_ci: Option<f64>,
     pub max_repeat: u32,
     pub rate: Option<Rate>,
-    /// wirebench turned Nagle's algorithm off by itself: a bulk TCP stream (see
+    /// wirebench turned Nagle's algorithm off by itself: a bulk TCP stream under BBR (see
     /// [`automatic_nodelay`]). The points' socket options carry TCP_NODELAY.
     pub nodelay_auto: bool,
 }
@@ -92,13 +92,22 @@ pub const NODELAY_AUTO_MIN_WRITE: u64 = 64 * 1024;
 
 /// Whether a stream turns Nagle's algorithm off by itself. A bulk stream writes whole
 /// buffers back to back: Nagle coalesces nothing there and only holds each write's last,
-/// partial segment until an ACK comes. Under BBR's internal pacing (no fq qdisc, as on
-/// loopback) that hold cost 25-33% of a single stream's rate with 4-10 times as many pacing
-/// stops (bench/RESULTS.md, "Where the single stream's time went"), a figure of write size
-/// against MSS rather than of the path. Left on where Nagle is the study: small writes (a
-/// write-size sweep below 64K keeps it on for every point), fixed socket buffers (the seeds'
-/// Nagle and SWS stalls), --nagle, and MPTCP (whose subflows are not plain TCP).
-fn automatic_nodelay(r: &Request, caps: &Capabilities, sizes: &[u64]) -> bool {
+/// partial segment until an ACK comes. Where TCP paces the connection itself (BBR; the kernel's
+/// timer, without an fq qdisc) that hold cost 25-33% of a single stream's rate on loopback with
+/// 4-10 times as many pacing stops (bench/RESULTS.md, "Where the single stream's time went"), a
+/// figure of write size against MSS rather than of the path; under cubic it did not, and
+/// TCP_NODELAY cost 7% there, so only senders that pace themselves get it. Left on where Nagle
+/// is the study: small writes (a write-size sweep below 64K keeps it on for every point), fixed
+/// socket buffers (the seeds' Nagle and SWS stalls), --nagle, and MPTCP (whose subflows are not
+/// plain TCP); and where the sender's algorithm is not known here (a remote server sending
+/// with its own default).
+fn automatic_nodelay(
+    r: &Request,
+    caps: &Capabilities,
+    sizes: &[u64],
+    ccs: &[Option<CcName>],
+    default_cc: Option<&str>,
+) -> bool {
     let b = &r.buffers;
     let buffers_left_to_kernel = [
         &b.window,
@@ -117,6 +126,19 @@ fn automatic_nodelay(r: &Request, caps: &Capabilities, sizes: &[u64]) -> bool {
         && !r.socket.nagle
         && buffers_left_to_kernel
         && sizes.iter().all(|&s| s >= NODELAY_AUTO_MIN_WRITE)
+        && senders_pace_themselves(r, ccs, default_cc)
+}
+
+/// Whether every sending end of the run has TCP pace itself (see
+/// [`transport::sockopt::paces_itself`]): the algorithms asked for, else `default_cc`, this
+/// host's default, where this host's sockets send (forward, or a server started here). A
+/// remote server's default is not known here: false.
+fn senders_pace_themselves(r: &Request, ccs: &[Option<CcName>], default_cc: Option<&str>) -> bool {
+    let this_host_sends = r.traffic.direction == Direction::Forward || r.server.to.is_none();
+    ccs.iter().all(|cc| match cc {
+        Some(cc) => transport::sockopt::paces_itself(cc.as_str()),
+        None => this_host_sends && default_cc.is_some_and(transport::sockopt::paces_itself),
+    })
 }
 
 /// Default message sizes when --size is not given.
@@ -426,7 +448,8 @@ pub fn build(r: &Request) -> Result<RunPlan> {
             dims[5]
         );
     }
-    let nodelay_auto = automatic_nodelay(r, &caps, &sizes);
+    let default_cc = transport::sockopt::default_congestion_control();
+    let nodelay_auto = automatic_nodelay(r, &caps, &sizes, &ccs, default_cc.as_deref());
     // The run's one algorithm, if any (a sweep sets each point's own below).
     let base_socket = SocketOptions {
         sndbuf: 0,

@@ -1,5 +1,6 @@
 //! When a stream turns Nagle's algorithm off by itself (`automatic_nodelay`), and when the
-//! choice is the user's: planned without a socket, from the request alone.
+//! choice is the user's: decided from the request alone, with the host's default congestion
+//! control given, so that no test depends on the kernel it runs on.
 use super::*;
 use crate::transport::TransportKind;
 
@@ -9,24 +10,65 @@ fn stream(transport: TransportKind) -> Request {
     r
 }
 
-fn nodelay(r: &Request) -> (bool, bool) {
-    let plan = build(r).unwrap();
-    let each = plan.points.iter().map(|p| p.client_socket.nodelay);
-    let server = plan.points.iter().map(|p| p.spec.server_socket.nodelay);
-    let all: Vec<bool> = each.chain(server).collect();
-    assert!(
-        all.windows(2).all(|w| w[0] == w[1]),
-        "every point and both ends alike: {all:?}"
-    );
-    (all[0], plan.nodelay_auto)
+fn caps(t: TransportKind) -> Capabilities {
+    t.capabilities().unwrap()
+}
+
+fn cc(name: &str) -> Option<CcName> {
+    CcName::new(name)
+}
+
+/// The decision for `r` with 128 KiB writes unless it names sizes, its own --cc list, and
+/// `default` as this host's default algorithm.
+fn auto(r: &Request, default: &str) -> bool {
+    let sizes = r
+        .sizes
+        .size
+        .clone()
+        .unwrap_or_else(|| vec![r.sizes.write_size.unwrap_or(default_size(r.pattern, true))]);
+    let ccs: Vec<Option<CcName>> = if r.socket.cc.is_empty() {
+        vec![None]
+    } else {
+        r.socket.cc.iter().map(|c| cc(c)).collect()
+    };
+    automatic_nodelay(r, &caps(r.transport), &sizes, &ccs, Some(default))
 }
 
 #[test]
-fn a_bulk_tcp_stream_turns_nagle_off_and_says_so() {
-    assert_eq!(nodelay(&stream(TransportKind::Tcp)), (true, true));
+fn a_bulk_tcp_stream_that_paces_itself_turns_nagle_off() {
+    assert!(auto(&stream(TransportKind::Tcp), "bbr"));
     let mut r = stream(TransportKind::Tcp);
     r.sizes.write_size = Some(64 * 1024);
-    assert_eq!(nodelay(&r), (true, true));
+    assert!(auto(&r, "bbr"));
+    // Asked for by name, whatever the host's default.
+    let mut r = stream(TransportKind::Tcp);
+    r.socket.cc = vec!["bbr".into()];
+    assert!(auto(&r, "cubic"));
+    // A server started here sends with this host's default too.
+    let mut r = stream(TransportKind::Tcp);
+    r.traffic.direction = Direction::Reverse;
+    assert!(auto(&r, "bbr"));
+}
+
+#[test]
+fn nagle_stays_where_the_sender_does_not_pace_itself_or_is_not_known() {
+    // Under cubic Nagle did not cost, and TCP_NODELAY did.
+    assert!(!auto(&stream(TransportKind::Tcp), "cubic"));
+    let mut r = stream(TransportKind::Tcp);
+    r.socket.cc = vec!["cubic".into()];
+    assert!(!auto(&r, "bbr"));
+    // A sweep with one algorithm that does not pace keeps Nagle for every point.
+    r.socket.cc = vec!["bbr".into(), "cubic".into()];
+    assert!(!auto(&r, "bbr"));
+    // A remote server sends with its own default, which this host does not know.
+    for direction in [Direction::Reverse, Direction::Bidir] {
+        let mut r = stream(TransportKind::Tcp);
+        r.server.to = Some("192.0.2.1:5201".into());
+        r.traffic.direction = direction;
+        assert!(!auto(&r, "bbr"));
+        r.socket.cc = vec!["bbr".into()];
+        assert!(auto(&r, "cubic"), "named, it is known");
+    }
 }
 
 #[test]
@@ -34,14 +76,14 @@ fn nagle_stays_where_it_is_the_study() {
     // Asked for.
     let mut r = stream(TransportKind::Tcp);
     r.socket.nagle = true;
-    assert_eq!(nodelay(&r), (false, false));
+    assert!(!auto(&r, "bbr"));
     // Writes below one full segment of any path, or a sweep that has one.
     let mut r = stream(TransportKind::Tcp);
     r.sizes.write_size = Some(64 * 1024 - 1);
-    assert_eq!(nodelay(&r), (false, false));
+    assert!(!auto(&r, "bbr"));
     let mut r = stream(TransportKind::Tcp);
     r.sizes.size = Some(vec![1024, 128 * 1024]);
-    assert_eq!(nodelay(&r), (false, false));
+    assert!(!auto(&r, "bbr"));
     // A socket buffer fixed anywhere in the run, on either end: the seeds' stalls.
     for set in [
         |r: &mut Request| r.buffers.sndbuf = Some(vec![0, 16 * 1024]),
@@ -50,25 +92,37 @@ fn nagle_stays_where_it_is_the_study() {
     ] {
         let mut r = stream(TransportKind::Tcp);
         set(&mut r);
-        assert_eq!(nodelay(&r), (false, false));
+        assert!(!auto(&r, "bbr"));
     }
     // Kernel buffers named as such (0) are still the kernel's.
     let mut r = stream(TransportKind::Tcp);
     r.buffers.sndbuf = Some(vec![0]);
-    assert_eq!(nodelay(&r), (true, true));
+    assert!(auto(&r, "bbr"));
     // Exchanges keep the kernel's default: Nagle's effect on messages is what they measure.
     let mut r = Request::new(PatternKind::Pingpong, TransportKind::Tcp);
     r.sizes.size = Some(vec![128 * 1024]);
-    assert_eq!(nodelay(&r), (false, false));
+    assert!(!auto(&r, "bbr"));
     // MPTCP's subflows are not plain TCP.
-    assert!(!nodelay(&stream(TransportKind::Mptcp)).1);
+    assert!(!auto(&stream(TransportKind::Mptcp), "bbr"));
+    // TCP_NODELAY asked for is not automatic.
+    let mut r = stream(TransportKind::Tcp);
+    r.socket.nodelay = true;
+    assert!(!auto(&r, "bbr"));
 }
 
 #[test]
-fn nodelay_asked_for_is_not_automatic() {
-    let mut r = stream(TransportKind::Tcp);
-    r.socket.nodelay = true;
-    assert_eq!(nodelay(&r), (true, false));
+fn the_plan_carries_its_decision_to_every_point_and_both_ends() {
+    for nagle in [false, true] {
+        let mut r = stream(TransportKind::Tcp);
+        r.socket.nagle = nagle;
+        r.sizes.size = Some(vec![64 * 1024, 128 * 1024]);
+        let plan = build(&r).unwrap();
+        assert!(!nagle || !plan.nodelay_auto);
+        for p in &plan.points {
+            assert_eq!(p.client_socket.nodelay, plan.nodelay_auto);
+            assert_eq!(p.spec.server_socket.nodelay, plan.nodelay_auto);
+        }
+    }
 }
 
 #[test]

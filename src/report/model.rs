@@ -190,7 +190,8 @@ pub struct Settings {
     /// bulk TCP stream (`nodelay_auto`).
     pub nodelay: bool,
     /// wirebench turned Nagle's algorithm off by itself: a TCP stream whose writes are all
-    /// 64 KiB or more, with the socket buffers left to the kernel (--nagle keeps it on).
+    /// 64 KiB or more, with the socket buffers left to the kernel, sent with an algorithm
+    /// that has TCP pace itself (BBR) (--nagle keeps it on).
     /// Absent: it did not (documents of before it could are read as absent).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub nodelay_auto: bool,

@@ -326,7 +326,7 @@ impl Sink for TableSink {
                     self.line(line)?;
                 }
                 if r.settings.nodelay_auto {
-                    self.line("# Nagle's algorithm off (TCP_NODELAY), wirebench's choice for a bulk TCP stream: every write is at least a full segment, and Nagle would only hold each write's tail; --nagle keeps it on")?;
+                    self.line("# Nagle's algorithm off (TCP_NODELAY), wirebench's choice for a bulk TCP stream that TCP paces itself (BBR): every write is at least a full segment, and Nagle would only hold each write's tail; --nagle keeps it on")?;
                 }
                 let cols = self.stream_columns(true);
                 self.line(&columns_line(&cols, 1, &bufs, |c| c.header.to_owned()))?;

@@ -273,7 +273,7 @@ fn environment(run: &Run) -> String {
         fmt_num(st.confidence * 100.0),
         st.repeat,
         if st.nodelay_auto {
-            ", TCP_NODELAY (wirebench's choice for a bulk TCP stream; --nagle keeps Nagle on)"
+            ", TCP_NODELAY (wirebench's choice for a bulk TCP stream under BBR; --nagle keeps Nagle on)"
         } else if st.nodelay {
             ", TCP_NODELAY"
         } else {

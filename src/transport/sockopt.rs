@@ -100,6 +100,20 @@ impl<'de> Deserialize<'de> for CcName {
     }
 }
 
+/// The congestion control this host's new TCP sockets get (net.ipv4.tcp_congestion_control).
+pub fn default_congestion_control() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+/// Whether an algorithm has TCP pace the connection itself: BBR (and its later versions) asks
+/// for pacing, which the kernel does with a timer per socket unless an fq qdisc does it.
+pub fn paces_itself(cc: &str) -> bool {
+    cc.starts_with("bbr")
+}
+
 /// Congestion control algorithms this kernel offers.
 pub fn available_congestion_controls() -> Vec<String> {
     std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
