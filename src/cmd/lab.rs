@@ -629,33 +629,8 @@ impl LinkArgs {
     }
 
     pub fn to_config(&self) -> Result<LinkConfig> {
-        LinkSpec {
-            profile: self.profile,
-            rate: self.rate.clone(),
-            delay: self.delay,
-            jitter: self.jitter,
-            loss: self.loss.clone(),
-            queue: None,
-            rate_back: self.rate_back.clone(),
-            delay_back: self.delay_back,
-            jitter_back: self.jitter_back,
-            loss_back: self.loss_back.clone(),
-            queue_back: None,
-            mtu: Some(self.mtu),
-            mechanism: Some(self.mechanism),
-        }
-        .to_config()
-        .map(|mut c| {
-            // The queues were parsed by clap already.
-            if self.queue.is_some() {
-                c.forward.queue = self.queue;
-                c.back.queue = self.queue;
-            }
-            if self.queue_back.is_some() {
-                c.back.queue = self.queue_back;
-            }
-            c
-        })
+        // The queues go back to text and are parsed again: the text is QueueLimit's own form.
+        self.to_spec().to_config()
     }
 }
 
@@ -700,6 +675,26 @@ mod tests {
         assert_eq!(h3.back.delay, Duration::from_millis(5));
         // What the override leaves out is the lab's.
         assert_eq!(h3.back.queue, Some(QueueLimit::Packets(30)));
+    }
+
+    #[test]
+    fn the_two_host_link_keeps_its_queues_in_both_directions() {
+        let parse = |args: &[&str]| {
+            Up::try_parse_from(std::iter::once("up").chain(args.iter().copied()))
+                .unwrap()
+                .link
+                .to_config()
+                .unwrap()
+        };
+        let c = parse(&["--queue", "30p"]);
+        assert_eq!(c.forward.queue, Some(QueueLimit::Packets(30)));
+        assert_eq!(c.back.queue, Some(QueueLimit::Packets(30)));
+        let c = parse(&["--queue", "30p", "--queue-back", "150000B"]);
+        assert_eq!(c.forward.queue, Some(QueueLimit::Packets(30)));
+        assert_eq!(c.back.queue, Some(QueueLimit::Bytes(150_000)));
+        let c = parse(&["--queue-back", "64K"]);
+        assert_eq!(c.forward.queue, None);
+        assert_eq!(c.back.queue, Some(QueueLimit::Bytes(65_536)));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 
 use super::MeshRequest;
 use crate::error::{one_line, EXIT_FAILURE};
-use crate::report::mesh::MeshResult;
+use crate::report::mesh::{cell_of, in_pair_order, MeshResult};
 use crate::report::model::RunReport;
 use crate::request::Format;
 use crate::results::mesh_figures::heatmaps;
@@ -161,14 +161,9 @@ pub fn render_text(report: &RunReport) -> String {
                 m.size_name()
             );
             grid(&mut out, n, &|f, t| {
-                l.cells
-                    .iter()
-                    .find(|c| c.from == f && c.to == t)
-                    .map(|c| (c.mean_ns / 1e3, !c.validity.is_invalid()))
+                cell_of(&l.cells, f, t).map(|c| (c.mean_ns / 1e3, !c.validity.is_invalid()))
             });
-            let mut cells: Vec<_> = l.cells.iter().collect();
-            cells.sort_by_key(|c| (c.from, c.to));
-            for c in cells {
+            for c in in_pair_order(&l.cells) {
                 let _ = writeln!(
                     out,
                     "  {}->{}: mean {} us +- {} ({level}% CI), p50 {} us, p99 {} us, n={} samples{}{}",
@@ -195,14 +190,10 @@ pub fn render_text(report: &RunReport) -> String {
                 m.size_name()
             );
             grid(&mut out, n, &|f, t| {
-                b.cells
-                    .iter()
-                    .find(|c| c.from == f && c.to == t)
+                cell_of(&b.cells, f, t)
                     .map(|c| (c.receiver_bits_per_s / 1e6, c.receiver_valid != Some(false)))
             });
-            let mut cells: Vec<_> = b.cells.iter().collect();
-            cells.sort_by_key(|c| (c.from, c.to));
-            for c in cells {
+            for c in in_pair_order(&b.cells) {
                 let _ = writeln!(
                     out,
                     "  {}->{}: sender {} Mbit/s ({} bytes in {:.3} s), receiver {} Mbit/s ({} bytes in {:.3} s), {} stream{}{}{}",

@@ -96,6 +96,36 @@ pub struct LatencyMatrix {
     pub cells: Vec<LatencyCell>,
 }
 
+/// A cell of a mesh matrix: the ordered pair of ranks it is for.
+pub trait PairCell {
+    /// (from, to): the rows and columns of the matrix.
+    fn pair(&self) -> (usize, usize);
+}
+
+impl PairCell for LatencyCell {
+    fn pair(&self) -> (usize, usize) {
+        (self.from, self.to)
+    }
+}
+
+impl PairCell for BandwidthCell {
+    fn pair(&self) -> (usize, usize) {
+        (self.from, self.to)
+    }
+}
+
+/// The cell of `from` -> `to`, where that pair was measured.
+pub fn cell_of<C: PairCell>(cells: &[C], from: usize, to: usize) -> Option<&C> {
+    cells.iter().find(|c| c.pair() == (from, to))
+}
+
+/// The cells in the order of their pairs (by row, then column).
+pub fn in_pair_order<C: PairCell>(cells: &[C]) -> Vec<&C> {
+    let mut v: Vec<&C> = cells.iter().collect();
+    v.sort_by_key(|c| c.pair());
+    v
+}
+
 /// The latency of one ordered pair (client `from`, server `to`) at one point, nanoseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencyCell {
