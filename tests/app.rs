@@ -15,13 +15,7 @@ fn app_json(args: &[&str]) -> Value {
     all.extend_from_slice(args);
     all.extend_from_slice(&["--json", "--no-save"]);
     let out = common::run(&all);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "wirebench {all:?} failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_str(&stdout).expect("stdout is one JSON document");
+    let v = common::json_document(&format!("wirebench {all:?}"), &out);
     assert_eq!(v["schema"], "wirebench.app");
     v
 }

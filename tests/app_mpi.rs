@@ -22,13 +22,7 @@ fn mpirun_app(args: &[&str]) -> Value {
     all.extend_from_slice(args);
     all.extend_from_slice(&["--json", "--no-save", "--io-timeout", "60s"]);
     let out = common::mpirun(4, common::MPI_TCP_ON_LOOPBACK, &all);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "mpirun wirebench app {args:?} failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_str(&stdout).expect("stdout is one JSON document");
+    let v = common::json_document(&format!("mpirun wirebench app {args:?}"), &out);
     assert_eq!(v["schema"], "wirebench.app");
     assert_eq!(v["launch"], "mpirun");
     assert_eq!(v["ranks"], 4);

@@ -49,13 +49,7 @@ fn mesh_json(np: usize, args: &[&str]) -> Value {
     all.extend_from_slice(args);
     all.push("--json");
     let out = mpirun(np, &all);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "mpirun wirebench {all:?} failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_str(&stdout).expect("stdout is one JSON document");
+    let v = common::json_document(&format!("mpirun wirebench {all:?}"), &out);
     assert_eq!(v["schema"], "wirebench.run");
     assert_eq!(v["complete"], true, "{}", v["error"]);
     v

@@ -24,13 +24,7 @@ fn mpi_json(args: &[&str]) -> Value {
     // TCP only (and "self" for a rank's messages to itself), over the loopback interface
     // like `wirebench run`'s self-hosted server.
     let out = common::mpirun(2, common::MPI_TCP_ON_LOOPBACK, &all);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "mpirun wirebench {all:?} failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_str(&stdout).expect("stdout is one JSON document");
+    let v = common::json_document(&format!("mpirun wirebench {all:?}"), &out);
     assert_eq!(v["schema"], "wirebench.run");
     assert_eq!(v["complete"], true);
     assert_eq!(v["transport"], "mpi");

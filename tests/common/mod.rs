@@ -31,18 +31,24 @@ pub fn run(args: &[&str]) -> Output {
 }
 
 /// Runs `wirebench run ... --json`, asserts success and returns the parsed document.
+/// The one JSON document a command printed, which must have succeeded: otherwise the test
+/// fails with `what`, its stderr and its stdout.
+pub fn json_document(what: &str, out: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{what} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).expect("stdout is one JSON document")
+}
+
 pub fn run_json(args: &[&str]) -> Value {
     let mut all = vec!["run"];
     all.extend_from_slice(args);
     all.push("--json");
     let out = run(&all);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "wirebench {all:?} failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_str(&stdout).expect("stdout is one JSON document");
+    let v = json_document(&format!("wirebench {all:?}"), &out);
     assert_eq!(v["schema"], "wirebench.run");
     assert_eq!(v["schema_version"], 2);
     assert_eq!(v["complete"], true);
