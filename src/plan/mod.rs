@@ -448,7 +448,10 @@ pub fn build(r: &Request) -> Result<RunPlan> {
             dims[5]
         );
     }
-    let default_cc = transport::sockopt::default_congestion_control();
+    // Read only where the choice can depend on it.
+    let default_cc = (pattern == PatternKind::Stream && caps.tcp_options)
+        .then(transport::sockopt::default_congestion_control)
+        .flatten();
     let nodelay_auto = automatic_nodelay(r, &caps, &sizes, &ccs, default_cc.as_deref());
     // The run's one algorithm, if any (a sweep sets each point's own below).
     let base_socket = SocketOptions {

@@ -222,8 +222,7 @@ mod cc_tests {
         assert!(!e.contains('\n'));
         let odd = super::validate_cc("a b;c").unwrap_err().to_string();
         assert!(!odd.contains("modprobe"), "{odd}");
-        let default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
-            .unwrap_or_else(|_| "cubic".into());
-        super::validate_cc(default.trim()).unwrap();
+        let default = super::default_congestion_control().unwrap_or_else(|| "cubic".into());
+        super::validate_cc(&default).unwrap();
     }
 }
