@@ -18,6 +18,8 @@ fi
 python3 bench/attacks --smoke >> "$out"
 # README's worked examples, the binary against itself: the A/B harness runs and reads them.
 python3 bench/ab --smoke >> "$out"
+# The randomised oracle, two lab scenarios without hogs (root; skipped with WIREBENCH_SKIP_LAB).
+python3 bench/oracle --smoke >> "$out"
 cat "$out"
 grep -q "TCP stream, 1 flow" "$out"
 grep -q "resident memory" "$out"
@@ -25,4 +27,5 @@ grep -q "^| 16 | [0-9]" "$out"
 grep -q "^| ref | [0-9]" "$out"
 grep -q "well-behaved clients at once: cases [0-9]*, failures 0" "$out"
 grep -q "^pingpong sweep  t0 (ns, lower)" "$out"
+grep -qE "^(oracle skipped|scenarios +figures checked +violations)" "$out"
 rm -f "$out"
