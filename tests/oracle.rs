@@ -1489,26 +1489,23 @@ fn no_figure_marked_valid_breaks_the_physics_of_a_randomly_drawn_lab() {
                 o.stderr
             ));
             "PANIC".to_owned()
-        } else if o.doc.is_none() {
-            let why = o.stderr.lines().last().unwrap_or("").to_owned();
-            *no_result.entry(reason_kind(&why)).or_default() += 1;
-            format!(
-                "no result (exit {:?}): {}",
-                o.code,
-                o.stderr.lines().last().unwrap_or("")
-            )
-        } else if o.doc.as_ref().is_some_and(|d| d["complete"] == false) {
-            // Stopped early: the points measured before are checked; the stop is counted.
-            let why = o.doc.as_ref().unwrap()["error"]
-                .as_str()
-                .unwrap_or("")
-                .to_owned();
-            *no_result
-                .entry(format!("incomplete: {}", reason_kind(&why)))
-                .or_default() += 1;
-            format!("incomplete (exit {:?}): {why}", o.code.unwrap_or(-1))
         } else {
-            format!("exit {:?}", o.code.unwrap_or(-1))
+            match &o.doc {
+                None => {
+                    let why = o.stderr.lines().last().unwrap_or("").to_owned();
+                    *no_result.entry(reason_kind(&why)).or_default() += 1;
+                    format!("no result (exit {:?}): {why}", o.code)
+                }
+                // Stopped early: the points measured before are checked; the stop is counted.
+                Some(d) if d["complete"] == false => {
+                    let why = d["error"].as_str().unwrap_or("").to_owned();
+                    *no_result
+                        .entry(format!("incomplete: {}", reason_kind(&why)))
+                        .or_default() += 1;
+                    format!("incomplete (exit {:?}): {why}", o.code.unwrap_or(-1))
+                }
+                Some(_) => format!("exit {:?}", o.code.unwrap_or(-1)),
+            }
         };
         println!(
             "oracle [{i}] {:.1}s {status}: figures {}, flagged {}, violations {}: {}",
