@@ -893,10 +893,14 @@ fn rate_bound(s: &Scenario, size: u64, phase_s: f64, streams: u64) -> f64 {
         + (streams * first_chunk(s, size)) as f64 * 8.0 / phase_s.max(1e-3)
 }
 
-/// Sender and receiver phases of the same bytes may differ in length by the time the bytes
-/// the path can hold take to drain at the link's rate (the sender's socket buffer, the link's
-/// queue, the bytes in flight over a round trip, the receiver's buffer), plus a round trip,
-/// plus [`WAKEUP_S`] at each end of each phase.
+/// Sender and receiver phases of the same bytes: the receiver's starts when the first timed
+/// byte arrives and ends when the last does, each after the sender wrote it, so the phases
+/// differ in length by at most the longer of the two bytes' trips through the path: the time
+/// the bytes the path can hold (the sender's socket buffer, QUIC's windows, the link's queue
+/// at its peak, the bytes in flight over a round trip, the receiver's buffer) take to drain
+/// at the stream's rate, plus a round trip, plus [`WAKEUP_S`] at each end of each phase (a
+/// late wake-up of a thread that reads a clock on a loaded 2-CPU host: about two of CFS's
+/// default scheduling periods there, 6 ms x (1 + log2 CPUs) = 12 ms).
 const WAKEUP_S: f64 = 0.025;
 
 /// Below this R^2 a straight line explains less than half of the times' variance: a fit
@@ -1181,8 +1185,11 @@ fn check_stream(
         let same = bs > 0 && bs.abs_diff(br) as f64 <= 0.05 * bs.max(br) as f64;
         if rv && sv && same && e_s > 0.0 && e_r > 0.0 {
             let held = (sndbuf + rcvbuf + queue + bdp + bs.abs_diff(br)) as f64 * 8.0;
-            let slack = held / g + rtt_s + 4.0 * WAKEUP_S;
             let (lo, hi) = (e_s.min(e_r), e_s.max(e_r));
+            // The held bytes drain at the stream's own rate, which other streams, flows and
+            // load may hold below the link's: at least the bytes over the longer phase.
+            let drain = g.min(bs.max(br) as f64 * 8.0 / hi);
+            let slack = held / drain + rtt_s + 4.0 * WAKEUP_S;
             t.check(format!("{here} sender/receiver"), hi - lo <= slack, || {
                 format!(
                     "sender {} and receiver {} for the same bytes ({bs} and {br}): phases {:.1} and {:.1} ms differ by more than the path's drain time, a round trip and four wake-ups ({:.1} ms); factor {:.2}",
