@@ -1164,8 +1164,11 @@ fn check_stream(
                 )
             });
             if let Some(a) = num(&snd["acked_bits_per_s"]) {
+                // Acknowledged in the phase: what crossed in it and over a round trip before
+                // (in flight at its start), plus what the receiver held out of order (jitter
+                // reorders frames) that one cumulative ACK covers at once: its buffer.
                 let bound = g * (1.0 + RATE_TOL) * (e_s + rtt_s) / e_s
-                    + first_chunk(s, size) as f64 * 8.0 / e_s;
+                    + (first_chunk(s, size) + rcvbuf) as f64 * 8.0 / e_s;
                 t.check(format!("{here}.sender.acked_bits_per_s"), a <= bound, || {
                     format!(
                         "acknowledged {} above the link's goodput over the phase and a round trip ({})",
