@@ -346,6 +346,7 @@ impl Sink for TableSink {
                 let row = Row::point(r, None, p);
                 self.line(&self.latency_line(&bufs, |c| c.text(&row, &l.validity)))?;
                 self.footnote("", &l.validity)?;
+                self.footnote("", &l.percentile_validity("p99"))?;
             }
             Some(PatternKind::Rr | PatternKind::Crr) => {
                 let Some(l) = &p.latency else {
@@ -358,6 +359,7 @@ impl Sink for TableSink {
                 let row = Row::point(r, None, p);
                 self.line(&self.latency_line(&bufs, |c| c.text(&row, &l.validity)))?;
                 self.footnote("", &l.validity)?;
+                self.footnote("", &l.percentile_validity("p99"))?;
             }
             Some(PatternKind::Stream) => {
                 let Some(s) = &p.stream else { return Ok(()) };
