@@ -381,8 +381,9 @@ fn the_physics_guard_marks_an_unfaithful_or_impossible_figure_and_passes_true_on
 
     // An unpaced UDP sender over a 1 Mbit/s link hands its socket far more than the link
     // carries (its host's buffers take datagrams at memory speed, the delay line's queue drops
-    // them): its sender rate is marked for what it counts. The receiver's is never above the
-    // link: its clock starts at the kernel's arrival stamp.
+    // them): its sender rate gets a note saying what it counts (true of that, so not a
+    // verdict). The receiver's is never above the link: its clock starts at the kernel's
+    // arrival stamp.
     let v = lab_run(
         "guardu",
         &["--rate", "1mbit", "--delay", "1ms"],
@@ -401,15 +402,11 @@ fn the_physics_guard_marks_an_unfaithful_or_impossible_figure_and_passes_true_on
     let pair = &point["stream"]["streams"][0];
     let sender = &pair["sender"];
     let got = f(&sender["bits_per_s"]);
-    println!(
-        "UDP sender {got} bit/s on 1 Mbit/s: {}",
-        sender["invalid_reason"]
-    );
+    println!("UDP sender {got} bit/s on 1 Mbit/s: {}", sender["note"]);
     // 2 x 1 Mbit/s of line and buffer is 250 kB in a second; a sender that wrote less than
     // that in its phase is not this case's to judge (it never happens: 1000 B datagrams).
     if got > 2.0 * (1e6 + 212_992.0 * 8.0) {
-        assert_eq!(sender["valid"], false, "{sender}");
-        let reason = sender["invalid_reason"].as_str().unwrap();
+        let reason = sender["note"].as_str().unwrap_or_default();
         assert!(
             reason.contains("the link's line rate 1.00 Mbit/s: it counts what was handed to the sender's socket"),
             "{reason}"

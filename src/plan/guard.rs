@@ -394,13 +394,14 @@ fn judge_pair(
     let (s, r) = (&pair.sender.stats, &pair.receiver.stats);
     let mut on_sender = Vec::new();
     let mut on_receiver = Vec::new();
-    // (c) What may be held between the ends: both sockets, and what the path holds (the lab
-    // link's queue and flight; nothing on one host; unknown on a real path, where a
-    // datagram transport's ends are then not compared).
+    // (c) What may be held between the ends: both sockets, and for a datagram transport what
+    // the path holds (the lab link's queue and flight; nothing on one host; unknown on a real
+    // path, where its ends are then not compared). A byte stream's bytes on the path are
+    // unacknowledged, so still in the sender's buffer: the path adds nothing to it.
     let path = match (dir, facts.same_host) {
+        _ if tcp_like(facts.transport) => Some(0),
         (Some(d), _) => Some(link_holds(d, mtu)),
         (None, true) => Some(0),
-        (None, false) if tcp_like(facts.transport) => Some(0),
         (None, false) => None,
     };
     if let Some(path) = path {
@@ -435,12 +436,12 @@ fn judge_pair(
                     },
                 ));
             }
-            on_sender.push(physics::sender_within_line(
-                s.bits_per_s,
-                rate,
-                s.elapsed_ns as f64 / 1e9,
-                sndbuf,
-            ));
+            // (g) A note, not a verdict: the figure is true of what it counts.
+            let line =
+                physics::sender_within_line(s.bits_per_s, rate, s.elapsed_ns as f64 / 1e9, sndbuf);
+            if line.is_invalid() {
+                pair.sender.note = line.invalid_reason;
+            }
         }
         on_receiver.push(faithful.clone());
     }

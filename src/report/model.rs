@@ -422,6 +422,12 @@ pub struct SideStats {
     pub stats: StreamStats,
     #[serde(flatten)]
     pub validity: Validity,
+    /// What the rate counts when that is not what crossed the path, said beside it rather
+    /// than as a verdict on it: a sender above the lab link's line rate (beyond what its
+    /// socket buffer holds) counts bytes handed to its socket, which its own host dropped or
+    /// buffered (the physics guard). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl SideStats {
@@ -464,10 +470,12 @@ impl StreamPair {
             sender: SideStats {
                 stats: sender,
                 validity: Validity::default(),
+                note: None,
             },
             receiver: SideStats {
                 stats: receiver,
                 validity: Validity::default(),
+                note: None,
             },
         };
         pair.judge(transport);

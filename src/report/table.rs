@@ -458,6 +458,17 @@ impl Sink for TableSink {
                     };
                     self.footnote(&format!("{dir}sender"), &t.sender_validity())?;
                     self.footnote(&format!("{dir}receiver"), &t.receiver_validity())?;
+                    let several = s.streams.len() > 1;
+                    for st in s.streams.iter().filter(|st| st.direction == t.direction) {
+                        if let Some(n) = &st.sender.note {
+                            let which = if several {
+                                format!("stream {} ", st.index)
+                            } else {
+                                String::new()
+                            };
+                            self.line(&format!("{:>9}   note: {dir}{which}sender: {n}", ""))?;
+                        }
+                    }
                     if let Some(k) = &t.frames {
                         self.line(&format!("{:>9}   {}", "", frames_line(k)))?;
                     }

@@ -62,10 +62,11 @@ pub const AUTOTUNED_RCVBUF_MAX: u64 = 6 << 20;
 pub const MAX_FIT_REL_SE: f64 = 0.10;
 
 /// How far a fitted r_inf may sit above the link's goodput, besides twice its standard error:
-/// 1%, the distance between the goodput and the slope of the physics' own staircase (the
-/// header bytes of every segment, fitted over the sweep's sizes; the truth tests find them
-/// within 1% of each other).
-pub const FIT_GOODPUT_SLACK: f64 = 0.01;
+/// 3%. The slope of the physics' own staircase (the header bytes of every segment, fitted over
+/// the sweep's sizes) is within 1% of the goodput, and the truth test of lab sweeps finds
+/// measured fits within 3% of it (the means' noise over wire times of 10 ms and more, which
+/// R^2 alone does not see when the noise is alike at every size).
+pub const FIT_GOODPUT_SLACK: f64 = 0.03;
 
 /// The most a delay line may have fallen behind over a point: 1% of the frames it forwarded
 /// released more than 100 us late.
@@ -285,7 +286,9 @@ pub fn ends_agree(sender: End, receiver: End, held_bytes: u64) -> Validity {
 
 /// (g) A sender's rate above the link's line rate, beyond what its socket buffer may hold at
 /// the end of its phase (`buffer_bytes` x 8 / T): what it counts was handed to its socket and
-/// dropped on its own host or left in the buffer, not carried by the link.
+/// dropped on its own host or left in the buffer, not carried by the link. The figure is
+/// true of what it counts (a paced sender above the link sends its pace), so this is a note
+/// beside it, not a verdict: the guard puts the reason in the side's `note`.
 pub fn sender_within_line(rate: f64, line_rate: f64, seconds: f64, buffer_bytes: u64) -> Validity {
     let t = seconds.max(1e-9);
     let allowed = (line_rate * (1.0 + 2.0 * RELEASE_SLACK_S / t) + buffer_bytes as f64 * 8.0 / t)
