@@ -410,9 +410,9 @@ pub fn percentile(name: &str, p: f64, samples: u64) -> Validity {
     let need = percentile_floor(p);
     Validity::from_reason((samples < need).then(|| {
         format!(
-            "{name} from {samples} samples, below the floor of {need} (10 beyond it): {} observation{} beyond it",
+            "{name} from {samples} samples: below its floor of {need} (10 / (1 - p), for 10 observations beyond it); {} lie{} beyond it",
             beyond(p, samples),
-            if beyond(p, samples) == 1 { " lies" } else { "s lie" }
+            if beyond(p, samples) == 1 { "s" } else { "" }
         )
     }))
 }
@@ -686,11 +686,11 @@ mod tests {
         assert_eq!(percentile_floor(0.3), 15);
         assert_eq!(
             percentile("p99", 0.99, 51).reason(),
-            "p99 from 51 samples, below the floor of 1000 (10 beyond it): 0 observations lie beyond it"
+            "p99 from 51 samples: below its floor of 1000 (10 / (1 - p), for 10 observations beyond it); 0 lie beyond it"
         );
         assert_eq!(
             percentile("p99.99", 0.9999, 15_000).reason(),
-            "p99.99 from 15000 samples, below the floor of 100000 (10 beyond it): 1 observation lies beyond it"
+            "p99.99 from 15000 samples: below its floor of 100000 (10 / (1 - p), for 10 observations beyond it); 1 lies beyond it"
         );
         assert_eq!(percentile("p99", 0.99, 1000), Validity::valid());
         assert_eq!(beyond(0.99, 1000), 10);
