@@ -69,6 +69,19 @@ pub struct LabDirection {
     /// ones and all others (TCP: the data and the control connection).
     pub random_loss_udp: u64,
     pub random_loss_other: u64,
+    /// Frames the delay line released (a GSO super-frame is one), those of them it released
+    /// more than 100 us after the link's time, the summed lateness of all of them, and the
+    /// largest (the point's own when the point raised the delay line's running maximum;
+    /// otherwise that maximum, an upper bound; 0 when no frame was late). What the physics guard judges the lab's faithfulness by.
+    /// 0 in documents written before they were read.
+    #[serde(default)]
+    pub frames_out: u64,
+    #[serde(default)]
+    pub late_frames: u64,
+    #[serde(default)]
+    pub late_sum_ns: u64,
+    #[serde(default)]
+    pub late_max_ns: u64,
 }
 
 /// The lab's link over a point, both directions (forward = host a -> host b = client ->
@@ -128,6 +141,16 @@ impl LabDirection {
             dropped_memory: self.dropped_memory.saturating_sub(b.dropped_memory),
             random_loss_udp: self.random_loss_udp.saturating_sub(b.random_loss_udp),
             random_loss_other: self.random_loss_other.saturating_sub(b.random_loss_other),
+            frames_out: self.frames_out.saturating_sub(b.frames_out),
+            late_frames: self.late_frames.saturating_sub(b.late_frames),
+            late_sum_ns: self.late_sum_ns.saturating_sub(b.late_sum_ns),
+            // A running maximum: the point's own when the point raised it, an upper bound of
+            // it when frames were late without raising it, and nothing to tell otherwise.
+            late_max_ns: if self.late_max_ns > b.late_max_ns || self.late_frames > b.late_frames {
+                self.late_max_ns
+            } else {
+                0
+            },
         }
     }
 }

@@ -215,9 +215,12 @@ impl LinkSpec {
         if !(68..=65_535).contains(&mtu) {
             bail!("--mtu {mtu}: an IPv4 link MTU is 68 to 65535 bytes");
         }
-        for d in [fwd, back] {
+        for (d, back) in [(fwd, ""), (back, "-back")] {
             if d.delay > Duration::from_secs(10) || d.jitter > Duration::from_secs(10) {
                 bail!("delay and jitter are limited to 10 s");
+            }
+            if let Some(e) = jitter_above_delay(&d, back) {
+                bail!("{e}");
             }
             if d.rate_bits_per_s.is_some_and(|r| r < 8_000.0) {
                 bail!("a link rate below 8 kbit/s is not supported");
@@ -230,6 +233,27 @@ impl LinkSpec {
             mechanism: self.mechanism.unwrap_or(Mechanism::Auto),
         })
     }
+}
+
+/// Why a direction's jitter is refused: above its delay. A frame cannot leave before it
+/// arrived, so the delay line holds each frame max(0, delay + uniform(-jitter, +jitter)): with
+/// jitter above the delay a share (jitter - delay) / (2 jitter) of the frames would be held no
+/// time at all, and the mean hold would be (delay + jitter)^2 / (4 jitter), not the delay
+/// asked for (a 1 ms link with 3 ms of jitter: a third of its frames undelayed, mean 1.333
+/// ms, and one-way times as short as the wire alone). Refused, rather than emulated as a
+/// different link than the one asked for. `back` is "" or "-back", for the option's name.
+pub fn jitter_above_delay(d: &DirectionConfig, back: &str) -> Option<String> {
+    if d.jitter <= d.delay {
+        return None;
+    }
+    let (delay, jitter) = (d.delay.as_secs_f64(), d.jitter.as_secs_f64());
+    Some(format!(
+        "--jitter{back} {:.3} ms is above --delay{back} {:.3} ms: a frame cannot leave before it arrived, so {:.0}% of the frames would not be delayed at all and the mean delay would be {:.3} ms; give a jitter of at most the delay",
+        jitter * 1e3,
+        delay * 1e3,
+        (jitter - delay) / (2.0 * jitter) * 100.0,
+        (delay + jitter).powi(2) / (4.0 * jitter) * 1e3
+    ))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -261,6 +285,33 @@ impl LinkConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 25 item 7: `--delay 1ms --jitter 3ms` gave one-way times of 39 us.
+    #[test]
+    fn jitter_above_the_delay_is_refused_with_what_the_link_would_do() {
+        let spec = |delay: &str, jitter: &str| LinkSpec {
+            rate: Some("50mbit".into()),
+            delay: Some(crate::units::parse_duration(delay).unwrap()),
+            jitter: Some(crate::units::parse_duration(jitter).unwrap()),
+            ..LinkSpec::default()
+        };
+        let e = spec("1ms", "3ms").to_config().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--jitter 3.000 ms is above --delay 1.000 ms: a frame cannot leave before it arrived, so 33% of the frames would not be delayed at all and the mean delay would be 1.333 ms; give a jitter of at most the delay"
+        );
+        assert!(spec("1ms", "1ms").to_config().is_ok());
+        assert!(spec("5ms", "2ms").to_config().is_ok());
+        let back = LinkSpec {
+            jitter_back: Some(Duration::from_millis(2)),
+            ..spec("1ms", "0ms")
+        };
+        assert!(back
+            .to_config()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--jitter-back 2.000 ms is above --delay-back 1.000 ms"));
+    }
 
     #[test]
     fn delays_are_written_in_nanoseconds_and_the_older_form_still_reads() {

@@ -657,6 +657,10 @@ pub fn link_counters(state: &LabState) -> crate::instruments::LabCounters {
             dropped_memory: c.dropped_memory,
             random_loss_udp: udp,
             random_loss_other: other,
+            frames_out: c.frames_out + c.dropped_send,
+            late_frames: c.late_frames,
+            late_sum_ns: c.late_sum_ns,
+            late_max_ns: c.late_max_ns,
         }
     };
     let cfg = &state.config;

@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod compete;
+pub mod guard;
 pub mod instrumented;
 pub mod lab_server;
 pub mod load;

@@ -342,11 +342,11 @@ fn run_points(
             if let Some(lab) = &report.lab {
                 add_theoretical_goodput(lab, plan.test.transport, &mut result);
             }
+            let same_host = super::instrumented::same_host(
+                report.server.self_hosted,
+                report.server.address.as_deref(),
+            );
             if let Some(last) = runs.last() {
-                let same_host = super::instrumented::same_host(
-                    report.server.self_hosted,
-                    report.server.address.as_deref(),
-                );
                 super::instrumented::fill(
                     &mut result,
                     last,
@@ -355,6 +355,8 @@ fn run_points(
                     plan.test.transport,
                 );
             }
+            // The physics guard, before the point is shown, kept, fitted or compared.
+            super::guard::point(&mut result, guard_facts(plan, report, same_host));
             let shown = progress.suspend(|| sink.point(report, &result));
             report.points.push(result);
             if unshown.is_ok() {
@@ -420,6 +422,20 @@ fn add_theoretical_goodput(
             ),
             _ => None,
         });
+    }
+}
+
+/// What the physics guard knows of this run besides a point's own figures.
+fn guard_facts<'a>(
+    plan: &RunPlan,
+    report: &'a RunReport,
+    same_host: bool,
+) -> super::guard::Facts<'a> {
+    super::guard::Facts {
+        transport: plan.test.transport,
+        lab: report.lab.as_ref().map(|l| &l.config),
+        same_host,
+        pingpong: plan.test.pattern == PatternKind::Pingpong,
     }
 }
 
@@ -592,6 +608,11 @@ fn sweep_metrics(plan: &RunPlan, report: &RunReport) -> Vec<SweepGroup> {
             .collect();
         if let Some(mut metrics) = derive(&pts) {
             metrics.left_out = left_out;
+            let same_host = super::instrumented::same_host(
+                report.server.self_hosted,
+                report.server.address.as_deref(),
+            );
+            super::guard::sweep(&mut metrics, guard_facts(plan, report, same_host));
             groups.push(SweepGroup {
                 sndbuf: k.0,
                 rcvbuf: k.1,

@@ -30,6 +30,8 @@ struct Scripted {
     opened: u32,
     closed: u32,
     runs_of: std::collections::HashMap<u64, u32>,
+    /// The lab link the run is said to cross (set on the report when the session opens).
+    lab: Option<crate::lab::LabState>,
 }
 
 impl Scripted {
@@ -41,13 +43,15 @@ impl Scripted {
             opened: 0,
             closed: 0,
             runs_of: Default::default(),
+            lab: None,
         }
     }
 }
 
 impl PointRunner for Scripted {
-    fn open(&mut self, _: &RunPlan, _: &mut RunReport) -> Result<()> {
+    fn open(&mut self, _: &RunPlan, report: &mut RunReport) -> Result<()> {
         self.opened += 1;
+        report.lab = self.lab.clone();
         Ok(())
     }
 
@@ -342,4 +346,83 @@ fn a_peak_along_the_sweep_is_flagged_with_its_exact_differences() {
     let mut smooth = Scripted::new(hundred);
     let (report, _, _) = run(&pingpong(&[1, 2, 4, 8]), &mut smooth);
     assert!(report.anomalies.is_empty());
+}
+
+/// A lab of `rate` bit/s and `delay` each way, with no delay line to ask for counters.
+fn lab_of(rate: f64, delay: std::time::Duration) -> crate::lab::LabState {
+    use crate::lab::config::{DirectionConfig, LinkConfig, Mechanism};
+    let d = DirectionConfig {
+        rate_bits_per_s: Some(rate),
+        delay,
+        ..DirectionConfig::default()
+    };
+    let host = |n: &str| crate::lab::HostInfo {
+        netns: format!("wb-guard-{n}"),
+        address: String::new(),
+    };
+    crate::lab::LabState {
+        name: "guard".into(),
+        config: LinkConfig {
+            forward: d,
+            back: d,
+            mtu: 1500,
+            mechanism: Mechanism::Auto,
+        },
+        mechanism: "delay-line".into(),
+        delay_line_pid: None,
+        created_at: String::new(),
+        host_a: host("a"),
+        host_b: host("b"),
+        tcp_goodput_forward: None,
+        tcp_goodput_back: None,
+    }
+}
+
+/// The physics guard in the runner (issue 25 item 7, a minimum one-way time of 39 us on a
+/// 1 ms link): round trips of 1-100 us over a link of 1 ms each way are faster than the
+/// link. Each point is invalid with the reason before it is kept, its headline too, so the
+/// sweep's metrics and the anomaly detector leave it out; its percentiles carry their floor.
+#[test]
+fn a_point_faster_than_its_lab_link_is_invalid_before_it_is_kept() {
+    let mut runner = Scripted::new(hundred);
+    runner.lab = Some(lab_of(10e6, std::time::Duration::from_millis(1)));
+    let (report, result, _) = run(&pingpong(&[1, 64, 1024]), &mut runner);
+    result.unwrap();
+    assert_eq!(report.points.len(), 3);
+    for p in &report.points {
+        let l = p.latency.as_ref().unwrap();
+        // One TCP segment of n + 66 bytes each way at 10 Mbit/s, after 1 ms.
+        let floor_us = 1000.0 + (p.key.size + 66) as f64 * 8.0 / 10.0;
+        let reason = format!(
+            "fastest one-way time 0.5 us is below the link's delay + wire time {}: faster than the link",
+            crate::stats::validity::fmt_seconds(floor_us / 1e6)
+        );
+        assert!(l.validity.reason().starts_with(&reason), "{:?}", l.validity);
+        assert_eq!(p.headline.validity, l.validity);
+        // 2n over a mean round trip of 50.5 us: 1024 B would cross at 324 Mbit/s, 34 times
+        // the goodput; 1 B at 0.3 Mbit/s, within it.
+        assert_eq!(
+            l.validity
+                .reason()
+                .contains("2n/RTT 324.44 Mbit/s is 3392.2% of the link's goodput 9.56 Mbit/s"),
+            p.key.size == 1024
+        );
+        let p90 = l.percentile_validity("p90");
+        let p99 = l.percentile_validity("p99");
+        assert_eq!((p90.valid, p99.valid), (Some(true), Some(false)));
+    }
+    assert!(
+        report.sweep_metrics.is_empty(),
+        "{:?}",
+        report.sweep_metrics
+    );
+    assert!(report.anomalies.is_empty());
+    // Without a lab the same times are valid: nothing says they are faster than anything.
+    let mut runner = Scripted::new(hundred);
+    let (report, result, _) = run(&pingpong(&[1, 64, 1024]), &mut runner);
+    result.unwrap();
+    assert!(report
+        .points
+        .iter()
+        .all(|p| p.headline.validity.valid == Some(true)));
 }

@@ -657,6 +657,8 @@ pub enum Judged {
     Sender,
     /// The row's receiver rate (stream tables).
     Receiver,
+    /// The point's p99, against its sample floor (10 / (1 - p): 1000 samples).
+    P99,
 }
 
 /// A column of the ping-pong and request/response tables: a [`Column`] shown in a unit for
@@ -696,6 +698,11 @@ impl TableColumn {
             Judged::Latency => latency.mark(),
             Judged::Sender => row.sender_validity().mark(),
             Judged::Receiver => row.receiver_validity().mark(),
+            Judged::P99 => row
+                .point
+                .latency
+                .as_ref()
+                .map_or("", |l| l.percentile_validity("p99").mark()),
         };
         format!("{shown}{mark}")
     }
@@ -725,7 +732,7 @@ pub const PINGPONG: &[TableColumn] = &[
     col("±CI(us)", 9, RTT_CI, Show::HalfUs, Judged::Latency),
     col("min(us)", 9, RTT_MIN, Show::HalfUs, Judged::No),
     col("p50(us)", 9, RTT_P50, Show::HalfUs, Judged::No),
-    col("p99(us)", 9, RTT_P99, Show::HalfUs, Judged::No),
+    col("p99(us)", 9, RTT_P99, Show::HalfUs, Judged::P99),
     col("max(us)", 9, RTT_MAX, Show::HalfUs, Judged::No),
     col("Mbit/s", 11, THROUGHPUT, Show::Mbit, Judged::Latency),
 ];
@@ -745,7 +752,7 @@ pub const RR: &[TableColumn] = &[
     col("mean(us)", 10, RTT_MEAN, Show::Us, Judged::Latency),
     col("±CI(us)", 9, RTT_CI, Show::Us, Judged::Latency),
     col("p50(us)", 9, RTT_P50, Show::Us, Judged::No),
-    col("p99(us)", 9, RTT_P99, Show::Us, Judged::No),
+    col("p99(us)", 9, RTT_P99, Show::Us, Judged::P99),
     col("max(us)", 9, RTT_MAX, Show::Us, Judged::No),
     col("Mbit/s", 9, THROUGHPUT, Show::Mbit, Judged::Latency),
 ];

@@ -338,9 +338,39 @@ pub struct LatencyResult {
     /// RTT does). Absent from runs without think time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think: Option<ThinkResult>,
-    /// Whether the point's figures stand on enough samples (`valid`), or why not.
+    /// Each percentile of `rtt` that wirebench prints (p50, p90, p99, p99.9, p99.99) with
+    /// the samples it needs (10 / (1 - p), so that 10 observations lie beyond it), how many
+    /// lie beyond it, and whether it is a measurement: a percentile below its floor is marked,
+    /// not the point (its mean stands on its own floor). Absent from documents written before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub percentiles: Vec<PercentileNote>,
+    /// Whether the point's figures stand on enough samples and agree with the physics the
+    /// run knows (`valid`), or why not.
     #[serde(flatten)]
     pub validity: Validity,
+}
+
+/// One printed percentile of a latency point and its sample floor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PercentileNote {
+    /// "p50", "p90", "p99", "p99.9", "p99.99".
+    pub name: String,
+    /// The fewest samples it stands on: 10 / (1 - p).
+    pub samples_needed: u64,
+    /// Observations beyond it (above it), of the point's samples.
+    pub beyond: u64,
+    #[serde(flatten)]
+    pub validity: Validity,
+}
+
+impl LatencyResult {
+    /// The verdict on the percentile `name` ("p99"); valid when not judged.
+    pub fn percentile_validity(&self, name: &str) -> Validity {
+        self.percentiles
+            .iter()
+            .find(|p| p.name == name)
+            .map_or_else(Validity::default, |p| p.validity.clone())
+    }
 }
 
 /// Think time of an exchange point (`--think`), last run.
@@ -392,6 +422,12 @@ pub struct SideStats {
     pub stats: StreamStats,
     #[serde(flatten)]
     pub validity: Validity,
+    /// What the rate counts when that is not what crossed the path, said beside it rather
+    /// than as a verdict on it: a sender above the lab link's line rate (beyond what its
+    /// socket buffer holds) counts bytes handed to its socket, which its own host dropped or
+    /// buffered (the physics guard). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl SideStats {
@@ -434,10 +470,12 @@ impl StreamPair {
             sender: SideStats {
                 stats: sender,
                 validity: Validity::default(),
+                note: None,
             },
             receiver: SideStats {
                 stats: receiver,
                 validity: Validity::default(),
+                note: None,
             },
         };
         pair.judge(transport);

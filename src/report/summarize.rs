@@ -281,6 +281,7 @@ pub fn summarize(
                     first_ns: last.exchanges.first().and_then(|x| x.first_ns),
                     setup: None,
                     distribution: log_bins(rec.histogram()),
+                    percentiles: Vec::new(),
                     rtt,
                 }
             })
@@ -316,6 +317,7 @@ pub fn summarize(
                 first_ns: last.crr.as_ref().and_then(|c| c.first_ns),
                 setup: setup.summary(confidence),
                 distribution: log_bins(rec.histogram()),
+                percentiles: Vec::new(),
             })
         }
         PatternKind::Stream => None,

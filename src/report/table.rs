@@ -346,6 +346,7 @@ impl Sink for TableSink {
                 let row = Row::point(r, None, p);
                 self.line(&self.latency_line(&bufs, |c| c.text(&row, &l.validity)))?;
                 self.footnote("", &l.validity)?;
+                self.footnote("", &l.percentile_validity("p99"))?;
             }
             Some(PatternKind::Rr | PatternKind::Crr) => {
                 let Some(l) = &p.latency else {
@@ -358,6 +359,7 @@ impl Sink for TableSink {
                 let row = Row::point(r, None, p);
                 self.line(&self.latency_line(&bufs, |c| c.text(&row, &l.validity)))?;
                 self.footnote("", &l.validity)?;
+                self.footnote("", &l.percentile_validity("p99"))?;
             }
             Some(PatternKind::Stream) => {
                 let Some(s) = &p.stream else { return Ok(()) };
@@ -456,6 +458,17 @@ impl Sink for TableSink {
                     };
                     self.footnote(&format!("{dir}sender"), &t.sender_validity())?;
                     self.footnote(&format!("{dir}receiver"), &t.receiver_validity())?;
+                    let several = s.streams.len() > 1;
+                    for st in s.streams.iter().filter(|st| st.direction == t.direction) {
+                        if let Some(n) = &st.sender.note {
+                            let which = if several {
+                                format!("stream {} ", st.index)
+                            } else {
+                                String::new()
+                            };
+                            self.line(&format!("{:>9}   note: {dir}{which}sender: {n}", ""))?;
+                        }
+                    }
                     if let Some(k) = &t.frames {
                         self.line(&format!("{:>9}   {}", "", frames_line(k)))?;
                     }

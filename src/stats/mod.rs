@@ -10,6 +10,7 @@ pub mod ci;
 pub mod fairness;
 pub mod latency;
 pub mod overhead;
+pub mod physics;
 pub mod responsiveness;
 pub mod seq;
 pub mod sweep;

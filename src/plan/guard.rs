@@ -1,0 +1,522 @@
+//! Applies the physics guard ([`crate::stats::physics`]) to a point's result once it is
+//! measured and to a sweep's metrics once they are derived: the one place per figure kind
+//! where a figure that breaks what the run knows becomes invalid, with the reason, before it
+//! is printed, saved, fitted, searched, compared or called an anomaly. No I/O, and never in
+//! a timed phase: it reads the result, the lab's configuration and the lab's counters over
+//! the point.
+
+use crate::lab::config::{DirectionConfig, LinkConfig};
+use crate::lab::goodput;
+use crate::lab::link::QueueLimit;
+use crate::report::model::{LatencyResult, PercentileNote, PointResult, StreamPair};
+use crate::stats::physics::{self, End, Lateness, Link, RateBound};
+use crate::stats::sweep::SweepMetrics;
+use crate::stats::validity::{self, Validity};
+use crate::transport::sockopt::EffectiveOptions;
+use crate::transport::TransportKind;
+
+/// The percentiles a latency point prints (table, JSON, CSV), as (name, p).
+pub const PRINTED_PERCENTILES: [(&str, f64); 5] = [
+    ("p50", 0.5),
+    ("p90", 0.9),
+    ("p99", 0.99),
+    ("p99.9", 0.999),
+    ("p99.99", 0.9999),
+];
+
+fn link(d: &DirectionConfig) -> Link {
+    Link {
+        rate_bits_per_s: d.rate_bits_per_s,
+        delay_s: d.delay.as_secs_f64(),
+        jitter_s: d.jitter.as_secs_f64(),
+    }
+}
+
+fn tcp_like(t: TransportKind) -> bool {
+    matches!(t, TransportKind::Tcp | TransportKind::Mptcp)
+}
+
+/// Payload bits per second a link of `rate` can carry for `transport` messages of `size`
+/// bytes, without loss (with random loss the realised share of a phase varies around 1 - p,
+/// so the loss-free goodput is the bound that no true figure breaks). TCP: full segments
+/// with timestamps (MPTCP's options only make it less); QUIC: full UDP datagrams. None where
+/// the link's framing of the transport is not known.
+pub fn goodput_of(transport: TransportKind, rate: f64, mtu: u64, size: u64) -> Option<f64> {
+    match transport {
+        TransportKind::Tcp | TransportKind::Mptcp => Some(goodput::tcp(rate, mtu).tcp_bits_per_s),
+        TransportKind::Udp => Some(goodput::udp(rate, mtu, size.max(1))),
+        TransportKind::Raw => Some(goodput::raw(rate, mtu, size.max(1))),
+        TransportKind::Quic => Some(goodput::udp(
+            rate,
+            mtu,
+            mtu.saturating_sub(goodput::IPV4_HEADER + goodput::UDP_HEADER),
+        )),
+        TransportKind::Unix | TransportKind::Mpi => None,
+    }
+}
+
+/// The fewest wire bytes a message of `size` bytes takes on the link: its frames with their
+/// headers (TCP in full segments with timestamps, UDP with its fragments, raw with
+/// wirebench's header); for other transports the payload alone, a lower bound.
+pub fn message_wire_bytes(transport: TransportKind, size: u64, mtu: u64) -> u64 {
+    match transport {
+        TransportKind::Tcp | TransportKind::Mptcp => {
+            let headers = goodput::ETHERNET_HEADER
+                + goodput::IPV4_HEADER
+                + goodput::TCP_HEADER
+                + goodput::TCP_TIMESTAMPS;
+            let mss = mtu
+                .saturating_sub(headers - goodput::ETHERNET_HEADER)
+                .max(1);
+            size + size.div_ceil(mss).max(1) * headers
+        }
+        TransportKind::Udp => goodput::udp_wire_bytes(size, mtu),
+        TransportKind::Raw => goodput::raw_wire_bytes(size, mtu),
+        _ => size,
+    }
+}
+
+/// The bytes one direction of the link can hold: its queue and what is on its way over the
+/// delay (rate x (delay + jitter)).
+fn link_holds(d: &DirectionConfig, mtu: u64) -> u64 {
+    let queue = match d.effective_queue(mtu) {
+        Some(QueueLimit::Bytes(b)) => b,
+        Some(QueueLimit::Packets(p)) => p.saturating_mul(mtu + goodput::ETHERNET_HEADER),
+        None => 0,
+    };
+    let flight = d
+        .rate_bits_per_s
+        .map_or(0.0, |r| r * (d.delay + d.jitter).as_secs_f64() / 8.0);
+    queue.saturating_add(flight as u64)
+}
+
+/// A socket buffer's most: as reported when set by hand, the kernel's autotuning maximum for
+/// TCP when left to it (or when not reported).
+fn buffer(requested: u64, reported: Option<u64>, tcp: bool, autotuned_max: u64) -> u64 {
+    match reported {
+        Some(b) if requested > 0 || !tcp => b,
+        Some(b) => b.max(autotuned_max),
+        None => autotuned_max,
+    }
+}
+
+fn sndbuf(o: &[EffectiveOptions], tcp: bool) -> u64 {
+    o.iter()
+        .map(|e| {
+            buffer(
+                e.sndbuf_requested,
+                e.sndbuf_bytes,
+                tcp,
+                physics::AUTOTUNED_SNDBUF_MAX,
+            )
+        })
+        .max()
+        .unwrap_or(physics::AUTOTUNED_SNDBUF_MAX)
+}
+
+fn rcvbuf(o: &[EffectiveOptions], tcp: bool) -> u64 {
+    o.iter()
+        .map(|e| {
+            buffer(
+                e.rcvbuf_requested,
+                e.rcvbuf_bytes,
+                tcp,
+                physics::AUTOTUNED_RCVBUF_MAX,
+            )
+        })
+        .max()
+        .unwrap_or(physics::AUTOTUNED_RCVBUF_MAX)
+}
+
+/// `v` with `more` joined in (the reasons of both, in order).
+fn join(v: &Validity, more: &Validity) -> Validity {
+    if !more.is_invalid() {
+        return v.clone();
+    }
+    validity::all([(String::new(), v), (String::new(), more)])
+}
+
+/// Everything the guard knows of the run besides the point itself.
+#[derive(Clone, Copy)]
+pub struct Facts<'a> {
+    pub transport: TransportKind,
+    /// The lab link the run crossed (client on host a); None without a lab.
+    pub lab: Option<&'a LinkConfig>,
+    /// Client and server on one host (loopback): nothing between them holds bytes but their
+    /// sockets.
+    pub same_host: bool,
+    /// The point is a ping-pong (one-way times, 2n/RTT).
+    pub pingpong: bool,
+}
+
+/// Judges the point's figures against the physics and joins any reason into their verdicts
+/// and the headline's. The lab's delay line counters over the point are in
+/// `result.counters.lab` (see [`crate::plan::instrumented::fill`]).
+pub fn point(result: &mut PointResult, facts: Facts) {
+    let lab = facts.lab;
+    // (f) Was the lab the link it was asked to be, each direction?
+    let unfaithful = |forward: bool| -> Validity {
+        let Some(c) = result
+            .counters
+            .as_ref()
+            .and_then(|c| c.lab)
+            .filter(|c| c.delay_line_read)
+        else {
+            return Validity::valid();
+        };
+        let d = if forward { c.forward } else { c.back };
+        physics::lab_faithful(
+            if forward { "a->b" } else { "b->a" },
+            Lateness {
+                frames: d.frames_out,
+                late_frames: d.late_frames,
+                late_sum_ns: d.late_sum_ns,
+                late_max_ns: d.late_max_ns,
+            },
+        )
+    };
+    let (fwd_faithful, back_faithful) = (unfaithful(true), unfaithful(false));
+    let mut headline = Validity::valid();
+
+    if let Some(l) = result.latency.as_mut() {
+        l.percentiles = percentiles(l);
+        let mut found = Vec::new();
+        if let Some(cfg) = lab {
+            let (fwd, back) = (link(&cfg.forward), link(&cfg.back));
+            let floor = fwd.one_way_floor_s(message_wire_bytes(
+                facts.transport,
+                result.request_size,
+                cfg.mtu,
+            )) + back.one_way_floor_s(message_wire_bytes(
+                facts.transport,
+                result.response_size,
+                cfg.mtu,
+            ));
+            found.push(physics::round_trip_floor(
+                l.rtt.min_ns as f64 / 1e9,
+                floor,
+                facts.pingpong,
+            ));
+            // 2n/RTT summed over the connections: each direction carries them all.
+            let rate = [cfg.forward, cfg.back]
+                .iter()
+                .filter_map(|d| d.rate_bits_per_s)
+                .fold(f64::INFINITY, f64::min);
+            if facts.pingpong && rate.is_finite() {
+                if let Some(g) = goodput_of(facts.transport, rate, cfg.mtu, result.request_size) {
+                    found.push(physics::within_goodput(
+                        "2n/RTT",
+                        l.throughput_bits_per_s,
+                        RateBound {
+                            goodput_bits_per_s: g,
+                            seconds: l.elapsed_ns.unwrap_or(0) as f64 / 1e9,
+                            flows: result.socket.client.len().max(1) as u64,
+                            message_bytes: result.request_size,
+                        },
+                    ));
+                }
+            }
+            found.push(fwd_faithful.clone());
+            found.push(back_faithful.clone());
+        }
+        let guard = validity::all(found.iter().map(|v| (String::new(), v)));
+        l.validity = join(&l.validity, &guard);
+        headline = join(&headline, &guard);
+    }
+
+    if let Some(s) = result.stream.as_mut() {
+        let tcp = tcp_like(facts.transport);
+        let mut receivers = Vec::new();
+        for pair in s.streams.iter_mut() {
+            let forward = pair.direction == "client_to_server";
+            let (snd, rcv) = if forward {
+                (&result.socket.client, &result.socket.server)
+            } else {
+                (&result.socket.server, &result.socket.client)
+            };
+            let dir = lab.map(|c| if forward { c.forward } else { c.back });
+            let r = judge_pair(
+                pair,
+                facts,
+                dir.as_ref(),
+                lab.map_or(0, |c| c.mtu),
+                sndbuf(snd, tcp),
+                rcvbuf(rcv, tcp),
+                if forward {
+                    &fwd_faithful
+                } else {
+                    &back_faithful
+                },
+            );
+            receivers.push((pair.index, r));
+        }
+        let several = s.streams.len() > 1;
+        for (index, r) in &receivers {
+            let label = if several {
+                format!("stream {index} receiver")
+            } else {
+                "receiver".to_owned()
+            };
+            headline = join(&headline, &labelled(&label, r));
+        }
+        // The sums of each direction: their verdicts from the streams', then (d).
+        let directions: Vec<String> = s.totals.iter().map(|t| t.direction.clone()).collect();
+        for (k, direction) in directions.iter().enumerate() {
+            let mine: Vec<&StreamPair> = s
+                .streams
+                .iter()
+                .filter(|p| &p.direction == direction)
+                .collect();
+            s.totals[k].judge_from(&mine);
+            let Some(cfg) = lab else { continue };
+            let forward = direction == "client_to_server";
+            let d = if forward { cfg.forward } else { cfg.back };
+            let Some(rate) = d.rate_bits_per_s else {
+                continue;
+            };
+            let Some(g) = goodput_of(facts.transport, rate, cfg.mtu, result.key.size) else {
+                continue;
+            };
+            let t = &s.totals[k];
+            let bound = RateBound {
+                goodput_bits_per_s: g,
+                seconds: t.receiver_elapsed_ns as f64 / 1e9,
+                flows: t.streams as u64,
+                message_bytes: result.key.size,
+            };
+            let mut found = Vec::new();
+            if t.streams > 1 {
+                let flows: Vec<(String, f64)> = mine
+                    .iter()
+                    .map(|p| (format!("stream {}", p.index), p.receiver.bits_per_s))
+                    .collect();
+                found.push(physics::flows_within_goodput(&flows, bound));
+            }
+            // --compete: the measured stream is the first flow; the others share the path
+            // client -> server.
+            if let (true, Some(f)) = (forward, result.fairness.as_ref()) {
+                if f.flows.len() > 1 {
+                    // The flows' own framings: TCP's, and full UDP datagrams for QUIC's.
+                    let mut flow_g = g.max(goodput::tcp(rate, cfg.mtu).tcp_bits_per_s);
+                    if f.flows.iter().any(|x| x.flow.starts_with("quic")) {
+                        flow_g = flow_g
+                            .max(goodput_of(TransportKind::Quic, rate, cfg.mtu, 0).unwrap_or(0.0));
+                    }
+                    let shortest = f
+                        .flows
+                        .iter()
+                        .filter(|x| x.bits_per_s > 0.0)
+                        .map(|x| x.bytes as f64 * 8.0 / x.bits_per_s)
+                        .fold(bound.seconds, f64::min);
+                    let flows: Vec<(String, f64)> = f
+                        .flows
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| {
+                            let label = if i == 0 {
+                                "measured".to_owned()
+                            } else {
+                                x.flow.clone()
+                            };
+                            (label, x.bits_per_s)
+                        })
+                        .collect();
+                    found.push(physics::flows_within_goodput(
+                        &flows,
+                        RateBound {
+                            goodput_bits_per_s: flow_g,
+                            seconds: shortest,
+                            ..bound
+                        },
+                    ));
+                }
+            }
+            // --load: its receiver is the server, so it shares client -> server.
+            if let (true, Some(load)) = (forward, result.load.as_ref()) {
+                let load_g = if load.transport == "tcp" {
+                    goodput::tcp(rate, cfg.mtu).tcp_bits_per_s
+                } else {
+                    goodput::udp(rate, cfg.mtu, cfg.mtu.saturating_sub(28))
+                };
+                found.push(physics::load_within_goodput(
+                    t.receiver_bits_per_s,
+                    load.achieved_bits_per_s,
+                    load.elapsed_ns as f64 / 1e9,
+                    RateBound {
+                        goodput_bits_per_s: g.max(load_g),
+                        ..bound
+                    },
+                ));
+            }
+            let sum = validity::all(found.iter().map(|v| (String::new(), v)));
+            if sum.is_invalid() {
+                let t = &mut s.totals[k];
+                let v = join(&t.receiver_validity(), &sum);
+                (t.receiver_valid, t.receiver_invalid_reason) = (v.valid, v.invalid_reason);
+                headline = join(&headline, &labelled(&format!("{direction} sum"), &sum));
+            }
+        }
+    }
+
+    if headline.is_invalid() {
+        let h = &mut result.headline;
+        let guard = if result.runs > 1 {
+            Validity::invalid(format!(
+                "run {} of {}: {}",
+                result.runs,
+                result.runs,
+                headline.reason()
+            ))
+        } else {
+            headline
+        };
+        if !h.validity.reason().contains(guard.reason()) {
+            h.validity = join(&h.validity, &guard);
+        }
+    }
+}
+
+fn labelled(label: &str, v: &Validity) -> Validity {
+    validity::all([(label.to_owned(), v)])
+}
+
+/// Judges one stream's two ends: (c) always, and over a lab (a), (g) and (f) for its
+/// direction. Returns what it found against the receiver (the headline's figure).
+fn judge_pair(
+    pair: &mut StreamPair,
+    facts: Facts,
+    dir: Option<&DirectionConfig>,
+    mtu: u64,
+    sndbuf: u64,
+    rcvbuf: u64,
+    faithful: &Validity,
+) -> Validity {
+    let (s, r) = (&pair.sender.stats, &pair.receiver.stats);
+    let mut on_sender = Vec::new();
+    let mut on_receiver = Vec::new();
+    // (c) What may be held between the ends: both sockets, and for a datagram transport what
+    // the path holds (the lab link's queue and flight; nothing on one host; unknown on a real
+    // path, where its ends are then not compared). A byte stream's bytes on the path are
+    // unacknowledged, so still in the sender's buffer: the path adds nothing to it.
+    let path = match (dir, facts.same_host) {
+        _ if tcp_like(facts.transport) => Some(0),
+        (Some(d), _) => Some(link_holds(d, mtu)),
+        (None, true) => Some(0),
+        (None, false) => None,
+    };
+    if let Some(path) = path {
+        let ends = physics::ends_agree(
+            End {
+                bits_per_s: s.bits_per_s,
+                bytes_total: s.bytes_total,
+                seconds: s.elapsed_ns as f64 / 1e9,
+            },
+            End {
+                bits_per_s: r.bits_per_s,
+                bytes_total: r.bytes_total,
+                seconds: r.elapsed_ns as f64 / 1e9,
+            },
+            sndbuf.saturating_add(rcvbuf).saturating_add(path),
+        );
+        on_sender.push(ends.clone());
+        on_receiver.push(ends);
+    }
+    if let Some(d) = dir {
+        if let Some(rate) = d.rate_bits_per_s {
+            let size = s.bytes_timed.checked_div(s.messages_timed).unwrap_or(0);
+            if let Some(g) = goodput_of(facts.transport, rate, mtu, size.max(1)) {
+                on_receiver.push(physics::within_goodput(
+                    "receiver",
+                    r.bits_per_s,
+                    RateBound {
+                        goodput_bits_per_s: g,
+                        seconds: r.elapsed_ns as f64 / 1e9,
+                        flows: 1,
+                        message_bytes: size,
+                    },
+                ));
+            }
+            // (g) A note, not a verdict: the figure is true of what it counts.
+            let line =
+                physics::sender_within_line(s.bits_per_s, rate, s.elapsed_ns as f64 / 1e9, sndbuf);
+            if line.is_invalid() {
+                pair.sender.note = line.invalid_reason;
+            }
+        }
+        on_receiver.push(faithful.clone());
+    }
+    let sender = validity::all(on_sender.iter().map(|v| (String::new(), v)));
+    let receiver = validity::all(on_receiver.iter().map(|v| (String::new(), v)));
+    pair.sender.validity = join(&pair.sender.validity, &sender);
+    pair.receiver.validity = join(&pair.receiver.validity, &receiver);
+    receiver
+}
+
+/// (h) Each printed percentile of the point's round trips with its sample floor.
+fn percentiles(l: &LatencyResult) -> Vec<PercentileNote> {
+    PRINTED_PERCENTILES
+        .iter()
+        .map(|&(name, p)| PercentileNote {
+            name: name.to_owned(),
+            samples_needed: physics::percentile_floor(p),
+            beyond: physics::beyond(p, l.rtt.samples),
+            validity: physics::percentile(name, p, l.rtt.samples),
+        })
+        .collect()
+}
+
+/// (e) Judges a sweep's Hockney fit against its own points and the link; a fit that breaks
+/// either is no longer valid, with the reason. `r_max` comes from valid points only, which
+/// the point guard already held to the link (a point's 2n/RTT above the goodput is an
+/// invalid point, left out of the metrics).
+pub fn sweep(metrics: &mut SweepMetrics, facts: Facts) {
+    if metrics.fit_valid != Some(true) {
+        return;
+    }
+    let Some(fit) = metrics.fit else { return };
+    let goodput = facts.lab.and_then(|cfg| {
+        let rate = [cfg.forward, cfg.back]
+            .iter()
+            .filter_map(|d| d.rate_bits_per_s)
+            .fold(f64::INFINITY, f64::min);
+        let largest = metrics.largest_size.unwrap_or(metrics.r_max_size);
+        rate.is_finite()
+            .then(|| goodput_of(facts.transport, rate, cfg.mtu, largest.max(1)))
+            .flatten()
+    });
+    let v = physics::hockney(
+        fit.r_inf_bits_per_s,
+        fit.r_squared,
+        fit.points,
+        metrics.r_max_bits_per_s,
+        goodput,
+    );
+    if v.is_invalid() {
+        metrics.fit_valid = Some(false);
+        metrics.fit_invalid_reason = v.invalid_reason;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_bytes_and_goodput_follow_the_framing() {
+        // One TCP segment of 1 B: 67 bytes; 1449 B need two segments at MTU 1500.
+        assert_eq!(message_wire_bytes(TransportKind::Tcp, 1, 1500), 67);
+        assert_eq!(message_wire_bytes(TransportKind::Tcp, 1448, 1500), 1514);
+        assert_eq!(
+            message_wire_bytes(TransportKind::Tcp, 1449, 1500),
+            1449 + 132
+        );
+        assert_eq!(message_wire_bytes(TransportKind::Quic, 100, 1500), 100);
+        let g = goodput_of(TransportKind::Tcp, 100e6, 1500, 1).unwrap();
+        assert!((g - 100e6 * 1448.0 / 1514.0).abs() < 1.0);
+        assert!(goodput_of(TransportKind::Unix, 100e6, 1500, 1).is_none());
+        // A TCP buffer left to autotuning may grow to the kernel's maximum.
+        assert_eq!(buffer(0, Some(16_384), true, 4 << 20), 4 << 20);
+        assert_eq!(buffer(8192, Some(16_384), true, 4 << 20), 16_384);
+        assert_eq!(buffer(0, Some(212_992), false, 4 << 20), 212_992);
+    }
+}
