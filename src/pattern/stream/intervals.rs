@@ -6,7 +6,13 @@ use std::time::{Duration, Instant};
 use super::{rate, Interval, IntervalEvent};
 use crate::pattern::{nanos, DataChannel, Role};
 
-/// Records intervals without allocating in the loop: the vector is sized up front.
+/// Intervals reserved for a phase of unknown length (a byte or iteration limit): 4096 of
+/// 100 ms are almost 7 minutes.
+pub(super) const UNKNOWN_SPAN: usize = 4096;
+
+/// Records intervals without allocating in the loop: the vector is sized up front, from the
+/// phase's expected length, and never grows. Should the phase outlast that, the newest
+/// interval takes in the rest (its span grows, its rate stays the bytes over that span).
 pub(super) struct IntervalClock<'a> {
     pub(super) every: Option<Duration>,
     next: Instant,
@@ -32,7 +38,7 @@ impl<'a> IntervalClock<'a> {
     ) -> Self {
         let cap = match (every, expected) {
             (Some(e), Some(d)) if !e.is_zero() => (d.as_secs_f64() / e.as_secs_f64()) as usize + 4,
-            (Some(_), None) => 64,
+            (Some(_), _) => UNKNOWN_SPAN,
             _ => 0,
         };
         IntervalClock {
@@ -80,6 +86,15 @@ impl<'a> IntervalClock<'a> {
     }
 
     pub(super) fn record(&mut self, now: Instant, bytes: u64, messages: u64, ch: &DataChannel) {
+        if !self.out.is_empty() && self.out.len() == self.out.capacity() {
+            self.fold(now, bytes, messages, ch);
+            if let Some(e) = self.every {
+                while self.next <= now {
+                    self.next += e;
+                }
+            }
+            return;
+        }
         let tcp_info = ch.connection().tcp_info();
         let retransmits = tcp_info.map(|t| t.total_retrans.saturating_sub(self.last_retrans));
         if let Some(t) = tcp_info {
@@ -128,7 +143,12 @@ impl<'a> IntervalClock<'a> {
             self.record(now, bytes, messages, ch);
             return;
         }
-        // The stub's kernel state is the folded interval's new end.
+        self.fold(now, bytes, messages, ch);
+    }
+
+    /// Extends the newest interval to `now` with what moved since it ended.
+    fn fold(&mut self, now: Instant, bytes: u64, messages: u64, ch: &DataChannel) {
+        // The added span's kernel state is the folded interval's new end.
         let tcp_info = ch.connection().tcp_info();
         let (acked, mark) = self.acked_since(tcp_info);
         let retrans = tcp_info.map(|t| t.total_retrans.saturating_sub(self.last_retrans));
@@ -198,5 +218,42 @@ impl<'a> IntervalClock<'a> {
         if let Some(e) = self.every {
             self.next = start + e;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interval_list_is_reserved_before_the_phase_and_never_grows_in_it() {
+        // 10 ms intervals over an expected 100 ms: 14 reserved. A phase that runs 100 times
+        // longer records into them without a single allocation; the newest takes in the rest,
+        // and every byte and the whole span stay accounted for.
+        let ch = super::super::clock_tests::idle_channel();
+        let ms = Duration::from_millis(1);
+        let t0 = Instant::now();
+        let mut c = IntervalClock::new(Some(10 * ms), Some(100 * ms), t0, None);
+        c.start_at(t0);
+        let reserved = c.out.capacity();
+        assert!(reserved >= 14);
+        for k in 1..=1000u64 {
+            let now = t0 + 10 * ms * k as u32;
+            assert!(c.due(now));
+            c.record(now, k * 100, k, &ch);
+            assert_eq!(c.out.capacity(), reserved, "grew at record {k}");
+        }
+        c.finish(t0 + 10_005 * ms, 100_000, 1000, &ch);
+        assert_eq!(c.out.capacity(), reserved);
+        assert_eq!(c.out.len(), reserved);
+        assert_eq!(c.out.iter().map(|iv| iv.bytes).sum::<u64>(), 100_000);
+        let last = c.out.last().unwrap();
+        assert_eq!(last.end_ns, 10_005_000_000);
+        // The folded interval's rate is its bytes over its whole span.
+        let span = last.end_ns - last.start_ns;
+        assert!((last.bits_per_s - last.bytes as f64 * 8e9 / span as f64).abs() < 1e-6);
+        // Without a known length, a fixed reserve.
+        let c = IntervalClock::new(Some(10 * ms), None, t0, None);
+        assert!(c.out.capacity() >= UNKNOWN_SPAN);
     }
 }
