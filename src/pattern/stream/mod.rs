@@ -285,9 +285,10 @@ pub struct StreamStats {
     /// handed to the transport: some may still be in its socket buffer when its phase ends.
     pub bits_per_s: f64,
     /// Sender, where the kernel keeps TCP_INFO (TCP, MPTCP): bytes the peer acknowledged over
-    /// the sender's timed phase (`tcpi_bytes_acked` at its end minus at its start). Warm-up
-    /// bytes acknowledged in the phase count, timed bytes not yet acknowledged at its end do
-    /// not. None for other transports and in documents written before it existed.
+    /// the sender's timed phase (`tcpi_bytes_acked` at its end minus at its start). The
+    /// warm-up is all acknowledged before the phase begins; timed bytes not yet acknowledged
+    /// at its end do not count. None for other transports and in documents written before it
+    /// existed.
     pub bytes_acked_timed: Option<u64>,
     /// bytes_acked_timed * 8 / elapsed_ns, per second: the rate the peer acknowledged at.
     pub acked_bits_per_s: Option<f64>,
