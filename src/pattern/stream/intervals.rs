@@ -85,16 +85,9 @@ impl<'a> IntervalClock<'a> {
         self.every.is_some() && now >= self.next
     }
 
-    pub(super) fn record(&mut self, now: Instant, bytes: u64, messages: u64, ch: &DataChannel) {
-        if !self.out.is_empty() && self.out.len() == self.out.capacity() {
-            self.fold(now, bytes, messages, ch);
-            if let Some(e) = self.every {
-                while self.next <= now {
-                    self.next += e;
-                }
-            }
-            return;
-        }
+    /// The interval from the last record to `now`, with the kernel's state then; moves the
+    /// marks to `now`.
+    fn measure(&mut self, now: Instant, bytes: u64, messages: u64, ch: &DataChannel) -> Interval {
         let tcp_info = ch.connection().tcp_info();
         let retransmits = tcp_info.map(|t| t.total_retrans.saturating_sub(self.last_retrans));
         if let Some(t) = tcp_info {
@@ -102,18 +95,49 @@ impl<'a> IntervalClock<'a> {
         }
         let (acked_bytes, mark) = self.acked_since(tcp_info);
         self.last_acked = mark;
-        let ns = nanos(self.last_at, now);
         let iv = Interval {
             start_ns: nanos(self.start, self.last_at),
             end_ns: nanos(self.start, now),
             bytes: bytes - self.last_bytes,
             messages: messages - self.last_messages,
-            bits_per_s: rate(bytes - self.last_bytes, ns),
+            bits_per_s: rate(bytes - self.last_bytes, nanos(self.last_at, now)),
             tcp_info,
             retransmits,
             acked_bytes,
         };
-        self.out.push(iv);
+        self.last_at = now;
+        self.last_bytes = bytes;
+        self.last_messages = messages;
+        iv
+    }
+
+    /// Extends the newest interval by `iv`, which follows it.
+    fn merge_into_last(&mut self, iv: &Interval) {
+        let Some(prev) = self.out.last_mut() else {
+            return;
+        };
+        if let (Some(n), Some(r)) = (iv.retransmits, prev.retransmits.as_mut()) {
+            *r += n;
+        }
+        if let (Some(a), Some(p)) = (iv.acked_bytes, prev.acked_bytes.as_mut()) {
+            *p += a;
+        }
+        prev.tcp_info = iv.tcp_info.or(prev.tcp_info);
+        prev.bytes += iv.bytes;
+        prev.messages += iv.messages;
+        prev.end_ns = iv.end_ns;
+        prev.bits_per_s = rate(prev.bytes, prev.end_ns.saturating_sub(prev.start_ns));
+    }
+
+    /// Records the interval ending at `now` and sends it to a live display. The list never
+    /// grows: once the reserve is used up, the newest stored interval takes it in.
+    pub(super) fn record(&mut self, now: Instant, bytes: u64, messages: u64, ch: &DataChannel) {
+        let iv = self.measure(now, bytes, messages, ch);
+        if self.out.len() < self.out.capacity() {
+            self.out.push(iv);
+        } else {
+            self.merge_into_last(&iv);
+        }
         if let Some((tx, stream, role)) = self.live {
             let _ = tx.send(IntervalEvent {
                 stream,
@@ -121,9 +145,6 @@ impl<'a> IntervalClock<'a> {
                 interval: iv,
             });
         }
-        self.last_at = now;
-        self.last_bytes = bytes;
-        self.last_messages = messages;
         if let Some(e) = self.every {
             while self.next <= now {
                 self.next += e;
@@ -143,38 +164,9 @@ impl<'a> IntervalClock<'a> {
             self.record(now, bytes, messages, ch);
             return;
         }
-        self.fold(now, bytes, messages, ch);
+        let iv = self.measure(now, bytes, messages, ch);
+        self.merge_into_last(&iv);
     }
-
-    /// Extends the newest interval to `now` with what moved since it ended.
-    fn fold(&mut self, now: Instant, bytes: u64, messages: u64, ch: &DataChannel) {
-        // The added span's kernel state is the folded interval's new end.
-        let tcp_info = ch.connection().tcp_info();
-        let (acked, mark) = self.acked_since(tcp_info);
-        let retrans = tcp_info.map(|t| t.total_retrans.saturating_sub(self.last_retrans));
-        let end_ns = nanos(self.start, now);
-        if let Some(prev) = self.out.last_mut() {
-            if let (Some(n), Some(r)) = (retrans, prev.retransmits.as_mut()) {
-                *r += n;
-            }
-            if let (Some(a), Some(p)) = (acked, prev.acked_bytes.as_mut()) {
-                *p += a;
-            }
-            prev.tcp_info = tcp_info.or(prev.tcp_info);
-            prev.bytes += bytes - self.last_bytes;
-            prev.messages += messages - self.last_messages;
-            prev.end_ns = end_ns;
-            prev.bits_per_s = rate(prev.bytes, prev.end_ns.saturating_sub(prev.start_ns));
-        }
-        if let Some(t) = tcp_info {
-            self.last_retrans = t.total_retrans;
-        }
-        self.last_acked = mark;
-        self.last_at = now;
-        self.last_bytes = bytes;
-        self.last_messages = messages;
-    }
-
     /// Ends the intervals at `end`, before the newest ones (the receiver's cool-down, see
     /// [`crate::transport::Connection::arrival_lead`]): intervals ending later are dropped and
     /// the last one is closed at `end` with `bytes` and `messages` counted up to then.
@@ -233,7 +225,9 @@ mod tests {
         let ch = super::super::clock_tests::idle_channel();
         let ms = Duration::from_millis(1);
         let t0 = Instant::now();
-        let mut c = IntervalClock::new(Some(10 * ms), Some(100 * ms), t0, None);
+        let (tx, rx) = mpsc::channel();
+        let live = Some((&tx, 0, Role::Sender));
+        let mut c = IntervalClock::new(Some(10 * ms), Some(100 * ms), t0, live);
         c.start_at(t0);
         let reserved = c.out.capacity();
         assert!(reserved >= 14);
@@ -249,6 +243,8 @@ mod tests {
         assert_eq!(c.out.iter().map(|iv| iv.bytes).sum::<u64>(), 100_000);
         let last = c.out.last().unwrap();
         assert_eq!(last.end_ns, 10_005_000_000);
+        // A live display still gets every period's report.
+        assert_eq!(rx.try_iter().count(), 1001);
         // The folded interval's rate is its bytes over its whole span.
         let span = last.end_ns - last.start_ns;
         assert!((last.bits_per_s - last.bytes as f64 * 8e9 / span as f64).abs() < 1e-6);
