@@ -175,15 +175,19 @@ fn stream_over_mpi_moves_every_byte() {
             "{args:?}: sender {tx} vs receiver {rx} bit/s"
         );
         // Receives never cross messages, so the warm-up ends on a message boundary on both
-        // sides and the timed phases hold the same messages.
+        // sides and the timed phases hold the same messages, but for the receiver's first
+        // timed receive, which starts its clock and is not counted (it arrived before the
+        // clock started: one receive, 64 KiB or 100 KiB here).
         // The receiver leaves its window's worth of bytes at the end untimed (as much may
         // have arrived ahead of its count when its clock started).
         let tail = u(&s["receiver"]["untimed_tail_bytes"]);
         assert!(tail > 0, "{args:?}: a window leaves a tail untimed");
-        assert_eq!(
-            u(&s["sender"]["bytes_timed"]),
-            u(&s["receiver"]["bytes_timed"]) + tail,
-            "{args:?}: timed bytes"
+        let first = u(&s["sender"]["bytes_timed"])
+            .checked_sub(u(&s["receiver"]["bytes_timed"]) + tail)
+            .expect("the receiver timed no more than was sent");
+        assert!(
+            (1..=100 * 1024).contains(&first),
+            "{args:?}: timed bytes: the first receive held {first}"
         );
         assert_eq!(
             f(&p["headline"]["values"][0]),

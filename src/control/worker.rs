@@ -79,6 +79,7 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
                 warmup_bytes: p.warmup * p.request_size,
                 warmup_datagrams: p.warmup,
                 interval,
+                expected: p.duration_ms.map(Duration::from_millis),
                 fast: plan.test.fast.clone(),
                 buffers_fixed: p.buffers_fixed,
             };

@@ -412,7 +412,7 @@ impl Sink for TableSink {
                     let tail = match st.receiver.untimed_tail_bytes {
                         0 => String::new(),
                         b => format!(
-                            " (its last {b} B untimed: as much may have arrived ahead of its count when its clock started)"
+                            " (its last {b} B untimed: they may have arrived outside its phase, ahead of its count when its clock started or after its last arrival stamp)"
                         ),
                     };
                     let woken = match st.receiver.rcvlowat_bytes {

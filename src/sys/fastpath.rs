@@ -188,6 +188,8 @@ pub struct Batch {
     size: usize,
     iovs: Vec<libc::iovec>,
     msgs: Vec<libc::mmsghdr>,
+    /// One control buffer per message, for the kernel's arrival stamp of a receive.
+    controls: Vec<[u64; 8]>,
 }
 
 // SAFETY: the raw pointers in `iovs` and `msgs` point into `data` and `iovs`, which the Batch
@@ -216,6 +218,7 @@ impl Batch {
             size,
             iovs: Vec::with_capacity(count),
             msgs: Vec::with_capacity(count),
+            controls: vec![[0; 8]; count],
         };
         for i in 0..count {
             b.iovs.push(libc::iovec {
@@ -245,6 +248,19 @@ impl Batch {
         &mut self.data[i * self.size..(i + 1) * self.size]
     }
 
+    /// The kernel's arrival stamp (CLOCK_REALTIME) of message `i` of the last receive, when
+    /// the socket asked for one (see [`super::rx_timestamps`]).
+    #[inline]
+    pub fn stamp(&self, i: usize) -> Option<std::time::Duration> {
+        let h = &self.msgs.get(i)?.msg_hdr;
+        if h.msg_control.is_null() {
+            return None;
+        }
+        // SAFETY: a receive pointed this header at its own live control buffer, of which the
+        // kernel wrote msg_controllen bytes.
+        unsafe { super::scm_timestampns(h) }
+    }
+
     /// Length the kernel reported for message `i` of the last receive.
     #[inline]
     pub fn received_len(&self, i: usize) -> usize {
@@ -255,6 +271,10 @@ impl Batch {
     #[inline]
     pub fn send(&mut self, fd: BorrowedFd<'_>, n: usize) -> io::Result<usize> {
         let n = n.min(self.msgs.len());
+        // No control messages on a send (a receive may have pointed the headers at some).
+        for m in &mut self.msgs[..n] {
+            m.msg_hdr.msg_controllen = 0;
+        }
         // SAFETY: the first n mmsghdrs point at n valid iovecs over live buffers (see new()).
         let rc =
             unsafe { libc::sendmmsg(fd.as_raw_fd(), self.msgs.as_mut_ptr(), n as libc::c_uint, 0) };
@@ -265,10 +285,13 @@ impl Batch {
     /// many arrived (their lengths via received_len).
     #[inline]
     pub fn recv(&mut self, fd: BorrowedFd<'_>) -> io::Result<usize> {
-        for m in &mut self.msgs {
+        for (m, c) in self.msgs.iter_mut().zip(self.controls.iter_mut()) {
             m.msg_len = 0;
+            m.msg_hdr.msg_control = c.as_mut_ptr().cast();
+            m.msg_hdr.msg_controllen = std::mem::size_of::<[u64; 8]>() as _;
         }
-        // SAFETY: every mmsghdr points at an iovec over a writable buffer of `size` bytes;
+        // SAFETY: every mmsghdr points at an iovec over a writable buffer of `size` bytes and
+        // at its own 64-byte control buffer, neither reallocated while the Batch lives;
         // MSG_WAITFORONE makes the call return once at least one datagram is there; the
         // socket's receive timeout bounds the wait for the first.
         let rc = unsafe {
@@ -284,9 +307,14 @@ impl Batch {
     }
 }
 
-/// One receive on a UDP_GRO socket: returns (bytes, segment size). Several datagrams of the
+/// One receive on a UDP_GRO socket: returns (bytes, segment size, the kernel's arrival stamp
+/// when the socket asked for one, see [`super::rx_timestamps`]). Several datagrams of the
 /// segment size (the last possibly shorter) may arrive together; segment size 0 means one.
-pub fn recv_gro(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, usize)> {
+pub fn recv_gro(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+) -> io::Result<(usize, usize, Option<std::time::Duration>)> {
+    // Room for both control messages: UDP_GRO (24 bytes) and SCM_TIMESTAMPNS (32).
     let mut control = [0u64; 8];
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
@@ -317,7 +345,9 @@ pub fn recv_gro(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, usize)
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
     }
-    Ok((n as usize, segment))
+    // SAFETY: `msg` points at `control`, live and written by the kernel in this receive.
+    let stamp = unsafe { super::scm_timestampns(&msg) };
+    Ok((n as usize, segment, stamp))
 }
 
 #[cfg(test)]

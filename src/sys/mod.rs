@@ -337,8 +337,8 @@ pub fn bytes_queued(fd: BorrowedFd<'_>) -> io::Result<u64> {
 }
 
 /// Asks the kernel to stamp every datagram or frame received on `fd` with the time it arrived
-/// (SO_TIMESTAMPNS, for [`recv_stamped`]), or stops it (`on` false): while on, the kernel
-/// stamps every incoming packet, so a fast path turns it off when done with it.
+/// (SO_TIMESTAMPNS, for [`recv_stamped`] and the stamped receives of [`fastpath`] and
+/// [`packet`]), or stops it (`on` false).
 pub fn rx_timestamps(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
     nix::sys::socket::setsockopt(&fd, nix::sys::socket::sockopt::ReceiveTimestampns, &on)
         .map_err(io::Error::from)
@@ -368,13 +368,47 @@ pub fn recv_stamped(
     Ok((msg.bytes, stamp))
 }
 
+/// How old a kernel arrival stamp may be taken to be: longer than any datagram of ours waits
+/// in a socket buffer (4 MiB drain in about 34 s at 1 Mbit/s). A stamp older than this (the
+/// wall clock stepped forward since the packet arrived) is taken as this old, one newer than
+/// now (it stepped back) as now: the mapped time lies within [now - this, now] either way.
+pub const MAX_STAMP_AGE: Duration = Duration::from_secs(60);
+
 /// The monotonic time of a kernel arrival stamp (CLOCK_REALTIME since the epoch): now, moved
-/// back by how long ago the stamp was; never later than now, and now without a stamp.
+/// back by how long ago the stamp was, that age clamped to [0, [`MAX_STAMP_AGE`]] at both
+/// ends; now without a stamp.
 pub fn arrival_instant(stamp: Option<Duration>) -> std::time::Instant {
     let now = std::time::Instant::now();
     let Some(stamp) = stamp else { return now };
     let wall = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    now.checked_sub(wall.saturating_sub(stamp)).unwrap_or(now)
+    let age = wall.saturating_sub(stamp).min(MAX_STAMP_AGE);
+    now.checked_sub(age).unwrap_or(now)
+}
+
+/// The SCM_TIMESTAMPNS stamp among the control messages of a received `msg`, if any.
+///
+/// # Safety
+/// `msg.msg_control` must point at a live buffer of at least `msg.msg_controllen` bytes that
+/// the kernel filled in the receive that returned `msg` (or that holds no message).
+pub(crate) unsafe fn scm_timestampns(msg: &libc::msghdr) -> Option<Duration> {
+    let mut stamp = None;
+    // SAFETY: by the caller's promise the control buffer is live and kernel-written;
+    // CMSG_FIRSTHDR/NXTHDR stay within msg_controllen, and an SCM_TIMESTAMPNS message's data
+    // is one struct timespec, read unaligned as CMSG_DATA does not promise alignment.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                stamp = Some(Duration::new(
+                    u64::try_from(ts.tv_sec).unwrap_or(0),
+                    u32::try_from(ts.tv_nsec).unwrap_or(0),
+                ));
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+    }
+    stamp
 }

@@ -240,6 +240,41 @@ pub fn recv_from(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, [u8; 
     Ok(((n as usize).min(buf.len()), mac))
 }
 
+/// Like [`recv_from`], with the kernel's arrival stamp (CLOCK_REALTIME) of the frame when the
+/// socket asked for one (see [`super::rx_timestamps`]); `control` is scratch for it.
+#[inline]
+pub fn recv_from_stamped(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    control: &mut [u64; 8],
+) -> io::Result<(usize, [u8; 6], Option<std::time::Duration>)> {
+    // SAFETY: sockaddr_ll and msghdr are plain C structs; all-zero is a valid starting value.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: as above.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut addr as *mut libc::sockaddr_ll).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of::<[u64; 8]>() as _;
+    // SAFETY: `msg` points at `addr`, one iovec over `buf` and `control`, all live and
+    // writable for the stated lengths for the duration of the call.
+    let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `msg` points at `control`, live and written by the kernel in this receive.
+    let stamp = unsafe { super::scm_timestampns(&msg) };
+    let mut mac = [0u8; 6];
+    mac.copy_from_slice(&addr.sll_addr[..6]);
+    Ok(((n as usize).min(buf.len()), mac, stamp))
+}
+
 /// The index of interface `name`.
 pub fn ifindex(name: &str) -> io::Result<u32> {
     let c = CString::new(name).map_err(|_| io::Error::other("interface name has a NUL"))?;

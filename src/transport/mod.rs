@@ -151,6 +151,12 @@ pub trait Connection: Send {
     fn arrival_lead(&self) -> u64 {
         0
     }
+    /// The kernel's arrival stamp (CLOCK_REALTIME since the epoch) of the frame that completed
+    /// the message the last `recv` returned, for a transport that reads its own frames with
+    /// the kernel's stamps (raw); None elsewhere (a receiver with a socket asks it directly).
+    fn arrival_stamp(&self) -> Option<Duration> {
+        None
+    }
     /// What the receive side learned from the transport's own numbered frames so far, for
     /// transports that number them (raw). Read it after the timed phase, not inside it.
     fn link_counters(&self) -> Option<LinkCounters> {

@@ -205,6 +205,9 @@ fn open_socket(iface: &Iface, port: u16) -> Result<OwnedFd> {
     })?;
     packet::filter_flow(fd.as_fd(), iface.index, DST_PORT_AT, port)
         .context("filtering raw frames by interface and port")?;
+    // Every frame carries the kernel's arrival stamp: a stream's receiver times its phase by
+    // them, not by when it got round to reading (see `Connection::arrival_stamp`).
+    sys::rx_timestamps(fd.as_fd(), true).context("asking for arrival stamps (SO_TIMESTAMPNS)")?;
     // A packet socket has no autotuning and a 208 KiB default: four 64 KiB frames of one
     // loopback message already overflow it. Give it room for several large messages; an
     // explicit --rcvbuf, applied after this, still decides.
@@ -659,6 +662,10 @@ struct RawConnection {
     tx: Vec<u8>,
     rx: Vec<u8>,
     partial: Option<Partial>,
+    /// Scratch for the kernel's control messages, and the arrival stamp of the frame that
+    /// completed the last message received.
+    rx_control: [u64; 8],
+    last_stamp: Option<Duration>,
     /// The newest message number seen: older frames arrive late (and are dropped unless
     /// they are a whole one-frame message).
     newest: Option<u32>,
@@ -686,6 +693,8 @@ impl RawConnection {
             tx: vec![0u8; frame_mtu],
             rx: vec![0u8; frame_mtu],
             partial: None,
+            rx_control: [0; 8],
+            last_stamp: None,
             newest: None,
             // send() numbers a connection's frames from 0.
             frames: FrameCounts::new(0),
@@ -800,8 +809,10 @@ impl Connection for RawConnection {
 
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
-            let (n, from) = packet::recv_from(self.fd.as_fd(), &mut self.rx)?;
+            let (n, from, stamp) =
+                packet::recv_from_stamped(self.fd.as_fd(), &mut self.rx, &mut self.rx_control)?;
             if let Some(len) = self.take_frame(n, from, buf) {
+                self.last_stamp = stamp;
                 return Ok(len);
             }
         }
@@ -821,6 +832,9 @@ impl Connection for RawConnection {
     }
     fn effective_options(&self, requested: &SocketOptions) -> EffectiveOptions {
         sockopt::read_back(&SockRef::from(&self.fd), requested, false)
+    }
+    fn arrival_stamp(&self) -> Option<Duration> {
+        self.last_stamp
     }
     fn link_counters(&self) -> Option<LinkCounters> {
         Some(self.frames.counters(self.partial.is_some()))

@@ -73,6 +73,11 @@ pub fn total(v: &Value) -> &Value {
 
 /// A test run by hand on a lab that is up: server on host b, client on host a, `--json`.
 pub fn run_on_lab(name: &str, test: &[&str]) -> Value {
+    run_on_lab_with(name, &[], test)
+}
+
+/// [`run_on_lab`] with more options for the server (`--permit raw`).
+pub fn run_on_lab_with(name: &str, serve: &[&str], test: &[&str]) -> Value {
     let exe = env!("CARGO_BIN_EXE_wirebench");
     let mut server = std::process::Command::new(exe)
         .args([
@@ -88,6 +93,7 @@ pub fn run_on_lab(name: &str, test: &[&str]) -> Value {
             "10.77.0.2",
             "-q",
         ])
+        .args(serve)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -40,7 +40,7 @@ type Sent = Arc<Mutex<Vec<(Instant, [u8; 16])>>>;
 
 /// An in-memory connection: every send is taken whole and noted; receives come from a channel
 /// and honour the read timeout (a disconnected channel is the end of the stream).
-struct Memory {
+pub(super) struct Memory {
     sent: Sent,
     incoming: Option<mpsc::Receiver<Vec<u8>>>,
     read_timeout: Option<Duration>,
@@ -106,6 +106,58 @@ impl Connection for Memory {
     }
 }
 
+/// A datagram channel over [`Memory`] that nothing ever arrives on (for the parts of the
+/// stream that need a channel only to read TCP_INFO from, which it has none of).
+pub(super) fn idle_channel() -> DataChannel {
+    let (_tx, rx) = mpsc::channel();
+    DataChannel::new(
+        Box::new(Memory::receiver(rx)),
+        DATAGRAMS,
+        false,
+        Duration::from_secs(5),
+    )
+    .unwrap()
+}
+
+/// Datagrams that arrived before they are read, each with the kernel's arrival stamp, as a
+/// raw transport's connection hands them over (see `Connection::arrival_stamp`).
+struct StampedFrames {
+    incoming: std::collections::VecDeque<(Vec<u8>, Duration)>,
+    last: Option<Duration>,
+}
+
+impl Connection for StampedFrames {
+    fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
+        Ok(buf.len())
+    }
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some((d, stamp)) = self.incoming.pop_front() else {
+            return Err(io::ErrorKind::WouldBlock.into());
+        };
+        buf[..d.len()].copy_from_slice(&d);
+        self.last = Some(stamp);
+        Ok(d.len())
+    }
+    fn set_read_timeout(&mut self, _: Option<Duration>) -> io::Result<()> {
+        Ok(())
+    }
+    fn set_write_timeout(&mut self, _: Option<Duration>) -> io::Result<()> {
+        Ok(())
+    }
+    fn set_nonblocking(&mut self, _: bool) -> io::Result<()> {
+        Ok(())
+    }
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    fn effective_options(&self, _: &SocketOptions) -> EffectiveOptions {
+        EffectiveOptions::default()
+    }
+    fn arrival_stamp(&self) -> Option<Duration> {
+        self.last
+    }
+}
+
 fn send_plan(
     write_size: usize,
     stop: StopAt,
@@ -129,6 +181,7 @@ fn recv_plan(warmup_bytes: u64, warmup_datagrams: u64, interval: Duration) -> Re
         warmup_bytes,
         warmup_datagrams,
         interval: Some(interval),
+        expected: None,
         fast: FastPaths {
             rcvlowat: RcvLowat::Off,
             ..FastPaths::default()
@@ -276,6 +329,42 @@ fn the_receiver_s_clock_starts_at_the_first_timed_sequence_number() {
     );
     let loss = s.loss.unwrap();
     assert_eq!((loss.sent, loss.received, loss.lost), (3, 3, 0));
+}
+
+#[test]
+fn the_datagram_receiver_s_phase_runs_from_the_first_to_the_last_arrival_stamp() {
+    // Two warm-up datagrams, then eleven timed ones that arrived 3 ms apart, 2 s before the
+    // receiver reads any of them (a reader held off its CPU while its buffer filled). The
+    // phase is the 30 ms between the first timed arrival and the last, exactly: both ends are
+    // the kernel's stamps, mapped to the receiver's clock by one offset. Timed at the reads,
+    // as the raw receiver was, it lasted the few microseconds the reads took.
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        - Duration::from_secs(2);
+    let ms = Duration::from_millis(1);
+    let mut incoming = std::collections::VecDeque::new();
+    incoming.push_back((datagram(0, 100), wall));
+    incoming.push_back((datagram(1, 100), wall + ms));
+    for k in 0..11u32 {
+        incoming.push_back((datagram(2 + u64::from(k), 100), wall + 5 * ms + 3 * k * ms));
+    }
+    let conn = StampedFrames {
+        incoming,
+        last: None,
+    };
+    let mut ch =
+        DataChannel::new(Box::new(conn), DATAGRAMS, false, Duration::from_secs(5)).unwrap();
+    let end = EndSignal::default();
+    end.sent_datagrams.store(11, Ordering::SeqCst);
+    end.done.store(true, Ordering::SeqCst);
+    let plan = recv_plan(0, 2, Duration::from_secs(1));
+    let s = run_receiver(&mut ch, &plan, &end, Duration::from_secs(5), 0, None).unwrap();
+    assert_eq!(s.elapsed_ns, 30_000_000);
+    // The first timed datagram starts the clock and is not counted.
+    assert_eq!((s.bytes_timed, s.messages_timed), (1000, 10));
+    assert_eq!(s.untimed_tail_bytes, 0);
+    assert!(s.fallbacks.is_empty(), "{:?}", s.fallbacks);
 }
 
 /// Zero-byte intervals, each with a rate of 0.
@@ -456,13 +545,15 @@ mod loopback_a_blocked_byte_stream_receiver_reports_i {
 
     #[test]
     fn a_blocked_byte_stream_receiver_reports_intervals_of_0_bytes() {
-        // The peer writes the warm-up (10 000 bytes), waits 600 ms, writes 1000 bytes and closes.
-        // With 100 ms intervals the receiver reports the silence as it happens: 5 or 6 intervals
-        // of 0 bytes on an idle host, at least 2 on one that keeps the receiver off its CPU for
-        // whole intervals (before, none: a blocked read recorded nothing).
+        // The peer writes the warm-up (10 000 bytes) and 500 timed bytes in one go, which
+        // start the receiver's clock (uncounted: they came before it), waits 600 ms, writes
+        // 1000 bytes and closes. With 100 ms intervals the receiver reports the silence as it
+        // happens: 5 or 6 intervals of 0 bytes on an idle host, at least 2 on one that keeps
+        // the receiver off its CPU for whole intervals (before, none: a blocked read recorded
+        // nothing).
         let (mut ch, mut peer) = tcp_pair(&SocketOptions::default(), Duration::from_secs(10));
         let writer = std::thread::spawn(move || {
-            peer.send(&vec![1u8; 10_000]).unwrap();
+            peer.send(&vec![1u8; 10_500]).unwrap();
             std::thread::sleep(Duration::from_millis(600));
             peer.send(&[2u8; 1000]).unwrap();
             peer.shutdown_write().unwrap();
@@ -537,5 +628,65 @@ fn a_paced_sender_stops_within_a_slice_of_its_abort_whatever_its_pace() {
             started.elapsed()
         );
         setter.join().unwrap();
+    }
+}
+
+/// Needs sockets on loopback: the loopback tier (see README, Tests).
+mod loopback_a_stalled_warm_up_splits_neither_phase {
+    use super::*;
+
+    #[test]
+    fn a_warm_up_stalled_in_flight_lies_before_both_phases() {
+        // 64 warm-up writes of 4 KiB (256 KiB) fit the sender's 2 MiB buffer, so its warm-up
+        // writes return at once, but not the receiver's 16 KiB: most of the warm-up stays
+        // unacknowledged in flight until the receiver, asleep for 400 ms, reads. Before, the
+        // sender's clock started when its warm-up writes returned, the receiver's after the
+        // stall: the sender's 200 ms phase held the whole stall, the receiver's none of it.
+        //
+        // Now the sender's phase begins once its warm-up is acknowledged, which cannot happen
+        // before the receiver woke and read (its buffer holds a sixteenth of the warm-up), so
+        // the sender returns no earlier than the wake-up plus its whole phase. That is an
+        // order of events, which a loaded host only delays: it cannot break it.
+        let opts = SocketOptions {
+            sndbuf: 1 << 20,
+            rcvbuf: 8192,
+            ..SocketOptions::default()
+        };
+        let (mut tx, peer) = tcp_pair(&opts, Duration::from_secs(10));
+        let mut rx = DataChannel::new(peer, BYTES, false, Duration::from_secs(10)).unwrap();
+        let send = send_plan(
+            4096,
+            StopAt {
+                duration: Some(Duration::from_millis(200)),
+                ..StopAt::default()
+            },
+            64,
+            None,
+        );
+        let mut recv = recv_plan(64 * 4096, 0, Duration::from_secs(1));
+        recv.interval = None;
+        let end = EndSignal::default();
+        let (sent, returned, (got, woke)) = std::thread::scope(|sc| {
+            let receiver = sc.spawn(|| {
+                std::thread::sleep(Duration::from_millis(400));
+                let woke = Instant::now();
+                let s = run_receiver(&mut rx, &recv, &end, Duration::from_secs(10), 0, None);
+                (s.unwrap(), woke)
+            });
+            let sent = run_sender(&mut tx, &send, 0, None).unwrap();
+            let returned = Instant::now();
+            (sent, returned, receiver.join().unwrap())
+        });
+        let phase = Duration::from_nanos(sent.elapsed_ns);
+        assert!(
+            returned >= woke + phase,
+            "the sender's phase of {phase:?} began {:?} before the receiver woke",
+            (woke + phase).saturating_duration_since(returned)
+        );
+        assert!(sent.bytes_timed > 0 && got.bytes_timed > 0);
+        assert_eq!(got.bytes_total, sent.bytes_total);
+        // The acknowledged bytes of the phase are timed bytes only: the warm-up was all
+        // acknowledged before it began.
+        assert!(sent.bytes_acked_timed.unwrap() <= sent.bytes_timed);
     }
 }

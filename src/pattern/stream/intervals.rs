@@ -6,7 +6,13 @@ use std::time::{Duration, Instant};
 use super::{rate, Interval, IntervalEvent};
 use crate::pattern::{nanos, DataChannel, Role};
 
-/// Records intervals without allocating in the loop: the vector is sized up front.
+/// Intervals reserved for a phase of unknown length (a byte or iteration limit): 4096 of
+/// 100 ms are almost 7 minutes.
+pub(super) const UNKNOWN_SPAN: usize = 4096;
+
+/// Records intervals without allocating in the loop: the vector is sized up front, from the
+/// phase's expected length, and never grows. Should the phase outlast that, the newest
+/// interval takes in the rest (its span grows, its rate stays the bytes over that span).
 pub(super) struct IntervalClock<'a> {
     pub(super) every: Option<Duration>,
     next: Instant,
@@ -32,7 +38,7 @@ impl<'a> IntervalClock<'a> {
     ) -> Self {
         let cap = match (every, expected) {
             (Some(e), Some(d)) if !e.is_zero() => (d.as_secs_f64() / e.as_secs_f64()) as usize + 4,
-            (Some(_), None) => 64,
+            (Some(_), _) => UNKNOWN_SPAN,
             _ => 0,
         };
         IntervalClock {
@@ -79,7 +85,9 @@ impl<'a> IntervalClock<'a> {
         self.every.is_some() && now >= self.next
     }
 
-    pub(super) fn record(&mut self, now: Instant, bytes: u64, messages: u64, ch: &DataChannel) {
+    /// The interval from the last record to `now`, with the kernel's state then; moves the
+    /// marks to `now`.
+    fn measure(&mut self, now: Instant, bytes: u64, messages: u64, ch: &DataChannel) -> Interval {
         let tcp_info = ch.connection().tcp_info();
         let retransmits = tcp_info.map(|t| t.total_retrans.saturating_sub(self.last_retrans));
         if let Some(t) = tcp_info {
@@ -87,18 +95,49 @@ impl<'a> IntervalClock<'a> {
         }
         let (acked_bytes, mark) = self.acked_since(tcp_info);
         self.last_acked = mark;
-        let ns = nanos(self.last_at, now);
         let iv = Interval {
             start_ns: nanos(self.start, self.last_at),
             end_ns: nanos(self.start, now),
             bytes: bytes - self.last_bytes,
             messages: messages - self.last_messages,
-            bits_per_s: rate(bytes - self.last_bytes, ns),
+            bits_per_s: rate(bytes - self.last_bytes, nanos(self.last_at, now)),
             tcp_info,
             retransmits,
             acked_bytes,
         };
-        self.out.push(iv);
+        self.last_at = now;
+        self.last_bytes = bytes;
+        self.last_messages = messages;
+        iv
+    }
+
+    /// Extends the newest interval by `iv`, which follows it.
+    fn merge_into_last(&mut self, iv: &Interval) {
+        let Some(prev) = self.out.last_mut() else {
+            return;
+        };
+        if let (Some(n), Some(r)) = (iv.retransmits, prev.retransmits.as_mut()) {
+            *r += n;
+        }
+        if let (Some(a), Some(p)) = (iv.acked_bytes, prev.acked_bytes.as_mut()) {
+            *p += a;
+        }
+        prev.tcp_info = iv.tcp_info.or(prev.tcp_info);
+        prev.bytes += iv.bytes;
+        prev.messages += iv.messages;
+        prev.end_ns = iv.end_ns;
+        prev.bits_per_s = rate(prev.bytes, prev.end_ns.saturating_sub(prev.start_ns));
+    }
+
+    /// Records the interval ending at `now` and sends it to a live display. The list never
+    /// grows: once the reserve is used up, the newest stored interval takes it in.
+    pub(super) fn record(&mut self, now: Instant, bytes: u64, messages: u64, ch: &DataChannel) {
+        let iv = self.measure(now, bytes, messages, ch);
+        if self.out.len() < self.out.capacity() {
+            self.out.push(iv);
+        } else {
+            self.merge_into_last(&iv);
+        }
         if let Some((tx, stream, role)) = self.live {
             let _ = tx.send(IntervalEvent {
                 stream,
@@ -106,9 +145,6 @@ impl<'a> IntervalClock<'a> {
                 interval: iv,
             });
         }
-        self.last_at = now;
-        self.last_bytes = bytes;
-        self.last_messages = messages;
         if let Some(e) = self.every {
             while self.next <= now {
                 self.next += e;
@@ -128,33 +164,9 @@ impl<'a> IntervalClock<'a> {
             self.record(now, bytes, messages, ch);
             return;
         }
-        // The stub's kernel state is the folded interval's new end.
-        let tcp_info = ch.connection().tcp_info();
-        let (acked, mark) = self.acked_since(tcp_info);
-        let retrans = tcp_info.map(|t| t.total_retrans.saturating_sub(self.last_retrans));
-        let end_ns = nanos(self.start, now);
-        if let Some(prev) = self.out.last_mut() {
-            if let (Some(n), Some(r)) = (retrans, prev.retransmits.as_mut()) {
-                *r += n;
-            }
-            if let (Some(a), Some(p)) = (acked, prev.acked_bytes.as_mut()) {
-                *p += a;
-            }
-            prev.tcp_info = tcp_info.or(prev.tcp_info);
-            prev.bytes += bytes - self.last_bytes;
-            prev.messages += messages - self.last_messages;
-            prev.end_ns = end_ns;
-            prev.bits_per_s = rate(prev.bytes, prev.end_ns.saturating_sub(prev.start_ns));
-        }
-        if let Some(t) = tcp_info {
-            self.last_retrans = t.total_retrans;
-        }
-        self.last_acked = mark;
-        self.last_at = now;
-        self.last_bytes = bytes;
-        self.last_messages = messages;
+        let iv = self.measure(now, bytes, messages, ch);
+        self.merge_into_last(&iv);
     }
-
     /// Ends the intervals at `end`, before the newest ones (the receiver's cool-down, see
     /// [`crate::transport::Connection::arrival_lead`]): intervals ending later are dropped and
     /// the last one is closed at `end` with `bytes` and `messages` counted up to then.
@@ -198,5 +210,46 @@ impl<'a> IntervalClock<'a> {
         if let Some(e) = self.every {
             self.next = start + e;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interval_list_is_reserved_before_the_phase_and_never_grows_in_it() {
+        // 10 ms intervals over an expected 100 ms: 14 reserved. A phase that runs 100 times
+        // longer records into them without a single allocation; the newest takes in the rest,
+        // and every byte and the whole span stay accounted for.
+        let ch = super::super::clock_tests::idle_channel();
+        let ms = Duration::from_millis(1);
+        let t0 = Instant::now();
+        let (tx, rx) = mpsc::channel();
+        let live = Some((&tx, 0, Role::Sender));
+        let mut c = IntervalClock::new(Some(10 * ms), Some(100 * ms), t0, live);
+        c.start_at(t0);
+        let reserved = c.out.capacity();
+        assert!(reserved >= 14);
+        for k in 1..=1000u64 {
+            let now = t0 + 10 * ms * k as u32;
+            assert!(c.due(now));
+            c.record(now, k * 100, k, &ch);
+            assert_eq!(c.out.capacity(), reserved, "grew at record {k}");
+        }
+        c.finish(t0 + 10_005 * ms, 100_000, 1000, &ch);
+        assert_eq!(c.out.capacity(), reserved);
+        assert_eq!(c.out.len(), reserved);
+        assert_eq!(c.out.iter().map(|iv| iv.bytes).sum::<u64>(), 100_000);
+        let last = c.out.last().unwrap();
+        assert_eq!(last.end_ns, 10_005_000_000);
+        // A live display still gets every period's report.
+        assert_eq!(rx.try_iter().count(), 1001);
+        // The folded interval's rate is its bytes over its whole span.
+        let span = last.end_ns - last.start_ns;
+        assert!((last.bits_per_s - last.bytes as f64 * 8e9 / span as f64).abs() < 1e-6);
+        // Without a known length, a fixed reserve.
+        let c = IntervalClock::new(Some(10 * ms), None, t0, None);
+        assert!(c.out.capacity() >= UNKNOWN_SPAN);
     }
 }

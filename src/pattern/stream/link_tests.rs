@@ -39,6 +39,7 @@ fn over_link(caps: Capabilities, script: Script, size: usize) -> (StreamStats, S
         warmup_bytes: WARMUP * size as u64,
         warmup_datagrams: WARMUP,
         interval: None,
+        expected: None,
         fast: FastPaths {
             rcvlowat: RcvLowat::Off,
             ..FastPaths::default()

@@ -1,14 +1,29 @@
 //! One-way bulk transfer (nttcp, netperf TCP_STREAM, iperf). The sender and the receiver each
 //! time their own side over their own clock; neither figure is ever copied into the other.
 //!
-//! Warm-up: the first `warmup` writes are not timed. The receiver's clock starts with the read
-//! that completes the warm-up bytes (or with the first read when there is no warm-up), and the
-//! bytes of that read are not counted, since they arrived before its clock started.
+//! The timed phase has one definition on both sides: it runs from the first byte or datagram
+//! past the warm-up (the first `warmup` writes) to the last one, and nothing that befalls the
+//! warm-up lies in it on either side.
+//!
+//! Byte streams: the sender makes its warm-up writes and then, where the kernel tells what the
+//! peer acknowledged (TCP_INFO: TCP, MPTCP), waits until all of them are acknowledged; its
+//! clock starts with its first timed write. The receiver's clock starts with the first read
+//! that holds a byte past the warm-up; the bytes of that read, and those already queued when
+//! it returns, arrived before its clock started and are not counted. A stall of the warm-up
+//! bytes in flight (400 ms on a lab link whose 8 KiB window was smaller than one 9000-byte
+//! segment) thus lies before both phases. Before, the sender's clock started when its warm-up
+//! writes returned and the receiver's after the stall: the same 701 440 bytes read 11.05
+//! Mbit/s at the sender and 64.96 at the receiver. Where the sender cannot see what was
+//! acknowledged (QUIC, Unix sockets), its clock starts when its warm-up writes return.
+//!
 //! On unreliable transports (UDP, and raw Ethernet, whose messages take the same sender and
 //! receiver paths) every datagram carries a sequence number and a send timestamp; the warm-up
 //! datagrams are numbered `0..warmup`, and the receiver starts its clock on the first datagram
 //! whose number is `warmup` or more, whenever that arrives: a warm-up datagram that comes late
-//! or out of order is never timed, and its arrival never starts the clock.
+//! or out of order is never timed, and its arrival never starts the clock. The receiver's
+//! phase runs from that datagram's arrival to the last timed one's, both the kernel's arrival
+//! stamps (SO_TIMESTAMPNS on the socket, on a raw transport's packet socket for the frame that
+//! completes a message), not the reads' times (see [`arrival`]).
 //!
 //! A paced sender (`--rate`) paces its warm-up on the same schedule as its timed phase, which
 //! begins where the warm-up's last step ends. Were the warm-up let out back to back, it would
@@ -28,6 +43,7 @@
 //! (`bytes_acked_timed`, `acked_bits_per_s`): on a 100 Mbit/s link a 2 s stream's sender rate
 //! read 101.3 Mbit/s, the bytes left in its buffer counted as sent.
 
+mod arrival;
 #[cfg(test)]
 mod clock_tests;
 mod intervals;
@@ -177,6 +193,9 @@ pub struct RecvPlan {
     pub warmup_bytes: u64,
     pub warmup_datagrams: u64,
     pub interval: Option<Duration>,
+    /// The sender's timed duration, when it has one: the receiver reserves its interval
+    /// reports from it before its clock starts.
+    pub expected: Option<Duration>,
     pub fast: FastPaths,
     /// A socket buffer is fixed on either end (see `PointSpec::buffers_fixed`): the automatic
     /// wake-up threshold stays off.
@@ -266,9 +285,10 @@ pub struct StreamStats {
     /// handed to the transport: some may still be in its socket buffer when its phase ends.
     pub bits_per_s: f64,
     /// Sender, where the kernel keeps TCP_INFO (TCP, MPTCP): bytes the peer acknowledged over
-    /// the sender's timed phase (`tcpi_bytes_acked` at its end minus at its start). Warm-up
-    /// bytes acknowledged in the phase count, timed bytes not yet acknowledged at its end do
-    /// not. None for other transports and in documents written before it existed.
+    /// the sender's timed phase (`tcpi_bytes_acked` at its end minus at its start). The
+    /// warm-up is all acknowledged before the phase begins; timed bytes not yet acknowledged
+    /// at its end do not count. None for other transports and in documents written before it
+    /// existed.
     pub bytes_acked_timed: Option<u64>,
     /// bytes_acked_timed * 8 / elapsed_ns, per second: the rate the peer acknowledged at.
     pub acked_bits_per_s: Option<f64>,
@@ -278,7 +298,8 @@ pub struct StreamStats {
     pub send_failures: u64,
     /// Receiver: bytes read at the very end and left out of the timed phase, because that
     /// much may have arrived ahead of the count when the clock started (a window of posted
-    /// receives, see `Connection::arrival_lead`). 0 for sockets.
+    /// receives, see `Connection::arrival_lead`), or because their arrival is not known apart
+    /// from the last stamped datagram's (UDP GRO). 0 for other sockets.
     pub untimed_tail_bytes: u64,
     pub loss: Option<LossStats>,
     /// Receiver, on a transport that numbers its own frames (raw): the frames of the whole

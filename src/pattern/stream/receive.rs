@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use super::arrival::StampClock;
 use super::intervals::IntervalClock;
 use super::loss::Jitter;
 #[cfg(doc)]
@@ -199,7 +200,9 @@ fn receive_bytes(
         }
         total += n;
         end.received.store(total, Ordering::Relaxed);
-        if total >= plan.warmup_bytes {
+        // The first read that holds a timed byte starts the clock (see the module's doc):
+        // a read that ends the warm-up exactly is followed by one more.
+        if total > plan.warmup_bytes {
             break;
         }
     }
@@ -226,10 +229,11 @@ fn receive_bytes(
     if short {
         ch.set_read_timeout(stall_check(plan.interval))?;
     }
-    let start = Instant::now();
-    let mut intervals = IntervalClock::new(plan.interval, None, start, live);
-    intervals.start_at(start);
+    // Everything that allocates or asks the kernel is done before the clock starts.
+    let mut intervals = IntervalClock::new(plan.interval, receiver_span(plan), moved_at, live);
     intervals.baseline(ch.connection().tcp_info(), false);
+    let start = Instant::now();
+    intervals.start_at(start);
     let mut bytes: u64 = 0;
     let mut reads: u64 = 0;
     let mut last = start;
@@ -284,6 +288,13 @@ fn receive_bytes(
     Ok(())
 }
 
+/// How long a receiver's timed phase may run, to reserve its interval reports up front: the
+/// sender's duration, twice over, and the drain of what its buffers still hold after that
+/// (an interval list that is full takes the rest into its newest interval).
+fn receiver_span(plan: &RecvPlan) -> Option<Duration> {
+    plan.expected.map(|d| d * 2 + DRAIN_IDLE)
+}
+
 /// Reads what a byte-stream socket holds already (FIONREAD), before the receiver's clock
 /// starts: the bytes read, or None at end of stream. Looks again a few times for what arrived
 /// meanwhile; bytes that arrive after that are the timed phase's. Nothing without a socket.
@@ -320,6 +331,9 @@ fn read_already_queued(
 struct Tail {
     /// (time, bytes so far, reads so far) after each of the newest reads, oldest overwritten.
     ring: Vec<(Instant, u64, u64)>,
+    /// Reads the ring holds at most (0: no lead, nothing kept), fixed when it is made: not
+    /// the vector's capacity, which the allocator may round up.
+    size: usize,
     pushed: usize,
 }
 
@@ -335,20 +349,20 @@ impl Tail {
         };
         Tail {
             ring: Vec::with_capacity(n),
+            size: n,
             pushed: 0,
         }
     }
 
     #[inline]
     fn push(&mut self, at: Instant, bytes: u64, reads: u64) {
-        let cap = self.ring.capacity();
-        if cap == 0 {
+        if self.size == 0 {
             return;
         }
-        if self.ring.len() < cap {
+        if self.ring.len() < self.size {
             self.ring.push((at, bytes, reads));
         } else {
-            self.ring[self.pushed % cap] = (at, bytes, reads);
+            self.ring[self.pushed % self.size] = (at, bytes, reads);
         }
         self.pushed += 1;
     }
@@ -377,28 +391,73 @@ struct DatagramCounter {
     jitter: Jitter,
     start: Option<Instant>,
     total: u64,
+    /// Timed bytes and datagrams counted so far.
     bytes: u64,
     datagrams: u64,
+    /// The arrival of the last datagram whose arrival is known (see [`Arrival`]), and the
+    /// counts up to and including it: the end of the timed phase and what it holds.
     last: Instant,
+    timed_bytes: u64,
+    timed_datagrams: u64,
+    /// The datagrams coalesced with the one that started the clock are not counted: they
+    /// may have arrived before it (see [`Arrival::Within`]).
+    skip_coalesced: bool,
+    /// Whether the clock's start or its end came from a read without a kernel stamp.
+    unstamped_ends: bool,
     first_op_ns: Option<u64>,
 }
 
+/// When a datagram arrived, as the kernel tells it.
+#[derive(Clone, Copy)]
+enum Arrival {
+    /// At this instant: its own kernel stamp (or, without one, its read).
+    At(Instant, bool),
+    /// Coalesced by the kernel (UDP GRO) after the read's first datagram, which carries the
+    /// read's only stamp: somewhere about that time, before or after. It is counted but never
+    /// starts or ends the timed phase.
+    Within(Instant),
+}
+
 impl DatagramCounter {
+    fn new(warmup: u64, epoch: Instant, waiting_since: Instant) -> DatagramCounter {
+        DatagramCounter {
+            warmup,
+            epoch,
+            waiting_since,
+            seqs: SeqTracker::new(),
+            jitter: Jitter::default(),
+            start: None,
+            total: 0,
+            bytes: 0,
+            datagrams: 0,
+            last: epoch,
+            timed_bytes: 0,
+            timed_datagrams: 0,
+            skip_coalesced: false,
+            unstamped_ends: false,
+            first_op_ns: None,
+        }
+    }
+
     /// `head` holds at least the datagram's header; `len` is the datagram's full length.
     #[inline]
     fn on_datagram(
         &mut self,
         head: &[u8],
         len: usize,
-        now: Instant,
+        arrival: Arrival,
         intervals: &mut IntervalClock<'_>,
         ch: &DataChannel,
     ) {
         if len < DATAGRAM_HEADER || head.len() < DATAGRAM_HEADER {
             return; // a runt: not ours
         }
+        let (at, exact, stamped) = match arrival {
+            Arrival::At(t, stamped) => (t, true, stamped),
+            Arrival::Within(t) => (t, false, true),
+        };
         if self.total == 0 {
-            self.first_op_ns = Some(nanos(self.waiting_since, now));
+            self.first_op_ns = Some(nanos(self.waiting_since, at.max(self.waiting_since)));
         }
         self.total += len as u64;
         let seq = u64::from_le_bytes(head[..8].try_into().unwrap_or([0; 8]));
@@ -407,37 +466,61 @@ impl DatagramCounter {
             return;
         }
         self.seqs.observe(seq - self.warmup);
-        self.jitter.observe(sent_ns, nanos(self.epoch, now));
+        self.jitter.observe(sent_ns, nanos(self.epoch, at));
         if self.start.is_none() {
-            // The first timed datagram starts the clock and is not counted.
-            self.start = Some(now);
-            intervals.start_at(now);
+            // The first timed datagram starts the clock and is not counted, nor are those
+            // the kernel coalesced with it.
+            self.start = Some(at);
+            self.last = at;
+            self.skip_coalesced = true;
+            self.unstamped_ends = !stamped;
+            intervals.start_at(at);
             return;
         }
+        if !exact && self.skip_coalesced {
+            return;
+        }
+        self.skip_coalesced = false;
         self.bytes += len as u64;
         self.datagrams += 1;
-        self.last = now;
-        if intervals.due(now) {
-            intervals.record(now, self.bytes, self.datagrams, ch);
+        if exact {
+            self.last = at;
+            self.timed_bytes = self.bytes;
+            self.timed_datagrams = self.datagrams;
+            if !stamped {
+                self.unstamped_ends = true;
+            }
+            if intervals.due(at) {
+                intervals.record(at, self.bytes, self.datagrams, ch);
+            }
         }
     }
 }
 
-/// How a datagram receiver takes datagrams from the kernel.
+/// How a datagram receiver takes datagrams from the kernel. Each comes with the kernel's
+/// arrival stamp where the socket gives one (see [`StampClock`]).
 enum DatagramReader {
-    Single(Vec<u8>),
+    /// One datagram per call: with its stamp (recvmsg) on a socket, through the connection
+    /// (which may stamp its own frames, as raw does) otherwise.
+    Single(Vec<u8>, Vec<u8>),
     Batch(Batch),
     Gro(Vec<u8>),
     /// MSG_TRUNC: copy only the header, learn the length.
-    HeaderOnly,
+    HeaderOnly(Vec<u8>),
 }
 
 impl DatagramReader {
     fn choose(ch: &DataChannel, plan: &RecvPlan, stats: &mut StreamStats) -> DatagramReader {
         let size = MAX_DATAGRAM.max(plan.read_size);
+        let cmsg = || nix::cmsg_space!(nix::sys::time::TimeSpec);
         let Some(fd) = ch.connection().socket_fd() else {
-            return DatagramReader::Single(vec![0; size]);
+            return DatagramReader::Single(vec![0; size], cmsg());
         };
+        if let Err(e) = crate::sys::rx_timestamps(fd, true) {
+            stats.fallbacks.push(format!(
+                "SO_TIMESTAMPNS: {e}; the phase is timed when datagrams are read"
+            ));
+        }
         if plan.fast.gro {
             match fastpath::enable_udp_gro(fd) {
                 Ok(()) => return DatagramReader::Gro(vec![0; size]),
@@ -445,7 +528,7 @@ impl DatagramReader {
             }
         }
         if plan.fast.skip_rx_copy {
-            return DatagramReader::HeaderOnly;
+            return DatagramReader::HeaderOnly(cmsg());
         }
         if plan.fast.batch > 1 {
             match Batch::new(plan.fast.batch as usize, size) {
@@ -453,145 +536,93 @@ impl DatagramReader {
                 Err(e) => stats.fallbacks.push(format!("recvmmsg: {e}")),
             }
         }
-        DatagramReader::Single(vec![0; size])
+        DatagramReader::Single(vec![0; size], cmsg())
     }
 
     fn name(&self) -> String {
         match self {
-            DatagramReader::Single(_) => "recv".into(),
+            DatagramReader::Single(..) => "recv".into(),
             DatagramReader::Batch(b) => format!("recvmmsg x{}", b.count()),
             DatagramReader::Gro(_) => "UDP GRO".into(),
-            DatagramReader::HeaderOnly => "recv MSG_TRUNC (header only)".into(),
+            DatagramReader::HeaderOnly(_) => "recv MSG_TRUNC (header only)".into(),
         }
     }
 
     /// Receives what is there (waiting at most the read timeout for the first datagram) and
-    /// hands each datagram to `counter`. Ok(false) when the wait timed out.
+    /// hands each datagram to `counter` at its arrival. Ok(false) when the wait timed out.
     #[inline]
     fn receive(
         &mut self,
         ch: &mut DataChannel,
+        clock: &mut StampClock,
         counter: &mut DatagramCounter,
         intervals: &mut IntervalClock<'_>,
     ) -> io::Result<bool> {
-        match self {
-            DatagramReader::Single(buf) => match ch.recv_some(buf) {
-                Ok(n) => {
-                    counter.on_datagram(&buf[..n.min(buf.len())], n, Instant::now(), intervals, ch);
-                    Ok(true)
-                }
-                Err(e) if gave_up_waiting(&e) => Ok(false),
-                Err(e) => Err(e),
-            },
-            DatagramReader::HeaderOnly => {
+        let fd = ch.connection().socket_fd();
+        let r = match (self, fd) {
+            (DatagramReader::Single(buf, cmsg), Some(fd)) => {
+                crate::sys::recv_stamped(fd, buf, cmsg).map(|(n, stamp)| {
+                    let at = clock.map(stamp, Instant::now());
+                    let head = &buf[..n.min(buf.len())];
+                    counter.on_datagram(head, n, Arrival::At(at, stamp.is_some()), intervals, ch);
+                })
+            }
+            (DatagramReader::Single(buf, _), None) => ch.recv_some(buf).map(|n| {
+                let stamp = ch.connection().arrival_stamp();
+                let at = clock.map(stamp, Instant::now());
+                let head = &buf[..n.min(buf.len())];
+                counter.on_datagram(head, n, Arrival::At(at, stamp.is_some()), intervals, ch);
+            }),
+            (DatagramReader::HeaderOnly(cmsg), Some(fd)) => {
                 let mut head = [0u8; DATAGRAM_HEADER];
-                let r = match ch.connection().socket_fd() {
-                    Some(fd) => fastpath::recv_trunc(fd, &mut head, DATAGRAM_HEADER),
-                    None => Err(io::Error::other("no socket descriptor")),
-                };
-                match r {
-                    Ok(n) => {
-                        counter.on_datagram(&head, n, Instant::now(), intervals, ch);
-                        Ok(true)
-                    }
-                    Err(e) if gave_up_waiting(&e) || e.kind() == io::ErrorKind::Interrupted => {
-                        Ok(false)
-                    }
-                    Err(e) => Err(e),
-                }
+                crate::sys::recv_stamped(fd, &mut head, cmsg).map(|(n, stamp)| {
+                    let at = clock.map(stamp, Instant::now());
+                    counter.on_datagram(&head, n, Arrival::At(at, stamp.is_some()), intervals, ch);
+                })
             }
-            DatagramReader::Batch(b) => {
-                let r = match ch.connection().socket_fd() {
-                    Some(fd) => b.recv(fd),
-                    None => Err(io::Error::other("no socket descriptor")),
-                };
-                match r {
-                    Ok(k) => {
-                        let now = Instant::now();
-                        for i in 0..k {
-                            let len = b.received_len(i);
-                            let buf = b.buffer(i);
-                            let head = &buf[..len.min(buf.len())];
-                            counter.on_datagram(head, len, now, intervals, ch);
-                        }
-                        Ok(true)
-                    }
-                    Err(e) if gave_up_waiting(&e) || e.kind() == io::ErrorKind::Interrupted => {
-                        Ok(false)
-                    }
-                    Err(e) => Err(e),
+            (DatagramReader::Batch(b), Some(fd)) => b.recv(fd).map(|k| {
+                let now = Instant::now();
+                for i in 0..k {
+                    let stamp = b.stamp(i);
+                    let at = clock.map(stamp, now);
+                    let len = b.received_len(i);
+                    let buf = b.buffer(i);
+                    let head = &buf[..len.min(buf.len())];
+                    counter.on_datagram(head, len, Arrival::At(at, stamp.is_some()), intervals, ch);
                 }
-            }
-            DatagramReader::Gro(buf) => {
-                let r = match ch.connection().socket_fd() {
-                    Some(fd) => fastpath::recv_gro(fd, buf),
-                    None => Err(io::Error::other("no socket descriptor")),
-                };
-                match r {
-                    Ok((n, segment)) => {
-                        let now = Instant::now();
-                        let seg = if segment == 0 { n.max(1) } else { segment };
-                        for chunk in buf[..n].chunks(seg) {
-                            counter.on_datagram(chunk, chunk.len(), now, intervals, ch);
-                        }
-                        Ok(true)
+            }),
+            (DatagramReader::Gro(buf), Some(fd)) => {
+                fastpath::recv_gro(fd, buf).map(|(n, segment, stamp)| {
+                    let at = clock.map(stamp, Instant::now());
+                    let seg = if segment == 0 { n.max(1) } else { segment };
+                    for (i, chunk) in buf[..n].chunks(seg).enumerate() {
+                        let arrival = if i == 0 {
+                            Arrival::At(at, stamp.is_some())
+                        } else {
+                            Arrival::Within(at)
+                        };
+                        counter.on_datagram(chunk, chunk.len(), arrival, intervals, ch);
                     }
-                    Err(e) if gave_up_waiting(&e) || e.kind() == io::ErrorKind::Interrupted => {
-                        Ok(false)
-                    }
-                    Err(e) => Err(e),
-                }
+                })
             }
-        }
-    }
-}
-
-/// Reads datagrams one at a time with the kernel's arrival stamps until the receiver's clock
-/// has started, so that it starts when the first timed datagram arrived, not when this thread
-/// got round to reading it: a receiver descheduled then (by a CPU hog, seen on the 2-CPU VM)
-/// started late and counted the datagrams queued meanwhile over too short a phase, 0.05% above
-/// a lab link's goodput. Warm-up datagrams are few, so the slow calls cost nothing that is
-/// timed. Not for GRO, whose reads hold many datagrams, nor without a socket (raw messages).
-struct StartStamper {
-    buf: Vec<u8>,
-    cmsg: Vec<u8>,
-}
-
-impl StartStamper {
-    fn new(ch: &DataChannel, reader: &DatagramReader) -> Option<StartStamper> {
-        if matches!(reader, DatagramReader::Gro(_)) {
-            return None;
-        }
-        crate::sys::rx_timestamps(ch.connection().socket_fd()?, true).ok()?;
-        Some(StartStamper {
-            buf: vec![0; MAX_DATAGRAM],
-            cmsg: nix::cmsg_space!(nix::sys::time::TimeSpec),
-        })
-    }
-
-    /// One datagram, handed to `counter` at its kernel arrival time. Ok(false) when none came
-    /// within the read timeout.
-    fn receive(
-        &mut self,
-        ch: &DataChannel,
-        counter: &mut DatagramCounter,
-        intervals: &mut IntervalClock<'_>,
-    ) -> io::Result<bool> {
-        let Some(fd) = ch.connection().socket_fd() else {
-            return Ok(false);
+            (_, None) => Err(io::Error::other("no socket descriptor")),
         };
-        match crate::sys::recv_stamped(fd, &mut self.buf, &mut self.cmsg) {
-            Ok((n, stamp)) => {
-                let at = crate::sys::arrival_instant(stamp);
-                counter.on_datagram(&self.buf[..n.min(self.buf.len())], n, at, intervals, ch);
-                Ok(true)
-            }
+        match r {
+            Ok(()) => Ok(true),
             Err(e) if gave_up_waiting(&e) || e.kind() == io::ErrorKind::Interrupted => Ok(false),
             Err(e) => Err(e),
         }
     }
 }
 
+/// Receives datagrams until the sender is done and all are in (or [`DRAIN_IDLE`] of silence).
+/// The timed phase runs from the first timed datagram's kernel arrival stamp to the last's
+/// (see [`StampClock`]), whenever this thread got round to reading them: a receiver held off
+/// its CPU while its socket buffer filled neither starts nor ends late. Its start counts no
+/// bytes (they arrived before it); with UDP GRO, whose reads carry one stamp for many
+/// datagrams, the datagrams coalesced with the first are not counted and those coalesced
+/// after the last stamped one are left out of the phase (`untimed_tail_bytes`), so that an
+/// unknown order within one read can only lower the rate, never raise it.
 fn receive_datagrams(
     ch: &mut DataChannel,
     plan: &RecvPlan,
@@ -603,36 +634,13 @@ fn receive_datagrams(
     let mut reader = DatagramReader::choose(ch, plan, stats);
     stats.io_path = reader.name();
     let epoch = Instant::now();
-    let mut counter = DatagramCounter {
-        warmup: plan.warmup_datagrams,
-        epoch,
-        waiting_since,
-        seqs: SeqTracker::new(),
-        jitter: Jitter::default(),
-        start: None,
-        total: 0,
-        bytes: 0,
-        datagrams: 0,
-        last: epoch,
-        first_op_ns: None,
-    };
-    let mut intervals = IntervalClock::new(plan.interval, None, epoch, live);
+    let mut counter = DatagramCounter::new(plan.warmup_datagrams, epoch, waiting_since);
+    let mut intervals = IntervalClock::new(plan.interval, receiver_span(plan), epoch, live);
+    let mut clock = StampClock::new();
     let mut last_arrival = epoch;
-    let mut stamper = StartStamper::new(ch, &reader);
     loop {
         let before = counter.total;
-        match stamper.as_mut() {
-            Some(st) if counter.start.is_none() => st.receive(ch, &mut counter, &mut intervals)?,
-            Some(_) => {
-                // The clock has started: back to the fast path, the kernel's stamps off.
-                if let Some(fd) = ch.connection().socket_fd() {
-                    let _ = crate::sys::rx_timestamps(fd, false);
-                }
-                stamper = None;
-                continue;
-            }
-            None => reader.receive(ch, &mut counter, &mut intervals)?,
-        };
+        reader.receive(ch, &mut clock, &mut counter, &mut intervals)?;
         let now = Instant::now();
         if counter.total != before {
             last_arrival = now;
@@ -657,7 +665,12 @@ fn receive_datagrams(
     }
     let last = counter.last;
     let start = counter.start.unwrap_or(last);
-    intervals.close_at(last, counter.bytes, counter.datagrams, ch);
+    intervals.close_at(last, counter.timed_bytes, counter.timed_datagrams, ch);
+    if counter.unstamped_ends && ch.connection().socket_fd().is_some() {
+        stats
+            .fallbacks
+            .push("arrival stamps: the kernel gave none; the phase is timed at reads".into());
+    }
     let sent = end.sent_datagrams.load(Ordering::Acquire);
     let lost = sent.saturating_sub(counter.seqs.unique);
     stats.loss = Some(LossStats {
@@ -675,8 +688,9 @@ fn receive_datagrams(
     });
     stats.first_op_ns = counter.first_op_ns;
     stats.bytes_total = counter.total;
-    stats.bytes_timed = counter.bytes;
-    stats.messages_timed = counter.datagrams;
+    stats.bytes_timed = counter.timed_bytes;
+    stats.untimed_tail_bytes = counter.bytes - counter.timed_bytes;
+    stats.messages_timed = counter.timed_datagrams;
     stats.elapsed_ns = nanos(start, last);
     stats.intervals = intervals.out;
     Ok(())
@@ -694,5 +708,75 @@ mod tests {
         assert_eq!(auto_rcvlowat(12.5e6, 131_072), Some(12_500));
         // 1 kbit/s: nothing worth waiting for.
         assert_eq!(auto_rcvlowat(125.0, 131_072), None);
+    }
+
+    fn datagram(seq: u64) -> [u8; 100] {
+        let mut d = [0u8; 100];
+        d[..8].copy_from_slice(&seq.to_le_bytes());
+        d
+    }
+
+    #[test]
+    fn coalesced_datagrams_neither_start_nor_end_the_phase() {
+        // UDP GRO: one stamp per read of many datagrams, the first's. Read 1 holds warm-up 0
+        // and timed 1, 2: 1 starts the clock at the read's stamp, 2 may have arrived before
+        // it and is not counted. Read 2 (3, 4, 5) is counted; read 3 (6, 7): 6 at its stamp
+        // ends the phase, 7 may have come after it and is left out as the untimed tail.
+        let ch = super::super::clock_tests::idle_channel();
+        let t0 = Instant::now();
+        let ms = Duration::from_millis(1);
+        let mut iv = IntervalClock::new(None, None, t0, None);
+        let mut c = DatagramCounter::new(1, t0, t0);
+        let reads = [(0u64..3, 1u32), (3..6, 5), (6..8, 9)];
+        for (seqs, at_ms) in reads {
+            let at = t0 + at_ms * ms;
+            for (i, seq) in seqs.enumerate() {
+                let arrival = if i == 0 {
+                    Arrival::At(at, true)
+                } else {
+                    Arrival::Within(at)
+                };
+                c.on_datagram(&datagram(seq), 100, arrival, &mut iv, &ch);
+            }
+        }
+        assert_eq!(c.start, Some(t0 + ms));
+        assert_eq!(c.last, t0 + 9 * ms);
+        assert_eq!((c.timed_bytes, c.timed_datagrams), (400, 4));
+        assert_eq!(c.bytes - c.timed_bytes, 100);
+        assert_eq!(c.seqs.unique, 7);
+        assert!(!c.unstamped_ends);
+    }
+
+    #[test]
+    fn the_tail_ring_keeps_its_explicit_size() {
+        // A lead of 1000 bytes in reads of 500: 4 reads kept, whatever the allocator gave.
+        let t0 = Instant::now();
+        let mut tail = Tail::new(1000, 500);
+        assert_eq!(tail.size, 4);
+        for k in 1..=10u64 {
+            tail.push(t0 + Duration::from_millis(k), k * 500, k);
+        }
+        assert_eq!(tail.ring.len(), 4);
+        // The newest read holds 5000 bytes; 1000 before it, the read after 4000 ends the phase.
+        let (at, bytes, reads) = tail.cut(1000).unwrap();
+        assert_eq!((at, bytes, reads), (t0 + Duration::from_millis(8), 4000, 8));
+        assert!(Tail::new(0, 500).cut(0).is_none());
+    }
+
+    #[test]
+    fn a_receiver_reserves_its_intervals_for_twice_the_senders_duration_and_the_drain() {
+        let plan = RecvPlan {
+            read_size: 1,
+            warmup_bytes: 0,
+            warmup_datagrams: 0,
+            interval: Some(Duration::from_millis(100)),
+            expected: Some(Duration::from_secs(3)),
+            fast: crate::pattern::FastPaths::default(),
+            buffers_fixed: false,
+        };
+        assert_eq!(
+            receiver_span(&plan),
+            Some(Duration::from_secs(6) + DRAIN_IDLE)
+        );
     }
 }

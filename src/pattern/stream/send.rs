@@ -116,6 +116,44 @@ fn wait_until(due: Instant, now: Instant, abort: Option<&AtomicBool>) -> io::Res
     Ok(())
 }
 
+/// How often a byte-stream sender looks whether its warm-up has been acknowledged.
+const DELIVERY_CHECK: Duration = Duration::from_micros(50);
+
+/// Waits until the peer has acknowledged `bytes_acked` bytes in all (TCP_INFO), so that the
+/// timed phase begins once the warm-up has been delivered. A warm-up that stalls in flight
+/// (a window smaller than a segment, a lost segment waiting for its retransmission) then
+/// stalls neither side's phase: the receiver's clock starts with the first timed byte, and
+/// the sender's with the first timed write, made after this wait (see the `stream` module).
+/// Fails as a stalled write would once nothing more was acknowledged for `io_timeout`.
+fn wait_delivered(
+    ch: &DataChannel,
+    bytes_acked: u64,
+    io_timeout: Duration,
+    abort: Option<&AtomicBool>,
+) -> io::Result<()> {
+    let mut seen = 0;
+    let mut moved_at = Instant::now();
+    loop {
+        let Some(acked) = ch.connection().tcp_info().map(|t| t.bytes_acked) else {
+            return Ok(());
+        };
+        if acked >= bytes_acked {
+            return Ok(());
+        }
+        if aborted(abort) {
+            return Err(stopped());
+        }
+        let now = Instant::now();
+        if acked > seen {
+            seen = acked;
+            moved_at = now;
+        } else if now.saturating_duration_since(moved_at) >= io_timeout {
+            return Err(timed_out());
+        }
+        std::thread::sleep(DELIVERY_CHECK);
+    }
+}
+
 /// Where the timed phase stands: shared by both senders.
 struct Progress {
     start: Instant,
@@ -342,6 +380,7 @@ fn send_bytes(
 
     // Warm-up: whole writes, so that the receiver can count warm-up bytes exactly; paced on
     // the timed phase's schedule. The socket keeps its --io-timeout here.
+    let acked_before = ch.connection().tcp_info().map(|t| t.bytes_acked);
     let warm_start = Instant::now();
     let mut watch = StallWatch {
         moved_at: warm_start,
@@ -371,6 +410,10 @@ fn send_bytes(
         stats.bytes_total += write_size as u64;
     }
 
+    if let Some(base) = acked_before {
+        wait_delivered(ch, base + stats.bytes_total, io_timeout, plan.abort)?;
+    }
+
     // A blocking write waits at most STALL_CHECK in the timed phase, when a deadline or
     // interval reports need the loop to look at its clock (set once, not per write).
     let short = !ch.spinning()
@@ -379,12 +422,14 @@ fn send_bytes(
     if short {
         ch.set_write_timeout(stall_check(plan.interval))?;
     }
-    let start = begin_timed(plan, warm_start)?;
-    let mut p = Progress::new(plan, start);
-    let byte_limit = p.byte_limit;
-    let mut intervals = sender_intervals(plan, start, stream, live);
+    // Everything that allocates or asks the kernel is done before the clock starts.
+    let mut intervals = sender_intervals(plan, warm_start, stream, live);
     let acked_from = ch.connection().tcp_info();
     intervals.baseline(acked_from, true);
+    let start = begin_timed(plan, warm_start)?;
+    intervals.start_at(start);
+    let mut p = Progress::new(plan, start);
+    let byte_limit = p.byte_limit;
     let mut now = start;
     watch.moved_at = start;
     // The write in progress: `off` of its `len` bytes taken. A write counts (as a message and
@@ -584,10 +629,11 @@ fn send_datagrams(
     let mut writer = DatagramWriter::choose(ch, plan, size, stats);
     stats.io_path = writer.name();
     let per_call = writer.max_per_call() as u64;
+    let mut intervals = sender_intervals(plan, warm_start, stream, live);
     let start = begin_timed(plan, warm_start)?;
+    intervals.start_at(start);
     let mut p = Progress::new(plan, start);
     let iter_limit = p.iter_limit;
-    let mut intervals = sender_intervals(plan, start, stream, live);
     let mut now = start;
     while p.more(now) {
         if aborted(plan.abort) {
