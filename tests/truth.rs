@@ -348,27 +348,6 @@ fn udp_paced_below_the_link_arrives_at_its_pace_and_above_it_at_the_goodput() {
 /// the counts force, whatever the host's load: no rate or time is compared with a bound.
 #[test]
 fn the_physics_guard_marks_an_unfaithful_or_impossible_figure_and_passes_true_ones() {
-/// How long a frame may take from the delay line's release to the receiving kernel's arrival
-/// stamp beyond the others: the veth hands it to a softirq, which a loaded host defers to
-/// ksoftirqd, a thread of normal priority that waits at most a few scheduler slices (3 ms
-/// each) behind a CPU hog. The delay line's own counters do not see this wait.
-const TRANSIT_WAIT_NS: f64 = 10e6;
-
-/// The most a receiver can get of `payload` bytes per `frame` wire bytes over a link of
-/// `rate` bit/s in a phase of `phase_s` seconds, bits: the link's goodput over the phase
-/// widened by how late the delay line released frames behind its wire schedule (`late_ns`,
-/// its own counter, at least its 100 us threshold) and by [`TRANSIT_WAIT_NS`], and one
-/// frame's payload in progress when the phase began. Frames stamped in the phase were
-/// scheduled on the wire no earlier than that much before it, so a loaded host, which only
-/// makes the delay line later, widens the bound with it. The bound is 1% above the goodput
-/// for a 1 s phase of an idle lab: timed at its reads, the raw receiver read 9% above.
-fn link_bound_bits(rate: f64, payload: f64, frame: f64, phase_s: f64, late_ns: u64) -> f64 {
-    let late_s = (late_ns.max(100_000) as f64 + TRANSIT_WAIT_NS) / 1e9;
-    rate * payload / frame * (phase_s + late_s) + payload * 8.0
-}
-
-#[test]
-fn a_raw_receiver_never_reads_more_than_the_link_carried_in_its_phase() {
     if skip() {
         return;
     }
@@ -412,21 +391,6 @@ fn a_raw_receiver_never_reads_more_than_the_link_carried_in_its_phase() {
             "stream",
             "-t",
             "udp",
-    // The reproduction: 1000-byte raw messages pushed at a 130 Mbit/s link, up to
-    // 4 MiB of frames waiting in the receiver's packet socket. Timed at its reads, the
-    // receiver read 136.6 Mbit/s, 109% of the goodput; timed at the kernel's arrival stamps
-    // it cannot exceed what the wire carried between its first and last stamp.
-    let (name, _) = lab_up(
-        "clkraw",
-        &["--rate", "130mbit", "--delay", "100us", "--mtu", "9000"],
-    );
-    let v = run_on_lab_with(
-        &name.0,
-        &["--permit", "raw"],
-        &[
-            "stream",
-            "-t",
-            "raw",
             "--size",
             "1000",
             "-d",
@@ -494,6 +458,55 @@ fn a_raw_receiver_never_reads_more_than_the_link_carried_in_its_phase() {
     let reason = l["invalid_reason"].as_str().unwrap_or("");
     assert!(!reason.contains("faster than the link"), "{l}");
     assert!(f(&l["rtt"]["min_ns"]) >= 2e6 - 2e3, "{l}");
+}
+
+/// How long a frame may take from the delay line's release to the receiving kernel's arrival
+/// stamp beyond the others: the veth hands it to a softirq, which a loaded host defers to
+/// ksoftirqd, a thread of normal priority that waits at most a few scheduler slices (3 ms
+/// each) behind a CPU hog. The delay line's own counters do not see this wait.
+const TRANSIT_WAIT_NS: f64 = 10e6;
+
+/// The most a receiver can get of `payload` bytes per `frame` wire bytes over a link of
+/// `rate` bit/s in a phase of `phase_s` seconds, bits: the link's goodput over the phase
+/// widened by how late the delay line released frames behind its wire schedule (`late_ns`,
+/// its own counter, at least its 100 us threshold) and by [`TRANSIT_WAIT_NS`], and one
+/// frame's payload in progress when the phase began. Frames stamped in the phase were
+/// scheduled on the wire no earlier than that much before it, so a loaded host, which only
+/// makes the delay line later, widens the bound with it. The bound is 1% above the goodput
+/// for a 1 s phase of an idle lab: timed at its reads, the raw receiver read 9% above.
+fn link_bound_bits(rate: f64, payload: f64, frame: f64, phase_s: f64, late_ns: u64) -> f64 {
+    let late_s = (late_ns.max(100_000) as f64 + TRANSIT_WAIT_NS) / 1e9;
+    rate * payload / frame * (phase_s + late_s) + payload * 8.0
+}
+
+#[test]
+fn a_raw_receiver_never_reads_more_than_the_link_carried_in_its_phase() {
+    if skip() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // The reproduction: 1000-byte raw messages pushed at a 130 Mbit/s link, up to
+    // 4 MiB of frames waiting in the receiver's packet socket. Timed at its reads, the
+    // receiver read 136.6 Mbit/s, 109% of the goodput; timed at the kernel's arrival stamps
+    // it cannot exceed what the wire carried between its first and last stamp.
+    let (name, _) = lab_up(
+        "clkraw",
+        &["--rate", "130mbit", "--delay", "100us", "--mtu", "9000"],
+    );
+    let v = run_on_lab_with(
+        &name.0,
+        &["--permit", "raw"],
+        &[
+            "stream",
+            "-t",
+            "raw",
+            "--size",
+            "1000",
+            "-d",
+            "1s",
+            "--no-save",
+        ],
+    );
     let t = total(&v);
     let receiver = &v["points"][0]["stream"]["streams"][0]["receiver"];
     let fwd = delay_line_forward_counters(&name.0, u(&t["bytes_received"]));
