@@ -18,6 +18,8 @@ fi
 python3 bench/attacks --smoke >> "$out"
 # README's worked examples, the binary against itself: the A/B harness runs and reads them.
 python3 bench/ab --smoke >> "$out"
+# The same run twice, compared with the default gate: counts false alarms (one tiny pair here).
+python3 bench/compare-noise --smoke >> "$out"
 cat "$out"
 grep -q "TCP stream, 1 flow" "$out"
 grep -q "resident memory" "$out"
@@ -25,4 +27,5 @@ grep -q "^| 16 | [0-9]" "$out"
 grep -q "^| ref | [0-9]" "$out"
 grep -q "well-behaved clients at once: cases [0-9]*, failures 0" "$out"
 grep -q "^pingpong sweep  t0 (ns, lower)" "$out"
+grep -q "^false worse verdicts: [0-9]*; gate failures: [0-9]* in 1 identical pairs" "$out"
 rm -f "$out"
