@@ -353,6 +353,7 @@ fn run_points(
                     same_host,
                     lab_counters,
                     plan.test.transport,
+                    report.lab.as_ref().map(|l| l.config.mtu),
                 );
             }
             let shown = progress.suspend(|| sink.point(report, &result));
