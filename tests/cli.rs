@@ -201,6 +201,25 @@ fn through_a_closed_pipe(args: &[&str], db: &str) -> std::process::Output {
     out
 }
 
+/// `args` with only stdout on a closed pipe: stderr is read, and holds no panic.
+fn stdout_closed_only(args: &[&str], db: &str) -> std::process::Output {
+    let (reader, writer) = nix::unistd::pipe().expect("a pipe");
+    drop(reader);
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--db", db]);
+    let out = common::bin()
+        .args(&all)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::from(writer))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("wirebench runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{all:?}: {err}");
+    assert_ne!(out.status.code(), Some(101), "{all:?}: {err}");
+    out
+}
+
 /// Every command survives a closed stdout and stderr: no panic ("failed printing to stdout",
 /// exit 101), and `run` still saves what it measured.
 #[test]
@@ -216,6 +235,7 @@ fn commands_survive_a_closed_stdout_and_stderr() {
     let h = run(&["history", "--json", "--db", db]);
     let v: serde_json::Value = serde_json::from_slice(&h.stdout).expect("history --json");
     assert_eq!(v["runs"].as_array().unwrap().len(), 2, "{v}");
+    // (The runs below add more.)
     for args in [
         &["history"][..],
         &["history", "--json"],
@@ -227,6 +247,18 @@ fn commands_survive_a_closed_stdout_and_stderr() {
     ] {
         let out = through_a_closed_pipe(args, db);
         assert_eq!(out.status.code(), Some(0), "{args:?}");
+    }
+    for args in [
+        &["history", "--json"][..],
+        &["export", "last", "--json"],
+        &["show", "last"],
+        &["run", "pingpong", "-n", "50"],
+    ] {
+        assert_eq!(
+            stdout_closed_only(args, db).status.code(),
+            Some(0),
+            "{args:?}"
+        );
     }
     // A failure still exits with its code, though it cannot say why.
     let out = through_a_closed_pipe(&["show", "999"], db);
