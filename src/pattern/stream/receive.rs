@@ -279,6 +279,7 @@ fn receive_bytes(
     stats.bytes_timed = timed;
     stats.untimed_tail_bytes = bytes - timed;
     stats.messages_timed = timed_reads;
+    stats.phase_start_ns = super::monotonic_ns(start);
     stats.elapsed_ns = nanos(start, end);
     stats.intervals = intervals.out;
     Ok(())
@@ -677,6 +678,7 @@ fn receive_datagrams(
     stats.bytes_total = counter.total;
     stats.bytes_timed = counter.bytes;
     stats.messages_timed = counter.datagrams;
+    stats.phase_start_ns = super::monotonic_ns(start);
     stats.elapsed_ns = nanos(start, last);
     stats.intervals = intervals.out;
     Ok(())
