@@ -136,18 +136,25 @@ impl FairnessResult {
             return None;
         }
         let epoch = placed[0].iter().map(|i| i.0).min()?;
-        // Bins: the measured stream's interval bounds within the span; a stub shorter than
-        // half an interval or shorter at either end joins its neighbour.
+        // The span snapped inward to the measured stream's own interval bounds, so that none of
+        // its intervals is cut (the competing flows report finer ones, see plan::compete, whose
+        // cut is small); a span too short to hold one whole interval stays as it is.
+        let mut bounds: Vec<u64> = placed[0].iter().flat_map(|i| [i.0, i.1]).collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let snapped = (
+            bounds.iter().copied().find(|&b| b >= start),
+            bounds.iter().rev().copied().find(|&b| b <= end),
+        );
+        let (start, end) = match snapped {
+            (Some(s), Some(e)) if e > s => (s, e),
+            _ => (start, end),
+        };
+        // Bins: the measured stream's interval bounds within the span; a stub of half an
+        // interval or shorter at either end joins its neighbour.
         let period = placed[0].first().map(|i| i.1 - i.0).unwrap_or(0);
         let mut edges: Vec<u64> = vec![start];
-        let mut inner: Vec<u64> = placed[0]
-            .iter()
-            .map(|i| i.1)
-            .filter(|&e| e > start && e < end)
-            .collect();
-        inner.sort_unstable();
-        inner.dedup();
-        edges.extend(inner);
+        edges.extend(bounds.iter().copied().filter(|&e| e > start && e < end));
         edges.push(end);
         if edges.len() > 2 && edges[1] - edges[0] <= period / 2 {
             edges.remove(1);
@@ -320,12 +327,16 @@ mod tests {
     use crate::pattern::stream::Interval;
 
     fn receiver(intervals: &[u64]) -> StreamStats {
+        receiver_every(1_000_000_000, intervals)
+    }
+
+    fn receiver_every(period: u64, intervals: &[u64]) -> StreamStats {
         let iv: Vec<Interval> = intervals
             .iter()
             .enumerate()
             .map(|(k, &bytes)| Interval {
-                start_ns: k as u64 * 1_000_000_000,
-                end_ns: (k as u64 + 1) * 1_000_000_000,
+                start_ns: k as u64 * period,
+                end_ns: (k as u64 + 1) * period,
                 bytes,
                 messages: 0,
                 bits_per_s: 0.0,
@@ -338,8 +349,8 @@ mod tests {
         StreamStats {
             bytes_timed: bytes,
             bytes_total: bytes + 10,
-            elapsed_ns: intervals.len() as u64 * 1_000_000_000,
-            bits_per_s: rate(bytes, intervals.len() as u64 * 1_000_000_000),
+            elapsed_ns: intervals.len() as u64 * period,
+            bits_per_s: rate(bytes, intervals.len() as u64 * period),
             intervals: iv,
             ..StreamStats::default()
         }
@@ -397,17 +408,21 @@ mod tests {
         }
     }
 
-    /// Issue 25: a link of 100 B/s; flow A alone for its first half second, then B with it
-    /// (50 each), then B alone for its last half second. Each over its own phase: 175 B in
-    /// 3 s each, 116.7 B/s together on a 100 B/s link. On one clock over the common span
-    /// (0.5 s to 3 s of A's phase) they are 110 B/s: the rest is the pro-rata of the two
-    /// cut intervals (A's first, B's last), each even over its second though half of it was
-    /// alone (the module's bound: at most the cut intervals' bytes).
+    /// Issue 25: a link of 100 B/s; flow A (measured, 1 s intervals) alone for its first half
+    /// second, then B (0.5 s intervals) with it, 50 B/s each, then B alone for its last half
+    /// second. Each over its own phase: 175 B in 3 s each, 116.7 B/s together on a 100 B/s
+    /// link. On one clock, over the span they share snapped to A's bounds (1 s to 3 s): 100 B
+    /// each, the link's 100 B/s exactly.
     #[test]
     fn flows_are_compared_over_the_span_they_share_on_one_clock() {
+        let half = 500_000_000;
+        let b = StreamStats {
+            phase_start_ns: Some(1_000_000_000_000 + half),
+            ..receiver_every(half, &[25, 25, 25, 25, 25, 50])
+        };
         let flows = vec![
             ("tcp".to_owned(), vec![stamped(0.0, &[75, 50, 50])]),
-            ("tcp:reno".to_owned(), vec![stamped(0.5, &[50, 50, 75])]),
+            ("tcp:reno".to_owned(), vec![b]),
         ];
         let own = FairnessResult::each_on_its_own(&flows);
         let sum_own: f64 = own.flows.iter().map(|f| f.bits_per_s).sum();
@@ -416,33 +431,36 @@ mod tests {
         assert_eq!(
             f.common_span,
             Some(CommonSpan {
-                start_ns: 500_000_000,
+                start_ns: 1_000_000_000,
                 end_ns: 3_000_000_000
             })
         );
-        // A: 37.5 of its first interval + 50 + 50; B: 50 + 50 + 37.5 of its last.
-        assert_eq!(f.flows[0].bytes, 138);
-        assert_eq!(f.flows[1].bytes, 138);
+        assert_eq!((f.flows[0].bytes, f.flows[1].bytes), (100, 100));
         let sum: f64 = f.flows.iter().map(|x| x.bits_per_s).sum();
-        assert!((sum / 8.0 - 110.0).abs() < 1e-9, "{sum}");
-        assert!(
-            sum / 8.0 <= 100.0 + (25.0 + 25.0) / 2.5,
-            "within the cut intervals' bound"
-        );
+        assert!((sum / 8.0 - 100.0).abs() < 1e-9, "{sum}");
         assert_eq!(f.jain, Some(1.0));
-        // Bins on A's bounds within the span: the 0.5 s stub at the start joins the next.
         let bounds: Vec<(u64, u64)> = f.intervals.iter().map(|i| (i.start_ns, i.end_ns)).collect();
         assert_eq!(
             bounds,
-            vec![(500_000_000, 2_000_000_000), (2_000_000_000, 3_000_000_000)]
+            vec![
+                (1_000_000_000, 2_000_000_000),
+                (2_000_000_000, 3_000_000_000)
+            ]
         );
-        // Between 2 s and 3 s: A 50 B; B half of each of its two intervals there, 25 + 37.5.
-        assert_eq!(f.intervals[1].bits_per_s, vec![400.0, 500.0]);
+        assert_eq!(f.intervals[1].bits_per_s, vec![400.0, 400.0]);
         assert!(
-            f.lines()[2].starts_with("over the common span: 2.500 s"),
+            f.lines()[2].starts_with("over the common span: 2.000 s"),
             "{:?}",
             f.lines()
         );
+        // Coarse competing intervals are cut pro rata: B in 1 s intervals from 0.5 s reads
+        // 112.5 B in A's 1 s to 3 s, the bound's error (at most one of B's intervals a bound).
+        let coarse = vec![
+            ("tcp".to_owned(), vec![stamped(0.0, &[75, 50, 50])]),
+            ("tcp:reno".to_owned(), vec![stamped(0.5, &[50, 50, 75])]),
+        ];
+        let c = FairnessResult::of(&coarse);
+        assert_eq!(c.flows[1].bytes, 113);
         // Phases that do not overlap have no common span: each on its own, said so.
         let apart = vec![
             ("tcp".to_owned(), vec![stamped(0.0, &[10])]),
