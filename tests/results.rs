@@ -333,6 +333,7 @@ fn compare_finds_a_known_difference() {
     let doc: Value =
         serde_json::from_str(&ok(&["compare", &a, &b, "--json", "--db", &db])).unwrap();
     assert_eq!(doc["schema"], "wirebench.compare");
+    assert_eq!(doc["schema_version"], 2);
     assert_eq!(doc["a"]["id"].as_i64().unwrap().to_string(), a);
     assert_eq!(doc["comparison"]["margin_percent"], 5.0);
     let changes = doc["comparison"]["changes"].as_array().unwrap();
