@@ -12,8 +12,44 @@
 //! written once against connections of any reliable transport.
 //! [`error`] is a leaf: how every layer reports a failure.
 
+// `println!`, `print!`, `eprintln!` and `eprint!` of every module below write through
+// [`console`], which drops what a closed stdout or stderr no longer takes instead of
+// panicking (std's do): these textual-scope macros shadow std's in all the modules declared
+// after them. Unit tests keep std's, whose output the test harness captures.
+#[cfg(not(test))]
+macro_rules! println {
+    () => {
+        $crate::console::out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::console::out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+#[cfg(not(test))]
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::console::out(format_args!($($arg)*))
+    };
+}
+#[cfg(not(test))]
+macro_rules! eprintln {
+    () => {
+        $crate::console::err(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::console::err(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+#[cfg(not(test))]
+macro_rules! eprint {
+    ($($arg:tt)*) => {
+        $crate::console::err(format_args!($($arg)*))
+    };
+}
+
 pub mod app;
 pub mod cmd;
+pub mod console;
 pub mod control;
 pub mod env;
 pub mod error;

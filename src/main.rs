@@ -21,10 +21,11 @@ fn main() {
                 );
             }
             let args: Vec<String> = std::env::args().skip(1).collect();
-            eprintln!(
-                "wirebench: error: {}",
+            // Through the crate's stderr, which a closed pipe does not make panic.
+            wirebench::console::err(format_args!(
+                "wirebench: error: {}\n",
                 wirebench::cmd::usage_error_line(&e, &args)
-            );
+            ));
             std::process::exit(wirebench::error::EXIT_USAGE);
         }
     };

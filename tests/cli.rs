@@ -179,3 +179,105 @@ fn man_pages() {
     // Hidden commands (the lab's delay line) get no page.
     assert!(!dir.path().join("wirebench-lab-delay-line.1").exists());
 }
+
+/// Runs wirebench with stdout and stderr both on a pipe whose reader is already gone, as
+/// `wirebench ... 2>&1 | head -c1` leaves them once head has exited: every write fails with
+/// EPIPE (Rust ignores SIGPIPE), deterministically, whatever the timing.
+fn through_a_closed_pipe(args: &[&str], db: &str) -> std::process::Output {
+    let (reader, writer) = nix::unistd::pipe().expect("a pipe");
+    drop(reader);
+    let writer2 = writer.try_clone().expect("dup");
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--db", db]);
+    let out = common::bin()
+        .args(&all)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::from(writer))
+        .stderr(std::process::Stdio::from(writer2))
+        .output()
+        .expect("wirebench runs");
+    assert_ne!(out.status.code(), Some(101), "{all:?} panicked");
+    assert!(out.status.code().is_some(), "{all:?} died by a signal");
+    out
+}
+
+/// `args` with only stdout on a closed pipe: stderr is read, and holds no panic.
+fn stdout_closed_only(args: &[&str], db: &str) -> std::process::Output {
+    let (reader, writer) = nix::unistd::pipe().expect("a pipe");
+    drop(reader);
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--db", db]);
+    let out = common::bin()
+        .args(&all)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::from(writer))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("wirebench runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{all:?}: {err}");
+    assert_ne!(out.status.code(), Some(101), "{all:?}: {err}");
+    out
+}
+
+/// Every command survives a closed stdout and stderr: no panic ("failed printing to stdout",
+/// exit 101), and `run` still saves what it measured.
+#[test]
+fn commands_survive_a_closed_stdout_and_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let out = through_a_closed_pipe(&["run", "pingpong", "-n", "50", "--size", "1,64"], db);
+    assert_eq!(out.status.code(), Some(0));
+    let out = through_a_closed_pipe(&["run", "pingpong", "-n", "50", "--json"], db);
+    assert_eq!(out.status.code(), Some(0));
+    // Both runs were saved although nobody read a line of them.
+    let h = run(&["history", "--json", "--db", db]);
+    let v: serde_json::Value = serde_json::from_slice(&h.stdout).expect("history --json");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 2, "{v}");
+    // (The runs below add more.)
+    for args in [
+        &["history"][..],
+        &["history", "--json"],
+        &["show", "last"],
+        &["export", "last", "--json"],
+        &["export", "last", "--csv"],
+        &["compare", "last-1", "last"],
+        &["compare", "last-1", "last", "--json"],
+    ] {
+        let out = through_a_closed_pipe(args, db);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+    }
+    for args in [
+        &["history", "--json"][..],
+        &["export", "last", "--json"],
+        &["show", "last"],
+        &["run", "pingpong", "-n", "50"],
+    ] {
+        assert_eq!(
+            stdout_closed_only(args, db).status.code(),
+            Some(0),
+            "{args:?}"
+        );
+    }
+    // A failure still exits with its code, though it cannot say why.
+    let out = through_a_closed_pipe(&["show", "999"], db);
+    assert_eq!(out.status.code(), Some(1));
+
+    // A study, then `study show` through the closed pipe.
+    let f = dir.path().join("pipe.toml");
+    std::fs::write(
+        &f,
+        "name = \"pipe\"\n[run]\npattern = \"pingpong\"\n[run.stop]\niterations = 50\n[[axis]]\nname = \"size\"\nvalues = [1, 64]\n",
+    )
+    .unwrap();
+    let out = through_a_closed_pipe(&["study", f.to_str().unwrap()], db);
+    assert_eq!(out.status.code(), Some(0));
+    for args in [
+        &["study", "show", "last"][..],
+        &["study", "show", "last", "--json"],
+    ] {
+        let out = through_a_closed_pipe(args, db);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+    }
+}

@@ -223,6 +223,24 @@ fn with_rtt(doc: &Value, mean: f64, stddev: f64, n: u64) -> Value {
     d
 }
 
+/// A run's JSON as if every point was measured `one_way_ns.len()` times, each run's one-way
+/// latency (the headline, ns) as given: what `compare` tests between runs.
+fn with_runs(doc: &Value, one_way_ns: &[f64]) -> Value {
+    let mut d = doc.clone();
+    let n = one_way_ns.len() as f64;
+    let mean = one_way_ns.iter().sum::<f64>() / n;
+    let sd = (one_way_ns.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    for p in d["points"].as_array_mut().unwrap() {
+        p["runs"] = one_way_ns.len().into();
+        let h = &mut p["headline"];
+        h["values"] = one_way_ns.to_vec().into();
+        h["over_runs"]["n"] = one_way_ns.len().into();
+        h["over_runs"]["mean"] = mean.into();
+        h["over_runs"]["stddev"] = sd.into();
+    }
+    d
+}
+
 fn import(t: &Tmp, db: &str, doc: &Value, name: &str) -> String {
     let file = t.file(name);
     std::fs::write(&file, doc.to_string()).unwrap();
@@ -245,11 +263,26 @@ fn compare_finds_a_known_difference() {
         "--no-save",
     ]))
     .unwrap();
-    // B is 1.5 times slower at every point: Welch's t = 10000 / sqrt(2000²/200 + 3000²/200)
-    // = 39.2, far beyond chance. C differs from A by 0.5 % with the same spread: t = 0.35.
-    let a = import(&t, &db, &with_rtt(&base, 20_000.0, 2_000.0, 200), "a.json");
-    let b = import(&t, &db, &with_rtt(&base, 30_000.0, 3_000.0, 200), "b.json");
-    let c = import(&t, &db, &with_rtt(&base, 20_100.0, 2_000.0, 200), "c.json");
+    // Three runs a side. B is 1.5 times slower at every point, its interval far beyond the
+    // 5 % margin; C differs from A by 0.5 % with the same spread: the same within 5 %.
+    let a = import(
+        &t,
+        &db,
+        &with_runs(&base, &[10_000.0, 10_100.0, 9_900.0]),
+        "a.json",
+    );
+    let b = import(
+        &t,
+        &db,
+        &with_runs(&base, &[15_000.0, 15_150.0, 14_850.0]),
+        "b.json",
+    );
+    let c = import(
+        &t,
+        &db,
+        &with_runs(&base, &[10_050.0, 10_150.0, 9_950.0]),
+        "c.json",
+    );
 
     let out = ok(&["compare", &a, &b, "--db", &db]);
     let rows: Vec<&str> = out
@@ -259,7 +292,9 @@ fn compare_finds_a_known_difference() {
     assert_eq!(rows.len(), 2, "{out}");
     for r in &rows {
         assert!(
-            r.contains("+50.00%") && r.contains("WORSE (significant)") && r.contains("samples"),
+            r.contains("+50.00%")
+                && r.contains("WORSE beyond the ±5% margin")
+                && r.contains(" 3/3 "),
             "{r}"
         );
         assert!(
@@ -280,32 +315,67 @@ fn compare_finds_a_known_difference() {
     // The other way round it is an improvement, which never fails a gate.
     let back = ok(&["compare", &b, &a, "--fail-if-worse", "5%", "--db", &db]);
     assert!(
-        back.contains("-33.33%") && back.contains("better (significant)"),
+        back.contains("-33.33%") && back.contains("better beyond the ±5% margin"),
         "{back}"
     );
 
-    // 0.5 % within the noise: not significant, so not a failure even at a 0.1 % gate.
+    // 0.5 %: the same within the margin, so not a failure even at a 0.1 % gate.
     let near = ok(&["compare", &a, &c, "--fail-if-worse", "0.1%", "--db", &db]);
     assert!(
-        near.contains("+0.50%") && near.contains("no significant change"),
+        near.contains("+0.50%") && near.contains("same within ±5%"),
         "{near}"
     );
+    // With no margin the interval (about +0.5 % ± 2 %) reaches both ways: inconclusive.
+    let strict = ok(&["compare", &a, &c, "--margin", "0", "--db", &db]);
+    assert!(strict.contains("inconclusive"), "{strict}");
 
     // The same comparison as JSON: both runs, and each change with its test and verdict.
     let doc: Value =
         serde_json::from_str(&ok(&["compare", &a, &b, "--json", "--db", &db])).unwrap();
     assert_eq!(doc["schema"], "wirebench.compare");
+    assert_eq!(doc["schema_version"], 2);
     assert_eq!(doc["a"]["id"].as_i64().unwrap().to_string(), a);
+    assert_eq!(doc["comparison"]["margin_percent"], 5.0);
     let changes = doc["comparison"]["changes"].as_array().unwrap();
     assert_eq!(changes.len(), 2, "{doc}");
     for ch in changes {
         assert_eq!(ch["verdict"], "worse", "{ch}");
-        assert_eq!(ch["test"]["on"], "samples", "{ch}");
+        assert_eq!(ch["test"]["on"], "runs", "{ch}");
+        assert!(
+            ch["test"]["ci_low_percent"].as_f64().unwrap() > 45.0,
+            "{ch}"
+        );
         assert!(
             (ch["percent"].as_f64().unwrap() - 50.0).abs() < 1e-9,
             "{ch}"
         );
     }
+    // One run on a side (the measured document as it came): cannot tell, said on stderr
+    // by the gate, which passes.
+    let once = import(
+        &t,
+        &db,
+        &with_rtt(&base, 40_000.0, 4_000.0, 200),
+        "once.json",
+    );
+    let gate = wb(&["compare", &a, &once, "--fail-if-worse", "5%", "--db", &db]);
+    assert_eq!(gate.status.code(), Some(0), "{}", text(&gate.stderr));
+    assert!(
+        text(&gate.stdout).contains("one run on a side: cannot tell; use --repeat 3 or more"),
+        "{}",
+        text(&gate.stdout)
+    );
+    assert!(
+        text(&gate.stderr).contains("2 figure(s) measured once on a side: cannot tell, not failed"),
+        "{}",
+        text(&gate.stderr)
+    );
+    assert!(matches!(
+        wb(&["compare", &a, &b, "--margin", "x", "--db", &db])
+            .status
+            .code(),
+        Some(1) | Some(2)
+    ));
     // history --json lists the three imported runs, newest first.
     let h: Value = serde_json::from_str(&ok(&["history", "--json", "--db", &db])).unwrap();
     assert_eq!(h["schema"], "wirebench.history");
@@ -315,7 +385,7 @@ fn compare_finds_a_known_difference() {
         .iter()
         .map(|r| r["id"].as_i64().unwrap().to_string())
         .collect();
-    assert_eq!(ids, vec![c, b, a]);
+    assert_eq!(ids, vec![once, c, b, a]);
 }
 
 #[test]
@@ -335,7 +405,7 @@ fn compare_two_runs_of_the_same_configuration() {
     assert_eq!(rows.len(), 4, "two points, two figures each:\n{out}");
     assert!(
         rows.iter()
-            .any(|r| r.contains("transactions per second") && r.contains(" runs ")),
+            .any(|r| r.contains("transactions per second") && r.contains(" 3/3 ")),
         "{out}"
     );
     assert!(!out.contains("only in"), "{out}");
@@ -350,16 +420,19 @@ fn compare_two_runs_of_the_same_configuration() {
         "--db",
         &db,
     ]);
+    // (Same within the margin, or inconclusive where three short runs spread widely: never
+    // worse or better.)
     assert!(
         same.contains("+0.00%")
-            && same.contains("4 figures: 0 worse, 0 better, 4 without significant change"),
+            && same.contains("4 figures: 0 worse, 0 better, ")
+            && same.contains("0 cannot tell (one run on a side), 2 untested"),
         "{same}"
     );
 
     // A single stream run has nothing to test: said so, not guessed.
     ok(&["run", "stream", "-d", "200ms", "--db", &db]);
     let s = ok(&["compare", "last", "last", "--db", &db]);
-    assert!(s.contains("untested: one run"), "{s}");
+    assert!(s.contains("one run on a side: cannot tell"), "{s}");
     fails(
         &["compare", "1", "last", "--db", &db],
         1,

@@ -201,10 +201,17 @@ pub struct CompareArgs {
     pub a: String,
     /// The run compared with it.
     pub b: String,
-    /// Exit with code 3 when a figure is worse by more than this (e.g. 5%), significantly or
-    /// without a test to tell.
+    /// Exit with code 3 when a figure is judged worse (its whole confidence interval between
+    /// the runs beyond the margin) and its interval lies beyond this too (e.g. 5%), or when a
+    /// figure that is not valid reads worse by more than this. Needs `run --repeat 3` or more
+    /// on both sides to judge anything: with one run on a side the verdict is "cannot tell",
+    /// which never fails the gate.
     #[arg(long, value_name = "PERCENT")]
     pub fail_if_worse: Option<String>,
+    /// Equivalence margin: a change is called worse or better only when its whole confidence
+    /// interval lies beyond ±this (e.g. 5%); a smaller change is no change that matters.
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub margin: String,
     /// Compare runs measured with different settings (another transport, --nodelay against
     /// none, another lab link): refused by default, since their difference is the settings'.
     /// The settings that differ are listed above the table.
@@ -337,10 +344,11 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                 .map(parse_percent)
                 .transpose()
                 .context("--fail-if-worse")?;
+            let margin = parse_percent(&a.margin).context("--margin")?;
             let db = open_existing(&a.db)?;
             let (a_id, ra) = load(&db, &a.a)?;
             let (b_id, rb) = load(&db, &a.b)?;
-            let c = compare::compare(&ra, &rb, a.allow_different)?;
+            let c = compare::compare(&ra, &rb, a.allow_different, margin)?;
             if a.json {
                 let run = |id: i64, r: &crate::report::model::RunReport| {
                     serde_json::json!({
@@ -354,7 +362,8 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                 };
                 let doc = serde_json::json!({
                     "schema": "wirebench.compare",
-                    "schema_version": 1,
+                    // 2: tested between runs, with an interval and a margin (issue 25).
+                    "schema_version": 2,
                     "a": run(a_id, &ra),
                     "b": run(b_id, &rb),
                     "comparison": c,
@@ -366,10 +375,25 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             }
             if let Some(t) = threshold {
                 let failed = compare::failures(&c, t);
+                let untold = compare::cannot_tell(&c);
+                if untold > 0 {
+                    eprintln!(
+                        "wirebench: --fail-if-worse: {untold} figure(s) measured once on a side: cannot tell, not failed; measure both runs with --repeat 3 or more"
+                    );
+                }
                 if !failed.is_empty() {
                     let list: Vec<String> = failed
                         .iter()
-                        .map(|ch| format!("{} {} {:+.2}%", ch.point, ch.figure, ch.percent))
+                        .map(|ch| match ch.worse_interval() {
+                            Some((low, high)) => format!(
+                                "{} {} {:+.2}% (worse by {low:.2}..{high:.2}%)",
+                                ch.point, ch.figure, ch.percent
+                            ),
+                            None => format!(
+                                "{} {} {:+.2}% (not valid)",
+                                ch.point, ch.figure, ch.percent
+                            ),
+                        })
                         .collect();
                     eprintln!(
                         "wirebench: {} figure(s) worse by more than {t}%: {}",

@@ -5,6 +5,16 @@
 //! Counters are the host's (every socket of the namespace, warm-up included), so they may
 //! explain more than the point lost: that excess is reported (`over_counted`), never hidden,
 //! and what they do not explain is `unexplained`.
+//!
+//! Units: a socket counts datagrams (UDP) and a queue, a link or an interface counts frames.
+//! A datagram larger than the MTU leaves as several IPv4 fragments, one frame each, so a
+//! queue that dropped 30 148 frames did not drop 30 148 datagrams (issue 25: "15506 lost:
+//! queue 30148"). Each place speaks in its own unit, said in the line, and frames are turned
+//! into datagrams before anything is added to or set against the datagrams lost: a datagram
+//! is lost when any of its `k` fragments is, so `n` dropped frames lost between ceil(n / k)
+//! (the fragments of whole datagrams) and n datagrams (one fragment each). What is
+//! unexplained is what even n does not cover, what is over-counted what even ceil(n / k)
+//! exceeds. TCP segments are never fragmented (path MTU): every TCP count is segments.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +31,16 @@ pub enum Place {
 }
 
 impl Place {
+    /// The unit of the counters at this place: a socket counts datagrams (for TCP, segments),
+    /// the queue and the link count frames (for TCP, one segment each).
+    pub fn unit(self, tcp: bool) -> &'static str {
+        match (tcp, self) {
+            (true, _) => "segments",
+            (false, Place::SenderSocket | Place::ReceiverSocket) => "datagrams",
+            (false, Place::Queue | Place::Link) => "frames",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Place::SenderSocket => "sender socket",
@@ -75,6 +95,11 @@ pub struct LossAttribution {
     pub over_counted: Option<u64>,
     /// TCP: the sender's retransmissions.
     pub tcp: Option<TcpRecovery>,
+    /// Datagram transports: the frames (IPv4 fragments) one datagram takes on the link, when
+    /// the link's MTU is known (a lab); the queue's and the link's counts are frames, turned
+    /// into datagrams with it. Absent when it is not known, or for TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames_per_datagram: Option<u64>,
 }
 
 impl LossAttribution {
@@ -112,12 +137,21 @@ pub struct LossPath<'a> {
     pub lab: Option<&'a LabDirection>,
 }
 
+/// The datagrams `frames` dropped frames lost, at least and at most, with `per` frames a
+/// datagram: ceil(frames / per) when whole datagrams went, frames when one fragment each did.
+/// Unknown `per` (no MTU known) counts one frame a datagram, as an unfragmented path does.
+pub fn datagrams_of_frames(frames: u64, per: Option<u64>) -> (u64, u64) {
+    (frames.div_ceil(per.unwrap_or(1).max(1)), frames)
+}
+
 /// Sorts the drops along `path` by place, against `loss` (sent, received) when the point
-/// counted one.
+/// counted one; `frames_per_datagram` is how many frames one datagram takes on the link
+/// (UDP over a known MTU).
 pub fn attribute(
     direction: &str,
     protocol: Protocol,
     loss: Option<(u64, u64)>,
+    frames_per_datagram: Option<u64>,
     path: LossPath<'_>,
 ) -> LossAttribution {
     let mut causes = Vec::new();
@@ -190,17 +224,30 @@ pub fn attribute(
             })
         }
     };
-    let counted: u64 = causes.iter().map(|c| c.count).sum();
+    // The causes in datagrams, at least and at most (see the module's documentation).
+    let per = frames_per_datagram.filter(|_| protocol == Protocol::Udp);
+    let (counted_min, counted_max) = causes.iter().fold((0, 0), |(lo, hi), c| {
+        let (l, h) = match c.place.unit(protocol == Protocol::Tcp) {
+            "frames" => datagrams_of_frames(c.count, per),
+            _ => (c.count, c.count),
+        };
+        (lo + l, hi + h)
+    });
     let lost = loss.map(|(sent, received)| sent.saturating_sub(received));
     LossAttribution {
         direction: direction.to_owned(),
         sent: loss.map(|l| l.0),
         received: loss.map(|l| l.1),
         lost,
-        unexplained: lost.map(|l| l.saturating_sub(counted)).filter(|u| *u > 0),
-        over_counted: lost.map(|l| counted.saturating_sub(l)).filter(|o| *o > 0),
+        unexplained: lost
+            .map(|l| l.saturating_sub(counted_max))
+            .filter(|u| *u > 0),
+        over_counted: lost
+            .map(|l| counted_min.saturating_sub(l))
+            .filter(|o| *o > 0),
         causes,
         tcp,
+        frames_per_datagram: per,
     }
 }
 
@@ -233,19 +280,33 @@ pub fn describe(a: &LossAttribution, size: u64, group: &dyn Fn(u64) -> String) -
                 }
             })
             .collect();
+        let unit = place.unit(a.tcp.is_some());
+        let count = a.at(place);
+        // Frames of fragmented datagrams: said in datagrams too, as a range.
+        let converted = match (unit, a.frames_per_datagram) {
+            ("frames", Some(per)) if per > 1 => {
+                let (lo, hi) = datagrams_of_frames(count, Some(per));
+                format!(" = {} to {} datagrams", group(lo), group(hi))
+            }
+            _ => String::new(),
+        };
         places.push(format!(
-            "{} {} ({})",
+            "{} {} {unit}{converted} ({})",
             place.name(),
-            group(a.at(place)),
+            group(count),
             names.join(", ")
         ));
     }
     let mut line = match (a.sent, a.received, a.lost, a.tcp) {
         (Some(s), Some(r), Some(l), _) => format!(
-            "loss at {size} B{dir}: {} sent - {} received = {} lost",
+            "loss at {size} B{dir}: {} sent - {} received = {} datagrams lost{}",
             group(s),
             group(r),
-            group(l)
+            group(l),
+            match a.frames_per_datagram {
+                Some(per) if per > 1 => format!(" ({per} frames each)"),
+                _ => String::new(),
+            }
         ),
         (_, _, _, Some(t)) => format!(
             "retransmits at {size} B{dir}: {} segments retransmitted ({} RTO timeouts, {} fast retransmits, {} loss probes)",
@@ -262,14 +323,14 @@ pub fn describe(a: &LossAttribution, size: u64, group: &dyn Fn(u64) -> String) -
     }
     if let Some(u) = a.unexplained {
         line.push_str(&format!(
-            "{} unexplained {}",
+            "{} unexplained {} datagrams",
             if places.is_empty() { ":" } else { "," },
             group(u)
         ));
     }
     if let Some(o) = a.over_counted {
         line.push_str(&format!(
-            " (the host's counters show {} more: other traffic, warm-up or retried sends)",
+            " (the host's counters show {} datagrams more: other traffic, warm-up or retried sends)",
             group(o)
         ));
     }
@@ -317,6 +378,7 @@ mod tests {
             "client_to_server",
             Protocol::Udp,
             Some((1532, 1201)),
+            Some(1),
             LossPath {
                 sender: Some(&sender),
                 receiver: Some(&receiver),
@@ -334,7 +396,7 @@ mod tests {
         assert!(a.is_notable());
         assert_eq!(
             describe(&a, 1400, &plain),
-            "loss at 1400 B: 1532 sent - 1201 received = 331 lost: link 31 (lab random loss), receiver socket 300 (Udp.RcvbufErrors)"
+            "loss at 1400 B: 1532 sent - 1201 received = 331 datagrams lost: link 31 frames (lab random loss), receiver socket 300 datagrams (Udp.RcvbufErrors)"
         );
     }
 
@@ -346,7 +408,13 @@ mod tests {
             receiver: Some(&h),
             lab: None,
         };
-        let a = attribute("client_to_server", Protocol::Udp, Some((100, 80)), one_host);
+        let a = attribute(
+            "client_to_server",
+            Protocol::Udp,
+            Some((100, 80)),
+            None,
+            one_host,
+        );
         assert_eq!(a.at(Place::ReceiverSocket), 9);
         assert_eq!(a.unexplained, Some(11));
         assert_eq!(
@@ -355,15 +423,22 @@ mod tests {
         );
         assert_eq!(
             describe(&a, 64, &plain),
-            "loss at 64 B: 100 sent - 80 received = 20 lost: receiver socket 9 (Udp.RcvbufErrors 7, Udp.InErrors (other) 2), unexplained 11"
+            "loss at 64 B: 100 sent - 80 received = 20 datagrams lost: receiver socket 9 datagrams (Udp.RcvbufErrors 7, Udp.InErrors (other) 2), unexplained 11 datagrams"
         );
-        let b = attribute("server_to_client", Protocol::Udp, Some((100, 95)), one_host);
+        let b = attribute(
+            "server_to_client",
+            Protocol::Udp,
+            Some((100, 95)),
+            None,
+            one_host,
+        );
         assert_eq!(b.unexplained, None);
         assert_eq!(b.over_counted, Some(4));
         let none = attribute(
             "client_to_server",
             Protocol::Udp,
             Some((10, 10)),
+            None,
             LossPath {
                 sender: None,
                 receiver: None,
@@ -396,6 +471,7 @@ mod tests {
             "server_to_client",
             Protocol::Tcp,
             None,
+            None,
             LossPath {
                 sender: Some(&sender),
                 receiver: Some(&receiver),
@@ -418,7 +494,91 @@ mod tests {
         assert_eq!(a.at(Place::ReceiverSocket), 2);
         assert_eq!(
             describe(&a, 1400, &plain),
-            "retransmits at 1400 B server->client: 12 segments retransmitted (3 RTO timeouts, 9 fast retransmits, 1 loss probes); dropped: queue 1 (delay line queue), link 10 (lab random loss), receiver socket 2 (TcpExt.TCPRcvQDrop)"
+            "retransmits at 1400 B server->client: 12 segments retransmitted (3 RTO timeouts, 9 fast retransmits, 1 loss probes); dropped: queue 1 segments (delay line queue), link 10 segments (lab random loss), receiver socket 2 segments (TcpExt.TCPRcvQDrop)"
         );
+    }
+
+    /// Issue 25: fragmented UDP printed "15506 lost: queue 30148", fragments against
+    /// datagrams. 8000 B datagrams over MTU 1500 leave as 6 fragments each: the queue's
+    /// 30 148 frames are 5 025 to 30 148 datagrams, which covers the 15 506 lost (nothing
+    /// unexplained, nothing over-counted), and the line says each figure's unit.
+    #[test]
+    fn fragments_are_turned_into_datagrams_before_they_meet_the_loss() {
+        let per = crate::lab::goodput::udp_frames(8000, 1500);
+        assert_eq!(per, 6);
+        let lab = LabDirection {
+            queue_dropped_udp_segments: 30_148,
+            ..LabDirection::default()
+        };
+        let path = LossPath {
+            sender: None,
+            receiver: None,
+            lab: Some(&lab),
+        };
+        let sent = 100_000;
+        let a = attribute(
+            "client_to_server",
+            Protocol::Udp,
+            Some((sent, sent - 15_506)),
+            Some(per),
+            path,
+        );
+        assert_eq!(a.lost, Some(15_506));
+        assert_eq!(a.at(Place::Queue), 30_148, "the count stays the counter's");
+        assert_eq!(a.unexplained, None);
+        assert_eq!(
+            a.over_counted, None,
+            "30 148 frames are not 30 148 datagrams"
+        );
+        assert_eq!(
+            describe(&a, 8000, &plain),
+            "loss at 8000 B: 100000 sent - 84494 received = 15506 datagrams lost (6 frames each): queue 30148 frames = 5025 to 30148 datagrams (delay line queue)"
+        );
+        // Few frames against many datagrams: even one datagram a frame leaves some lost
+        // unexplained.
+        let few = LabDirection {
+            queue_dropped_udp_segments: 600,
+            ..LabDirection::default()
+        };
+        let b = attribute(
+            "client_to_server",
+            Protocol::Udp,
+            Some((10_000, 9_000)),
+            Some(per),
+            LossPath {
+                lab: Some(&few),
+                ..path
+            },
+        );
+        assert_eq!(b.unexplained, Some(400));
+        // Many frames against few datagrams: over-counted only beyond ceil(frames / 6).
+        let many = LabDirection {
+            queue_dropped_udp_segments: 6_000,
+            ..LabDirection::default()
+        };
+        let c = attribute(
+            "client_to_server",
+            Protocol::Udp,
+            Some((10_000, 9_500)),
+            Some(per),
+            LossPath {
+                lab: Some(&many),
+                ..path
+            },
+        );
+        assert_eq!((c.unexplained, c.over_counted), (None, Some(500)));
+        // Unfragmented, frames are datagrams one for one, as before.
+        let d = attribute(
+            "client_to_server",
+            Protocol::Udp,
+            Some((10_000, 9_500)),
+            Some(1),
+            LossPath {
+                lab: Some(&many),
+                ..path
+            },
+        );
+        assert_eq!(d.over_counted, Some(5_500));
+        assert!(!describe(&d, 1000, &plain).contains(" to "));
     }
 }

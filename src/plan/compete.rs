@@ -3,8 +3,9 @@
 //! started together with the measured stream and as long as it; each flow's receiver bytes
 //! interval by interval, its share and Jain's fairness index (stats::fairness).
 //!
-//! The intervals of the flows are matched by number: each counts from its own receiver's
-//! timed start, and the flows start within their connection setups of each other.
+//! The flows are put on one clock by their receivers' stamps (report::fairness) and judged
+//! over the span they share; the competing flows report intervals a tenth of `-i` long, so
+//! that the span's bounds cut little of them.
 
 use std::net::SocketAddr;
 use std::sync::{mpsc, Barrier};
@@ -139,7 +140,13 @@ impl<'a> CompetingRunner<'a> {
         r.socket.cc = f.cc.iter().cloned().collect();
         r.stop.duration = m.stop.duration;
         r.stop.warmup = m.stop.warmup;
-        r.traffic.interval = m.traffic.interval;
+        // A tenth of the measured stream's intervals (at least 10 ms): the fairness over the
+        // common span cuts a competing flow's intervals at its bounds, pro rata, and finer
+        // intervals make that cut small (report::fairness).
+        r.traffic.interval = m
+            .traffic
+            .interval
+            .map(|i| (i / 10).max(std::time::Duration::from_millis(10)).min(i));
         r.output.save = false;
         r
     }

@@ -16,13 +16,15 @@ pub fn same_host(self_hosted: bool, server_address: Option<&str>) -> bool {
 }
 
 /// Fills `result`'s counters, host CPU shares and loss attribution from the point's last run
-/// (`last`) and the lab's drops over it. Nothing when neither end read any.
+/// (`last`) and the lab's drops over it. Nothing when neither end read any. `mtu` is the
+/// link's when known (a lab): a UDP datagram's frames on it turn frame drops into datagrams.
 pub fn fill(
     result: &mut PointResult,
     last: &PointOutcome,
     same_host: bool,
     lab: Option<LabCounters>,
     transport: TransportKind,
+    mtu: Option<u64>,
 ) {
     let client = last.client_instruments.as_ref();
     let server = last.server.instruments.as_ref().filter(|_| !same_host);
@@ -65,10 +67,12 @@ pub fn fill(
                 Protocol::Udp => t.loss.as_ref().map(|l| (l.sent, l.received)),
                 Protocol::Tcp => None,
             };
+            let frames = mtu.map(|m| crate::lab::goodput::udp_frames(result.key.size, m));
             result.loss_attribution.push(attribute(
                 &t.direction,
                 protocol,
                 loss,
+                frames,
                 LossPath {
                     sender,
                     receiver,

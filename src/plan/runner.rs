@@ -353,6 +353,7 @@ fn run_points(
                     same_host,
                     lab_counters,
                     plan.test.transport,
+                    report.lab.as_ref().map(|l| l.config.mtu),
                 );
             }
             // The physics guard, before the point is shown, kept, fitted or compared.

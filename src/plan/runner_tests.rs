@@ -340,8 +340,8 @@ fn a_peak_along_the_sweep_is_flagged_with_its_exact_differences() {
     let a = &report.anomalies[0];
     assert_eq!((a.axis.as_str(), a.point), ("size", 2));
     assert_eq!(a.value, 15_000.0);
-    assert!((a.vs_previous - 9_500.0 / 5_500.0).abs() < 1e-12);
-    assert!((a.vs_next - 8_500.0 / 6_500.0).abs() < 1e-12);
+    assert!((a.vs_previous.unwrap() - 9_500.0 / 5_500.0).abs() < 1e-12);
+    assert!((a.vs_next.unwrap() - 8_500.0 / 6_500.0).abs() < 1e-12);
     // A smooth sweep has none.
     let mut smooth = Scripted::new(hundred);
     let (report, _, _) = run(&pingpong(&[1, 2, 4, 8]), &mut smooth);

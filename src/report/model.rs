@@ -658,9 +658,12 @@ pub struct Anomaly {
     pub point: usize,
     /// Its headline (mean over runs), in the headline's unit.
     pub value: f64,
-    /// (value - previous) / previous, the previous being the nearest valid point before it
-    /// along the axis with every other parameter the same.
-    pub vs_previous: f64,
-    /// (value - next) / next, likewise.
-    pub vs_next: f64,
+    /// (value - previous) / previous, the previous being the nearest valid point before its
+    /// band (a band is up to three neighbouring points flagged together) along the axis with
+    /// every other parameter the same, and not flagged itself; null for the first point of
+    /// the axis (judged on its one side, see `stats::anomaly`).
+    pub vs_previous: Option<f64>,
+    /// (value - next) / next, the next being the nearest valid point after its band; null for
+    /// the last point of the axis.
+    pub vs_next: Option<f64>,
 }

@@ -549,8 +549,19 @@ impl Sink for TableSink {
                 continue;
             };
             let k = &p.key;
+            let against = |rel: Option<f64>, which: &str| {
+                rel.map(|r| format!("{:+.0}% against the {which}", r * 100.0))
+            };
+            let sides: Vec<String> = [
+                against(a.vs_previous, "previous point"),
+                against(a.vs_next, "next"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let peak = a.vs_previous.or(a.vs_next).is_some_and(|r| r > 0.0);
             self.line(&format!(
-                "# anomaly along {}: the point at size {} B, sndbuf {}, rcvbuf {}{} ({} {} {}) is {:+.0}% against the previous point and {:+.0}% against the next: a {} worth a second look (--repeat 5)",
+                "# anomaly along {}: the point at size {} B, sndbuf {}, rcvbuf {}{} ({} {} {}) is {}{}: a {} worth a second look (--repeat 5)",
                 a.axis,
                 k.size,
                 k.sndbuf,
@@ -559,9 +570,9 @@ impl Sink for TableSink {
                 p.headline.name,
                 four_digits(a.value),
                 p.headline.unit,
-                a.vs_previous * 100.0,
-                a.vs_next * 100.0,
-                if a.vs_previous > 0.0 { "peak" } else { "dip" }
+                sides.join(" and "),
+                if sides.len() == 1 { " (an end of the sweep)" } else { "" },
+                if peak { "peak" } else { "dip" }
             ))?;
         }
         for g in &r.sweep_metrics {

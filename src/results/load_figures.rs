@@ -302,6 +302,7 @@ mod tests {
                 shares: vec![Some(0.75), Some(0.25)],
                 jain: Some(0.8),
             }],
+            common_span: None,
         };
         let Some((Figure::Chart(rates), Figure::Chart(jain))) = fairness(&f, "t") else {
             panic!("two charts");

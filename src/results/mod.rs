@@ -9,6 +9,7 @@
 //! A study's matrix of runs comes as a [`grid::StudyGrid`], which [`study_figures`] turns
 //! into heatmaps, curves and bars and [`study_page`] into one HTML page or figure files.
 
+pub mod between_runs;
 pub mod compare;
 pub mod db;
 pub mod distribution;

@@ -15,7 +15,7 @@ use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 const CORNISH_FISHER_MIN_DF: f64 = 1000.0;
 
 /// Two-sided Student-t quantile t_{(1+c)/2, df}.
-fn t_quantile(confidence: f64, df: f64) -> Option<f64> {
+pub(crate) fn t_quantile(confidence: f64, df: f64) -> Option<f64> {
     let valid = confidence > 0.0 && confidence < 1.0 && df > 0.0 && df.is_finite();
     if !valid {
         return None;

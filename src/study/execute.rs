@@ -465,12 +465,17 @@ impl Study<'_> {
             let delivery = delivery(&report, r)
                 .ok_or_else(|| anyhow!("run {id} has no stream totals to judge delivery by"))?;
             store::record(&self.db, self.id, &row(Status::Done, Some(id), None))?;
+            let misses = delivery.misses(&target);
             eprintln!(
-                "  probe {probe_no} at {:.3} Mbit/s: {:.2}% delivered, sender {:.2}% short of the rate{}",
+                "  probe {probe_no} at {:.3} Mbit/s: {:.2}% delivered, sender {:.2}% short of the rate: {}",
                 r / 1e6,
                 delivery.delivered * 100.0,
                 delivery.sender_shortfall * 100.0,
-                if delivery.meets(&target) { ": meets the target" } else { "" }
+                if misses.is_empty() {
+                    "meets the target".to_owned()
+                } else {
+                    format!("misses the target ({})", misses.join("; "))
+                }
             );
             Ok((delivery, id))
         });

@@ -35,15 +35,52 @@ impl Delivery {
     }
 
     pub fn meets(&self, target: &SearchSpec) -> bool {
-        target.min_delivered.is_none_or(|m| self.delivered >= m)
-            && target
-                .max_receiver_loss
-                .is_none_or(|m| self.receiver_loss <= m)
-            && target
-                .max_sender_loss
-                .is_none_or(|m| self.sender_shortfall <= m)
+        self.misses(target).is_empty()
+    }
+
+    /// Why the run misses the target, one reason per bound it breaks (empty when it meets
+    /// it). Each bound is compared with a slack of [`SHARE_EPSILON`]: the shares are ratios
+    /// of counts and rates computed in floating point, and a sender paced exactly at 5e6
+    /// bit/s reads 4999999.999999999 (its bits over its phase), which a bound of 0.0 must
+    /// accept.
+    pub fn misses(&self, target: &SearchSpec) -> Vec<String> {
+        let pct = |x: f64| format!("{:.4}%", x * 100.0);
+        let mut out = Vec::new();
+        if let Some(m) = target.min_delivered {
+            if self.delivered < m - SHARE_EPSILON {
+                out.push(format!(
+                    "{} delivered, below min_delivered {}",
+                    pct(self.delivered),
+                    pct(m)
+                ));
+            }
+        }
+        if let Some(m) = target.max_receiver_loss {
+            if self.receiver_loss > m + SHARE_EPSILON {
+                out.push(format!(
+                    "{} lost at the receiver, above max_receiver_loss {}",
+                    pct(self.receiver_loss),
+                    pct(m)
+                ));
+            }
+        }
+        if let Some(m) = target.max_sender_loss {
+            if self.sender_shortfall > m + SHARE_EPSILON {
+                out.push(format!(
+                    "sender {} short of the rate, above max_sender_loss {}",
+                    pct(self.sender_shortfall),
+                    pct(m)
+                ));
+            }
+        }
+        out
     }
 }
+
+/// Slack of every bound of a target, as a share: one part in a million. Far above the
+/// rounding of a ratio of doubles (1e-16) and the nanosecond of a phase's clock over its
+/// milliseconds, far below any loss a target could mean (a target's shares are percents).
+pub const SHARE_EPSILON: f64 = 1e-6;
 
 /// One rate tried.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -172,5 +209,38 @@ mod tests {
         assert!(Delivery::new(1000, 960, 100e6, 100e6).meets(&target()));
         assert!(!Delivery::new(1000, 940, 100e6, 100e6).meets(&target()));
         assert_eq!(Delivery::new(0, 0, 0.0, 1e6).delivered, 0.0);
+    }
+
+    /// Issue 25: the paced sender reported 4999999.999999999 bit/s for 5e6 asked, and a
+    /// `max_sender_loss = 0.0` target failed every probe with "sender 0.00% short" and no
+    /// reason. Within the slack it meets the target; beyond it, the reason is given.
+    #[test]
+    fn bounds_compare_with_a_relative_slack_and_a_miss_says_why() {
+        let d = Delivery::new(1000, 1000, 4_999_999.999_999_999, 5e6);
+        assert!(d.sender_shortfall > 0.0, "the rounding is there: {d:?}");
+        assert!(d.meets(&target()), "{:?}", d.misses(&target()));
+        // 95 % delivered exactly meets min_delivered 0.95, and its loss 1 - 0.95 (which is
+        // 0.050000000000000044 in doubles) meets max_receiver_loss 0.05.
+        let loss = SearchSpec {
+            max_receiver_loss: Some(0.05),
+            ..target()
+        };
+        let d = Delivery::new(1000, 950, 5e6, 5e6);
+        assert!(d.receiver_loss > 0.05);
+        assert!(d.meets(&loss), "{:?}", d.misses(&loss));
+        // A real shortfall of 0.01 % is a miss, with its reason.
+        let d = Delivery::new(1000, 1000, 4_999_500.0, 5e6);
+        assert_eq!(
+            d.misses(&target()),
+            vec!["sender 0.0100% short of the rate, above max_sender_loss 0.0000%"]
+        );
+        let d = Delivery::new(1000, 900, 5e6, 5e6);
+        assert_eq!(
+            d.misses(&loss),
+            vec![
+                "90.0000% delivered, below min_delivered 95.0000%",
+                "10.0000% lost at the receiver, above max_receiver_loss 5.0000%"
+            ]
+        );
     }
 }

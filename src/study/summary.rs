@@ -389,7 +389,10 @@ pub struct StudyAnomaly {
     /// "window=4K, write_size=2048".
     pub at: String,
     pub figure: String,
+    /// Against the nearest valid point before its band; NaN (null in JSON) for the first
+    /// point of the axis, which is judged on its one side.
     pub vs_previous: f64,
+    /// Against the nearest valid point after its band; NaN for the last point.
     pub vs_next: f64,
     /// Set when the point has no valid figure at all between two neighbours that have one
     /// (a collapse: seed 000's near 1 KB, a stalled connection): why its runs are not valid.
@@ -406,18 +409,28 @@ impl StudyAnomaly {
                 self.figure, self.at, self.axis
             );
         }
-        let kind = if self.vs_previous > 0.0 {
-            "peak"
+        let side = if self.vs_previous.is_nan() {
+            self.vs_next
         } else {
-            "dip"
+            self.vs_previous
         };
+        let kind = if side > 0.0 { "peak" } else { "dip" };
+        let against = |r: f64, which: &str| {
+            (!r.is_nan()).then(|| format!("{:+.0}% against the {which} value", r * 100.0))
+        };
+        let sides: Vec<String> = [
+            against(self.vs_previous, "previous"),
+            against(self.vs_next, "next"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         format!(
-            "{kind} at {} along {}: {} {:+.0}% against the previous value, {:+.0}% against the next",
+            "{kind} at {} along {}: {} {}",
             self.at,
             self.axis,
             self.figure,
-            self.vs_previous * 100.0,
-            self.vs_next * 100.0
+            sides.join(", ")
         )
     }
 }
@@ -506,8 +519,8 @@ pub fn anomalies(file: &StudyFile, points: &[PointSummary], threshold: f64) -> V
                     axis: axis.name.clone(),
                     at: p.labels.join(", "),
                     figure: figure_name.clone(),
-                    vs_previous: o.vs_previous,
-                    vs_next: o.vs_next,
+                    vs_previous: o.vs_previous.unwrap_or(f64::NAN),
+                    vs_next: o.vs_next.unwrap_or(f64::NAN),
                     not_valid: None,
                 });
             }

@@ -54,7 +54,7 @@ mod receive;
 mod send;
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -318,6 +318,11 @@ pub struct StreamStats {
     /// MSG_ZEROCOPY: sends completed, and how many the kernel copied after all.
     pub zerocopy_completed: Option<u64>,
     pub zerocopy_copied: Option<u64>,
+    /// Receiver: CLOCK_MONOTONIC at the start of its timed phase, ns. Receivers on one host
+    /// (a server's competing flows) share that clock: their phases and intervals are put on
+    /// one time line with it. None from an older peer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase_start_ns: Option<u64>,
 }
 
 /// Applies `--busy-poll` (SO_BUSY_POLL) to the stream's socket, or records why it could not.
@@ -330,6 +335,16 @@ fn busy_poll(ch: &super::DataChannel, us: Option<u32>, stats: &mut StreamStats) 
     if let Err(e) = result {
         stats.fallbacks.push(format!("SO_BUSY_POLL: {e}"));
     }
+}
+
+/// `at` on CLOCK_MONOTONIC (the clock `Instant` reads on Linux), in ns: a stamp that other
+/// threads and processes of the host can compare with theirs. Read after the timed phase.
+pub(crate) fn monotonic_ns(at: Instant) -> Option<u64> {
+    let now = Instant::now();
+    let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).ok()?;
+    let now_ns =
+        u64::try_from(ts.tv_sec()).ok()? * 1_000_000_000 + u64::try_from(ts.tv_nsec()).ok()?;
+    now_ns.checked_sub(u64::try_from(now.saturating_duration_since(at).as_nanos()).ok()?)
 }
 
 /// Bits per second from bytes over nanoseconds.

@@ -283,6 +283,7 @@ fn receive_bytes(
     stats.bytes_timed = timed;
     stats.untimed_tail_bytes = bytes - timed;
     stats.messages_timed = timed_reads;
+    stats.phase_start_ns = super::monotonic_ns(start);
     stats.elapsed_ns = nanos(start, end);
     stats.intervals = intervals.out;
     Ok(())
@@ -691,6 +692,7 @@ fn receive_datagrams(
     stats.bytes_timed = counter.timed_bytes;
     stats.untimed_tail_bytes = counter.bytes - counter.timed_bytes;
     stats.messages_timed = counter.timed_datagrams;
+    stats.phase_start_ns = super::monotonic_ns(start);
     stats.elapsed_ns = nanos(start, last);
     stats.intervals = intervals.out;
     Ok(())
