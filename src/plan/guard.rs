@@ -333,11 +333,12 @@ pub fn point(result: &mut PointResult, facts: Facts) {
             }
             // --load: its receiver is the server, so it shares client -> server.
             if let (true, Some(load)) = (forward, result.load.as_ref()) {
-                let load_g = if load.transport == "tcp" {
-                    goodput::tcp(rate, cfg.mtu).tcp_bits_per_s
-                } else {
-                    goodput::udp(rate, cfg.mtu, cfg.mtu.saturating_sub(28))
-                };
+                let load_g =
+                    if load.transport.parse::<TransportKind>().ok() == Some(TransportKind::Tcp) {
+                        goodput::tcp(rate, cfg.mtu).tcp_bits_per_s
+                    } else {
+                        goodput::udp(rate, cfg.mtu, cfg.mtu.saturating_sub(28))
+                    };
                 found.push(physics::load_within_goodput(
                     t.receiver_bits_per_s,
                     load.achieved_bits_per_s,
