@@ -1220,7 +1220,14 @@ fn check_stream(
     for (k, tot) in st["totals"].as_array().into_iter().flatten().enumerate() {
         let here = format!("{at}.stream.totals[{k}]");
         let n = tot["streams"].as_u64().unwrap_or(1).max(1);
-        let e = tot["receiver_elapsed_ns"].as_u64().unwrap_or(0) as f64 / 1e9;
+        // Several streams on one clock: the sum is over its window (`receiver_span`), else
+        // over the shortest of the streams' phases.
+        let span = &tot["receiver_span"];
+        let e = match (span["start_ns"].as_u64(), span["end_ns"].as_u64()) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => tot["receiver_elapsed_ns"].as_u64().unwrap_or(0),
+        } as f64
+            / 1e9;
         let rv = t.figure(&tot["receiver_valid"], &tot["receiver_invalid_reason"]);
         let _ = t.figure(&tot["sender_valid"], &tot["sender_invalid_reason"]);
         let r = num(&tot["receiver_bits_per_s"]).unwrap_or(0.0);

@@ -108,6 +108,23 @@ fn tcp_and_unix_streams_deliver_every_byte() {
                 .iter()
                 .map(|t| t["direction"].as_str().unwrap())
                 .collect();
+            // Two streams a direction, on one clock: each side's total is its bytes over one
+            // window (no intervals: from the earliest start to the latest end).
+            for tot in s["totals"].as_array().unwrap() {
+                for (side, rate) in [
+                    ("sender_span", "sender_bits_per_s"),
+                    ("receiver_span", "receiver_bits_per_s"),
+                ] {
+                    let sp = &tot[side];
+                    assert_eq!(sp["method"], "union", "{t} {dir:?} {side}: {sp}");
+                    let secs = (u(&sp["end_ns"]) - u(&sp["start_ns"])) as f64 / 1e9;
+                    let want = u(&sp["bytes"]) as f64 * 8.0 / secs;
+                    assert!(
+                        (f(&tot[rate]) - want).abs() <= 1e-6 * want + 1.0,
+                        "{t} {dir:?} {side}"
+                    );
+                }
+            }
             match dir.first() {
                 None => assert_eq!(dirs, ["client_to_server"]),
                 Some(&"--reverse") => assert_eq!(dirs, ["server_to_client"]),

@@ -286,11 +286,27 @@ pub fn point(result: &mut PointResult, facts: Facts) {
             };
             let mut found = Vec::new();
             if t.streams > 1 {
+                // On one clock, each stream's rate over the direction's window (the total's
+                // parts); without stamps, each over its own phase.
+                let rx: Vec<&crate::pattern::stream::StreamStats> =
+                    mine.iter().map(|p| &p.receiver.stats).collect();
+                let (rates, seconds) =
+                    match crate::report::span::over_one_clock(&rx, crate::report::span::BYTES) {
+                        Some(w) => (w.per_stream_bits_per_s(), w.span.seconds()),
+                        None => (
+                            mine.iter().map(|p| p.receiver.bits_per_s).collect(),
+                            bound.seconds,
+                        ),
+                    };
                 let flows: Vec<(String, f64)> = mine
                     .iter()
-                    .map(|p| (format!("stream {}", p.index), p.receiver.bits_per_s))
+                    .zip(rates)
+                    .map(|(p, r)| (format!("stream {}", p.index), r))
                     .collect();
-                found.push(physics::flows_within_goodput(&flows, bound));
+                found.push(physics::flows_within_goodput(
+                    &flows,
+                    RateBound { seconds, ..bound },
+                ));
             }
             // --compete: the measured stream is the first flow; the others share the path
             // client -> server.
@@ -454,7 +470,7 @@ fn judge_pair(
 }
 
 /// (h) Each printed percentile of the point's round trips with its sample floor.
-fn percentiles(l: &LatencyResult) -> Vec<PercentileNote> {
+pub(crate) fn percentiles(l: &LatencyResult) -> Vec<PercentileNote> {
     PRINTED_PERCENTILES
         .iter()
         .map(|&(name, p)| PercentileNote {

@@ -525,6 +525,30 @@ pub const CSV: &[Column] = &[
         name: "rtt_p9999_ns",
         get: |r| r.latency(|l| l.rtt.p9999_ns),
     },
+    // The percentiles' sample floors (10 / (1 - p), the physics guard): whether every printed
+    // percentile stands on enough samples, and which do not, by name.
+    Column {
+        name: "rtt_percentiles_valid",
+        get: |r| {
+            r.point
+                .latency
+                .as_ref()
+                .filter(|l| !l.percentiles.is_empty())
+                .map(|l| l.percentiles.iter().all(|p| !p.validity.is_invalid()))
+                .into()
+        },
+    },
+    Column {
+        name: "rtt_percentiles_invalid",
+        get: |r| {
+            r.point
+                .latency
+                .as_ref()
+                .filter(|l| !l.percentiles.is_empty())
+                .map(super::model::LatencyResult::invalid_percentiles)
+                .into()
+        },
+    },
     RTT_MAX,
     Column {
         name: "one_way_mean_ns",

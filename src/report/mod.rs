@@ -12,6 +12,7 @@ pub mod output;
 #[cfg(test)]
 mod rendering_tests;
 pub mod schema;
+pub mod span;
 pub mod summarize;
 pub mod table;
 pub mod upgrade;

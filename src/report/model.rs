@@ -371,6 +371,18 @@ impl LatencyResult {
             .find(|p| p.name == name)
             .map_or_else(Validity::default, |p| p.validity.clone())
     }
+
+    /// The percentiles below their sample floor, by name, with the samples each needs: "p99.9
+    /// (needs 10000) p99.99 (needs 100000)"; empty when every one stands (no comma, for CSV
+    /// readers that split on it).
+    pub fn invalid_percentiles(&self) -> String {
+        self.percentiles
+            .iter()
+            .filter(|p| p.validity.is_invalid())
+            .map(|p| format!("{} (needs {})", p.name, p.samples_needed))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
 }
 
 /// Think time of an exchange point (`--think`), last run.
@@ -496,16 +508,31 @@ impl StreamPair {
 pub struct DirectionTotal {
     pub direction: String,
     pub streams: u32,
-    /// Sum over streams of each sender's bytes / its own timed phase: bytes handed to the
-    /// transport, some of which may still have been in the sender's socket buffer at its end.
+    /// Bytes handed to the transport, some of which may still have been in the sender's
+    /// socket buffer at its end, per second. One stream: its bytes over its own timed phase.
+    /// Several (`-P`), their phases stamped on one clock: the bytes of all streams within one
+    /// window, `sender_span`, over it (see `report::span`); without stamps (an older peer),
+    /// the sum over streams of each one's bytes over its own phase.
     pub sender_bits_per_s: f64,
-    /// Where every sender's kernel keeps TCP_INFO (TCP, MPTCP): sum over streams of the bytes
-    /// the peer acknowledged over each sender's timed phase / that phase. Null otherwise and
-    /// in results written before this field existed.
+    /// Where every sender's kernel keeps TCP_INFO (TCP, MPTCP): the bytes the peer
+    /// acknowledged, per second, taken as `sender_bits_per_s` is (over `sender_span` when it
+    /// is given and the intervals carry them, else the sum over each sender's own phase).
+    /// Null otherwise and in results written before this field existed.
     #[serde(default)]
     pub acked_bits_per_s: Option<f64>,
-    /// Sum over streams of each receiver's bytes / its own timed phase.
+    /// Bytes read per second: one stream, over its receiver's timed phase; several, over
+    /// `receiver_span` (as `sender_bits_per_s`).
     pub receiver_bits_per_s: f64,
+    /// Several streams on one clock: the window `sender_bits_per_s` is over ("common": the
+    /// time every sender was in its timed phase, bytes cut from the intervals pro rata;
+    /// "union": earliest start to latest end, every timed byte), its bounds in ns since the
+    /// earliest sender's timed start, and the bytes within it. Absent for one stream and for
+    /// streams without stamps (each over its own phase, summed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_span: Option<crate::report::span::TotalSpan>,
+    /// The same for `receiver_bits_per_s`, on the receivers' host's clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_span: Option<crate::report::span::TotalSpan>,
     /// The basis of the two rates: timed bytes and writes/reads (datagrams) summed over the
     /// streams, and the shortest of the streams' timed phases in nanoseconds. 0 in results
     /// written before these fields existed, until they are read (then filled in from the

@@ -325,6 +325,64 @@ fn csv_of_a_saved_stream_with_two_streams() {
     assert_eq!(received, ["3002000", "1001000", "2001000"]);
 }
 
+/// Issue 25: each percentile against its sample floor, 10 / (1 - p). The CSV says whether all
+/// stand and names those that do not; a point without the notes (an older run) leaves both
+/// empty.
+#[test]
+fn csv_says_which_percentiles_stand_below_their_floor() {
+    let mut r = pingpong_sweep();
+    for (k, samples) in [(0, 500u64), (1, 1000)] {
+        let l = r.points[k].latency.as_mut().unwrap();
+        l.rtt.samples = samples;
+        l.percentiles = crate::plan::guard::percentiles(l);
+    }
+    let text = super::csv::to_string(&r, None).unwrap();
+    let mut rows = csv::Reader::from_reader(text.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = rows.records().map(|r| r.unwrap()).collect();
+    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let col = |name: &str| -> Vec<String> { rows.iter().map(|r| r[at(name)].to_owned()).collect() };
+    assert_eq!(at("rtt_percentiles_valid"), at("rtt_p9999_ns") + 1);
+    assert_eq!(col("rtt_percentiles_valid"), ["false", "false", ""]);
+    assert_eq!(
+        col("rtt_percentiles_invalid"),
+        [
+            "p99 (needs 1000) p99.9 (needs 10000) p99.99 (needs 100000)",
+            "p99.9 (needs 10000) p99.99 (needs 100000)",
+            ""
+        ]
+    );
+    // Every sample floor met: valid, nothing named.
+    let l = r.points[2].latency.as_mut().unwrap();
+    l.rtt.samples = 100_000;
+    l.percentiles = crate::plan::guard::percentiles(l);
+    let text = super::csv::to_string(&r, None).unwrap();
+    let last: Vec<&str> = text.lines().last().unwrap().split(',').collect();
+    assert_eq!(
+        &last[at("rtt_percentiles_valid")..=at("rtt_percentiles_invalid")],
+        ["true", ""]
+    );
+}
+
+/// Several streams of a direction on one clock: the total's row says which window its rates
+/// are over.
+#[test]
+fn table_says_the_window_of_a_sum_over_streams() {
+    let mut r = stream_p2();
+    let t = &mut r.points[0].stream.as_mut().unwrap().totals[0];
+    t.receiver_span = Some(super::span::TotalSpan {
+        method: super::span::SpanMethod::Common,
+        start_ns: 2_500_000,
+        end_ns: 998_000_000,
+        bytes: 2_990_000,
+    });
+    let text = table(&r);
+    assert!(
+        text.contains("sum of 2 streams on one clock: receivers over their common span (latest start to earliest end) 0.996 s, from 2.5 ms after the first start"),
+        "{text}"
+    );
+}
+
 #[test]
 fn json_is_the_whole_document_once() {
     let r = pingpong_sweep();
@@ -392,10 +450,10 @@ const CRR_TABLE: &str = r#"# wirebench 0.1.0 crr over tcp, server 192.0.2.7:5320
         2         2      1000     33333.3      30.00      0.10     30.00     60.00     90.00      1.07       12.35
 # first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
 "#;
-const STREAM_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason
-0,total,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,,1,24000000,,bit/s,,,,,,,,,,,,,,,,,,,,24000000,,24000000,3002000,3002000,,,,,0,7,0,0,,,,,,,,,true,
-0,0,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,8000000,,8000000,1001000,1001000,,,,,0,,,,,,,,,,,,true,
-0,1,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,16000000,,16000000,2001000,2001000,,,,,0,,,,,,,,,,,,true,
+const STREAM_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_percentiles_valid,rtt_percentiles_invalid,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason
+0,total,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,,1,24000000,,bit/s,,,,,,,,,,,,,,,,,,,,,,24000000,,24000000,3002000,3002000,,,,,0,7,0,0,,,,,,,,,true,
+0,0,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,,,8000000,,8000000,1001000,1001000,,,,,0,,,,,,,,,,,,true,
+0,1,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,,,16000000,,16000000,2001000,2001000,,,,,0,,,,,,,,,,,,true,
 "#;
 const UDP_BIDIR_TABLE: &str = r#"# wirebench 0.1.0 stream over udp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
@@ -410,8 +468,8 @@ const UDP_BIDIR_TABLE: &str = r#"# wirebench 0.1.0 stream over udp, server 192.0
    131072     sum  client_to_server        12.00        12.00        1502000        1502000          0    0.000     0.2500         -         -
    131072     sum  server_to_client        28.00        28.00        3502000        3502000         25    1.250     0.5000         -         -
 "#;
-const PINGPONG_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason
-0,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,1,1,1,0,0,0,0,,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,
-1,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,2,2,2,0,0,0,0,,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,90000,11500,1391304.347826087,43478.260869565216,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,
-2,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,3,3,3,0,0,0,0,,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,90000,13000,1846153.8461538462,38461.53846153846,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,
+const PINGPONG_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_percentiles_valid,rtt_percentiles_invalid,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason
+0,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,1,1,1,0,0,0,0,,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,,,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,
+1,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,2,2,2,0,0,0,0,,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,,,90000,11500,1391304.347826087,43478.260869565216,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,
+2,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,3,3,3,0,0,0,0,,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,,,90000,13000,1846153.8461538462,38461.53846153846,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,
 "#;

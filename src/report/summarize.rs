@@ -2,6 +2,7 @@
 
 use crate::control::client::PointOutcome;
 use crate::control::protocol::TestSpec;
+use crate::pattern::stream::StreamStats;
 use crate::pattern::{CpuTime, PatternKind, Role};
 use crate::plan::PlannedPoint;
 use crate::results::distribution::log_bins;
@@ -12,6 +13,7 @@ use super::model::{
     CpuResult, DirectionTotal, Headline, LatencyResult, PointResult, SocketReport, StreamPair,
     StreamResult, ThinkResult,
 };
+use super::span;
 use crate::pattern::exchange::ExchangeStats;
 
 /// The headline figure of one run, what `--repeat` and `--until-ci` aggregate, with the
@@ -44,12 +46,14 @@ pub fn headline_value(test: &TestSpec, o: &PointOutcome) -> Option<(f64, Validit
         }),
         PatternKind::Stream => {
             let pairs = stream_pairs(o, test.transport);
+            // Each direction's receivers over one window (report::span), summed over the
+            // directions.
             let result = StreamResult {
-                totals: Vec::new(),
+                totals: totals(&pairs),
                 streams: pairs,
             };
             Some((
-                result.streams.iter().map(|p| p.receiver.bits_per_s).sum(),
+                result.totals.iter().map(|t| t.receiver_bits_per_s).sum(),
                 result.receivers_validity(),
             ))
         }
@@ -184,12 +188,35 @@ pub(crate) fn totals(pairs: &[StreamPair]) -> Vec<DirectionTotal> {
             .iter()
             .map(|p| p.sender.tcp_info.map(|t| u64::from(t.total_retrans)))
             .sum::<Option<u64>>();
+        // Several streams on one clock: over one window (see report::span).
+        let senders: Vec<&StreamStats> = ps.iter().map(|p| &p.sender.stats).collect();
+        let receivers: Vec<&StreamStats> = ps.iter().map(|p| &p.receiver.stats).collect();
+        let sent = span::over_one_clock(&senders, span::BYTES);
+        // Acknowledged bytes over the senders' window, or (intervals without them) each
+        // sender's own phase as before.
+        let acked = span::over_one_clock(&senders, span::ACKED).filter(|a| {
+            sent.as_ref().is_some_and(|t| {
+                (t.span.start_ns, t.span.end_ns) == (a.span.start_ns, a.span.end_ns)
+            })
+        });
+        let received = span::over_one_clock(&receivers, span::BYTES);
         let mut total = DirectionTotal {
             direction: dir.into(),
             streams: ps.len() as u32,
-            sender_bits_per_s: ps.iter().map(|p| p.sender.bits_per_s).sum(),
-            acked_bits_per_s: ps.iter().map(|p| p.sender.acked_bits_per_s).sum(),
-            receiver_bits_per_s: ps.iter().map(|p| p.receiver.bits_per_s).sum(),
+            sender_bits_per_s: match &sent {
+                Some(t) => t.bits_per_s(),
+                None => ps.iter().map(|p| p.sender.bits_per_s).sum(),
+            },
+            acked_bits_per_s: match &acked {
+                Some(t) => Some(t.bits_per_s()),
+                None => ps.iter().map(|p| p.sender.acked_bits_per_s).sum(),
+            },
+            receiver_bits_per_s: match &received {
+                Some(t) => t.bits_per_s(),
+                None => ps.iter().map(|p| p.receiver.bits_per_s).sum(),
+            },
+            sender_span: sent.map(|t| t.span),
+            receiver_span: received.map(|t| t.span),
             bytes_sent: ps.iter().map(|p| p.sender.bytes_total).sum(),
             bytes_received: ps.iter().map(|p| p.receiver.bytes_total).sum(),
             send_failures: ps.iter().map(|p| p.sender.send_failures).sum(),

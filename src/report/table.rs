@@ -2,7 +2,7 @@
 //! it completes, and the sweep's derived metrics at the end.
 
 use super::columns::{self, Row, TableColumn};
-use super::model::{PointResult, RunReport};
+use super::model::{DirectionTotal, PointResult, RunReport};
 use super::{mbit, us, IntervalPrinter, Output, Sink};
 use crate::pattern::stream::IntervalEvent;
 use crate::pattern::{PatternKind, RcvLowat, Role};
@@ -458,6 +458,9 @@ impl Sink for TableSink {
                     };
                     self.footnote(&format!("{dir}sender"), &t.sender_validity())?;
                     self.footnote(&format!("{dir}receiver"), &t.receiver_validity())?;
+                    if let Some(line) = span_line(t) {
+                        self.line(&format!("{:>9}   {dir}{line}", ""))?;
+                    }
                     let several = s.streams.len() > 1;
                     for st in s.streams.iter().filter(|st| st.direction == t.direction) {
                         if let Some(n) = &st.sender.note {
@@ -727,6 +730,27 @@ fn stream_rates_note(acked: bool) -> Vec<&'static str> {
         lines.push("# acked = bytes the peer acknowledged over the sender's timed phase (TCP_INFO): what reached the receiver's kernel");
     }
     lines
+}
+
+/// A sum over several streams on one clock: the window each side's total is over.
+fn span_line(t: &DirectionTotal) -> Option<String> {
+    let side = |name: &str, s: &Option<crate::report::span::TotalSpan>| {
+        s.map(|s| format!("{name} over their {}", s.phrase()))
+    };
+    let parts: Vec<String> = [
+        side("senders", &t.sender_span),
+        side("receivers", &t.receiver_span),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "sum of {} streams on one clock: {}",
+            t.streams,
+            parts.join("; ")
+        )
+    })
 }
 
 /// The receivers' account of a transport's own numbered frames (raw), in one line.

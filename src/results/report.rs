@@ -210,20 +210,44 @@ fn points_table(run: &Run) -> String {
         // Every figure of the row with its verdict: the headline's over the runs, and the
         // last run's latency point or stream sums.
         let verdict = crate::report::columns::point_validity(p);
+        // The percentiles printed here against their sample floors (10 / (1 - p)): each
+        // marked, and its reason added to the row's.
+        let pct = |name: &str| {
+            l.map(|l| {
+                crate::stats::validity::all([
+                    (String::new(), &l.validity),
+                    (String::new(), &l.percentile_validity(name)),
+                ])
+            })
+            .unwrap_or_default()
+        };
+        let (p50, p99) = (pct("p50"), pct("p99"));
+        let verdict = crate::stats::validity::all([
+            (String::new(), &verdict),
+            (
+                String::new(),
+                &l.map(|l| l.percentile_validity("p50")).unwrap_or_default(),
+            ),
+            (
+                String::new(),
+                &l.map(|l| l.percentile_validity("p99")).unwrap_or_default(),
+            ),
+        ]);
         let mark = p.headline.validity.mark();
         s.push_str(&format!(
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}{mark}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}{}</td><td class=\"warn\">{}</td></tr>\n",
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}{mark}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"warn\">{}</td></tr>\n",
             esc(&series::describe_point(r, p)),
             p.runs,
             opt_num(m.map(|m| m.mean)),
             opt_num(m.and_then(|m| m.half_width)),
             l.map_or("-".into(), |l| l.rtt.samples.to_string()),
             l.map_or("-".into(), |l| format!(
-                "{} / {}",
+                "{}{} / {}{}",
                 fmt_num(l.rtt.median_ns as f64 / 1e3),
-                fmt_num(l.rtt.p99_ns as f64 / 1e3)
+                p50.mark(),
+                fmt_num(l.rtt.p99_ns as f64 / 1e3),
+                p99.mark()
             )),
-            l.map_or("", |l| l.validity.mark()),
             esc(verdict.reason()),
         ));
     }
@@ -410,4 +434,34 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
     page.html.push_str(CHECK_SCRIPT);
     page.html.push_str("\n</body>\n</html>\n");
     Ok(page.html)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 25: the points table marks a percentile below its sample floor with "!" as it
+    /// marks other figures that are not measurements, and says why in the row.
+    #[test]
+    fn points_table_marks_percentiles_below_their_floor() {
+        let mut r = crate::results::db::tests::report("pingpong", 2, 20_000.0);
+        for (k, samples) in [(0, 500u64), (1, 1000)] {
+            let l = r.points[k].latency.as_mut().unwrap();
+            l.rtt.samples = samples;
+            l.percentiles = crate::plan::guard::percentiles(l);
+        }
+        let html = points_table(&Run { id: 1, report: &r });
+        let rows: Vec<&str> = html.lines().filter(|l| l.starts_with("<tr><td>")).collect();
+        assert_eq!(rows.len(), 2, "{html}");
+        // 500 samples: p50 stands (20 needed), p99 does not (1000).
+        assert!(rows[0].contains("20 / 40!</td>"), "{}", rows[0]);
+        assert!(
+            rows[0].contains("p99 from 500 samples: below its floor of 1000"),
+            "{}",
+            rows[0]
+        );
+        // 1000 samples: both stand, nothing marked.
+        assert!(rows[1].contains("20 / 40</td>"), "{}", rows[1]);
+        assert!(!rows[1].contains("below its floor"), "{}", rows[1]);
+    }
 }

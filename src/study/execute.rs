@@ -553,7 +553,31 @@ pub fn delivery(r: &RunReport, asked: f64) -> Option<Delivery> {
         // A byte stream delivers what it accepted.
         None => (a + t.sender_bytes_timed, b + t.sender_bytes_timed),
     });
-    Some(Delivery::new(sent, received, sent_bits, asked))
+    let d = Delivery::new(sent, received, sent_bits, asked);
+    // Figures the physics guard or a floor marked invalid meet no target (see
+    // search::Delivery::misses): the probe is a miss with their reason.
+    let several = s.totals.len() > 1;
+    let sides: Vec<(String, crate::stats::Validity)> = s
+        .totals
+        .iter()
+        .flat_map(|t| {
+            let dir = if several {
+                format!("{} ", t.direction)
+            } else {
+                String::new()
+            };
+            [
+                (format!("{dir}sender"), t.sender_validity()),
+                (format!("{dir}receiver"), t.receiver_validity()),
+            ]
+        })
+        .collect();
+    let figures = crate::stats::validity::all(sides.iter().map(|(l, v)| (l.clone(), v)));
+    Some(if figures.is_invalid() {
+        d.invalid(figures.reason())
+    } else {
+        d
+    })
 }
 
 /// `wirebench study FILE`: the exit code.
@@ -748,4 +772,50 @@ pub fn run(opts: &Options) -> Result<i32> {
             0
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::model::{DirectionTotal, StreamResult};
+
+    /// A probe whose receiver the physics guard marked invalid is a miss with the guard's
+    /// reason, though every byte arrived at the asked rate.
+    #[test]
+    fn a_probe_with_invalid_figures_meets_no_target() {
+        let mut r = crate::results::db::tests::report("stream", 1, 1.0);
+        let why = "receiver 136.6 Mbit/s is 109.1% of the link's goodput 125.2 Mbit/s";
+        let total = DirectionTotal {
+            direction: "client_to_server".into(),
+            streams: 1,
+            sender_bits_per_s: 5e6,
+            receiver_bits_per_s: 5e6,
+            sender_bytes_timed: 625_000,
+            sender_valid: Some(true),
+            receiver_valid: Some(true),
+            ..DirectionTotal::default()
+        };
+        r.points[0].stream = Some(StreamResult {
+            streams: Vec::new(),
+            totals: vec![total],
+        });
+        let target = crate::study::file::SearchSpec {
+            low: "1M".into(),
+            high: "1G".into(),
+            steps: 4,
+            min_delivered: Some(0.95),
+            max_receiver_loss: None,
+            max_sender_loss: Some(0.0),
+        };
+        let d = delivery(&r, 5e6).unwrap();
+        assert!(d.meets(&target), "{:?}", d.misses(&target));
+        let t = &mut r.points[0].stream.as_mut().unwrap().totals[0];
+        (t.receiver_valid, t.receiver_invalid_reason) = (Some(false), Some(why.into()));
+        let d = delivery(&r, 5e6).unwrap();
+        assert_eq!(d.delivered, 1.0);
+        assert_eq!(
+            d.misses(&target),
+            vec![format!("figures invalid: receiver: {why}")]
+        );
+    }
 }

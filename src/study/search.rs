@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::file::SearchSpec;
 
 /// What one run at a rate delivered.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Delivery {
     /// Messages received / messages sent.
     pub delivered: f64,
@@ -18,6 +18,9 @@ pub struct Delivery {
     pub receiver_loss: f64,
     /// How far the sender fell short of the asked rate: 1 - sent / asked (0 when it kept up).
     pub sender_shortfall: f64,
+    /// Why the run's figures are not measurements, when the physics guard or a floor marked
+    /// any of them invalid: such a probe meets no target (see [`Delivery::misses`]).
+    pub invalid_reason: Option<String>,
 }
 
 impl Delivery {
@@ -31,6 +34,15 @@ impl Delivery {
             delivered,
             receiver_loss: 1.0 - delivered,
             sender_shortfall: (1.0 - sent_bits_per_s / asked_bits_per_s).max(0.0),
+            invalid_reason: None,
+        }
+    }
+
+    /// The same run, its figures marked invalid for `reason`.
+    pub fn invalid(self, reason: impl Into<String>) -> Delivery {
+        Delivery {
+            invalid_reason: Some(reason.into()),
+            ..self
         }
     }
 
@@ -46,6 +58,14 @@ impl Delivery {
     pub fn misses(&self, target: &SearchSpec) -> Vec<String> {
         let pct = |x: f64| format!("{:.4}%", x * 100.0);
         let mut out = Vec::new();
+        // A probe whose figures are invalid is a miss, with the guard's reason, not re-probed:
+        // its counts cannot say the target was met (a receiver above the link, a lab that fell
+        // behind its schedule), and a miss can only make the answer lower, never a rate the
+        // path did not carry. Re-probing the same rate on the same loaded host tends to give
+        // the same verdict, and would make the search's length depend on the load.
+        if let Some(why) = &self.invalid_reason {
+            out.push(format!("figures invalid: {why}"));
+        }
         if let Some(m) = target.min_delivered {
             if self.delivered < m - SHARE_EPSILON {
                 out.push(format!(
@@ -83,7 +103,7 @@ impl Delivery {
 pub const SHARE_EPSILON: f64 = 1e-6;
 
 /// One rate tried.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Probe<T> {
     pub rate_bits_per_s: f64,
     pub delivery: Delivery,
@@ -119,7 +139,7 @@ pub fn bisect<T: Copy>(
             delivery,
             run,
         };
-        probes.push(p);
+        probes.push(p.clone());
         Ok(p)
     };
     let top = probe(high, &mut probes)?;
@@ -242,5 +262,35 @@ mod tests {
                 "10.0000% lost at the receiver, above max_receiver_loss 5.0000%"
             ]
         );
+    }
+
+    /// A probe whose figures the physics guard marked invalid meets no target, whatever its
+    /// counts say, and the miss gives the guard's reason; the search then answers below it.
+    #[test]
+    fn an_invalid_probe_is_a_miss_with_its_reason() {
+        let why = "receiver 136.6 Mbit/s is 109.1% of the link's goodput 125.2 Mbit/s";
+        let d = Delivery::new(1000, 1000, 5e6, 5e6).invalid(why);
+        assert!(!d.meets(&target()));
+        assert_eq!(d.misses(&target()), vec![format!("figures invalid: {why}")]);
+        // The path of 123 Mbit/s, whose probes above 100 Mbit/s are marked invalid: the answer
+        // is the highest valid rate that met the target, below 100, where it was 129.47 before.
+        let o = bisect(&target(), 1e6, 1e9, |rate| {
+            let (d, run) = path(rate)?;
+            Ok((if rate > 100e6 { d.invalid(why) } else { d }, run))
+        })
+        .unwrap();
+        let best = o.best.as_ref().unwrap();
+        assert!(best.rate_bits_per_s <= 100e6, "{}", best.rate_bits_per_s);
+        assert!(best.delivery.invalid_reason.is_none());
+        let failing = o.first_failing.as_ref().unwrap();
+        assert!(failing.rate_bits_per_s > 100e6);
+        assert!(failing.delivery.misses(&target())[0].starts_with("figures invalid"));
+        assert!(o
+            .probes
+            .iter()
+            .all(
+                |p| p.meets == p.delivery.invalid_reason.is_none() && p.rate_bits_per_s <= 100e6
+                    || !p.meets
+            ));
     }
 }

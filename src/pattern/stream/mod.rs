@@ -318,9 +318,10 @@ pub struct StreamStats {
     /// MSG_ZEROCOPY: sends completed, and how many the kernel copied after all.
     pub zerocopy_completed: Option<u64>,
     pub zerocopy_copied: Option<u64>,
-    /// Receiver: CLOCK_MONOTONIC at the start of its timed phase, ns. Receivers on one host
-    /// (a server's competing flows) share that clock: their phases and intervals are put on
-    /// one time line with it. None from an older peer.
+    /// CLOCK_MONOTONIC at the start of this side's timed phase, ns. Receivers on one host (a
+    /// server's competing flows, a direction's `-P` streams) share that clock, and so do the
+    /// senders of one direction: their phases and intervals are put on one time line with it.
+    /// None from an older peer (and for senders, from one before it stamped them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase_start_ns: Option<u64>,
 }

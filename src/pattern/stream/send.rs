@@ -242,6 +242,9 @@ pub fn run_sender(
     if reliable {
         ch.shutdown_write()?;
     }
+    // On the host's clock, after the timed phase: the senders of one direction are put on one
+    // time line with it (report::span).
+    stats.phase_start_ns = super::monotonic_ns(start);
     stats.elapsed_ns = nanos(start, end);
     stats.bits_per_s = rate(stats.bytes_timed, stats.elapsed_ns);
     stats.acked_bits_per_s = stats.bytes_acked_timed.map(|b| rate(b, stats.elapsed_ns));
