@@ -155,6 +155,13 @@ pub struct Facts<'a> {
 pub fn point(result: &mut PointResult, facts: Facts) {
     let lab = facts.lab;
     // (f) Was the lab the link it was asked to be, each direction?
+    let rate_phase_ns = result.stream.as_ref().map(|s| {
+        s.streams
+            .iter()
+            .map(|p| p.sender.elapsed_ns.max(p.receiver.elapsed_ns))
+            .max()
+            .unwrap_or(0)
+    });
     let unfaithful = |forward: bool| -> Validity {
         let Some(c) = result
             .counters
@@ -172,6 +179,7 @@ pub fn point(result: &mut PointResult, facts: Facts) {
                 late_frames: d.late_frames,
                 late_sum_ns: d.late_sum_ns,
                 late_max_ns: d.late_max_ns,
+                rate_phase_ns,
             },
         )
     };
