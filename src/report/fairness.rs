@@ -93,21 +93,6 @@ fn placed(rx: &[StreamStats]) -> Option<Vec<Placed>> {
     Some(out)
 }
 
-/// Bytes of `intervals` between `a` and `b`, an interval cut by a bound pro rata.
-fn bytes_between(intervals: &[Placed], a: u64, b: u64) -> f64 {
-    intervals
-        .iter()
-        .map(|&(s, e, bytes)| {
-            let overlap = e.min(b).saturating_sub(s.max(a));
-            if e <= s {
-                0.0
-            } else {
-                bytes as f64 * overlap as f64 / (e - s) as f64
-            }
-        })
-        .sum()
-}
-
 impl FairnessResult {
     /// From each flow's label and its receivers' statistics: on one clock over the common
     /// span when every receiver stamped its phase (see the module), else each flow over its
@@ -166,7 +151,7 @@ impl FairnessResult {
         let span_ns = end - start;
         let totals: Vec<f64> = placed
             .iter()
-            .map(|p| bytes_between(p, start, end))
+            .map(|p| super::span::between(p, start, end))
             .collect();
         let rates: Vec<f64> = totals.iter().map(|b| b * 8e9 / span_ns as f64).collect();
         let overall = shares(&rates);
@@ -175,7 +160,7 @@ impl FairnessResult {
             .map(|w| {
                 let bits: Vec<f64> = placed
                     .iter()
-                    .map(|p| bytes_between(p, w[0], w[1]) * 8e9 / (w[1] - w[0]) as f64)
+                    .map(|p| super::span::between(p, w[0], w[1]) * 8e9 / (w[1] - w[0]) as f64)
                     .collect();
                 FairnessInterval {
                     start_ns: w[0] - epoch,

@@ -176,8 +176,10 @@ fn with_bytes(mut s: Spanned) -> Spanned {
     s
 }
 
-/// Bytes of `intervals` between `a` and `b`, an interval cut by a bound pro rata.
-fn between(intervals: &[(u64, u64, u64)], a: u64, b: u64) -> f64 {
+/// Bytes of `intervals` (start, end, bytes on one clock) between `a` and `b`, an interval cut
+/// by a bound pro rata: the one cut of -P sums here and of competing flows' common span
+/// (`report::fairness`).
+pub(crate) fn between(intervals: &[(u64, u64, u64)], a: u64, b: u64) -> f64 {
     intervals
         .iter()
         .map(|&(s, e, bytes)| {
