@@ -33,6 +33,11 @@ pub struct FairnessResult {
     /// phases could not be put on one clock or did not overlap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub common_span: Option<CommonSpan>,
+    /// Whether the flows' rates, shares and Jain's index compare one period: invalid when
+    /// they could not be put on one clock (each flow over its own phase, periods that need
+    /// not overlap, so their sum can exceed the link), with the reason.
+    #[serde(flatten, default)]
+    pub validity: crate::stats::Validity,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -191,6 +196,7 @@ impl FairnessResult {
                 start_ns: start - epoch,
                 end_ns: end - epoch,
             }),
+            validity: crate::stats::Validity::valid(),
         })
     }
 
@@ -257,6 +263,9 @@ impl FairnessResult {
             jain: jain(&rates),
             intervals,
             common_span: None,
+            validity: crate::stats::Validity::invalid(
+                "the flows' phases could not be put on one clock or did not overlap: each rate is over its own period, so their sum, shares and Jain's index compare different times",
+            ),
         }
     }
 

@@ -303,6 +303,7 @@ mod tests {
                 jain: Some(0.8),
             }],
             common_span: None,
+            validity: Default::default(),
         };
         let Some((Figure::Chart(rates), Figure::Chart(jain))) = fairness(&f, "t") else {
             panic!("two charts");
