@@ -8,6 +8,7 @@
 use crate::lab::config::{DirectionConfig, LinkConfig};
 use crate::lab::goodput;
 use crate::lab::link::QueueLimit;
+use crate::report::fairness::FairnessResult;
 use crate::report::model::{LatencyResult, PercentileNote, PointResult, StreamPair};
 use crate::stats::physics::{self, End, Lateness, Link, RateBound};
 use crate::stats::sweep::SweepMetrics;
@@ -293,6 +294,7 @@ pub fn point(result: &mut PointResult, facts: Facts) {
                 message_bytes: result.key.size,
             };
             let mut found = Vec::new();
+            let mut compete = None;
             if t.streams > 1 {
                 // On one clock, each stream's rate over the direction's window (the total's
                 // parts); without stamps, each over its own phase.
@@ -345,14 +347,27 @@ pub fn point(result: &mut PointResult, facts: Facts) {
                             (label, x.bits_per_s)
                         })
                         .collect();
-                    found.push(physics::flows_within_goodput(
+                    let sum = physics::flows_within_goodput(
                         &flows,
                         RateBound {
                             goodput_bits_per_s: flow_g,
                             seconds: shortest,
                             ..bound
                         },
-                    ));
+                    );
+                    found.push(sum);
+                    // Interval by interval, each flow may carry over what its receive buffer
+                    // held: the measured streams' (QUIC's own windows sit above its socket,
+                    // so autotuning's ceiling), the competing flows' left to the kernel.
+                    let measured_rcv = if tcp {
+                        rcvbuf(&result.socket.server, tcp)
+                    } else {
+                        rcvbuf(&result.socket.server, tcp).max(physics::AUTOTUNED_RCVBUF_MAX)
+                    };
+                    let backlog = t.streams as u64 * measured_rcv.max(physics::READ_UNIT_BYTES)
+                        + (f.flows.len() as u64 - 1)
+                            * physics::AUTOTUNED_RCVBUF_MAX.max(physics::READ_UNIT_BYTES);
+                    compete = Some((flow_g, backlog));
                 }
             }
             // --load: its receiver is the server, so it shares client -> server.
@@ -374,6 +389,9 @@ pub fn point(result: &mut PointResult, facts: Facts) {
                 ));
             }
             let sum = validity::all(found.iter().map(|v| (String::new(), v)));
+            if let (Some((flow_g, backlog)), Some(f)) = (compete, result.fairness.as_mut()) {
+                judge_fairness(f, &sum, flow_g, backlog);
+            }
             if sum.is_invalid() {
                 let t = &mut s.totals[k];
                 let v = join(&t.receiver_validity(), &sum);
@@ -398,6 +416,25 @@ pub fn point(result: &mut PointResult, facts: Facts) {
         if !h.validity.reason().contains(guard.reason()) {
             h.validity = join(&h.validity, &guard);
         }
+    }
+}
+
+/// `--compete`: the flows' rates take the verdict of their sum over the common span (`sum`,
+/// the direction's), and each interval row on one clock is held to the goodput with what the
+/// receivers may have carried over into it (`backlog` bytes).
+fn judge_fairness(f: &mut FairnessResult, sum: &Validity, goodput: f64, backlog: u64) {
+    f.validity = join(&f.validity, sum);
+    if f.common_span.is_none() {
+        return;
+    }
+    for iv in f.intervals.iter_mut() {
+        let seconds = iv.end_ns.saturating_sub(iv.start_ns) as f64 / 1e9;
+        if seconds <= 0.0 {
+            continue;
+        }
+        let v =
+            physics::interval_within_goodput(iv.bits_per_s.iter().sum(), seconds, goodput, backlog);
+        iv.validity = join(&iv.validity, &v);
     }
 }
 
@@ -543,5 +580,58 @@ mod tests {
         assert_eq!(buffer(0, Some(16_384), true, 4 << 20), 4 << 20);
         assert_eq!(buffer(8192, Some(16_384), true, 4 << 20), 16_384);
         assert_eq!(buffer(0, Some(212_992), false, 4 << 20), 212_992);
+    }
+
+    /// --compete: a sum over the common span that breaks the link makes the fairness figures
+    /// invalid with it (the oracle's seed 1795791850595441943, scenario 20: measured + quic at
+    /// 406.9 Mbit/s over a 397.2 Mbit/s goodput, flagged on the headline, printed valid in
+    /// `fairness`); an interval row is held to the goodput with the receivers' backlog.
+    #[test]
+    fn competing_flows_take_their_sums_verdict_and_each_interval_its_own() {
+        use crate::report::fairness::{CommonSpan, FairnessInterval, FlowShare};
+        let flow = |bits: f64| FlowShare {
+            flow: "tcp".into(),
+            bytes: 0,
+            bytes_all: 0,
+            bits_per_s: bits,
+            share: None,
+        };
+        let interval = |start_ns: u64, bits: [f64; 2]| FairnessInterval {
+            start_ns,
+            end_ns: start_ns + 100_000_000,
+            bits_per_s: bits.to_vec(),
+            shares: vec![],
+            jain: None,
+            validity: Validity::valid(),
+        };
+        let mut f = FairnessResult {
+            flows: vec![flow(200e6), flow(206.9e6)],
+            jain: None,
+            intervals: vec![
+                interval(0, [25e6, 30e6]),
+                interval(100_000_000, [40e6, 40e6]),
+            ],
+            common_span: Some(CommonSpan {
+                start_ns: 0,
+                end_ns: 200_000_000,
+            }),
+            validity: Validity::valid(),
+        };
+        let sum = Validity::invalid("the flows add up to 406.90 Mbit/s");
+        // 50 Mbit/s of goodput, a read of 128 KiB each: at most 71 Mbit/s in 100 ms.
+        judge_fairness(&mut f, &sum, 50e6, 2 * physics::READ_UNIT_BYTES);
+        assert!(f.validity.is_invalid());
+        assert!(f.validity.reason().contains("406.90"));
+        assert!(!f.intervals[0].validity.is_invalid());
+        assert!(f.intervals[1].validity.is_invalid());
+        assert!(f.intervals[1]
+            .validity
+            .reason()
+            .starts_with("the flows add up to 80.00 Mbit/s in this 100.0 ms interval"));
+        // Without a common span the intervals keep the verdict they were made with.
+        f.common_span = None;
+        f.intervals[1].validity = Validity::valid();
+        judge_fairness(&mut f, &Validity::valid(), 50e6, 0);
+        assert!(!f.intervals[1].validity.is_invalid());
     }
 }

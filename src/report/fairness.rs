@@ -71,6 +71,10 @@ pub struct FairnessInterval {
     pub bits_per_s: Vec<f64>,
     pub shares: Vec<Option<f64>>,
     pub jain: Option<f64>,
+    /// Whether the flows' rates in this interval can all be true: invalid, with the reason,
+    /// when they add up to more than the link could deliver in it (the physics guard).
+    #[serde(flatten, default)]
+    pub validity: crate::stats::Validity,
 }
 
 fn rate(bytes: u64, ns: u64) -> f64 {
@@ -173,6 +177,7 @@ impl FairnessResult {
                     shares: shares(&bits),
                     jain: jain(&bits),
                     bits_per_s: bits,
+                    validity: crate::stats::Validity::valid(),
                 }
             })
             .collect();
@@ -242,6 +247,9 @@ impl FairnessResult {
                     shares: shares(&bits),
                     jain: jain(&bits),
                     bits_per_s: bits,
+                    validity: crate::stats::Validity::invalid(
+                        "no common clock: each flow's interval of this number covers its own time",
+                    ),
                 }
             })
             .collect();
@@ -297,20 +305,48 @@ impl FairnessResult {
             ),
             None => "each flow over its own timed phase (no common clock): their rates may add up to more than the path carried".to_owned(),
         });
+        if self.validity.is_invalid() {
+            out.push(format!("not valid: {}", self.validity.reason()));
+        }
+        // The lowest index over the intervals whose rates can all be true (when none of the
+        // figures is, over all, under the "not valid" line above).
+        let whole = self.validity.is_invalid();
         let lowest = self
             .intervals
             .iter()
+            .filter(|i| whole || !i.validity.is_invalid())
             .filter_map(|i| i.jain)
             .min_by(f64::total_cmp);
+        let flagged: Vec<&FairnessInterval> = self
+            .intervals
+            .iter()
+            .filter(|i| i.validity.is_invalid())
+            .collect();
         out.push(format!(
             "Jain's fairness index {} overall{}",
             self.jain
                 .map(|j| format!("{j:.3}"))
                 .unwrap_or_else(|| "-".into()),
             lowest
-                .map(|l| format!(", lowest {l:.3} over {} intervals", self.intervals.len()))
+                .map(|l| format!(
+                    ", lowest {l:.3} over {} intervals",
+                    if whole {
+                        self.intervals.len()
+                    } else {
+                        self.intervals.len() - flagged.len()
+                    }
+                ))
                 .unwrap_or_default()
         ));
+        if let (Some(first), false) = (flagged.first(), whole) {
+            out.push(format!(
+                "{} of {} intervals not valid (first at +{:.3} s: {})",
+                flagged.len(),
+                self.intervals.len(),
+                first.start_ns as f64 / 1e9,
+                first.validity.reason()
+            ));
+        }
         out
     }
 }
@@ -371,16 +407,21 @@ mod tests {
         assert_eq!(f.intervals[1].jain, Some(0.8));
         assert_eq!(f.intervals[1].bits_per_s, vec![2400.0, 800.0]);
         let lines = f.lines();
-        assert_eq!(lines.len(), 4);
+        assert_eq!(lines.len(), 5);
         assert!(
             lines[2].starts_with("each flow over its own timed phase"),
             "{}",
             lines[2]
         );
         assert!(
-            lines[3].starts_with("Jain's fairness index 0.900 overall, lowest 0.800"),
+            lines[3].starts_with("not valid: the flows' phases could not be put on one clock"),
             "{}",
             lines[3]
+        );
+        assert!(
+            lines[4].starts_with("Jain's fairness index 0.900 overall, lowest 0.800"),
+            "{}",
+            lines[4]
         );
     }
 

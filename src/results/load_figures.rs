@@ -301,6 +301,7 @@ mod tests {
                 bits_per_s: vec![3e6, 1e6],
                 shares: vec![Some(0.75), Some(0.25)],
                 jain: Some(0.8),
+                validity: Default::default(),
             }],
             common_span: None,
             validity: Default::default(),

@@ -193,6 +193,40 @@ pub fn flows_within_goodput(flows: &[(String, f64)], bound: RateBound) -> Validi
     }))
 }
 
+/// The least a receiver's read may hold back into the next interval: one read of the
+/// stream pattern's default size, 128 KiB.
+pub const READ_UNIT_BYTES: u64 = 128 << 10;
+
+/// (d) Flows sharing one direction of the link, summed over one interval of `seconds` (a
+/// `--compete` interval row): at most the goodput over the interval plus what the flows'
+/// receive buffers held when it began, `backlog_bytes` in all.
+///
+/// An interval's bytes are counted when they are read, not when they arrive: a reader the
+/// host held off the CPU reads its socket's backlog in the next interval, and that backlog
+/// crossed the wire before the interval began. Each flow can carry over at most its receive
+/// buffer (and at least one read's worth, [`READ_UNIT_BYTES`]); the caller sums them. Over
+/// the whole span (`flows_within_goodput`) a backlog is counted once, in the bytes, so there
+/// it needs no such allowance.
+pub fn interval_within_goodput(
+    sum: f64,
+    seconds: f64,
+    goodput: f64,
+    backlog_bytes: u64,
+) -> Validity {
+    let t = seconds.max(1e-9);
+    let allowed = (goodput * (1.0 + 2.0 * RELEASE_SLACK_S / t) + backlog_bytes as f64 * 8.0 / t)
+        * (1.0 + ROUNDING);
+    Validity::from_reason((sum > allowed && goodput > 0.0).then(|| {
+        format!(
+            "the flows add up to {} in this {} interval over a link whose goodput is {} (at most {} with what their receive buffers held at its start): they cannot all be true",
+            mbit(sum),
+            fmt_seconds(seconds),
+            mbit(goodput),
+            mbit(allowed)
+        )
+    }))
+}
+
 /// (d) A measured stream beside the background load of `--load` in the same direction. The
 /// load's rate is averaged over its own time `load_s` (longer than the stream's phase
 /// `phase_s`, which it covers), so outside the stream's phase it may have had the link to
@@ -433,6 +467,27 @@ pub fn percentile(name: &str, p: f64, samples: u64) -> Validity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An interval row may hold what the receive buffers carried over from the interval
+    /// before, never more: two flows with a read of 128 KiB each may show up to 71 Mbit/s over
+    /// a 100 ms interval of a 50 Mbit/s link; 60 is within that, 80 is not.
+    #[test]
+    fn an_interval_sum_gets_the_receivers_backlog_and_no_more() {
+        let backlog = 2 * READ_UNIT_BYTES;
+        assert_eq!(
+            interval_within_goodput(60e6, 0.1, 50e6, backlog),
+            Validity::valid()
+        );
+        let v = interval_within_goodput(80e6, 0.1, 50e6, backlog);
+        assert!(v.is_invalid());
+        assert!(
+            v.reason().starts_with("the flows add up to 80.00 Mbit/s"),
+            "{}",
+            v.reason()
+        );
+        // Without a rate limit there is nothing to hold the sum to.
+        assert!(!interval_within_goodput(80e6, 0.1, 0.0, 0).is_invalid());
+    }
 
     fn goodput_bound(goodput: f64, seconds: f64) -> RateBound {
         RateBound {
