@@ -1242,6 +1242,43 @@ fn check_stream(
                 )
             });
         }
+        // The sum interval by interval (-P with -i, on one clock): as `--compete`'s interval
+        // rows, each stream may read in an interval what its receive buffer held at its
+        // start (at least a read's worth), on top of what the link carried in it.
+        for (ki, iv) in tot["receiver_intervals"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if !t.figure(&iv["valid"], &iv["invalid_reason"]) || !rv {
+                continue;
+            }
+            let len = iv["end_ns"]
+                .as_u64()
+                .unwrap_or(0)
+                .saturating_sub(iv["start_ns"].as_u64().unwrap_or(0)) as f64
+                / 1e9;
+            let sum = num(&iv["bits_per_s"]).unwrap_or(0.0);
+            if len <= 0.0 {
+                continue;
+            }
+            let backlog = n * rcvbuf.max(131_072);
+            let bound = g * (1.0 + RATE_TOL) + backlog as f64 * 8.0 / len;
+            t.check(
+                format!("{here}.receiver_intervals[{ki}]"),
+                sum <= bound,
+                || {
+                    format!(
+                        "{n} streams sum to {} in a {:.0} ms interval over a link whose goodput is {} (bound {})",
+                        mbit(sum),
+                        len * 1e3,
+                        mbit(g),
+                        mbit(bound)
+                    )
+                },
+            );
+        }
         // Every byte the receivers got crossed the delay line: no more payload than its
         // forwarded wire bytes allow, whatever the clocks say (an exact count).
         let dir = tot["direction"].as_str().unwrap_or("client_to_server");

@@ -129,6 +129,19 @@ fn rcvbuf(o: &[EffectiveOptions], tcp: bool) -> u64 {
         .unwrap_or(physics::AUTOTUNED_RCVBUF_MAX)
 }
 
+/// What one receiver may carry over from one interval into the next (see
+/// [`physics::interval_within_goodput`]): its receive buffer, at least one read; QUIC's own
+/// flow-control windows sit above its socket, so for it autotuning's TCP ceiling.
+fn read_backlog(o: &[EffectiveOptions], transport: TransportKind) -> u64 {
+    let buffer = rcvbuf(o, tcp_like(transport));
+    let buffer = if transport == TransportKind::Quic {
+        buffer.max(physics::AUTOTUNED_RCVBUF_MAX)
+    } else {
+        buffer
+    };
+    buffer.max(physics::READ_UNIT_BYTES)
+}
+
 /// `v` with `more` joined in (the reasons of both, in order).
 fn join(v: &Validity, more: &Validity) -> Validity {
     if !more.is_invalid() {
@@ -159,8 +172,9 @@ pub fn point(result: &mut PointResult, facts: Facts) {
     let rate_phase_ns = result.stream.as_ref().map(|s| {
         s.streams
             .iter()
-            .map(|p| p.sender.elapsed_ns.max(p.receiver.elapsed_ns))
-            .max()
+            .flat_map(|p| [p.sender.elapsed_ns, p.receiver.elapsed_ns])
+            .filter(|&ns| ns > 0)
+            .min()
             .unwrap_or(0)
     });
     let unfaithful = |forward: bool| -> Validity {
@@ -357,14 +371,10 @@ pub fn point(result: &mut PointResult, facts: Facts) {
                     );
                     found.push(sum);
                     // Interval by interval, each flow may carry over what its receive buffer
-                    // held: the measured streams' (QUIC's own windows sit above its socket,
-                    // so autotuning's ceiling), the competing flows' left to the kernel.
-                    let measured_rcv = if tcp {
-                        rcvbuf(&result.socket.server, tcp)
-                    } else {
-                        rcvbuf(&result.socket.server, tcp).max(physics::AUTOTUNED_RCVBUF_MAX)
-                    };
-                    let backlog = t.streams as u64 * measured_rcv.max(physics::READ_UNIT_BYTES)
+                    // held: the measured streams' and the competing flows', left to the
+                    // kernel.
+                    let backlog = t.streams as u64
+                        * read_backlog(&result.socket.server, facts.transport)
                         + (f.flows.len() as u64 - 1)
                             * physics::AUTOTUNED_RCVBUF_MAX.max(physics::READ_UNIT_BYTES);
                     compete = Some((flow_g, backlog));
@@ -387,6 +397,29 @@ pub fn point(result: &mut PointResult, facts: Facts) {
                         ..bound
                     },
                 ));
+            }
+            // The sum interval by interval: each stream may carry over its receive buffer.
+            let backlog = t.streams as u64
+                * read_backlog(
+                    if forward {
+                        &result.socket.server
+                    } else {
+                        &result.socket.client
+                    },
+                    facts.transport,
+                );
+            for iv in s.totals[k].receiver_intervals.iter_mut() {
+                let seconds = iv.end_ns.saturating_sub(iv.start_ns) as f64 / 1e9;
+                if seconds > 0.0 {
+                    let v = physics::interval_within_goodput(
+                        "the streams",
+                        iv.bits_per_s,
+                        seconds,
+                        g,
+                        backlog,
+                    );
+                    iv.validity = join(&iv.validity, &v);
+                }
             }
             let sum = validity::all(found.iter().map(|v| (String::new(), v)));
             if let (Some((flow_g, backlog)), Some(f)) = (compete, result.fairness.as_mut()) {
@@ -432,8 +465,13 @@ fn judge_fairness(f: &mut FairnessResult, sum: &Validity, goodput: f64, backlog:
         if seconds <= 0.0 {
             continue;
         }
-        let v =
-            physics::interval_within_goodput(iv.bits_per_s.iter().sum(), seconds, goodput, backlog);
+        let v = physics::interval_within_goodput(
+            "the flows",
+            iv.bits_per_s.iter().sum(),
+            seconds,
+            goodput,
+            backlog,
+        );
         iv.validity = join(&iv.validity, &v);
     }
 }

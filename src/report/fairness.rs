@@ -144,19 +144,8 @@ impl FairnessResult {
             (Some(s), Some(e)) if e > s => (s, e),
             _ => (start, end),
         };
-        // Bins: the measured stream's interval bounds within the span; a stub of half an
-        // interval or shorter at either end joins its neighbour.
-        let period = placed[0].first().map(|i| i.1 - i.0).unwrap_or(0);
-        let mut edges: Vec<u64> = vec![start];
-        edges.extend(bounds.iter().copied().filter(|&e| e > start && e < end));
-        edges.push(end);
-        if edges.len() > 2 && edges[1] - edges[0] <= period / 2 {
-            edges.remove(1);
-        }
-        let n = edges.len();
-        if n > 2 && edges[n - 1] - edges[n - 2] <= period / 2 {
-            edges.remove(n - 2);
-        }
+        // Bins: the measured stream's interval bounds within the span (as -P sums').
+        let edges = super::span::edges(&placed[0], start, end);
         let span_ns = end - start;
         let totals: Vec<f64> = placed
             .iter()

@@ -533,6 +533,11 @@ pub struct DirectionTotal {
     /// The same for `receiver_bits_per_s`, on the receivers' host's clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receiver_span: Option<crate::report::span::TotalSpan>,
+    /// Several streams with intervals (`-i`) over a common span: the receivers' sum interval
+    /// by interval, every stream over the same bounds (the first stream's), each with its
+    /// verdict. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub receiver_intervals: Vec<crate::report::span::SumInterval>,
     /// The basis of the two rates: timed bytes and writes/reads (datagrams) summed over the
     /// streams, and the shortest of the streams' timed phases in nanoseconds. 0 in results
     /// written before these fields existed, until they are read (then filled in from the

@@ -68,11 +68,30 @@ impl TotalSpan {
     }
 }
 
-/// A total over one window: its span and each stream's bytes in it (in the order given).
+/// One interval of a direction's total on one clock (iperf3's `[SUM]` row, but with every
+/// stream's bytes taken over the same bounds): the first stream's interval bounds within the
+/// common span, each stream's intervals cut at them pro rata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SumInterval {
+    /// Bounds, ns since the earliest of the streams' timed starts (as the span's).
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// The streams' bytes between the bounds, summed (rounded).
+    pub bytes: u64,
+    pub bits_per_s: f64,
+    /// Whether the sum can be true: invalid, with the reason, when it is more than the link
+    /// could deliver in the interval (the physics guard).
+    #[serde(flatten, default)]
+    pub validity: crate::stats::Validity,
+}
+
+/// A total over one window: its span and each stream's bytes in it (in the order given), and
+/// over a common span the sum interval by interval.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spanned {
     pub span: TotalSpan,
     pub per_stream_bytes: Vec<f64>,
+    pub intervals: Vec<SumInterval>,
 }
 
 impl Spanned {
@@ -137,6 +156,19 @@ pub fn over_one_clock(sides: &[&StreamStats], counted: Counted) -> Option<Spanne
         let start = placed.iter().filter_map(|p| p.first().map(|i| i.0)).max()?;
         let end = placed.iter().filter_map(|p| p.last().map(|i| i.1)).min()?;
         if end > start {
+            let intervals = edges(&placed[0], start, end)
+                .windows(2)
+                .map(|w| {
+                    let bytes: f64 = placed.iter().map(|p| between(p, w[0], w[1])).sum();
+                    SumInterval {
+                        start_ns: w[0] - epoch,
+                        end_ns: w[1] - epoch,
+                        bytes: bytes.round() as u64,
+                        bits_per_s: rate(bytes, (w[1] - w[0]) as f64 / 1e9),
+                        validity: crate::stats::Validity::valid(),
+                    }
+                })
+                .collect();
             return Some(with_bytes(Spanned {
                 span: TotalSpan {
                     method: SpanMethod::Common,
@@ -145,6 +177,7 @@ pub fn over_one_clock(sides: &[&StreamStats], counted: Counted) -> Option<Spanne
                     bytes: 0,
                 },
                 per_stream_bytes: placed.iter().map(|p| between(p, start, end)).collect(),
+                intervals,
             }));
         }
     }
@@ -168,12 +201,35 @@ pub fn over_one_clock(sides: &[&StreamStats], counted: Counted) -> Option<Spanne
             bytes: 0,
         },
         per_stream_bytes,
+        intervals: Vec::new(),
     }))
 }
 
 fn with_bytes(mut s: Spanned) -> Spanned {
     s.span.bytes = s.per_stream_bytes.iter().sum::<f64>().round() as u64;
     s
+}
+
+/// The bounds of the intervals a span [`start`, `end`) is cut into on one clock: `first`'s
+/// interval bounds (start, end, bytes) within it, a stub of half an interval or shorter at
+/// either end joined to its neighbour; the one binning of -P sums here and of competing
+/// flows' intervals (`report::fairness`).
+pub(crate) fn edges(first: &[(u64, u64, u64)], start: u64, end: u64) -> Vec<u64> {
+    let mut bounds: Vec<u64> = first.iter().flat_map(|i| [i.0, i.1]).collect();
+    bounds.sort_unstable();
+    bounds.dedup();
+    let period = first.first().map(|i| i.1 - i.0).unwrap_or(0);
+    let mut edges: Vec<u64> = vec![start];
+    edges.extend(bounds.iter().copied().filter(|&e| e > start && e < end));
+    edges.push(end);
+    if edges.len() > 2 && edges[1] - edges[0] <= period / 2 {
+        edges.remove(1);
+    }
+    let n = edges.len();
+    if n > 2 && edges[n - 1] - edges[n - 2] <= period / 2 {
+        edges.remove(n - 2);
+    }
+    edges
 }
 
 /// Bytes of `intervals` (start, end, bytes on one clock) between `a` and `b`, an interval cut
@@ -278,6 +334,38 @@ mod tests {
         assert!((t.bits_per_s() - 100e6).abs() < 1.0, "{}", t.bits_per_s());
         let each = t.per_stream_bits_per_s();
         assert!((each[0] - 50e6).abs() < 1.0 && (each[1] - 50e6).abs() < 1.0);
+    }
+
+    /// The sum interval by interval on one clock: the first stream's bounds within the
+    /// common span, a stub at the start joined to its neighbour, each stream cut pro rata.
+    #[test]
+    fn sums_interval_by_interval_over_the_first_streams_bounds() {
+        let a = stream(0, 400, 80, 100);
+        let b = stream(30, 400, 80, 100);
+        let t = over_one_clock(&[&a, &b], BYTES).unwrap();
+        let bounds: Vec<(u64, u64)> = t
+            .intervals
+            .iter()
+            .map(|i| (i.start_ns / MS, i.end_ns / MS))
+            .collect();
+        // [30, 100) is a stub of 70 ms, more than half an interval: kept.
+        assert_eq!(bounds, vec![(30, 100), (100, 200), (200, 300), (300, 400)]);
+        // 80 Mbit/s each, 160 together, in every interval.
+        for i in &t.intervals {
+            assert!((i.bits_per_s - 160e6).abs() < 1.0, "{i:?}");
+        }
+        assert_eq!(
+            t.intervals.iter().map(|i| i.bytes).sum::<u64>(),
+            t.span.bytes
+        );
+        // A stub of 20 ms at the start joins the next interval.
+        let c = stream(80, 400, 80, 100);
+        let t = over_one_clock(&[&a, &c], BYTES).unwrap();
+        assert_eq!(t.intervals[0].start_ns / MS, 80);
+        assert_eq!(t.intervals[0].end_ns / MS, 200);
+        // The union window has no intervals.
+        let t = over_one_clock(&[&stream(0, 500, 100, 0), &stream(500, 500, 100, 0)], BYTES);
+        assert!(t.unwrap().intervals.is_empty());
     }
 
     /// A bound inside an interval counts it pro rata; no stamp or one stream: no span.

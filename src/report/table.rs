@@ -461,6 +461,11 @@ impl Sink for TableSink {
                     if let Some(line) = span_line(t) {
                         self.line(&format!("{:>9}   {dir}{line}", ""))?;
                     }
+                    if self.intervals {
+                        for line in sum_interval_lines(t) {
+                            self.line(&line)?;
+                        }
+                    }
                     let several = s.streams.len() > 1;
                     for st in s.streams.iter().filter(|st| st.direction == t.direction) {
                         if let Some(n) = &st.sender.note {
@@ -791,6 +796,30 @@ fn frames_line(k: &LinkCounters) -> String {
         k.late,
         k.messages_incomplete
     )
+}
+
+/// The receivers' sum over -P streams interval by interval on one clock, in the per-stream
+/// interval lines' columns (iperf3's `[SUM]`); a sum the guard found impossible is marked,
+/// with its reason.
+fn sum_interval_lines(t: &DirectionTotal) -> Vec<String> {
+    t.receiver_intervals
+        .iter()
+        .map(|iv| {
+            let reason = if iv.validity.is_invalid() {
+                format!("  ! not valid: {}", iv.validity.reason())
+            } else {
+                String::new()
+            };
+            format!(
+                "  [SUM] {:>8} {:7.2}-{:<7.2} s {:>14} B {:>10} Mbit/s{reason}",
+                "received",
+                iv.start_ns as f64 / 1e9,
+                iv.end_ns as f64 / 1e9,
+                iv.bytes,
+                marked(mbit(iv.bits_per_s), &iv.validity),
+            )
+        })
+        .collect()
 }
 
 /// One interval line; senders on TCP add the kernel's view of the connection.
