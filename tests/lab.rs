@@ -6,8 +6,8 @@
 mod common;
 
 use common::lab::{
-    backlog_drops, delay_line_forward, lab_run, lab_up, run_on_lab, skip, total,
-    udp_receive_buffer_errors, SERIAL,
+    backlog_drops, delay_line_forward, delay_line_forward_counters, lab_run, lab_up, run_on_lab,
+    skip, total, udp_receive_buffer_errors, SERIAL,
 };
 use common::{f, u};
 use serde_json::Value;
@@ -266,7 +266,8 @@ fn jitter_reorders_datagrams() {
     );
     let rcvbuf = udp_receive_buffer_errors(&ns_b) - rcvbuf_before;
     let backlog = backlog_drops() - backlog_before;
-    let (_, line_drops) = delay_line_forward(&name.0, u(&total(&v)["bytes_received"]));
+    let fwd = delay_line_forward_counters(&name.0, u(&total(&v)["bytes_received"]));
+    let line_drops = u(&fwd["dropped_queue_full"]) + u(&fwd["dropped_send"]);
     let loss = &total(&v)["loss"];
     assert!(u(&loss["reordered"]) > 100, "{loss}");
     // Nothing is dropped on purpose. But a delay-line thread that the host deschedules for
@@ -279,9 +280,18 @@ fn jitter_reorders_datagrams() {
         u(&loss["lost"]) <= explained,
         "{loss}: delay line dropped {line_drops}, backlog {backlog}, receive buffer {rcvbuf}"
     );
-    // RFC 3550 jitter of a uniform +/-2 ms delay is of the order of a millisecond.
+    // RFC 3550 jitter is a running mean of |transit(i) - transit(i-1)|: a uniform +/-2 ms
+    // delay gives 4/3 ms on average, each difference at most 4 ms (the jitter's width), and
+    // a frame the delay line released late adds its lateness to its transit, so the delay
+    // line's own latest release bounds the rest (a loaded host's descheduled delay line,
+    // which a fixed ceiling of 4 ms failed on beside a CPU hog). The floor: no load makes
+    // +/-2 ms of delay look steadier.
     let j = f(&loss["jitter_ns"]) / 1e9;
-    assert!((0.0003..0.004).contains(&j), "jitter {j}");
+    let late_max = f(&fwd["late_max_ns"]) / 1e9;
+    assert!(
+        (0.0003..0.004 + late_max).contains(&j),
+        "jitter {j}, the delay line's latest release {late_max} s"
+    );
 }
 
 #[test]

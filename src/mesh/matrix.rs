@@ -70,7 +70,11 @@ fn latency_cell(pair: &MeshPair, p: &PointResult) -> Option<LatencyCell> {
         Some(m) => (m, l.one_way_ci_ns, 2.0),
         None => (l.rtt.mean_ns, l.rtt.ci_half_width_ns, 1.0),
     };
+    // The point's own verdict on its p99 (the guard's percentile floor, over its samples).
+    let p99 = l.percentile_validity("p99");
     Some(LatencyCell {
+        p99_valid: p99.valid,
+        p99_invalid_reason: p99.invalid_reason,
         from: pair.client,
         to: pair.server,
         mean_ns: mean,
@@ -182,5 +186,24 @@ mod tests {
         assert!(m
             .iter()
             .all(|x| x.latency.as_ref().unwrap().cells.len() == 1));
+    }
+
+    /// A cell's p99 carries the point's percentile verdict: the guard's floor of 1000 samples.
+    #[test]
+    fn a_cells_p99_says_when_it_stands_on_too_few_samples() {
+        let mut points = pingpong_points(2000.0);
+        for (p, samples) in points.iter_mut().zip([200u64, 5000]) {
+            let l = p.latency.as_mut().unwrap();
+            l.rtt.samples = samples;
+            l.percentiles = crate::plan::guard::percentiles(l);
+        }
+        let m = assemble(&[pair(0, 1, points)], 0.95);
+        let cell = |i: usize| m[i].latency.as_ref().unwrap().cells[0].clone();
+        let few = cell(0).p99_validity();
+        assert!(few.is_invalid());
+        assert!(few
+            .reason()
+            .starts_with("p99 from 200 samples: below its floor of 1000"));
+        assert_eq!(cell(1).p99_valid, Some(true));
     }
 }

@@ -166,19 +166,24 @@ pub fn render_text(report: &RunReport) -> String {
             for c in in_pair_order(&l.cells) {
                 let _ = writeln!(
                     out,
-                    "  {}->{}: mean {} us +- {} ({level}% CI), p50 {} us, p99 {} us, n={} samples{}{}",
+                    "  {}->{}: mean {} us +- {} ({level}% CI), p50 {} us, p99 {} us{}, n={} samples{}{}{}",
                     c.from,
                     c.to,
                     crate::report::us(c.mean_ns),
                     c.ci_ns.map_or("-".to_owned(), crate::report::us),
                     crate::report::us(c.p50_ns),
                     crate::report::us(c.p99_ns),
+                    c.p99_validity().mark(),
                     c.samples,
                     if c.runs > 1 { format!(" over {} runs", c.runs) } else { String::new() },
                     c.validity
                         .invalid_reason
                         .as_ref()
                         .map(|r| format!("  ! not valid: {r}"))
+                        .unwrap_or_default(),
+                    c.p99_invalid_reason
+                        .as_ref()
+                        .map(|r| format!("  ! p99: {r}"))
                         .unwrap_or_default()
                 );
             }

@@ -136,12 +136,27 @@ pub struct LatencyCell {
     pub ci_ns: Option<f64>,
     pub p50_ns: f64,
     pub p99_ns: f64,
+    /// Whether `p99_ns` stands on enough samples (10 / (1 - 0.99) = 1000, the physics guard's
+    /// percentile floor); null in documents written before this field.
+    #[serde(default)]
+    pub p99_valid: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_invalid_reason: Option<String>,
     /// Timed transactions behind the figures, over every run of the point.
     pub samples: u64,
     /// Runs of the point (`--repeat`, `--until-ci`).
     pub runs: u32,
     #[serde(flatten)]
     pub validity: Validity,
+}
+
+impl LatencyCell {
+    pub fn p99_validity(&self) -> Validity {
+        Validity {
+            valid: self.p99_valid,
+            invalid_reason: self.p99_invalid_reason.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
