@@ -5,7 +5,7 @@
 //! for a moment read 109% of a lab link's goodput. Stamped, the phase runs from the first
 //! timed datagram's arrival to the last's, whenever they were read.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crate::sys::MAX_STAMP_AGE;
 
@@ -22,10 +22,9 @@ pub(super) struct StampClock {
 
 impl StampClock {
     pub(super) fn new() -> StampClock {
-        let anchor = Instant::now();
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
+        // Both clocks at one moment (a preemption between two plain reads would shift every
+        // stamp of the phase by it).
+        let (anchor, wall) = crate::sys::monotonic_and_wall();
         StampClock::at(anchor, wall)
     }
 
