@@ -425,29 +425,6 @@ fn narrowest<T>(mut read: impl FnMut() -> (Duration, T, Duration)) -> (Duration,
     best
 }
 
-#[cfg(test)]
-mod clock_pair_tests {
-    use super::*;
-
-    fn reads(widths_us: &[u64]) -> impl FnMut() -> (Duration, usize, Duration) + '_ {
-        let mut k = 0;
-        move || {
-            k += 1;
-            (Duration::from_micros(widths_us[k - 1]), k, Duration::ZERO)
-        }
-    }
-
-    /// A bracket widened by a preemption is replaced by a narrower one; a narrow first
-    /// bracket is taken at once; four wide ones give the narrowest of them.
-    #[test]
-    fn the_narrowest_bracket_of_the_two_clocks_is_taken() {
-        assert_eq!(narrowest(reads(&[94, 1, 500])).1, 2);
-        assert_eq!(narrowest(reads(&[1, 500])).1, 1);
-        assert_eq!(narrowest(reads(&[50, 40, 30, 20, 1])).1, 4);
-        assert_eq!(narrowest(reads(&[50, 60, 30, 70])).1, 3);
-    }
-}
-
 /// The SCM_TIMESTAMPNS stamp among the control messages of a received `msg`, if any.
 ///
 /// # Safety
@@ -472,4 +449,27 @@ pub(crate) unsafe fn scm_timestampns(msg: &libc::msghdr) -> Option<Duration> {
         }
     }
     stamp
+}
+
+#[cfg(test)]
+mod clock_pair_tests {
+    use super::*;
+
+    fn reads(widths_us: &[u64]) -> impl FnMut() -> (Duration, usize, Duration) + '_ {
+        let mut k = 0;
+        move || {
+            k += 1;
+            (Duration::from_micros(widths_us[k - 1]), k, Duration::ZERO)
+        }
+    }
+
+    /// A bracket widened by a preemption is replaced by a narrower one; a narrow first
+    /// bracket is taken at once; four wide ones give the narrowest of them.
+    #[test]
+    fn the_narrowest_bracket_of_the_two_clocks_is_taken() {
+        assert_eq!(narrowest(reads(&[94, 1, 500])).1, 2);
+        assert_eq!(narrowest(reads(&[1, 500])).1, 1);
+        assert_eq!(narrowest(reads(&[50, 40, 30, 20, 1])).1, 4);
+        assert_eq!(narrowest(reads(&[50, 60, 30, 70])).1, 3);
+    }
 }
