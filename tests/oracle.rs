@@ -874,6 +874,15 @@ fn num(v: &Value) -> Option<f64> {
     v.as_f64()
 }
 
+/// An interval row's length (`start_ns`, `end_ns`), seconds.
+fn interval_s(iv: &Value) -> f64 {
+    iv["end_ns"]
+        .as_u64()
+        .unwrap_or(0)
+        .saturating_sub(iv["start_ns"].as_u64().unwrap_or(0)) as f64
+        / 1e9
+}
+
 fn mbit(x: f64) -> String {
     format!("{:.3} Mbit/s", x / 1e6)
 }
@@ -1261,11 +1270,7 @@ fn check_stream(
             if !t.figure(&iv["valid"], &iv["invalid_reason"]) || !rv {
                 continue;
             }
-            let len = iv["end_ns"]
-                .as_u64()
-                .unwrap_or(0)
-                .saturating_sub(iv["start_ns"].as_u64().unwrap_or(0)) as f64
-                / 1e9;
+            let len = interval_s(iv);
             let sum = num(&iv["bits_per_s"]).unwrap_or(0.0);
             if len <= 0.0 {
                 continue;
@@ -1443,11 +1448,7 @@ fn check_fairness(s: &Scenario, f: &Value, size: u64, rcvbuf: u64, at: &str, t: 
         if !t.figure(&iv["valid"], &iv["invalid_reason"]) || !all_valid {
             continue;
         }
-        let len = iv["end_ns"]
-            .as_u64()
-            .unwrap_or(0)
-            .saturating_sub(iv["start_ns"].as_u64().unwrap_or(0)) as f64
-            / 1e9;
+        let len = interval_s(iv);
         if len <= 0.0 {
             continue;
         }

@@ -409,17 +409,14 @@ pub fn point(result: &mut PointResult, facts: Facts) {
                     facts.transport,
                 );
             for iv in s.totals[k].receiver_intervals.iter_mut() {
-                let seconds = iv.end_ns.saturating_sub(iv.start_ns) as f64 / 1e9;
-                if seconds > 0.0 {
-                    let v = physics::interval_within_goodput(
-                        "the streams",
-                        iv.bits_per_s,
-                        seconds,
-                        g,
-                        backlog,
-                    );
-                    iv.validity = join(&iv.validity, &v);
-                }
+                let v = judge_interval(
+                    "the streams",
+                    (iv.start_ns, iv.end_ns),
+                    iv.bits_per_s,
+                    g,
+                    backlog,
+                );
+                iv.validity = join(&iv.validity, &v);
             }
             let sum = validity::all(found.iter().map(|v| (String::new(), v)));
             if let (Some((flow_g, backlog)), Some(f)) = (compete, result.fairness.as_mut()) {
@@ -461,19 +458,26 @@ fn judge_fairness(f: &mut FairnessResult, sum: &Validity, goodput: f64, backlog:
         return;
     }
     for iv in f.intervals.iter_mut() {
-        let seconds = iv.end_ns.saturating_sub(iv.start_ns) as f64 / 1e9;
-        if seconds <= 0.0 {
-            continue;
-        }
-        let v = physics::interval_within_goodput(
-            "the flows",
-            iv.bits_per_s.iter().sum(),
-            seconds,
-            goodput,
-            backlog,
-        );
+        let sum = iv.bits_per_s.iter().sum();
+        let v = judge_interval("the flows", (iv.start_ns, iv.end_ns), sum, goodput, backlog);
         iv.validity = join(&iv.validity, &v);
     }
+}
+
+/// (d) One interval row of a sum (its bounds in ns, its rate) against the goodput and the
+/// receivers' `backlog`; an empty interval is not judged.
+fn judge_interval(
+    what: &str,
+    (start, end): (u64, u64),
+    sum: f64,
+    goodput: f64,
+    backlog: u64,
+) -> Validity {
+    let seconds = end.saturating_sub(start) as f64 / 1e9;
+    if seconds <= 0.0 {
+        return Validity::valid();
+    }
+    physics::interval_within_goodput(what, sum, seconds, goodput, backlog)
 }
 
 fn labelled(label: &str, v: &Validity) -> Validity {
