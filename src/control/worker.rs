@@ -69,6 +69,7 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
                 interval,
                 fast: plan.test.fast.clone(),
                 abort: Some(&plan.end.abort),
+                align_intervals: plan.test.streams > 1,
             };
             stream::run_sender(&mut ch, &send, plan.index, plan.live.as_ref())
                 .map(WorkerResult::Stream)
@@ -82,6 +83,7 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
                 expected: p.duration_ms.map(Duration::from_millis),
                 fast: plan.test.fast.clone(),
                 buffers_fixed: p.buffers_fixed,
+                align_intervals: plan.test.streams > 1,
             };
             stream::run_receiver(
                 &mut ch,

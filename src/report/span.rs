@@ -7,12 +7,13 @@
 //! run on one host and stamp the start of their phases on its CLOCK_MONOTONIC
 //! (`phase_start_ns`), so they are put on one time line and the total is taken over one window:
 //!
-//! - **common**: the span every stream was in its timed phase, from the latest start to the
-//!   earliest end, with each stream's bytes in it taken from its intervals (`-i`), an interval
-//!   cut by a bound counted pro rata of its overlap (its bytes taken as even over it: the error
-//!   is at most the bytes of the cut intervals at the two bounds, the same cut as `--compete`'s
-//!   common span). What all streams delivered while all were running, over that time: the
-//!   rate the path sustained for them together.
+//! - **common**: within the time every stream was in its timed phase (latest start to earliest
+//!   end), with each stream's bytes in it taken from its intervals (`-i`), an interval cut by a
+//!   bound counted pro rata of its overlap. The bounds are chosen so that no cut interval holds
+//!   a change of the stream's rate (see [`common_bounds`]): parallel streams put their interval
+//!   edges on one grid of the host's clock, so the bounds fall on edges of every stream, give
+//!   or take one message or read. What all streams delivered while all were running, over that
+//!   time: the rate the path sustained for them together.
 //! - **union**: where a stream has no intervals (no `-i`) or the phases share no time, every
 //!   timed byte over the span from the earliest start to the latest end. Every timed byte was
 //!   counted within its own stream's phase, and every phase lies within that one window, so the
@@ -153,9 +154,7 @@ pub fn over_one_clock(sides: &[&StreamStats], counted: Counted) -> Option<Spanne
         })
         .collect();
     if let Some(placed) = placed {
-        let start = placed.iter().filter_map(|p| p.first().map(|i| i.0)).max()?;
-        let end = placed.iter().filter_map(|p| p.last().map(|i| i.1)).min()?;
-        if end > start {
+        if let Some((start, end)) = common_bounds(&placed).filter(|(s, e)| e > s) {
             let intervals = edges(&placed[0], start, end)
                 .windows(2)
                 .map(|w| {
@@ -203,6 +202,57 @@ pub fn over_one_clock(sides: &[&StreamStats], counted: Counted) -> Option<Spanne
         per_stream_bytes,
         intervals: Vec::new(),
     }))
+}
+
+/// The common span's bounds on the host's clock (each stream's intervals as (start, end,
+/// bytes)): within the time every stream was in its phase, from the latest start `lo` to the
+/// earliest end `hi`, the widest whose bounds cut no interval across a change of rate; None
+/// when there is none.
+///
+/// Between `lo` and `hi` no stream starts or ends, so a stream's rate changes only at the
+/// starts and ends of the others, all outside. An interval that lies within [`lo`, `hi`] may
+/// be cut pro rata ([`between`]) without error; one that straddles `lo` or `hi` may not: it
+/// holds bytes from before another stream joined (or after one left), at another share of
+/// the link, and spread evenly they would count bytes that were not there (three UDP streams
+/// on a 30.9 Mbit/s lab link summed to 27.0 Mbit/s over a goodput of 24.8, cut at `lo`). So
+/// each bound is the first (last) of `lo` (`hi`) and the streams' interval edges at which
+/// every stream has either an edge (within a twentieth of an interval: parallel streams put
+/// theirs on one grid of the host's clock, each recorded at the first message or read after
+/// the grid point) or an interval that does not straddle `lo` or `hi`.
+fn common_bounds(placed: &[Vec<(u64, u64, u64)>]) -> Option<(u64, u64)> {
+    let lo = placed.iter().filter_map(|p| p.first().map(|i| i.0)).max()?;
+    let hi = placed.iter().filter_map(|p| p.last().map(|i| i.1)).min()?;
+    if hi <= lo {
+        return None;
+    }
+    let mut lengths: Vec<u64> = placed
+        .iter()
+        .flat_map(|p| p.iter().map(|i| i.1.saturating_sub(i.0)))
+        .collect();
+    lengths.sort_unstable();
+    let tol = lengths[lengths.len() / 2] / 20;
+    let clean = |c: u64| {
+        placed.iter().all(|p| {
+            p.iter()
+                .find(|i| i.0 < c && c < i.1)
+                .is_none_or(|&(a, b, _)| (a >= lo && b <= hi) || c - a <= tol || b - c <= tol)
+        })
+    };
+    let mut candidates: Vec<u64> = placed
+        .iter()
+        .flat_map(|p| p.iter().flat_map(|i| [i.0, i.1]))
+        .filter(|&c| c > lo && c < hi)
+        .chain([lo, hi])
+        .collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    let start = candidates.iter().copied().find(|&c| clean(c))?;
+    let end = candidates
+        .iter()
+        .rev()
+        .copied()
+        .find(|&c| c > start && clean(c))?;
+    Some((start, end))
 }
 
 fn with_bytes(mut s: Spanned) -> Spanned {
@@ -254,34 +304,105 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
+    /// Where the streams' host clock stands at their time 0: a multiple of every interval
+    /// used below, so that the grid of aligned intervals falls on whole milliseconds.
+    const BASE_MS: u64 = 1_000_000_000;
 
-    /// A stream that read `mbit` Mbit/s for `len_ms` from `at_ms` on the host's clock, in
-    /// intervals of `every_ms` (none when 0).
-    fn stream(at_ms: u64, len_ms: u64, mbit: u64, every_ms: u64) -> StreamStats {
-        let per_ms = mbit * 1_000_000 / 8 / 1000;
-        let intervals = match len_ms.checked_div(every_ms) {
-            None => Vec::new(),
-            Some(n) => (0..n)
-                .map(|k| Interval {
-                    start_ns: k * every_ms * MS,
-                    end_ns: (k + 1) * every_ms * MS,
-                    bytes: per_ms * every_ms,
-                    messages: 1,
-                    bits_per_s: (mbit * 1_000_000) as f64,
-                    tcp_info: None,
-                    retransmits: None,
-                    acked_bytes: None,
-                })
-                .collect(),
+    /// Interval bounds (ms since the phase's start) of a phase [`at_ms`, `at_ms + len_ms`) in
+    /// intervals of `every_ms`: on the host's grid (`aligned`, the first edge at the first
+    /// multiple at least half an interval on) or from the phase's own start; a last stub
+    /// under half an interval joins the one before, as the interval clock does.
+    fn bounds(at_ms: u64, len_ms: u64, every_ms: u64, aligned: bool) -> Vec<(u64, u64)> {
+        let first = if aligned {
+            let mut d = every_ms - (BASE_MS + at_ms) % every_ms;
+            if d < every_ms.div_ceil(2) {
+                d += every_ms;
+            }
+            d
+        } else {
+            every_ms
         };
+        let mut edges = vec![0];
+        let mut e = first;
+        while e < len_ms {
+            edges.push(e);
+            e += every_ms;
+        }
+        if edges.len() > 1 && len_ms - edges[edges.len() - 1] < every_ms / 2 {
+            edges.pop();
+        }
+        edges.push(len_ms);
+        edges.windows(2).map(|w| (w[0], w[1])).collect()
+    }
+
+    fn interval(start_ms: u64, end_ms: u64, bytes: u64) -> Interval {
+        Interval {
+            start_ns: start_ms * MS,
+            end_ns: end_ms * MS,
+            bytes,
+            messages: 1,
+            bits_per_s: bytes as f64 * 8e3 / (end_ms - start_ms) as f64,
+            tcp_info: None,
+            retransmits: None,
+            acked_bytes: None,
+        }
+    }
+
+    fn stats(at_ms: u64, len_ms: u64, intervals: Vec<Interval>, bytes: u64) -> StreamStats {
         StreamStats {
-            bytes_timed: per_ms * len_ms,
+            bytes_timed: bytes,
             elapsed_ns: len_ms * MS,
-            bits_per_s: (mbit * 1_000_000) as f64,
-            phase_start_ns: Some(1_000_000 * MS + at_ms * MS),
+            bits_per_s: bytes as f64 * 8e3 / len_ms as f64,
+            phase_start_ns: Some((BASE_MS + at_ms) * MS),
             intervals,
             ..StreamStats::default()
         }
+    }
+
+    /// A stream that read `mbit` Mbit/s for `len_ms` from `at_ms` on the host's clock, in
+    /// intervals of `every_ms` on the host's grid (none when 0).
+    fn stream(at_ms: u64, len_ms: u64, mbit: u64, every_ms: u64) -> StreamStats {
+        let per_ms = mbit * 1_000_000 / 8 / 1000;
+        let intervals = if every_ms == 0 {
+            Vec::new()
+        } else {
+            bounds(at_ms, len_ms, every_ms, true)
+                .into_iter()
+                .map(|(a, b)| interval(a, b, per_ms * (b - a)))
+                .collect()
+        };
+        stats(at_ms, len_ms, intervals, per_ms * len_ms)
+    }
+
+    /// Streams sharing a link of `mbit` Mbit/s evenly while they run, each in `phases` (start,
+    /// end in ms), with their intervals of `every_ms` counted exactly from that schedule.
+    fn on_link(mbit: u64, phases: &[(u64, u64)], every_ms: u64, aligned: bool) -> Vec<StreamStats> {
+        let per_ms = mbit as f64 * 1e6 / 8.0 / 1e3;
+        // Bytes of one stream over [a, b) ms (host time): its share, piece by piece.
+        let bytes = |a: u64, b: u64| -> f64 {
+            let mut cuts: Vec<u64> = phases.iter().flat_map(|p| [p.0, p.1]).collect();
+            cuts.extend([a, b]);
+            cuts.retain(|&c| c >= a && c <= b);
+            cuts.sort_unstable();
+            cuts.dedup();
+            cuts.windows(2)
+                .map(|w| {
+                    let on = phases.iter().filter(|p| p.0 <= w[0] && w[1] <= p.1).count();
+                    per_ms * (w[1] - w[0]) as f64 / on.max(1) as f64
+                })
+                .sum()
+        };
+        phases
+            .iter()
+            .map(|&(at, end)| {
+                let intervals: Vec<Interval> = bounds(at, end - at, every_ms, aligned)
+                    .into_iter()
+                    .map(|(a, b)| interval(a, b, bytes(at + a, at + b).round() as u64))
+                    .collect();
+                let total = intervals.iter().map(|i| i.bytes).sum();
+                stats(at, end - at, intervals, total)
+            })
+            .collect()
     }
 
     /// Two streams that had a 100 Mbit/s link in turn, 500 ms each: each reads 100 over its
@@ -308,26 +429,10 @@ mod tests {
     /// common span [250, 500) ms holds 50 + 50.
     #[test]
     fn offset_streams_over_their_common_span_stay_within_the_link() {
-        let mut a = stream(0, 500, 100, 50);
-        let mut b = stream(250, 500, 100, 50);
-        // a: 100 then 50; b: 50 then 100, in 50 ms intervals.
-        for (k, i) in a.intervals.iter_mut().enumerate() {
-            if k >= 5 {
-                i.bytes /= 2;
-            }
-        }
-        for (k, i) in b.intervals.iter_mut().enumerate() {
-            if k < 5 {
-                i.bytes /= 2;
-            }
-        }
-        for s in [&mut a, &mut b] {
-            s.bytes_timed = s.intervals.iter().map(|i| i.bytes).sum();
-            s.bits_per_s = s.bytes_timed as f64 * 8.0 / 0.5;
-        }
-        let own: f64 = a.bits_per_s + b.bits_per_s;
+        let s = on_link(100, &[(0, 500), (250, 750)], 50, true);
+        let own: f64 = s[0].bits_per_s + s[1].bits_per_s;
         assert!((own - 150e6).abs() < 1.0, "{own}");
-        let t = over_one_clock(&[&a, &b], BYTES).unwrap();
+        let t = over_one_clock(&[&s[0], &s[1]], BYTES).unwrap();
         assert_eq!(t.span.method, SpanMethod::Common);
         assert_eq!((t.span.start_ns, t.span.end_ns), (250 * MS, 500 * MS));
         assert_eq!(t.span.bytes, 3_125_000);
@@ -336,8 +441,50 @@ mod tests {
         assert!((each[0] - 50e6).abs() < 1.0 && (each[1] - 50e6).abs() < 1.0);
     }
 
-    /// The sum interval by interval on one clock: the first stream's bounds within the
-    /// common span, a stub at the start joined to its neighbour, each stream cut pro rata.
+    /// The case that broke the old bounds (latest start to earliest end, cut pro rata): three
+    /// UDP streams on a 30.9 Mbit/s lab link starting at 0, 33 and 136 ms, with 225 ms
+    /// intervals. The earlier streams' first intervals hold their larger share from before the
+    /// third stream joined; spread evenly and cut at its start they summed to 27.0 Mbit/s over
+    /// a goodput of 24.8. From the first edge on, on the grid or not, the sum is the link's.
+    #[test]
+    fn a_stream_that_joins_late_does_not_lift_the_sum_above_the_link() {
+        let phases = [(0, 740), (33, 741), (136, 834)];
+        for aligned in [true, false] {
+            let s = on_link(30, &phases, 225, aligned);
+            let refs: Vec<&StreamStats> = s.iter().collect();
+            let t = over_one_clock(&refs, BYTES).unwrap();
+            assert_eq!(t.span.method, SpanMethod::Common);
+            assert!(t.span.start_ns >= 136 * MS + 225 * MS / 2, "{:?}", t.span);
+            let rel = t.bits_per_s() / 30e6 - 1.0;
+            assert!(
+                rel.abs() < 1e-6,
+                "aligned {aligned}: {} ({rel})",
+                t.bits_per_s()
+            );
+            for iv in &t.intervals {
+                assert!((iv.bits_per_s / 30e6 - 1.0).abs() < 1e-6, "{iv:?}");
+            }
+            // What the old bounds gave: the third stream's start cuts the others' first
+            // intervals, whose bytes came at a half share, not a third.
+            let placed: Vec<Vec<(u64, u64, u64)>> = s
+                .iter()
+                .map(|x| {
+                    let at = x.phase_start_ns.unwrap();
+                    x.intervals
+                        .iter()
+                        .map(|i| (at + i.start_ns, at + i.end_ns, i.bytes))
+                        .collect()
+                })
+                .collect();
+            let (a, b) = ((BASE_MS + 136) * MS, (BASE_MS + 740) * MS);
+            let old: f64 =
+                placed.iter().map(|p| between(p, a, b)).sum::<f64>() * 8e9 / (b - a) as f64;
+            assert!(old > 30.3e6, "aligned {aligned}: {old}");
+        }
+    }
+
+    /// The sum interval by interval: the first stream's bounds within the common span, each
+    /// stream's intervals on the same grid.
     #[test]
     fn sums_interval_by_interval_over_the_first_streams_bounds() {
         let a = stream(0, 400, 80, 100);
@@ -348,8 +495,8 @@ mod tests {
             .iter()
             .map(|i| (i.start_ns / MS, i.end_ns / MS))
             .collect();
-        // [30, 100) is a stub of 70 ms, more than half an interval: kept.
-        assert_eq!(bounds, vec![(30, 100), (100, 200), (200, 300), (300, 400)]);
+        // b's first edge is at 100 (70 ms in), a's last at 300.
+        assert_eq!(bounds, vec![(100, 200), (200, 300)]);
         // 80 Mbit/s each, 160 together, in every interval.
         for i in &t.intervals {
             assert!((i.bits_per_s - 160e6).abs() < 1.0, "{i:?}");
@@ -358,25 +505,46 @@ mod tests {
             t.intervals.iter().map(|i| i.bytes).sum::<u64>(),
             t.span.bytes
         );
-        // A stub of 20 ms at the start joins the next interval.
+        // Starting 20 ms before a grid point, c's first interval runs to the next one; the
+        // span starts at the grid point all the same (c's rate is even within it), and ends
+        // where a does, at a grid point c has too.
         let c = stream(80, 400, 80, 100);
+        assert_eq!(c.intervals[0].end_ns / MS, 120);
         let t = over_one_clock(&[&a, &c], BYTES).unwrap();
-        assert_eq!(t.intervals[0].start_ns / MS, 80);
+        assert_eq!((t.span.start_ns / MS, t.span.end_ns / MS), (100, 400));
+        assert_eq!(t.intervals[0].start_ns / MS, 100);
         assert_eq!(t.intervals[0].end_ns / MS, 200);
         // The union window has no intervals.
         let t = over_one_clock(&[&stream(0, 500, 100, 0), &stream(500, 500, 100, 0)], BYTES);
         assert!(t.unwrap().intervals.is_empty());
     }
 
-    /// A bound inside an interval counts it pro rata; no stamp or one stream: no span.
+    /// A bound inside an interval counts it pro rata; an interval clock without edges inside
+    /// the phase, no stamp or one stream: no common span.
     #[test]
     fn cuts_pro_rata_and_declines_without_stamps() {
         let a = stream(0, 400, 80, 100);
         let b = stream(30, 400, 80, 100);
         let t = over_one_clock(&[&a, &b], BYTES).unwrap();
-        assert_eq!((t.span.start_ns, t.span.end_ns), (30 * MS, 400 * MS));
-        // 370 ms of each at 10 kB/ms.
-        assert_eq!(t.span.bytes, 2 * 370 * 10_000);
+        assert_eq!((t.span.start_ns, t.span.end_ns), (100 * MS, 300 * MS));
+        // 200 ms of each at 10 kB/ms.
+        assert_eq!(t.span.bytes, 2 * 200 * 10_000);
+        // b's edges from its own start (130, 230, 330): b's first interval, which starts at
+        // the latest start, cut at 100, and a's last, which ends at the earliest end, at 330.
+        let per_ms = 10_000;
+        let own: Vec<Interval> = bounds(30, 400, 100, false)
+            .into_iter()
+            .map(|(x, y)| interval(x, y, per_ms * (y - x)))
+            .collect();
+        let b_own = stats(30, 400, own, per_ms * 400);
+        let t = over_one_clock(&[&a, &b_own], BYTES).unwrap();
+        assert_eq!((t.span.start_ns, t.span.end_ns), (100 * MS, 330 * MS));
+        assert_eq!(t.span.bytes, 2 * 230 * 10_000);
+        // One interval only (its last stub joined the first): the union.
+        let short = stream(30, 100, 80, 100);
+        assert_eq!(short.intervals.len(), 1);
+        let t = over_one_clock(&[&a, &short], BYTES).unwrap();
+        assert_eq!(t.span.method, SpanMethod::Union);
         assert!(over_one_clock(&[&a], BYTES).is_none());
         let mut old = b.clone();
         old.phase_start_ns = None;

@@ -172,6 +172,7 @@ fn send_plan(
         interval: None,
         fast: FastPaths::default(),
         abort: None,
+        align_intervals: false,
     }
 }
 
@@ -187,6 +188,7 @@ fn recv_plan(warmup_bytes: u64, warmup_datagrams: u64, interval: Duration) -> Re
             ..FastPaths::default()
         },
         buffers_fixed: false,
+        align_intervals: false,
     }
 }
 

@@ -33,6 +33,7 @@ fn over_link(caps: Capabilities, script: Script, size: usize) -> (StreamStats, S
         interval: None,
         fast: FastPaths::default(),
         abort: None,
+        align_intervals: false,
     };
     let recv = RecvPlan {
         read_size: 65_536,
@@ -45,6 +46,7 @@ fn over_link(caps: Capabilities, script: Script, size: usize) -> (StreamStats, S
             ..FastPaths::default()
         },
         buffers_fixed: false,
+        align_intervals: false,
     };
     std::thread::scope(|s| {
         let sender = s.spawn(|| {

@@ -167,6 +167,9 @@ pub struct SendPlan<'a> {
     /// was reached): the sender stops at its next write or within [`ABORT_CHECK`] of a paced
     /// wait, whatever its stop condition says.
     pub abort: Option<&'a AtomicBool>,
+    /// One of several parallel streams: its interval edges lie on the host's grid, shared
+    /// with its siblings, so that their sum is taken without cutting an interval.
+    pub align_intervals: bool,
 }
 
 /// The longest a paced sender sleeps before it looks at its abort flag again.
@@ -200,6 +203,8 @@ pub struct RecvPlan {
     /// A socket buffer is fixed on either end (see `PointSpec::buffers_fixed`): the automatic
     /// wake-up threshold stays off.
     pub buffers_fixed: bool,
+    /// One of several parallel streams (see [`SendPlan::align_intervals`]).
+    pub align_intervals: bool,
 }
 
 /// Told to a receiver by its control thread: the sender finished, having sent `sent` timed
@@ -345,7 +350,10 @@ pub(crate) fn monotonic_ns(at: Instant) -> Option<u64> {
     let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).ok()?;
     let now_ns =
         u64::try_from(ts.tv_sec()).ok()? * 1_000_000_000 + u64::try_from(ts.tv_nsec()).ok()?;
-    now_ns.checked_sub(u64::try_from(now.saturating_duration_since(at).as_nanos()).ok()?)
+    if at > now {
+        return now_ns.checked_add(u64::try_from(at.duration_since(now).as_nanos()).ok()?);
+    }
+    now_ns.checked_sub(u64::try_from(now.duration_since(at).as_nanos()).ok()?)
 }
 
 /// Bits per second from bytes over nanoseconds.

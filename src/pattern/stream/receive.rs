@@ -230,7 +230,8 @@ fn receive_bytes(
         ch.set_read_timeout(stall_check(plan.interval))?;
     }
     // Everything that allocates or asks the kernel is done before the clock starts.
-    let mut intervals = IntervalClock::new(plan.interval, receiver_span(plan), moved_at, live);
+    let mut intervals = IntervalClock::new(plan.interval, receiver_span(plan), moved_at, live)
+        .aligned(plan.align_intervals);
     intervals.baseline(ch.connection().tcp_info(), false);
     let start = Instant::now();
     intervals.start_at(start);
@@ -636,7 +637,8 @@ fn receive_datagrams(
     stats.io_path = reader.name();
     let epoch = Instant::now();
     let mut counter = DatagramCounter::new(plan.warmup_datagrams, epoch, waiting_since);
-    let mut intervals = IntervalClock::new(plan.interval, receiver_span(plan), epoch, live);
+    let mut intervals = IntervalClock::new(plan.interval, receiver_span(plan), epoch, live)
+        .aligned(plan.align_intervals);
     let mut clock = StampClock::new();
     let mut last_arrival = epoch;
     loop {
@@ -775,6 +777,7 @@ mod tests {
             expected: Some(Duration::from_secs(3)),
             fast: crate::pattern::FastPaths::default(),
             buffers_fixed: false,
+            align_intervals: false,
         };
         assert_eq!(
             receiver_span(&plan),

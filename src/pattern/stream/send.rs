@@ -179,6 +179,7 @@ fn sender_intervals<'a>(
         start,
         live.map(|tx| (tx, stream, Role::Sender)),
     )
+    .aligned(plan.align_intervals)
 }
 
 impl Progress {
