@@ -329,8 +329,16 @@ pub fn forward(
         if wait > SPIN_AHEAD {
             crate::sys::wait_readable_precise(rx.as_fd(), wait - SPIN_AHEAD)?;
         }
-        // Take in everything that has arrived.
+        // Take in what has arrived, until a release falls due: a sender that floods the link
+        // (an unpaced UDP or raw sender offers it many times its rate) refills the socket as
+        // fast as it is read, and a loop that read until it was empty held every release
+        // back behind it (13 517 of 13 542 frames released late on a quiet host, three UDP
+        // streams into 30.9 Mbit/s). Frames read later keep their kernel arrival stamps, so
+        // each is still admitted to the wire at the time it arrived.
         loop {
+            if queue.next_release().is_some_and(|r| r <= Instant::now()) {
+                break;
+            }
             let received = if stamped {
                 crate::sys::recv_stamped(rx.as_fd(), &mut scratch, &mut cmsg)
             } else {
