@@ -378,7 +378,7 @@ fn table_says_the_window_of_a_sum_over_streams() {
     });
     let text = table(&r);
     assert!(
-        text.contains("sum of 2 streams on one clock: receivers over their common span (latest start to earliest end) 0.996 s, from 2.5 ms after the first start"),
+        text.contains("sum of 2 streams on one clock: receivers over their common span (all streams running, between interval edges) 0.996 s, from 2.5 ms after the first start"),
         "{text}"
     );
 }

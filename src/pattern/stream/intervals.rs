@@ -160,10 +160,44 @@ impl<'a> IntervalClock<'a> {
         prev.bits_per_s = rate(prev.bytes, prev.end_ns.saturating_sub(prev.start_ns));
     }
 
-    /// Records the interval ending at `now` and sends it to a live display. The list never
-    /// grows: once the reserve is used up, the newest stored interval takes it in.
+    /// Where an interval that `now` finds due ends: `now`, or on the host's grid the last grid
+    /// point at or before it.
+    ///
+    /// A due interval is recorded at the first message (or read) after its grid point: every
+    /// other byte it holds came before that point, so on the grid it ends there, give or take
+    /// that one message or read. Parallel streams' edges are then the same instants, and their
+    /// sum is taken between them without cutting any interval (`report::span`); ended at
+    /// `now`, each stream's edge would lie its own wait after the point, and a sum cut at one
+    /// stream's edge would spread another's interval evenly over a wait in which it received
+    /// nothing.
+    fn edge(&self, now: Instant) -> Instant {
+        match self.every {
+            Some(e) if self.aligned && now >= self.next && !e.is_zero() => {
+                let periods = now.duration_since(self.next).as_nanos() / e.as_nanos();
+                let periods = u32::try_from(periods).unwrap_or(u32::MAX);
+                self.next + e * periods
+            }
+            _ => now,
+        }
+    }
+
+    /// Records the interval that `now` finds due (ending at [`IntervalClock::edge`]) and sends
+    /// it to a live display. The list never grows: once the reserve is used up, the newest
+    /// stored interval takes it in.
     pub(super) fn record(&mut self, now: Instant, bytes: u64, messages: u64, ch: &DataChannel) {
-        let iv = self.measure(now, bytes, messages, ch);
+        let end = self.edge(now);
+        self.record_until(end, now, bytes, messages, ch);
+    }
+
+    fn record_until(
+        &mut self,
+        end: Instant,
+        now: Instant,
+        bytes: u64,
+        messages: u64,
+        ch: &DataChannel,
+    ) {
+        let iv = self.measure(end, bytes, messages, ch);
         if self.out.len() < self.out.capacity() {
             self.out.push(iv);
         } else {
@@ -192,7 +226,7 @@ impl<'a> IntervalClock<'a> {
         }
         let stub = now.saturating_duration_since(self.last_at) < every / 2;
         if !stub || self.out.is_empty() {
-            self.record(now, bytes, messages, ch);
+            self.record_until(now, now, bytes, messages, ch);
             return;
         }
         let iv = self.measure(now, bytes, messages, ch);
@@ -338,6 +372,22 @@ mod tests {
         // b's first edge is a's first or second: after it, they share every edge.
         assert!(ea[..2].contains(&eb[0]), "{ea:?} {eb:?}");
         assert!(ea.iter().filter(|x| eb.contains(x)).count() >= 2);
+        // Each interval ends on the grid point, not at the step (up to 250 us later) that
+        // found it due (within the microsecond of reading the two clocks for the grid).
+        for c in [&a, &b] {
+            let at = super::super::monotonic_ns(c.start).unwrap();
+            for iv in &c.out {
+                let off = (at + iv.end_ns) % every;
+                assert!(off.min(every - off) < 20_000, "{iv:?}: {off}");
+            }
+        }
+        // A silence across two grid points: the interval ends at the later one.
+        let mut c = IntervalClock::new(Some(e), Some(e * 8), t0, None).aligned(true);
+        c.start_at(t0);
+        let first = c.next;
+        c.record(first + e + e / 3, 1, 1, &ch);
+        assert_eq!(c.out[0].end_ns, nanos(t0, first + e));
+        assert_eq!(c.next, first + 2 * e);
         // Unaligned, each clock's edges are its own.
         let mut c = IntervalClock::new(Some(e), None, t0, None);
         c.start_at(t0 + Duration::from_millis(136));
