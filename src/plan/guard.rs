@@ -177,6 +177,7 @@ pub fn point(result: &mut PointResult, facts: Facts) {
             .min()
             .unwrap_or(0)
     });
+    let round_trip_phase_ns = result.latency.as_ref().and_then(|l| l.elapsed_ns);
     let unfaithful = |forward: bool| -> Validity {
         let Some(c) = result
             .counters
@@ -195,6 +196,7 @@ pub fn point(result: &mut PointResult, facts: Facts) {
                 late_sum_ns: d.late_sum_ns,
                 late_max_ns: d.late_max_ns,
                 rate_phase_ns,
+                round_trip_phase_ns,
             },
         )
     };
