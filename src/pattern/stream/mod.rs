@@ -344,16 +344,34 @@ fn busy_poll(ch: &super::DataChannel, us: Option<u32>, stats: &mut StreamStats) 
 }
 
 /// `at` on CLOCK_MONOTONIC (the clock `Instant` reads on Linux), in ns: a stamp that other
-/// threads and processes of the host can compare with theirs. Read after the timed phase.
+/// threads and processes of the host can compare with theirs.
+///
+/// Both are the one clock, so their offset is read once per process (the closer of two
+/// reads of `Instant` around the clock's) and every thread maps by it: parallel streams put
+/// their interval grid on these values, and two reads per call would let a preemption
+/// between them move one stream's grid by the time it was off the CPU.
 pub(crate) fn monotonic_ns(at: Instant) -> Option<u64> {
-    let now = Instant::now();
-    let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).ok()?;
-    let now_ns =
-        u64::try_from(ts.tv_sec()).ok()? * 1_000_000_000 + u64::try_from(ts.tv_nsec()).ok()?;
-    if at > now {
-        return now_ns.checked_add(u64::try_from(at.duration_since(now).as_nanos()).ok()?);
+    static ANCHOR: std::sync::OnceLock<Option<(Instant, u64)>> = std::sync::OnceLock::new();
+    let (anchor, anchor_ns) = (*ANCHOR.get_or_init(|| {
+        let read = || -> Option<(Duration, Instant, u64)> {
+            let a = Instant::now();
+            let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).ok()?;
+            let b = Instant::now();
+            let ns = u64::try_from(ts.tv_sec()).ok()? * 1_000_000_000
+                + u64::try_from(ts.tv_nsec()).ok()?;
+            let width = b.duration_since(a);
+            Some((width, a + width / 2, ns))
+        };
+        (0..4)
+            .filter_map(|_| read())
+            .min_by_key(|r| r.0)
+            .map(|(_, at, ns)| (at, ns))
+    }))?;
+    if at >= anchor {
+        anchor_ns.checked_add(u64::try_from(at.duration_since(anchor).as_nanos()).ok()?)
+    } else {
+        anchor_ns.checked_sub(u64::try_from(anchor.duration_since(at).as_nanos()).ok()?)
     }
-    now_ns.checked_sub(u64::try_from(now.duration_since(at).as_nanos()).ok()?)
 }
 
 /// Bits per second from bytes over nanoseconds.
