@@ -228,10 +228,12 @@ fn common_bounds(placed: &[Vec<(u64, u64, u64)>]) -> Option<(u64, u64)> {
     if hi <= lo {
         return None;
     }
+    // Each stream's intervals are in time order: the one that holds `c` strictly inside, if
+    // any, is the first that ends after it.
     let clean = |c: u64| {
         placed.iter().all(|p| {
-            p.iter()
-                .find(|i| i.0 < c && c < i.1)
+            p.get(p.partition_point(|i| i.1 <= c))
+                .filter(|i| i.0 < c)
                 .is_none_or(|&(a, b, _)| a >= lo && b <= hi)
         })
     };
@@ -312,11 +314,7 @@ mod tests {
     /// under half an interval joins the one before, as the interval clock does.
     fn bounds(at_ms: u64, len_ms: u64, every_ms: u64, aligned: bool) -> Vec<(u64, u64)> {
         let first = if aligned {
-            let mut d = every_ms - (BASE_MS + at_ms) % every_ms;
-            if d < every_ms.div_ceil(2) {
-                d += every_ms;
-            }
-            d
+            crate::pattern::stream::first_edge_after(BASE_MS + at_ms, every_ms)
         } else {
             every_ms
         };

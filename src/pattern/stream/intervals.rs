@@ -42,7 +42,7 @@ pub(super) struct IntervalClock<'a> {
 /// whose rate changed when that stream joined counts bytes that were not there: three UDP
 /// streams on a 30.9 Mbit/s lab link summed to 27.0 Mbit/s over a goodput of 24.8. On one
 /// grid every stream has an edge within one message of the others' and nothing is cut.
-pub(super) fn first_edge_after(start_ns: u64, every_ns: u64) -> u64 {
+pub(crate) fn first_edge_after(start_ns: u64, every_ns: u64) -> u64 {
     if every_ns == 0 {
         return 0;
     }

@@ -62,6 +62,8 @@ use super::{CpuTime, FastPaths, Role, StopAt};
 use crate::sys::TcpInfo;
 use crate::transport::LinkCounters;
 
+#[cfg(test)]
+pub(crate) use intervals::first_edge_after;
 pub use receive::run_receiver;
 pub use send::run_sender;
 
