@@ -82,6 +82,11 @@ pub struct LabDirection {
     pub late_sum_ns: u64,
     #[serde(default)]
     pub late_max_ns: u64,
+    /// The largest lateness in each window of the link's round-trip hold, summed: what one
+    /// chain of cause and effect through this direction can have been held back (see the
+    /// delay line's `CausalWindows`). Absent in documents of older wirebench.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_window_sum_ns: Option<u64>,
 }
 
 /// The lab's link over a point, both directions (forward = host a -> host b = client ->
@@ -144,6 +149,10 @@ impl LabDirection {
             frames_out: self.frames_out.saturating_sub(b.frames_out),
             late_frames: self.late_frames.saturating_sub(b.late_frames),
             late_sum_ns: self.late_sum_ns.saturating_sub(b.late_sum_ns),
+            late_window_sum_ns: match (self.late_window_sum_ns, b.late_window_sum_ns) {
+                (Some(a), Some(b)) => Some(a.saturating_sub(b)),
+                _ => None,
+            },
             // A running maximum: the point's own when the point raised it, an upper bound of
             // it when frames were late without raising it, and nothing to tell otherwise.
             late_max_ns: if self.late_max_ns > b.late_max_ns || self.late_frames > b.late_frames {

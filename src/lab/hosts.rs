@@ -281,6 +281,9 @@ pub(super) fn run_delay_line(state: &HostsLabState) -> Result<()> {
     crate::sys::enter_netns(&host::netns_path(&ns(&state.name, NET)))
         .context("entering the lab's net namespace")?;
     let mut counters = Vec::new();
+    // Held for the process's life: the delay line's lateness is the link's, and a halted CPU
+    // wakes late (see the function).
+    let _fast_wakeups = crate::sys::hold_fast_wakeups().ok();
     for l in &state.links {
         if l.mechanism != "delay-line" {
             counters.push(None);
@@ -297,14 +300,20 @@ pub(super) fn run_delay_line(state: &HostsLabState) -> Result<()> {
         );
         let (fwd, back) = (Arc::new(Counters::default()), Arc::new(Counters::default()));
         let mtu = l.config.mtu;
-        for (rx, tx, cfg, c) in [
-            (a.clone(), b.clone(), l.config.forward, fwd.clone()),
-            (b, a, l.config.back, back.clone()),
+        for (rx, tx, cfg, reverse, c) in [
+            (
+                a.clone(),
+                b.clone(),
+                l.config.forward,
+                l.config.back,
+                fwd.clone(),
+            ),
+            (b, a, l.config.back, l.config.forward, back.clone()),
         ] {
             std::thread::Builder::new()
                 .name(format!("wb-delay-{}", l.name))
                 .spawn(move || {
-                    if let Err(e) = delayline::forward(&rx, &tx, cfg, mtu, c) {
+                    if let Err(e) = delayline::forward(&rx, &tx, cfg, reverse, mtu, c) {
                         eprintln!("wirebench delay line: {e}");
                         std::process::exit(1);
                     }

@@ -489,15 +489,30 @@ fn run_pair_delay_line(state: &LabState) -> Result<()> {
     let wbb = Arc::new(crate::sys::packet::open("wbb", 16 << 20).context("packet socket on wbb")?);
     let fwd = Arc::new(Counters::default());
     let back = Arc::new(Counters::default());
+    // Held for the process's life: the delay line's lateness is the link's, and a halted CPU
+    // wakes late (see the function).
+    let _fast_wakeups = crate::sys::hold_fast_wakeups().ok();
     let mtu = state.config.mtu;
-    for (rx, tx, cfg, c) in [
-        (wba.clone(), wbb.clone(), state.config.forward, fwd.clone()),
-        (wbb.clone(), wba.clone(), state.config.back, back.clone()),
+    for (rx, tx, cfg, reverse, c) in [
+        (
+            wba.clone(),
+            wbb.clone(),
+            state.config.forward,
+            state.config.back,
+            fwd.clone(),
+        ),
+        (
+            wbb.clone(),
+            wba.clone(),
+            state.config.back,
+            state.config.forward,
+            back.clone(),
+        ),
     ] {
         std::thread::Builder::new()
             .name("wb-delay".into())
             .spawn(move || {
-                if let Err(e) = delayline::forward(&rx, &tx, cfg, mtu, c) {
+                if let Err(e) = delayline::forward(&rx, &tx, cfg, reverse, mtu, c) {
                     eprintln!("wirebench delay line: {e}");
                     std::process::exit(1);
                 }
@@ -661,6 +676,7 @@ pub fn link_counters(state: &LabState) -> crate::instruments::LabCounters {
             late_frames: c.late_frames,
             late_sum_ns: c.late_sum_ns,
             late_max_ns: c.late_max_ns,
+            late_window_sum_ns: c.late_window_sum_ns,
         }
     };
     let cfg = &state.config;

@@ -195,6 +195,7 @@ pub fn point(result: &mut PointResult, facts: Facts) {
                 late_frames: d.late_frames,
                 late_sum_ns: d.late_sum_ns,
                 late_max_ns: d.late_max_ns,
+                late_window_sum_ns: d.late_window_sum_ns,
                 rate_phase_ns,
                 round_trip_phase_ns,
             },
