@@ -130,19 +130,39 @@ impl FairnessResult {
             return None;
         }
         let epoch = placed[0].iter().map(|i| i.0).min()?;
-        // The span snapped inward to the measured stream's own interval bounds, so that none of
-        // its intervals is cut (the competing flows report finer ones, see plan::compete, whose
-        // cut is small); a span too short to hold one whole interval stays as it is.
-        let mut bounds: Vec<u64> = placed[0].iter().flat_map(|i| [i.0, i.1]).collect();
-        bounds.sort_unstable();
-        bounds.dedup();
-        let snapped = (
-            bounds.iter().copied().find(|&b| b >= start),
-            bounds.iter().rev().copied().find(|&b| b <= end),
-        );
-        let (start, end) = match snapped {
-            (Some(s), Some(e)) if e > s => (s, e),
-            _ => (start, end),
+        // The span's bounds as a -P sum's: the first and last interval edges where no
+        // receiver's interval straddles another's start or end (one that does holds bytes from
+        // before a flow joined or after one left, at another share of the link, and cut pro
+        // rata it would count bytes that were not there). Each receiver's intervals apart, in
+        // time order, as that needs.
+        let receivers: Vec<Vec<Placed>> = flows
+            .iter()
+            .flat_map(|(_, rx)| rx.iter())
+            .filter_map(|s| {
+                let mut p = self::placed(std::slice::from_ref(s))?;
+                p.sort_unstable();
+                Some(p)
+            })
+            .filter(|p| !p.is_empty())
+            .collect();
+        let (start, end) = match super::span::common_bounds(&receivers) {
+            Some((s, e)) if e > s => (s, e),
+            // None that clean (intervals too coarse for the span): the span snapped inward to
+            // the measured stream's own interval bounds, so that none of its intervals is cut
+            // (the competing flows report finer ones, see plan::compete, whose cut is small);
+            // a span too short to hold one whole interval stays as it is.
+            _ => {
+                let mut bounds: Vec<u64> = placed[0].iter().flat_map(|i| [i.0, i.1]).collect();
+                bounds.sort_unstable();
+                bounds.dedup();
+                match (
+                    bounds.iter().copied().find(|&b| b >= start),
+                    bounds.iter().rev().copied().find(|&b| b <= end),
+                ) {
+                    (Some(s), Some(e)) if e > s => (s, e),
+                    _ => (start, end),
+                }
+            }
         };
         // Bins: the measured stream's interval bounds within the span (as -P sums').
         let edges = super::span::edges(&placed[0], start, end);
@@ -477,14 +497,25 @@ mod tests {
             "{:?}",
             f.lines()
         );
-        // Coarse competing intervals are cut pro rata: B in 1 s intervals from 0.5 s reads
-        // 112.5 B in A's 1 s to 3 s, the bound's error (at most one of B's intervals a bound).
+        // Coarse competing intervals: B in 1 s intervals from 0.5 s. Cut at A's 3 s end, B's
+        // last interval (25 B shared, then 50 B alone) read 37.5 B: 112.5 B in 1 s to 3 s, and
+        // the two 106.25 B/s on a 100 B/s link. The span now ends at 2.5 s, where no interval
+        // straddles an end: 75 B each in 1.5 s, the link's rate exactly.
         let coarse = vec![
             ("tcp".to_owned(), vec![stamped(0.0, &[75, 50, 50])]),
             ("tcp:reno".to_owned(), vec![stamped(0.5, &[50, 50, 75])]),
         ];
         let c = FairnessResult::of(&coarse);
-        assert_eq!(c.flows[1].bytes, 113);
+        assert_eq!(
+            c.common_span,
+            Some(CommonSpan {
+                start_ns: 1_000_000_000,
+                end_ns: 2_500_000_000
+            })
+        );
+        assert_eq!((c.flows[0].bytes, c.flows[1].bytes), (75, 75));
+        let sum: f64 = c.flows.iter().map(|x| x.bits_per_s).sum();
+        assert!((sum / 8.0 - 100.0).abs() < 1e-9, "{sum}");
         // Phases that do not overlap have no common span: each on its own, said so.
         let apart = vec![
             ("tcp".to_owned(), vec![stamped(0.0, &[10])]),

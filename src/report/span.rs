@@ -222,7 +222,7 @@ pub fn over_one_clock(sides: &[&StreamStats], counted: Counted) -> Option<Spanne
 /// edges at the first grid point after `lo`, the end the earliest at the last before `hi`,
 /// and what is cut pro rata is one message or read's wait for the others. Without a grid the
 /// bounds lie one interval inside, at most.
-fn common_bounds(placed: &[Vec<(u64, u64, u64)>]) -> Option<(u64, u64)> {
+pub(crate) fn common_bounds(placed: &[Vec<(u64, u64, u64)>]) -> Option<(u64, u64)> {
     let lo = placed.iter().filter_map(|p| p.first().map(|i| i.0)).max()?;
     let hi = placed.iter().filter_map(|p| p.last().map(|i| i.1)).min()?;
     if hi <= lo {
