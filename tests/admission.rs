@@ -332,6 +332,30 @@ fn denied_clients_are_refused_at_accept_with_the_reason() {
     );
 }
 
+/// Issue 26 item 1: on a dual-stack listener an IPv4 client arrives as ::ffff:a.b.c.d, and a
+/// rule written that way named it but never matched it.
+#[test]
+fn rules_written_as_mapped_ipv6_match_ipv4_clients_of_a_dual_stack_listener() {
+    let server = Server::start_on("::", &["--deny", "::ffff:127.0.0.1"]);
+    let port = server.addr.rsplit(':').next().unwrap().to_owned();
+    refused(
+        &[
+            "run",
+            "pingpong",
+            "--to",
+            &format!("127.0.0.1:{port}"),
+            "-n",
+            "10",
+        ],
+        None,
+        "access denied: 127.0.0.1 may not use this server",
+    );
+    let server = Server::start_on("::", &["--allow", "::ffff:127.0.0.0/104"]);
+    let port = server.addr.rsplit(':').next().unwrap().to_owned();
+    let v = run_ok(&["pingpong", "--to", &format!("127.0.0.1:{port}"), "-n", "20"]);
+    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 20);
+}
+
 #[test]
 fn only_allowed_clients_are_served() {
     let server = Server::start(&["--allow", "10.0.0.0/8,127.0.0.1/32"]);

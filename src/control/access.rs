@@ -33,6 +33,16 @@ impl FromStr for Cidr {
                 .filter(|&b| b <= max)
                 .ok_or_else(|| format!("'{s}': the prefix length must be 0 to {max}"))?,
         };
+        // A range inside ::ffff:0:0/96 is written for IPv4 peers of a dual-stack socket, and
+        // peers are matched as the IPv4 addresses they are (see `contains`): so is the rule,
+        // or ::ffff:127.0.0.1 would never match the client it names.
+        let (net, bits) = match net {
+            IpAddr::V6(v6) if bits >= 96 => match v6.to_ipv4_mapped() {
+                Some(v4) => (IpAddr::V4(v4), bits - 96),
+                None => (net, bits),
+            },
+            _ => (net, bits),
+        };
         // Stored canonical (host bits cleared) so that 10.1.2.3/8 means 10.0.0.0/8.
         Ok(Cidr {
             net: mask(net, bits),
@@ -137,6 +147,38 @@ mod tests {
         assert!(!cidr("::/0").contains(ip("10.0.0.1")));
         assert!(!cidr("0.0.0.0/0").contains(ip("2001:db8::1")));
         assert!(cidr("10.0.0.0/8").contains(ip("::ffff:10.0.0.1")));
+    }
+
+    /// Issue 26 item 1: `--deny ::ffff:127.0.0.1` (or `::ffff:127.0.0.0/104`) let a client
+    /// from 127.0.0.1 in, and `--allow ::ffff:127.0.0.1` shut it out.
+    #[test]
+    fn ranges_written_as_ipv4_mapped_ipv6_match_the_ipv4_peers_they_name() {
+        let one = cidr("::ffff:127.0.0.1");
+        assert_eq!(one.to_string(), "127.0.0.1/32");
+        assert!(one.contains(ip("127.0.0.1")));
+        assert!(one.contains(ip("::ffff:127.0.0.1")));
+        assert!(!one.contains(ip("127.0.0.2")));
+        let block = cidr("::ffff:127.0.0.0/104");
+        assert_eq!(block.to_string(), "127.0.0.0/8");
+        assert!(block.contains(ip("127.0.0.5")));
+        assert!(!block.contains(ip("10.0.0.1")));
+        let deny = AccessList {
+            allow: vec![],
+            deny: vec![one],
+        };
+        assert!(!deny.permits(ip("127.0.0.1")));
+        assert!(deny.permits(ip("127.0.0.2")));
+        let allow = AccessList {
+            allow: vec![one],
+            deny: vec![],
+        };
+        assert!(allow.permits(ip("127.0.0.1")));
+        assert!(allow.permits(ip("::ffff:127.0.0.1")));
+        assert!(!allow.permits(ip("::1")));
+        // A wider range is an IPv6 range as written, and native IPv6 peers are in it.
+        let wide = cidr("::ffff:0:0/95");
+        assert!(wide.contains(ip("::fffe:0:1")));
+        assert!(!cidr("::/0").contains(ip("10.0.0.1")));
     }
 
     #[test]

@@ -65,8 +65,13 @@ pub struct Server {
 
 impl Server {
     pub fn start(extra: &[&str]) -> Server {
+        Server::start_on("127.0.0.1", extra)
+    }
+
+    /// A server listening on `listen` (`::` for a dual-stack socket).
+    pub fn start_on(listen: &str, extra: &[&str]) -> Server {
         let mut child = bin()
-            .args(["serve", "--listen", "127.0.0.1", "--port", "0"])
+            .args(["serve", "--listen", listen, "--port", "0"])
             .args(extra)
             .env_remove("WIREBENCH_PSK")
             .stdin(Stdio::null())
