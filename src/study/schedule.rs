@@ -87,6 +87,25 @@ fn product(file: &StudyFile) -> Result<Vec<Vec<usize>>> {
             Some(_) => {}
         }
     }
+    // Counted before one point is built, with `run`'s cap: axes of 3000 x 2 x 3000 x 3000
+    // asked the allocator for 1.3 TB and aborted the process.
+    let count = ordered
+        .iter()
+        .fold(1u128, |c, (_, n)| c.saturating_mul(*n as u128));
+    if count > crate::plan::MAX_POINTS as u128 {
+        let shape: Vec<String> = ordered
+            .iter()
+            .map(|(members, n)| {
+                let names: Vec<&str> = members.iter().map(|&m| axes[m].name.as_str()).collect();
+                format!("{n} {}", names.join("+"))
+            })
+            .collect();
+        bail!(
+            "the study has {count} points ({}); at most {} are allowed",
+            shape.join(" x "),
+            crate::plan::MAX_POINTS
+        );
+    }
     let mut out = vec![vec![0; axes.len()]];
     for (members, n) in ordered {
         let mut next = Vec::with_capacity(out.len() * n);
@@ -202,6 +221,34 @@ mod tests {
                 vec![1, 2]
             ]
         );
+    }
+
+    /// Issue 26 item 3: axes of 3000 x 2 x 3000 x 3000 aborted the process on a 1.3 TB
+    /// allocation; the product is counted before a point is built, with `run`'s cap.
+    #[test]
+    fn a_product_above_the_cap_is_refused_before_it_is_built() {
+        let axis = |name: &str, n: usize| {
+            let values: Vec<String> = (1..=n).map(|v| v.to_string()).collect();
+            format!(
+                "[[axis]]\nname = \"{name}\"\nvalues = [{}]\n",
+                values.join(", ")
+            )
+        };
+        let f = file(&format!(
+            "zip = [[\"sndbuf\", \"rcvbuf\"]]\n{}{}{}{}",
+            axis("size", 400),
+            axis("window", 2),
+            axis("sndbuf", 400),
+            axis("rcvbuf", 400)
+        ));
+        // The zipped pair counts once: 400 x 2 x 400 = 320 000.
+        let e = points(&f).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "the study has 320000 points (400 size x 2 window x 400 sndbuf+rcvbuf); at most 100000 are allowed"
+        );
+        let f = file(&format!("{}{}", axis("size", 400), axis("window", 250)));
+        assert_eq!(points(&f).unwrap().len(), 100_000);
     }
 
     #[test]
