@@ -8,19 +8,25 @@
 //! Byte counts per connection are logged so that a test can check that nothing was lost.
 //!
 //! A relay faces whoever can reach its port, so it bounds what they can hold: a cap on the
-//! pairs relayed at once (each costs two threads and four descriptors), an idle timeout (a pair
-//! with no byte either way is closed), a write timeout (a peer that stops reading cannot hold a
-//! pair open with a full send buffer), and a cap on the copy buffer it allocates per direction.
+//! pairs relayed at once (each costs two threads and four descriptors) and a smaller cap per
+//! source address (so that one source cannot fill the relay for the others), an idle timeout (a
+//! pair with no byte either way is closed), a write timeout (a peer that stops reading cannot
+//! hold a pair open with a full send buffer), and a cap on the copy buffer it allocates per
+//! direction. A pair ends as soon as either side closes: every wirebench connection carries
+//! data one way only after its opening, so nothing waits on a half-closed pair, and a server
+//! that hangs up on a silent client (its hello deadline) frees the relay's pair with it.
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use crate::control::access::ClientKey;
 use crate::control::client::resolve;
 use crate::control::server::DEFAULT_PORT;
 
@@ -28,11 +34,16 @@ use crate::control::server::DEFAULT_PORT;
 pub const MAX_BUFFER: u64 = 16 << 20;
 /// Default cap on connections relayed at once.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Default cap on the connections of one source (an IPv4 address, an IPv6 /64): a quarter of
+/// the whole, as `serve` gives one client a quarter of its pending hellos. A test needs one
+/// connection for control and one per stream (two per stream pair with `--bidir`).
+pub const DEFAULT_MAX_PER_SOURCE: usize = DEFAULT_MAX_CONNECTIONS / 4;
 
 /// How a relay bounds each connection.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub max_connections: usize,
+    pub max_per_source: usize,
     pub idle_timeout: Duration,
     pub write_timeout: Duration,
 }
@@ -41,9 +52,63 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_per_source: DEFAULT_MAX_PER_SOURCE,
             idle_timeout: Duration::from_secs(120),
             write_timeout: Duration::from_secs(30),
         }
+    }
+}
+
+/// The pairs relayed now, in all and per source. Places are taken on accept, before a thread
+/// exists, so that a burst cannot outrun the caps, and given back by [`Slot`]'s Drop.
+#[derive(Default)]
+struct Occupancy {
+    total: AtomicUsize,
+    per_source: Mutex<HashMap<ClientKey, usize>>,
+}
+
+/// Why a connection was not relayed.
+enum Full {
+    All,
+    Source(ClientKey),
+}
+
+impl Occupancy {
+    fn take(self: &Arc<Self>, source: ClientKey, limits: &Limits) -> Result<Slot, Full> {
+        let mut per_source = self
+            .per_source
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mine = per_source.entry(source).or_insert(0);
+        if *mine >= limits.max_per_source {
+            return Err(Full::Source(source));
+        }
+        if self.total.fetch_add(1, Ordering::SeqCst) >= limits.max_connections {
+            self.total.fetch_sub(1, Ordering::SeqCst);
+            if *mine == 0 {
+                per_source.remove(&source);
+            }
+            return Err(Full::All);
+        }
+        *mine += 1;
+        Ok(Slot {
+            occupancy: Arc::clone(self),
+            source,
+        })
+    }
+
+    fn give_back(&self, source: ClientKey) {
+        let mut per_source = self
+            .per_source
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(n) = per_source.get_mut(&source) {
+            *n -= 1;
+            if *n == 0 {
+                per_source.remove(&source);
+            }
+        }
+        self.total.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -54,7 +119,7 @@ pub struct Relay {
     buffer: usize,
     connect_timeout: Duration,
     limits: Limits,
-    active: Arc<AtomicUsize>,
+    occupancy: Arc<Occupancy>,
     log: bool,
 }
 
@@ -81,15 +146,15 @@ impl Relay {
             buffer,
             connect_timeout: Duration::from_secs(10),
             limits: Limits::default(),
-            active: Arc::new(AtomicUsize::new(0)),
+            occupancy: Arc::new(Occupancy::default()),
             log: false,
         })
     }
 
     /// Sets the caps and timeouts; a zero cap or timeout is refused.
     pub fn set_limits(&mut self, limits: Limits) -> Result<()> {
-        if limits.max_connections == 0 {
-            bail!("--max-connections must be at least 1");
+        if limits.max_connections == 0 || limits.max_per_source == 0 {
+            bail!("--max-connections and --max-per-source must be at least 1");
         }
         if limits.idle_timeout.is_zero() || limits.write_timeout.is_zero() {
             bail!("--idle-timeout and --write-timeout must be longer than 0");
@@ -113,21 +178,33 @@ impl Relay {
                     continue;
                 }
             };
-            // Counted before its thread exists, so that a burst of connections cannot outrun
-            // the cap; a connection over it is closed at once.
-            if self.active.fetch_add(1, Ordering::SeqCst) >= self.limits.max_connections {
-                self.active.fetch_sub(1, Ordering::SeqCst);
-                if self.log {
-                    let peer = client.peer_addr().map(|a| a.to_string());
-                    eprintln!(
-                        "wirebench relay: {} refused: {} connections relayed already (--max-connections)",
-                        peer.unwrap_or_else(|_| "?".into()),
-                        self.limits.max_connections
-                    );
+            let source = match client.peer_addr() {
+                Ok(a) => a,
+                Err(_) => continue, // already gone
+            };
+            let slot = match self
+                .occupancy
+                .take(ClientKey::of(source.ip()), &self.limits)
+            {
+                Ok(slot) => slot,
+                Err(full) => {
+                    // Closed at once (dropped here): the client sees the end of the stream.
+                    if self.log {
+                        let why = match full {
+                            Full::All => format!(
+                                "{} connections relayed already (--max-connections)",
+                                self.limits.max_connections
+                            ),
+                            Full::Source(key) => format!(
+                                "{} connections from {key} relayed already (--max-per-source)",
+                                self.limits.max_per_source
+                            ),
+                        };
+                        eprintln!("wirebench relay: {source} refused: {why}");
+                    }
+                    continue;
                 }
-                continue;
-            }
-            let slot = Slot(Arc::clone(&self.active));
+            };
             let pair = Pair {
                 forward: self.forward,
                 buffer: self.buffer,
@@ -155,13 +232,16 @@ impl Relay {
     }
 }
 
-/// Gives a connection's place under the cap back when its relaying ends (or its thread could
+/// Gives a connection's place under the caps back when its relaying ends (or its thread could
 /// not start).
-struct Slot(Arc<AtomicUsize>);
+struct Slot {
+    occupancy: Arc<Occupancy>,
+    source: ClientKey,
+}
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.occupancy.give_back(self.source);
     }
 }
 
@@ -278,9 +358,11 @@ fn relay_one(client: TcpStream, pair: &Pair) {
     }
 }
 
-/// Copies `from` to `to` until end of stream or an error, counting bytes into `count`; then
-/// passes the end on (half-close) so the other direction can finish on its own. Closes both
-/// sockets, for both directions, when the pair has been idle for `idle` or a write is stuck.
+/// Copies `from` to `to` until end of stream or an error, counting bytes into `count`. Either
+/// way it then closes both sockets for both directions, which ends the other direction's pump
+/// too: the end of stream reaches `to` after every byte written to it (shutdown sends FIN
+/// behind the queued data), and the pair holds nothing once one side has gone, whether it
+/// ended, was idle for `idle`, or a write was stuck.
 fn pump(
     mut from: TcpStream,
     mut to: TcpStream,
@@ -332,7 +414,10 @@ fn pump(
         }
         count.fetch_add(n as u64, Ordering::Relaxed);
     }
-    let _ = to.shutdown(Shutdown::Write);
+    // Before, only the end was passed on (a half-close), and the other direction waited for
+    // its own end: 400 silent clients whose server had hung up at its hello deadline held 513
+    // threads until the idle timeout, two minutes later.
+    close_both(&from, &to);
 }
 
 /// write_all that counts each partial write as activity: a slow reader that still takes bytes
@@ -375,12 +460,64 @@ pub fn run(c: RelayConfig) -> Result<()> {
     relay.set_limits(c.limits)?;
     relay.log = c.log;
     eprintln!(
-        "wirebench relay on {} forwarding to {forward} (user-space copy, {} B per call; clients need --one-port; at most {} connections, idle timeout {:?}, write timeout {:?})",
+        "wirebench relay on {} forwarding to {forward} (user-space copy, {} B per call; clients need --one-port; at most {} connections, {} per source, idle timeout {:?}, write timeout {:?})",
         relay.local_addr()?,
         relay.buffer,
         relay.limits.max_connections,
+        relay.limits.max_per_source,
         relay.limits.idle_timeout,
         relay.limits.write_timeout
     );
     relay.serve()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(s: &str) -> ClientKey {
+        ClientKey::of(s.parse().unwrap())
+    }
+
+    #[test]
+    fn one_source_holds_its_share_and_others_still_get_places() {
+        let limits = Limits {
+            max_connections: 10,
+            max_per_source: 4,
+            ..Limits::default()
+        };
+        let occ = Arc::new(Occupancy::default());
+        let a: Vec<Slot> = (0..4)
+            .map(|_| occ.take(key("10.0.0.1"), &limits).ok().unwrap())
+            .collect();
+        assert!(matches!(
+            occ.take(key("10.0.0.1"), &limits),
+            Err(Full::Source(_))
+        ));
+        // An IPv6 /64 is one source, whatever the host part.
+        let v6: Vec<Slot> = (1..=4)
+            .map(|i| {
+                occ.take(key(&format!("2001:db8::{i}")), &limits)
+                    .ok()
+                    .unwrap()
+            })
+            .collect();
+        assert!(matches!(
+            occ.take(key("2001:db8::99"), &limits),
+            Err(Full::Source(_))
+        ));
+        let b: Vec<Slot> = (0..2)
+            .map(|_| occ.take(key("10.0.0.2"), &limits).ok().unwrap())
+            .collect();
+        // Ten in all: the whole is full for a source with room of its own.
+        assert!(matches!(occ.take(key("10.0.0.3"), &limits), Err(Full::All)));
+        assert_eq!(occ.total.load(Ordering::SeqCst), 10);
+        drop(a);
+        assert_eq!(occ.total.load(Ordering::SeqCst), 6);
+        let again = occ.take(key("10.0.0.1"), &limits);
+        assert!(again.is_ok());
+        drop((again, v6, b));
+        assert_eq!(occ.total.load(Ordering::SeqCst), 0);
+        assert!(occ.per_source.lock().unwrap().is_empty());
+    }
 }

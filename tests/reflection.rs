@@ -359,6 +359,69 @@ fn the_relay_caps_connections_and_closes_idle_ones() {
     }
 }
 
+/// Issue 26, item 2: 400 connections that sent nothing pinned the relay. The server hung up
+/// on each at its 5 s hello deadline, but the relay only passed that end on and waited for the
+/// client's: it held 513 threads until its idle timeout two minutes later, and closed every
+/// new client on accept meanwhile. Now a pair ends when either side closes, one source holds
+/// at most `--max-per-source` pairs (64), and another source is relayed during the flood.
+#[test]
+fn a_silent_flood_from_one_source_neither_pins_the_relay_nor_shuts_out_others() {
+    let server = Server::start(&[]);
+    // An idle timeout far beyond this test's patience: only the server's hang-up can end them.
+    let relay = Relay::start(&server.addr, &["--idle-timeout", "600s"]);
+    let flood: Vec<TcpStream> = (0..400)
+        .map(|_| TcpStream::connect(&relay.addr).expect("connect to the relay"))
+        .collect();
+    relay.wait_for("(--max-per-source)");
+
+    // Another source gets its hello answered while the flood holds its share.
+    let other = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    other
+        .bind(&"127.0.0.2:0".parse::<SocketAddr>().unwrap().into())
+        .expect("a second loopback address");
+    other
+        .connect(&relay.addr.parse::<SocketAddr>().unwrap().into())
+        .unwrap();
+    let mut other: TcpStream = other.into();
+    other.set_read_timeout(Some(PATIENCE)).unwrap();
+    write_frame(
+        &mut other,
+        &ClientMessage::Hello {
+            magic: MAGIC.into(),
+            protocol: PROTOCOL_VERSION,
+            version: env!("CARGO_PKG_VERSION").into(),
+            nonce: None,
+        },
+    )
+    .unwrap();
+    match read_frame::<ServerMessage>(&mut other) {
+        Ok(ServerMessage::Welcome { .. }) => {}
+        other => panic!("a client from another source was not relayed: {other:?}"),
+    }
+    drop(other);
+
+    // Every flood connection ends (refused at once, or its pair closed when the server hung
+    // up), long before the relay's idle timeout.
+    for s in &flood {
+        assert!(closed_within(s, PATIENCE), "a silent pair was kept");
+    }
+    drop(flood);
+    // And the relay carries a whole test from the flooding source again.
+    run_json(&[
+        "pingpong",
+        "--size",
+        "64",
+        "-n",
+        "50",
+        "--warmup",
+        "0",
+        "--one-port",
+        "--to",
+        &relay.addr,
+        "--no-save",
+    ]);
+}
+
 /// Defect 8: a peer that stops reading held a relay pair (and its threads) for ever with a
 /// full send buffer. Now a write that makes no progress for --write-timeout closes the pair.
 #[test]

@@ -27,6 +27,10 @@ pub struct RelayArgs {
     /// two threads and four descriptors.
     #[arg(long, default_value_t = crate::relay::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// Connections relayed at once from one source (an IPv4 address, an IPv6 /64); one more
+    /// is closed as soon as it is accepted. A test takes one for control and one per stream.
+    #[arg(long, default_value_t = crate::relay::DEFAULT_MAX_PER_SOURCE)]
+    pub max_per_source: usize,
     /// A relayed connection with no byte in either direction for this long is closed.
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     pub idle_timeout: Duration,
@@ -56,6 +60,7 @@ pub fn run(a: RelayArgs) -> Result<()> {
         connect_timeout: a.connect_timeout,
         limits: crate::relay::Limits {
             max_connections: a.max_connections,
+            max_per_source: a.max_per_source,
             idle_timeout: a.idle_timeout,
             write_timeout: a.write_timeout,
         },
