@@ -3,6 +3,7 @@
 //! Everything `unsafe` lives here, each with a safety note. Callers get safe functions.
 
 pub mod fastpath;
+pub mod filter;
 #[cfg(feature = "mpi")]
 pub mod mpi_window;
 pub mod packet;

@@ -162,26 +162,7 @@ pub fn filter_flow(fd: BorrowedFd<'_>, ifindex: u32, offset: u32, value: u16) ->
             k: 0,
         },
     ];
-    attach_filter(fd, &code)
-}
-
-/// Attaches a classic BPF program to a socket (SO_ATTACH_FILTER).
-fn attach_filter(fd: BorrowedFd<'_>, code: &[libc::sock_filter]) -> io::Result<()> {
-    let prog = libc::sock_fprog {
-        len: code.len() as u16,
-        filter: code.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: `prog` points at `code`, which the caller keeps alive for the whole call; the
-    // kernel copies the program and keeps no pointer to it.
-    check(unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_ATTACH_FILTER,
-            (&prog as *const libc::sock_fprog).cast(),
-            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
-        )
-    })
+    super::filter::attach(fd, &code)
 }
 
 /// Sends `payload` as one frame of `ethertype` to `mac` out of interface `ifindex`.
@@ -402,7 +383,7 @@ pub fn open_tcp_capture(
     check(raw)?;
     // SAFETY: `raw` is a fresh descriptor we own and hand to OwnedFd exactly once.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    attach_filter(
+    super::filter::attach(
         fd.as_fd(),
         &tcp_port_program(port, exclude, snaplen, loopback),
     )?;

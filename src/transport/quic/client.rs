@@ -45,8 +45,8 @@ pub(super) fn connect(
         SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
     };
-    let socket =
-        udp_socket(SocketAddr::new(unspecified, 0), opts).context("making the QUIC data socket")?;
+    let socket = udp_socket(SocketAddr::new(unspecified, 0), opts, None)
+        .context("making the QUIC data socket")?;
     let options = Arc::new(socket.try_clone().context("duplicating the UDP socket")?);
     let engine = Engine::start()?;
     let quinn_endpoint = engine

@@ -85,8 +85,12 @@ impl QuicListener {
     pub(super) fn open(identity: Identity, local: IpAddr, peer: IpAddr) -> Result<QuicListener> {
         let fingerprint = tls::sha256(identity.chain[0].as_ref());
         let config = server_config(identity)?;
-        let socket = udp_socket(SocketAddr::new(local, 0), &SocketOptions::default())
-            .with_context(|| format!("binding the QUIC data socket on {local}"))?;
+        let socket = udp_socket(
+            SocketAddr::new(local, 0),
+            &SocketOptions::default(),
+            Some(peer),
+        )
+        .with_context(|| format!("binding the QUIC data socket on {local}"))?;
         let options = Arc::new(socket.try_clone().context("duplicating the UDP socket")?);
         let engine = Engine::start()?;
         let endpoint = engine

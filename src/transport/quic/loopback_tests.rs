@@ -156,6 +156,60 @@ fn a_connection_from_another_address_than_the_control_peer_gets_no_answer() {
     assert!(server.join().unwrap(), "the listener admitted a stranger");
 }
 
+/// A QUIC Initial-sized packet of a version nobody speaks (0x?a?a?a?a is reserved to force
+/// version negotiation, RFC 9000 section 15): an endpoint that sees it answers with a Version
+/// Negotiation packet to the source address, whoever it is.
+fn unknown_version_probe() -> Vec<u8> {
+    let mut p = vec![0xc0, 0x1a, 0x2a, 0x3a, 0x4a, 8];
+    p.extend_from_slice(&[7; 8]); // destination connection ID
+    p.push(8);
+    p.extend_from_slice(&[9; 8]); // source connection ID
+    p.resize(1200, 0);
+    p
+}
+
+/// Issue 26, item 6: 200 packets of an unknown version from 127.0.0.3 got 92 Version
+/// Negotiation packets back: quinn answers them itself, before the listener's check of the
+/// peer. Now the data socket's kernel filter drops every datagram that is not from the control
+/// peer, so a stranger gets nothing; the same probe from the control peer is still answered
+/// (which shows the probe is one quinn answers).
+#[test]
+fn a_stranger_gets_not_even_a_version_negotiation() {
+    let (_listener, _control, endpoint, _cookie) = serve();
+    let (port, _) = parse_endpoint(&endpoint).unwrap();
+    let to = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let probe = unknown_version_probe();
+    let stranger = std::net::UdpSocket::bind("127.0.0.3:0").unwrap();
+    for _ in 0..200 {
+        stranger.send_to(&probe, to).unwrap();
+    }
+    // The peer's probes go after the stranger's: answers go out in the order the packets were
+    // read, so once the peer has one, any answer to the stranger would be queued already.
+    let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    peer.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let answered = loop {
+        peer.send_to(&probe, to).unwrap();
+        if let Ok((n, _)) = peer.recv_from(&mut buf) {
+            break n;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the control peer's probe was never answered"
+        );
+    };
+    // A Version Negotiation packet: long header, version 0.
+    assert!(answered > 5 && buf[0] & 0x80 != 0 && buf[1..5] == [0, 0, 0, 0]);
+    stranger.set_nonblocking(true).unwrap();
+    let mut to_stranger = 0;
+    while stranger.recv_from(&mut buf).is_ok() {
+        to_stranger += 1;
+    }
+    assert_eq!(to_stranger, 0, "packets were sent to a stranger");
+}
+
 #[test]
 fn nonblocking_receive_reports_would_block_then_data() {
     let (mut listener, control, endpoint, cookie) = serve();

@@ -53,6 +53,7 @@ mod loopback_tests;
 mod tls;
 
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -173,9 +174,18 @@ fn transport_config(idle: Option<Duration>, server: bool) -> Arc<quinn::Transpor
 }
 
 /// A UDP socket bound to `addr`, non-blocking, with the requested buffer sizes.
-fn udp_socket(addr: SocketAddr, opts: &SocketOptions) -> Result<Socket> {
+/// A bound, non-blocking UDP socket for an endpoint. With `only_from`, the kernel drops every
+/// datagram from another address before quinn can read it: quinn answers some packets on its
+/// own (a Version Negotiation for an unknown version, a stateless reset), before the listener's
+/// check of the peer runs, and those answers went to whatever source address a stranger wrote.
+fn udp_socket(addr: SocketAddr, opts: &SocketOptions, only_from: Option<IpAddr>) -> Result<Socket> {
     let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
         .context("creating a UDP socket")?;
+    if let Some(peer) = only_from {
+        // Before bind: nothing can be queued from anyone else in between.
+        crate::sys::filter::only_from(sock.as_fd(), peer)
+            .context("filtering the QUIC data socket to the control peer's address")?;
+    }
     sockopt::apply(&SockRef::from(&sock), opts, false)?;
     sock.bind(&addr.into())
         .with_context(|| format!("binding a UDP socket to {addr}"))?;
