@@ -300,6 +300,36 @@ fn one_client_holds_at_most_its_share() {
     drop(b);
 }
 
+/// Issue 26, item 7: 64 sessions from 8 addresses (hello, open, then nothing) fill
+/// --max-sessions within the per-client share, and every other client was "busy" for the
+/// minute of the idle timeout. Now a full server gives the slot of the session that has waited
+/// longest for its client (2 s or more) to the newcomer, and that session is told why.
+#[test]
+fn idle_sessions_yield_their_slots_to_a_waiting_client() {
+    let server = Server::start(&[]);
+    let held: Vec<TcpStream> = (0..64)
+        .map(|i| hold_session(&format!("127.0.2.{}", 1 + i % 8), &server.addr))
+        .collect();
+    // Every held session has now waited YIELD_AFTER (2 s) at least for its first point.
+    std::thread::sleep(Duration::from_millis(2500));
+    run_ok(&["pingpong", "--to", &server.addr, "-n", "50"]);
+    let mut yielded = 0;
+    eventually("a held session is told it yielded", || {
+        for s in &held {
+            s.set_nonblocking(true).unwrap();
+            let mut buf = [0u8; 512];
+            if let Ok(n) = s.peek(&mut buf) {
+                let text = String::from_utf8_lossy(&buf[..n]);
+                if text.contains("went to another client") {
+                    yielded += 1;
+                }
+            }
+        }
+        yielded > 0
+    });
+    assert!(yielded < 64, "every session lost its slot to one client");
+}
+
 #[test]
 fn one_client_over_its_share_gets_a_readable_error() {
     let server = Server::start(&["--max-sessions-per-client", "1"]);

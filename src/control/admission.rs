@@ -73,6 +73,13 @@ impl AccessConfig {
     }
 }
 
+/// How long a session must have waited for its client's next request before a client that
+/// finds the server full may take its slot. A client between points asks again within a few
+/// milliseconds; one that holds a slot and says nothing for seconds is the one to yield, not
+/// the newcomer (64 sessions that opened a test and then said nothing once kept every other
+/// client "busy" for the whole minute of the idle timeout).
+pub const YIELD_AFTER: Duration = Duration::from_secs(2);
+
 /// The server's session slots, in total and per client.
 #[derive(Default)]
 pub struct Slots {
@@ -83,58 +90,159 @@ pub struct Slots {
 struct SlotCounts {
     total: u32,
     per_client: HashMap<ClientKey, u32>,
+    /// Every slot held now, so that a full server can find a session idle long enough.
+    held: Vec<Arc<Holder>>,
+}
+
+/// One held slot, shared between the slots' count and the session that holds it.
+struct Holder {
+    client: ClientKey,
+    state: Mutex<HolderState>,
+}
+
+#[derive(Default)]
+struct HolderState {
+    /// Since when the session has waited for its client's next request (None: it is working).
+    idle_since: Option<Instant>,
+    /// The control connection while the session waits, to wake its read when it must yield.
+    ctrl: Option<TcpStream>,
+    /// The slot was given to another client after the session had waited this long: it is
+    /// no longer counted, and the session must end.
+    yielded: Option<Duration>,
 }
 
 /// A session's slot, given back when it drops.
 pub struct SessionSlot {
     slots: Arc<Slots>,
-    client: ClientKey,
+    holder: Arc<Holder>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl SlotCounts {
+    fn release(&mut self, holder: &Arc<Holder>) {
+        self.total = self.total.saturating_sub(1);
+        if let Some(n) = self.per_client.get_mut(&holder.client) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_client.remove(&holder.client);
+            }
+        }
+        self.held.retain(|h| !Arc::ptr_eq(h, holder));
+    }
+
+    /// Takes the slot of the session that has waited longest for its client, if that is
+    /// [`YIELD_AFTER`] or more, and wakes the session so that it ends (with why). True when a
+    /// slot was freed.
+    fn reclaim(&mut self, now: Instant) -> bool {
+        let longest = self
+            .held
+            .iter()
+            .filter_map(|h| lock(&h.state).idle_since.map(|since| (since, h)))
+            .min_by_key(|(since, _)| *since)
+            .filter(|(since, _)| now.saturating_duration_since(*since) >= YIELD_AFTER)
+            .map(|(_, h)| Arc::clone(h));
+        let Some(holder) = longest else {
+            return false;
+        };
+        {
+            let mut st = lock(&holder.state);
+            // Between the look and now the session may have got its request: it keeps its slot.
+            let Some(since) = st.idle_since.take() else {
+                return false;
+            };
+            st.yielded = Some(now.saturating_duration_since(since));
+            if let Some(ctrl) = st.ctrl.take() {
+                // Wakes the session's read (it returns end of stream); its writes still work,
+                // so it can tell its client why.
+                let _ = ctrl.shutdown(std::net::Shutdown::Read);
+            }
+        }
+        self.release(&holder);
+        true
+    }
 }
 
 impl Slots {
-    /// Takes a slot for `client`, or says why not.
+    /// Takes a slot for `client`, or says why not. When the server is full, a session that
+    /// has waited [`YIELD_AFTER`] or more for its client's next request gives up its slot.
     pub fn take(
         self: &Arc<Self>,
         client: ClientKey,
         max_total: u32,
         max_per_client: u32,
     ) -> Result<SessionSlot, String> {
-        let mut c = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        if c.total >= max_total {
+        let mut c = lock(&self.counts);
+        let mine = c.per_client.get(&client).copied().unwrap_or(0);
+        if c.total >= max_total && (mine >= max_per_client || !c.reclaim(Instant::now())) {
             return Err(format!(
                 "server busy: {} tests running, the limit is {max_total}",
                 c.total
             ));
         }
-        let mine = c.per_client.entry(client).or_default();
-        if *mine >= max_per_client {
+        if mine >= max_per_client {
             return Err(format!(
                 "too many tests from {client}: the limit is {max_per_client}"
             ));
         }
-        *mine += 1;
+        *c.per_client.entry(client).or_default() += 1;
         c.total += 1;
+        let holder = Arc::new(Holder {
+            client,
+            state: Mutex::default(),
+        });
+        c.held.push(Arc::clone(&holder));
         Ok(SessionSlot {
             slots: Arc::clone(self),
-            client,
+            holder,
         })
     }
 
     /// Sessions held now, in total.
     pub fn held(&self) -> u32 {
-        self.counts.lock().unwrap_or_else(|e| e.into_inner()).total
+        lock(&self.counts).total
+    }
+}
+
+impl SessionSlot {
+    /// The session waits for its client's next request from now on; `ctrl` (a handle on the
+    /// control connection) lets a full server wake it to yield.
+    pub fn waiting(&self, ctrl: &TcpStream) {
+        self.waiting_since(ctrl.try_clone().ok(), Instant::now());
+    }
+
+    fn waiting_since(&self, ctrl: Option<TcpStream>, since: Instant) {
+        let mut st = lock(&self.holder.state);
+        if st.yielded.is_none() {
+            st.idle_since = Some(since);
+            st.ctrl = ctrl;
+        }
+    }
+
+    /// The wait is over. Err(why) when the slot went to another client meanwhile: the session
+    /// must end, whatever its client sent.
+    pub fn working(&self) -> Result<(), String> {
+        let mut st = lock(&self.holder.state);
+        st.idle_since = None;
+        st.ctrl = None;
+        match st.yielded {
+            None => Ok(()),
+            Some(idle) => Err(format!(
+                "server busy: this session's slot went to another client after {:.1} s without a request from this one (the server was at its --max-sessions)",
+                idle.as_secs_f64()
+            )),
+        }
     }
 }
 
 impl Drop for SessionSlot {
     fn drop(&mut self) {
-        let mut c = self.slots.counts.lock().unwrap_or_else(|e| e.into_inner());
-        c.total = c.total.saturating_sub(1);
-        if let Some(n) = c.per_client.get_mut(&self.client) {
-            *n -= 1;
-            if *n == 0 {
-                c.per_client.remove(&self.client);
-            }
+        let mut c = lock(&self.slots.counts);
+        // A yielded slot was given back when it was taken away.
+        if lock(&self.holder.state).yielded.is_none() {
+            c.release(&self.holder);
         }
     }
 }
@@ -526,5 +634,42 @@ mod tests {
         drop((a2, a3, b1));
         assert_eq!(slots.held(), 0);
         assert!(slots.counts.lock().unwrap().per_client.is_empty());
+    }
+
+    /// A full server gives the slot of the session that has waited longest (YIELD_AFTER or
+    /// more) for its client to a newcomer; a session that waited less, or that is working,
+    /// keeps its slot, and a newcomer over its own share takes nobody's.
+    #[test]
+    fn a_full_server_takes_the_slot_of_the_longest_idle_session() {
+        let slots = Arc::new(Slots::default());
+        let now = Instant::now();
+        let a = slots.take(key("10.0.0.1"), 3, 2).unwrap();
+        let b = slots.take(key("10.0.0.2"), 3, 2).unwrap();
+        let c = slots.take(key("10.0.0.2"), 3, 2).unwrap();
+        // Working sessions and one idle for less than YIELD_AFTER: the newcomer is refused.
+        a.waiting_since(None, now);
+        assert!(slots.take(key("10.0.0.3"), 3, 2).is_err());
+        assert!(a.working().is_ok());
+        // b and c have waited long enough, c the longest; over its own share, 10.0.0.2 takes
+        // nobody's slot.
+        b.waiting_since(None, now - YIELD_AFTER);
+        c.waiting_since(None, now - 2 * YIELD_AFTER);
+        assert_eq!(
+            slots.take(key("10.0.0.2"), 3, 2).err().unwrap(),
+            "server busy: 3 tests running, the limit is 3"
+        );
+        let d = slots.take(key("10.0.0.3"), 3, 2).unwrap();
+        assert_eq!(slots.held(), 3);
+        let why = c.working().unwrap_err();
+        assert!(why.contains("went to another client"), "{why}");
+        // b still waits and still counts; c's slot is not given back twice.
+        drop(c);
+        assert_eq!(slots.held(), 3);
+        let e = slots.take(key("10.0.0.4"), 3, 2).unwrap();
+        assert!(b.working().is_err());
+        drop((a, b, d, e));
+        assert_eq!(slots.held(), 0);
+        let counts = slots.counts.lock().unwrap();
+        assert!(counts.per_client.is_empty() && counts.held.is_empty());
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::access::ClientKey;
-use super::admission::{Acceptor, AccessConfig, Admitted, Slots};
+use super::admission::{Acceptor, AccessConfig, Admitted, SessionSlot, Slots};
 use super::auth::Nonce;
 use super::framing::{receive, receive_by, write_frame, Received};
 use super::limits::{Budget, Footprint, Limits};
@@ -128,7 +128,7 @@ fn session_thread(admitted: Admitted, config: Arc<ServerConfig>, routes: Arc<Dat
         hello,
         slot,
     } = admitted;
-    let result = session(&mut stream, &hello, accepted, &config, &routes);
+    let result = session(&mut stream, &hello, accepted, &config, &routes, &slot);
     drop(slot);
     if let Err(e) = result {
         // Tell the client why, if it is still listening; a failed write changes nothing.
@@ -201,6 +201,7 @@ fn session(
     accepted: Instant,
     config: &ServerConfig,
     routes: &Arc<DataRoutes>,
+    slot: &SessionSlot,
 ) -> Result<()> {
     ctrl.set_nodelay(true)?;
     ctrl.set_write_timeout(Some(config.io_timeout))?;
@@ -221,10 +222,19 @@ fn session(
         match pump(ctrl, &mut m)? {
             None => {
                 let deadline = m.next_deadline();
+                // While it waits for a request, a full server may give this slot to another
+                // client (and wake the read): then the session ends, whatever came.
+                let idle = m.awaits_request();
+                if idle {
+                    slot.waiting(ctrl);
+                }
                 let received = match deadline {
                     Some(d) => receive_by(ctrl, d),
                     None => receive(ctrl),
                 };
+                if idle {
+                    slot.working().map_err(anyhow::Error::msg)?;
+                }
                 feed(&mut m, received, deadline)?;
             }
             Some(ServerAction::Finished) => return Ok(()),

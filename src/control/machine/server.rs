@@ -288,6 +288,15 @@ impl ServerMachine {
         }
     }
 
+    /// The machine waits for the client's next request (its key, its test, its next point),
+    /// not for a step of a point: the waits a full server may cut short (admission::Slots).
+    pub fn awaits_request(&self) -> bool {
+        matches!(
+            self.state,
+            State::Auth { .. } | State::Open | State::Idle { .. }
+        )
+    }
+
     /// The session is over (its last action is queued).
     pub fn is_ended(&self) -> bool {
         self.out.ended
