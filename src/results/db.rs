@@ -199,27 +199,40 @@ impl Db {
     /// Saves a new run and returns its id.
     pub fn insert(&self, report: &RunReport, source: Source) -> Result<i64> {
         let json = serde_json::to_string(report).context("encoding the result")?;
-        let h = summary::headline(report);
+        self.insert_row(RunColumns::of(report), &json, source)
+    }
+
+    /// [`Db::insert`] of a report no longer needed: it is freed once its columns and its JSON
+    /// are taken, before SQLite copies the JSON, so that an import of a large document holds
+    /// two of the three (report, JSON, SQLite's copy) at a time, never all three.
+    pub fn insert_owned(&self, report: RunReport, source: Source) -> Result<i64> {
+        let json = serde_json::to_string(&report).context("encoding the result")?;
+        let columns = RunColumns::of(&report);
+        drop(report);
+        self.insert_row(columns, &json, source)
+    }
+
+    fn insert_row(&self, c: RunColumns, json: &str, source: Source) -> Result<i64> {
         self.conn.execute(
             "INSERT INTO runs (started_at, finished_at, pattern, transport, server_address,
                  latency_ns, throughput_bits_per_s, transactions_per_s, report_json,
                  complete, points, client_host, source, headline_note)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
-                report.started_at,
-                report.finished_at,
-                report.pattern.name(),
-                report.transport.name(),
-                report.server.address,
-                h.latency_ns,
-                h.throughput_bits_per_s,
-                h.transactions_per_s,
+                c.started_at,
+                c.finished_at,
+                c.pattern,
+                c.transport,
+                c.server_address,
+                c.headline.latency_ns,
+                c.headline.throughput_bits_per_s,
+                c.headline.transactions_per_s,
                 json,
-                report.complete,
-                report.points.len() as i64,
-                report.client_environment.hostname,
+                c.complete,
+                c.points,
+                c.client_host,
                 source.as_str(),
-                h.note,
+                c.headline.note,
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -472,33 +485,144 @@ fn version_of(conn: &Connection) -> Result<u32> {
 }
 
 /// Parses a result document, refusing other schemas and newer versions of this one.
+/// The columns of a run's row besides its JSON: what listings read without the document.
+struct RunColumns {
+    started_at: String,
+    finished_at: Option<String>,
+    pattern: &'static str,
+    transport: &'static str,
+    server_address: Option<String>,
+    headline: summary::RunHeadline,
+    complete: bool,
+    points: i64,
+    client_host: String,
+}
+
+impl RunColumns {
+    fn of(r: &RunReport) -> RunColumns {
+        RunColumns {
+            started_at: r.started_at.clone(),
+            finished_at: r.finished_at.clone(),
+            pattern: r.pattern.name(),
+            transport: r.transport.name(),
+            server_address: r.server.address.clone(),
+            headline: summary::headline(r),
+            complete: r.complete,
+            points: r.points.len() as i64,
+            client_host: r.client_environment.hostname.clone(),
+        }
+    }
+}
+
 pub fn parse_report(json: &str) -> Result<RunReport> {
-    let mut value: serde_json::Value = serde_json::from_str(json).context("not a JSON document")?;
+    // A document that names a field twice is refused: a reader takes one of the two, and
+    // which one differs between tools (serde's maps kept the last silently).
+    no_duplicate_keys(json)?;
     // A result may come from anywhere (an imported file, a run against a hostile server): no
-    // control character of its text reaches a terminal or the database's columns.
-    crate::text::escape_json_strings(&mut value);
-    let schema = value.get("schema").and_then(|s| s.as_str());
+    // control character of its text reaches a terminal or the database's columns. Escaped
+    // on the text, so that a current document is read straight into its types: a `Value` of
+    // a 200 MB document took 2.5 GB.
+    let json = crate::text::escape_json_text(json);
+    #[derive(serde::Deserialize)]
+    struct Head {
+        schema: Option<serde_json::Value>,
+        schema_version: Option<serde_json::Value>,
+    }
+    let head: Head = serde_json::from_str(&json).context("not a JSON document")?;
+    let schema = head.schema.as_ref().and_then(|s| s.as_str());
     if schema != Some(SCHEMA) {
         bail!(
             "not a wirebench result: its \"schema\" is {} instead of \"{SCHEMA}\"",
             schema.map_or("missing".to_owned(), |s| format!("\"{s}\""))
         );
     }
-    let version = value.get("schema_version").and_then(|v| v.as_u64());
-    match version {
-        Some(1) => value = crate::report::upgrade::v1_to_v2(value),
-        Some(v) if v >= 1 && v <= u64::from(SCHEMA_VERSION) => {}
+    let version = head.schema_version.as_ref().and_then(|v| v.as_u64());
+    let mut report: RunReport = match version {
+        // Version 1 documents are upgraded as a tree; they come from the first releases.
+        Some(1) => {
+            let value: serde_json::Value =
+                serde_json::from_str(&json).context("not a JSON document")?;
+            serde_json::from_value(crate::report::upgrade::v1_to_v2(value))
+                .context("the result document does not match its schema")?
+        }
+        Some(v) if v >= 1 && v <= u64::from(SCHEMA_VERSION) => {
+            serde_json::from_str(&json).context("the result document does not match its schema")?
+        }
         Some(v) => bail!(
             "result schema version {v} is not one this wirebench reads (1 to {SCHEMA_VERSION})"
         ),
         None => bail!("the result has no \"schema_version\""),
-    }
-    let mut report: RunReport =
-        serde_json::from_value(value).context("the result document does not match its schema")?;
+    };
     // Documents from before wirebench judged its figures get their verdicts now, from the
     // counts they stored.
     report.fill_validity();
     Ok(report)
+}
+
+/// Refuses JSON text in which an object names a key twice, with the key and where. Walks the
+/// text with serde, keeping only the keys of the objects open at a time.
+fn no_duplicate_keys(json: &str) -> Result<()> {
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    use std::fmt;
+
+    struct Checked;
+
+    impl<'de> DeserializeSeed<'de> for Checked {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(Checked)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Checked {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element_seed(Checked)?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if !seen.insert(key.clone()) {
+                    return Err(serde::de::Error::custom(format!(
+                        "the key \"{}\" appears twice in one object",
+                        crate::text::printable(&key)
+                    )));
+                }
+                map.next_value_seed(Checked)?;
+            }
+            Ok(())
+        }
+    }
+
+    let mut de = serde_json::Deserializer::from_str(json);
+    match Checked.deserialize(&mut de).and_then(|()| de.end()) {
+        Ok(()) => Ok(()),
+        // Syntax errors are the parser's to report, with its own words.
+        Err(e) if e.is_data() => Err(anyhow::anyhow!("{e}")),
+        Err(_) => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -787,6 +911,14 @@ pub(crate) mod tests {
     #[test]
     fn documents_of_other_schemas_are_refused() {
         assert!(parse_report("not json").is_err());
+        // A key named twice, at the top or deeper, is refused with the key and where.
+        let e = parse_report(r#"{"schema": "wirebench.run", "schema": "x"}"#).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("the key \"schema\" appears twice"),
+            "{e:#}"
+        );
+        let e = parse_report(r#"{"a": [{"b": 1, "c": {"d": 1, "d": 2}}]}"#).unwrap_err();
+        assert!(format!("{e:#}").contains("\"d\" appears twice"), "{e:#}");
         let e = parse_report("{\"schema\": \"other\"}")
             .unwrap_err()
             .to_string();

@@ -126,8 +126,14 @@ pub fn show(r: &RunReport) -> Result<()> {
 /// Reads `from` to its end as UTF-8 text, refusing it once it has more than `cap` bytes or
 /// once its first bytes show it is no JSON document (a stream of zeros stops at once).
 fn read_capped(from: impl std::io::Read, cap: u64) -> Result<String> {
+    read_capped_sized(from, cap, 0)
+}
+
+/// [`read_capped`] into a buffer of `size_hint` bytes to begin with (a regular file's size):
+/// a buffer that grows by doubling holds up to twice the document while it grows.
+fn read_capped_sized(from: impl std::io::Read, cap: u64, size_hint: u64) -> Result<String> {
     use std::io::Read;
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(size_hint.min(cap) as usize + 1);
     let mut limited = from.take(cap + 1);
     let mut chunk = vec![0u8; 64 << 10];
     loop {
@@ -174,7 +180,11 @@ pub fn import(db: &Db, file: &std::path::Path) -> Result<i64> {
         let f = std::fs::File::open(file).with_context(|| format!("reading {}", file.display()))?;
         // A regular file is judged by its size before a byte is read; anything else (a pipe,
         // /dev/zero) by reading at most one byte past the limit.
+        let mut size = 0;
         if let Ok(m) = f.metadata() {
+            if m.is_file() {
+                size = m.len();
+            }
             if m.is_file() && m.len() > MAX_IMPORT {
                 anyhow::bail!(
                     "{}: {} bytes, larger than any result document (at most {} MiB are imported)",
@@ -184,10 +194,13 @@ pub fn import(db: &Db, file: &std::path::Path) -> Result<i64> {
                 );
             }
         }
-        read_capped(f, MAX_IMPORT).with_context(|| format!("reading {}", file.display()))?
+        read_capped_sized(f, MAX_IMPORT, size)
+            .with_context(|| format!("reading {}", file.display()))?
     };
     let report = db::parse_report(&text).with_context(|| format!("{}", file.display()))?;
-    db.insert(&report, Source::Import)
+    // The text goes before the document is encoded again for the database.
+    drop(text);
+    db.insert_owned(report, Source::Import)
 }
 
 #[cfg(test)]
