@@ -105,6 +105,9 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
         lab: None,
         complete: false,
         error: None,
+        // Every point the plan holds, so that a run cut short (Ctrl-C, a lost server, a
+        // kill) says how many of them it measured.
+        planned_points: u32::try_from(plan.points.len()).ok(),
         mesh: None,
     }
 }
