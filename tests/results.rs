@@ -161,7 +161,11 @@ fn no_save_and_failed_runs() {
     assert_eq!(rows[0].points, 1);
     let r = db_.load(rows[0].id).unwrap();
     assert!(r.error.is_some() && !r.complete);
-    assert!(ok(&["history", "--incomplete", "--db", &db]).contains("[incomplete]"));
+    let listed = ok(&["history", "--incomplete", "--db", &db]);
+    assert!(
+        listed.contains("[incomplete: 1 of 2 planned points measured]"),
+        "{listed}"
+    );
 }
 
 #[test]
@@ -205,8 +209,22 @@ fn an_interrupted_run_keeps_the_points_it_finished() {
         .list(&Filter::default())
         .unwrap();
     assert!(!rows[0].complete && rows[0].points >= 2 && rows[0].points < 10);
+    // Killed, the run never said how far it got: what it saved says so, with the planned
+    // total (issue 26: "3 of the planned points measured" left the total to guess).
+    let n = rows[0].points;
+    assert_eq!(rows[0].planned_points, Some(10));
     let shown = ok(&["show", "last", "--db", &db]);
-    assert!(shown.contains("# incomplete"), "{shown}");
+    assert!(
+        shown.contains(&format!("# incomplete: {n} of 10 planned points measured")),
+        "{shown}"
+    );
+    let listed = ok(&["history", "--db", &db]);
+    assert!(
+        listed.contains(&format!("[incomplete: {n} of 10 planned points measured]")),
+        "{listed}"
+    );
+    let doc: Value = serde_json::from_str(&ok(&["export", "last", "--json", "--db", &db])).unwrap();
+    assert_eq!(doc["planned_points"], 10);
 }
 
 /// A run's JSON with every point's round-trip statistics replaced: mean and standard

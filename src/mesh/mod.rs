@@ -189,6 +189,8 @@ fn run_rank(g: &dyn Group, mesh: &MeshRequest) -> Result<i32> {
     let plan = crate::plan::build(&mesh.request)?;
     let mut base = runner::new_report(&plan, &mesh.request);
     base.started_at = started_at;
+    // A mesh's points are in its pairs, which it counts itself.
+    base.planned_points = None;
     let result = assemble(base, &decision.rounds, mesh.serial, ranks, by_pair);
     Ok(output::finish(mesh, result))
 }

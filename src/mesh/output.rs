@@ -30,16 +30,21 @@ pub fn finish(mesh: &MeshRequest, report: RunReport) -> i32 {
     };
     failures.extend(shown.err());
     if out.save {
-        let saved = crate::results::db::resolve(out.db.as_deref())
-            .and_then(|path| {
-                let db = crate::results::db::Db::open_or_create(&path)?;
-                let id = db.insert(&report, crate::results::db::Source::Run)?;
-                Ok((id, path))
-            })
-            .context("saving the mesh");
-        match saved {
-            Ok((id, path)) => eprintln!("# saved as run {id} in {}", path.display()),
-            Err(e) => failures.push(e),
+        match crate::results::db::resolve(out.db.as_deref()) {
+            Ok(path) => {
+                let saved = crate::results::db::Db::open_or_create(&path)
+                    .and_then(|db| db.insert(&report, crate::results::db::Source::Run));
+                match saved {
+                    Ok(id) => eprintln!("# saved as run {id} in {}", path.display()),
+                    Err(e) => {
+                        // A mesh is saved only once it is over: all its pairs would be lost
+                        // with it (a full disk, a read-only database).
+                        crate::results::save::recover_document(&report, &path, &one_line(&e));
+                        failures.push(e.context("saving the mesh"));
+                    }
+                }
+            }
+            Err(e) => failures.push(e.context("saving the mesh")),
         }
     }
     if let Some(path) = &out.file {
@@ -361,6 +366,29 @@ mod tests {
         );
         assert!(text.contains("2.00!"), "{text}");
         assert!(text.contains("! not valid: 12 samples"), "{text}");
+    }
+
+    /// A mesh the database cannot take goes whole to a recovery file beside it, counted by its
+    /// pairs (its points are in them), and imports as it was.
+    #[test]
+    fn a_mesh_the_database_cannot_take_is_left_in_a_recovery_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = two_rank_mesh();
+        crate::results::save::recover_document(
+            &doc,
+            &dir.path().join("r.sqlite"),
+            "database or disk is full",
+        );
+        let files: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("wirebench-recovery-"), "{name}");
+        let back =
+            crate::results::db::parse_report(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+        assert_eq!(back.mesh.unwrap().pairs, doc.mesh.unwrap().pairs);
     }
 
     #[test]

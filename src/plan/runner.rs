@@ -31,10 +31,14 @@ pub fn interrupted() -> bool {
 }
 
 /// The first Ctrl-C ends the run after its current point, with every finished point reported
-/// (and saved); a second one ends the process at once.
+/// (and saved); a second one ends the process at once (after writing the recovery file of a
+/// run the database could not take).
 pub fn stop_on_ctrl_c() {
     let _ = ctrlc::set_handler(|| {
         if INTERRUPTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            // The run's end is skipped: a run the results database could not take goes to
+            // its recovery file first, or its points would be lost.
+            crate::results::save::recover_before_exit();
             std::process::exit(130);
         }
         eprintln!("wirebench: interrupted: finishing the current point (Ctrl-C again to quit now)");
@@ -105,6 +109,9 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
         lab: None,
         complete: false,
         error: None,
+        // Every point the plan holds, so that a run cut short (Ctrl-C, a lost server, a
+        // kill) says how many of them it measured.
+        planned_points: u32::try_from(plan.points.len()).ok(),
         mesh: None,
     }
 }

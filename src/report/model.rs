@@ -45,6 +45,12 @@ pub struct RunReport {
     /// False when the run stopped early; `points` holds what was measured before that.
     pub complete: bool,
     pub error: Option<String>,
+    /// How many points the run set out to measure (its sweep's size), so that an incomplete
+    /// run can say how much of it is missing ("3 of 7 planned points"). Absent from
+    /// documents written before wirebench recorded it, and from meshes (whose pairs are
+    /// counted in `mesh`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_points: Option<u32>,
     /// Points that stand out from both neighbours along a swept axis (a peak or a dip of the
     /// headline by more than [`ANOMALY_THRESHOLD`]): worth a second look, or a re-run with
     /// more repetitions. Absent from documents of runs without any.
@@ -61,6 +67,12 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// "3 of 7 planned points measured": what an incomplete run holds, with the planned
+    /// total when the document records it.
+    pub fn points_of_planned(&self) -> String {
+        points_of_planned(self.points.len() as u64, self.planned_points.map(u64::from))
+    }
+
     /// Fills in the verdicts on its figures that a document written before wirebench judged
     /// them lacks, from the counts every document stored (timed bytes, calls and seconds of
     /// each stream side, samples of each latency point, the sweep's sizes). Verdicts already
@@ -113,6 +125,20 @@ impl RunReport {
                 .max();
             g.metrics.fill_validity(largest);
         }
+    }
+}
+
+/// "3 of 7 planned points measured", or for a result that does not record its planned total
+/// (written before wirebench recorded it) "3 points measured (the planned total is not
+/// recorded)".
+pub fn points_of_planned(measured: u64, planned: Option<u64>) -> String {
+    let noun = |n: u64| if n == 1 { "point" } else { "points" };
+    match planned {
+        Some(p) => format!("{measured} of {p} planned {} measured", noun(p)),
+        None => format!(
+            "{measured} {} measured (the planned total is not recorded)",
+            noun(measured)
+        ),
     }
 }
 

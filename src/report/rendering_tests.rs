@@ -191,6 +191,31 @@ fn a_crr_table() {
     assert_eq!(table(&r), CRR_TABLE);
 }
 
+/// An incomplete run says how much of it is missing; a document from before wirebench
+/// recorded the planned total says it is not known, rather than guessing.
+#[test]
+fn an_incomplete_table_says_how_many_of_the_planned_points_it_holds() {
+    let mut r = report("pingpong", 3, 20_000.0);
+    r.complete = false;
+    r.planned_points = Some(7);
+    let text = table(&r);
+    assert!(
+        text.ends_with("# incomplete: 3 of 7 planned points measured\n"),
+        "{text}"
+    );
+    r.planned_points = None;
+    let text = table(&r);
+    assert!(
+        text.ends_with("# incomplete: 3 points measured (the planned total is not recorded)\n"),
+        "{text}"
+    );
+    r.points.truncate(1);
+    r.planned_points = Some(1);
+    assert!(table(&r).ends_with("# incomplete: 1 of 1 planned point measured\n"));
+    r.complete = true;
+    assert!(!table(&r).contains("# incomplete"));
+}
+
 #[test]
 fn an_rr_table_with_think_time_and_split_writes() {
     let mut r = report("rr", 1, 30_000.0);

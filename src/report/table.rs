@@ -679,10 +679,7 @@ impl Sink for TableSink {
             }
         }
         if !r.complete {
-            self.line(&format!(
-                "# incomplete: {} of the planned points measured",
-                r.points.len()
-            ))?;
+            self.line(&format!("# incomplete: {}", r.points_of_planned()))?;
         }
         Ok(())
     }

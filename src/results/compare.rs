@@ -556,7 +556,10 @@ pub fn format(c: &Comparison, a_id: i64, b_id: i64, a: &RunReport, b: &RunReport
     }
     for (which, r) in [("A", a), ("B", b)] {
         if !r.complete {
-            out.push_str(&format!("# note: run {which} is incomplete\n"));
+            out.push_str(&format!(
+                "# note: run {which} is incomplete: {}\n",
+                r.points_of_planned()
+            ));
         }
     }
     out

@@ -68,6 +68,9 @@ pub struct RunRow {
     pub server_address: Option<String>,
     pub client_host: Option<String>,
     pub points: i64,
+    /// The points an incomplete run set out to measure, when its document says (see
+    /// [`RunReport::planned_points`]); None for complete runs.
+    pub planned_points: Option<i64>,
     pub complete: bool,
     pub source: String,
     pub latency_ns: Option<f64>,
@@ -373,9 +376,16 @@ impl Db {
     /// Runs matching `filter`, newest first.
     pub fn list(&self, filter: &Filter) -> Result<Vec<RunRow>> {
         let mut sql = String::from(
+            // The planned total is read from the documents of incomplete runs only (few,
+            // and the only ones that show it) rather than kept in a column of its own: no
+            // schema step for a figure no filter needs. A document that is not JSON, or whose
+            // total is not a whole number, shows none rather than failing the listing.
             "SELECT id, started_at, pattern, transport, server_address, client_host, points,
                  complete, source, latency_ns, throughput_bits_per_s, transactions_per_s,
-                 headline_note
+                 headline_note,
+                 CASE WHEN complete = 0 AND json_valid(report_json)
+                           AND json_type(report_json, '$.planned_points') = 'integer'
+                      THEN json_extract(report_json, '$.planned_points') END
              FROM runs WHERE 1 = 1",
         );
         let mut args: Vec<&str> = Vec::new();
@@ -416,6 +426,7 @@ impl Db {
                 throughput_bits_per_s: r.get(10)?,
                 transactions_per_s: r.get(11)?,
                 headline_note: r.get(12)?,
+                planned_points: r.get(13)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -720,6 +731,49 @@ pub(crate) mod tests {
                 ranks: 4,
             }]
         );
+    }
+
+    /// The planned total of an incomplete run comes from its document; a complete run's is
+    /// not read, and one that is not a whole number (a document edited in the file) is none,
+    /// without failing the listing.
+    #[test]
+    fn the_listing_reads_the_planned_total_of_incomplete_runs() {
+        let (_dir, path) = temp_db();
+        let db = Db::open_or_create(&path).unwrap();
+        let mut r = report("pingpong", 3, 20_000.0);
+        r.planned_points = Some(7);
+        let complete = db.insert(&r, Source::Run).unwrap();
+        r.complete = false;
+        let incomplete = db.insert(&r, Source::Run).unwrap();
+        let edited = db.insert(&r, Source::Run).unwrap();
+        db.conn
+            .execute(
+                "UPDATE runs SET report_json = json_set(report_json, '$.planned_points', 'seven')
+                 WHERE id = ?1",
+                [edited],
+            )
+            .unwrap();
+        r.planned_points = None;
+        let older = db.insert(&r, Source::Run).unwrap();
+        let planned = |id: i64| {
+            db.list(&Filter::default())
+                .unwrap()
+                .into_iter()
+                .find(|row| row.id == id)
+                .unwrap()
+                .planned_points
+        };
+        assert_eq!(planned(complete), None);
+        assert_eq!(planned(incomplete), Some(7));
+        assert_eq!(planned(edited), None);
+        assert_eq!(planned(older), None);
+        // The documents themselves: an older one reads without the field, and writes none.
+        let back = db.load(older).unwrap();
+        assert_eq!(back.planned_points, None);
+        assert!(!serde_json::to_string(&back)
+            .unwrap()
+            .contains("planned_points"));
+        assert_eq!(db.load(incomplete).unwrap().planned_points, Some(7));
     }
 
     #[test]

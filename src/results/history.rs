@@ -10,7 +10,7 @@ use super::summary::{describe, RunHeadline};
 use crate::control::client::ClientSide;
 use crate::control::protocol::TestSpec;
 use crate::plan::RunPlan;
-use crate::report::model::RunReport;
+use crate::report::model::{points_of_planned, RunReport};
 use crate::report::table::TableSink;
 use crate::report::Sink;
 use crate::text::printable;
@@ -30,10 +30,16 @@ pub fn format_history(rows: &[RunRow]) -> String {
         };
         let mut notes = Vec::new();
         if !r.complete {
-            notes.push("incomplete");
+            notes.push(format!(
+                "incomplete: {}",
+                points_of_planned(
+                    r.points.max(0) as u64,
+                    r.planned_points.map(|p| p.max(0) as u64)
+                )
+            ));
         }
         if r.source == "import" {
-            notes.push("imported");
+            notes.push("imported".to_owned());
         }
         // Every text field may come from an imported file: escaped, so that none can clear
         // the screen or forge a line of the listing.
@@ -219,6 +225,36 @@ mod tests {
     }
 
     #[test]
+    fn an_incomplete_run_is_listed_with_the_points_it_planned() {
+        let row = |planned| RunRow {
+            id: 3,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            pattern: "pingpong".into(),
+            transport: "tcp".into(),
+            server_address: None,
+            client_host: None,
+            points: 3,
+            planned_points: planned,
+            complete: false,
+            source: "run".into(),
+            latency_ns: Some(1000.0),
+            throughput_bits_per_s: None,
+            transactions_per_s: None,
+            headline_note: None,
+        };
+        let text = format_history(&[row(Some(7))]);
+        assert!(
+            text.contains("[incomplete: 3 of 7 planned points measured]"),
+            "{text}"
+        );
+        let text = format_history(&[row(None)]);
+        assert!(
+            text.contains("[incomplete: 3 points measured (the planned total is not recorded)]"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn a_listing_escapes_what_an_imported_file_put_in_its_fields() {
         let row = RunRow {
             id: 1,
@@ -228,6 +264,7 @@ mod tests {
             server_address: Some("10.0.0.1\x07".into()),
             client_host: Some("evil\x1b[2J\nforged line".into()),
             points: 1,
+            planned_points: None,
             complete: true,
             source: "import".into(),
             latency_ns: Some(1000.0),

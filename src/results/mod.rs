@@ -2,7 +2,8 @@
 //! with plots, and honest comparisons of two runs.
 //!
 //! [`db`] stores whole result documents ([`crate::report::model::RunReport`]) with a few
-//! indexed columns; [`save`] writes a run into it while it is measured; [`history`] lists,
+//! indexed columns; [`save`] writes a run into it while it is measured (and into a
+//! [`recovery`] file when the database cannot take it); [`history`] lists,
 //! shows, exports and imports runs; [`series`] turns results into plottable data, which
 //! [`plots`] draws as SVG (and [`png`] rasterises) and [`report`] assembles into one HTML
 //! file; [`compare`] matches the points of two runs and tests each difference ([`welch`]).
@@ -20,6 +21,7 @@ pub mod mesh_figures;
 pub mod migrations;
 pub mod plots;
 pub mod png;
+pub mod recovery;
 pub mod report;
 pub mod save;
 pub mod series;

@@ -97,7 +97,7 @@ fn runs_table(runs: &[Run]) -> String {
             if r.complete {
                 String::new()
             } else {
-                format!(" <span class=\"warn\">incomplete{}</span>", r.error.as_deref().map(|e| format!(": {}", esc(e))).unwrap_or_default())
+                format!(" <span class=\"warn\">incomplete ({}){}</span>", esc(&r.points_of_planned()), r.error.as_deref().map(|e| format!(": {}", esc(e))).unwrap_or_default())
             },
             esc(&describe(r.pattern.name(), &headline(r))),
             esc(&r.command.join(" ")),
