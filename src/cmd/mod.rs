@@ -20,7 +20,7 @@ pub mod trace;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use crate::error::{one_line, EXIT_FAILURE};
 pub use run::RunArgs;
@@ -118,6 +118,16 @@ pub enum Command {
     /// Saved results: history, show, export, import, report, plot, compare.
     #[command(flatten)]
     Results(results::ResultsCommand),
+}
+
+/// `--force`: one flag, one meaning, on every command that writes files (see
+/// [`crate::outfile`]).
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct ForceArg {
+    /// Replace output files that already exist (a symbolic or hard link there is refused
+    /// even so).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Runs a parsed command line: the process's exit code, every failure one line on stderr.
