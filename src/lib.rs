@@ -10,7 +10,8 @@
 //! [`mesh`] every ordered pair of a job's ranks (over a [`group`]), each as `run` measures it.
 //! [`app`] runs application kernels over P ranks (local processes or an MPI job), each
 //! written once against connections of any reliable transport.
-//! [`error`] is a leaf: how every layer reports a failure.
+//! [`error`] is a leaf: how every layer reports a failure; so is [`outfile`]: how every file
+//! written for the user is created (no link followed, nothing replaced without --force).
 
 // `println!`, `print!`, `eprintln!` and `eprint!` of every module below write through
 // [`console`], which drops what a closed stdout or stderr no longer takes instead of
@@ -57,6 +58,7 @@ pub mod group;
 pub mod instruments;
 pub mod lab;
 pub mod mesh;
+pub mod outfile;
 pub mod pattern;
 pub mod plan;
 pub mod relay;

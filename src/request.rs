@@ -291,6 +291,9 @@ pub struct Output {
     pub db: Option<PathBuf>,
     /// The table shows both hosts' CPU shares under each point.
     pub host_cpu: bool,
+    /// `--force`: the files this run writes (`file`, the trace, the plot) may replace regular
+    /// files that exist (see [`crate::outfile`]).
+    pub force: bool,
 }
 
 impl Default for Output {
@@ -302,6 +305,7 @@ impl Default for Output {
             save: true,
             db: None,
             host_cpu: false,
+            force: false,
         }
     }
 }

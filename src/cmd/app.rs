@@ -98,6 +98,8 @@ pub struct AppArgs {
     /// Write the speedup against n as a figure (FILE.svg or FILE.png).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+    #[command(flatten)]
+    pub force: super::ForceArg,
 }
 
 /// `__app-rank`: one rank of a local job, started by rank 0.
@@ -212,6 +214,10 @@ pub fn run(a: AppArgs) -> Result<i32> {
     }
     let ranks = a.ranks.unwrap_or(4) as usize;
     let job = a.validate(ranks)?;
+    // Before the ranks start: a --plot refused at the end would cost the whole job.
+    if let Some(file) = &a.plot {
+        crate::outfile::check(file, a.force.force)?;
+    }
     let dir = control_dir()?;
     let result = launch(&a, &job, ranks, &dir);
     let _ = std::fs::remove_dir_all(&dir);
@@ -435,7 +441,7 @@ fn finish(
         } else {
             svg.into_bytes()
         };
-        std::fs::write(file, bytes).with_context(|| format!("writing {}", file.display()))?;
+        crate::outfile::write(file, &bytes, a.force.force)?;
     }
     Ok(0)
 }

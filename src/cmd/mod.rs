@@ -20,7 +20,7 @@ pub mod trace;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use crate::error::{one_line, EXIT_FAILURE};
 pub use run::RunArgs;
@@ -102,9 +102,12 @@ pub enum Command {
     /// (wirebench.1, wirebench-run.1, ...) written into DIR.
     Man {
         /// Directory to write the pages into, e.g. /usr/local/share/man/man1; the files
-        /// written are listed on stdout.
+        /// written are listed on stdout. A page that exists there is refused before any is
+        /// written, unless --force.
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        #[command(flatten)]
+        force: ForceArg,
     },
     /// Segment-flow traces written by `run --trace FILE.pcap`: `trace show FILE` (summary),
     /// `trace plot FILE` (segment size, bytes outstanding, advertised window).
@@ -118,6 +121,16 @@ pub enum Command {
     /// Saved results: history, show, export, import, report, plot, compare.
     #[command(flatten)]
     Results(results::ResultsCommand),
+}
+
+/// `--force`: one flag, one meaning, on every command that writes files (see
+/// [`crate::outfile`]).
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct ForceArg {
+    /// Replace output files that already exist (a symbolic or hard link there is refused
+    /// even so).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Runs a parsed command line: the process's exit code, every failure one line on stderr.
@@ -146,9 +159,9 @@ pub fn main_with(cli: Cli) -> i32 {
             completions(shell, &mut script);
             to_stdout(&script).map(|()| 0)
         }
-        Command::Man { dir } => {
+        Command::Man { dir, force } => {
             let mut text = Vec::new();
-            man(dir.as_deref(), &mut text).and_then(|()| to_stdout(&text).map(|()| 0))
+            man(dir.as_deref(), force.force, &mut text).and_then(|()| to_stdout(&text).map(|()| 0))
         }
         Command::Results(c) => results::run(c),
         Command::Trace(a) => trace::run(a),
@@ -259,34 +272,38 @@ pub fn completions(shell: clap_complete::Shell, out: &mut dyn std::io::Write) {
 }
 
 /// `wirebench man`: wirebench(1) to `out`, or with `dir` a page per command (hidden ones
-/// left out) into it, each path written to `out`.
-pub fn man(dir: Option<&std::path::Path>, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
-    use anyhow::Context;
+/// left out) into it by the rules of [`crate::outfile`] (all checked before the first is
+/// written; `force`: replace regular files), each path written to `out`.
+pub fn man(
+    dir: Option<&std::path::Path>,
+    force: bool,
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<()> {
     use clap::CommandFactory;
     let cmd = Cli::command();
     let Some(dir) = dir else {
         clap_mangen::Man::new(cmd).render(out)?;
         return Ok(());
     };
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    // As clap_mangen::generate_to, but saying which files it wrote.
-    fn generate(
-        cmd: clap::Command,
-        dir: &std::path::Path,
-        out: &mut dyn std::io::Write,
-    ) -> anyhow::Result<()> {
+    // As clap_mangen::generate_to (which creates each file as it goes, through any link),
+    // but into memory first.
+    fn pages(cmd: clap::Command, into: &mut Vec<(String, Vec<u8>)>) -> anyhow::Result<()> {
         for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
-            generate(sub, dir, out)?;
+            pages(sub, into)?;
         }
-        let path = clap_mangen::Man::new(cmd)
-            .generate_to(dir)
-            .with_context(|| format!("writing to {}", dir.display()))?;
-        writeln!(out, "{}", path.display())?;
+        let man = clap_mangen::Man::new(cmd);
+        let mut page = Vec::new();
+        man.render(&mut page)?;
+        into.push((man.get_filename(), page));
         Ok(())
     }
     let mut cmd = cmd.disable_help_subcommand(true);
     cmd.build();
-    generate(cmd, dir, out)?;
+    let mut files = Vec::new();
+    pages(cmd, &mut files)?;
+    for path in crate::outfile::OutDir::open(dir, force)?.write_files(&files)? {
+        writeln!(out, "{}", path.display())?;
+    }
     Ok(())
 }
 

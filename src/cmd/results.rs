@@ -1,6 +1,6 @@
 //! The commands on saved results, and what each one does.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
@@ -102,6 +102,8 @@ pub struct ExportArgs {
     /// Write to this file instead of stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub force: super::ForceArg,
 }
 
 #[derive(Debug, Args)]
@@ -145,6 +147,8 @@ pub struct ReportArgs {
     /// The HTML file to write.
     #[arg(long, short = 'o')]
     pub output: PathBuf,
+    #[command(flatten)]
+    pub force: super::ForceArg,
     /// Point index (0 = the first point, as in the JSON) of the latency distribution figures;
     /// default: each run's first point.
     #[arg(long)]
@@ -187,6 +191,8 @@ pub struct PlotArgs {
     /// The file to write: .svg, or .png (rasterised, needs a system font).
     #[arg(long, short = 'o')]
     pub output: PathBuf,
+    #[command(flatten)]
+    pub force: super::ForceArg,
     /// Point index (as in the JSON) for histogram, cdf, intervals, cwnd and rtt; default: the
     /// first point that has the data.
     #[arg(long)]
@@ -270,7 +276,7 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let db = open_existing(&a.db)?;
             let text = serde_json::to_string_pretty(&load_app(&db, &a.id)?)? + "\n";
             match &a.output {
-                Some(path) => write(path, text.as_bytes())?,
+                Some(path) => crate::outfile::write(path, text.as_bytes(), a.force.force)?,
                 None => print!("{text}"),
             }
         }
@@ -296,7 +302,7 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                 history::export_json(&report)?
             };
             match &a.output {
-                Some(path) => write(path, text.as_bytes())?,
+                Some(path) => crate::outfile::write(path, text.as_bytes(), a.force.force)?,
                 None => print!("{text}"),
             }
         }
@@ -311,7 +317,7 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let loaded = load_all(&db, &a.ids)?;
             let runs = as_runs(&loaded);
             let html = report::build(&runs, a.point)?;
-            write(&a.output, html.as_bytes())?;
+            crate::outfile::write(&a.output, html.as_bytes(), a.force.force)?;
         }
         ResultsCommand::Plot(a) => plot(a)?,
         ResultsCommand::Label(a) => {
@@ -461,10 +467,6 @@ fn as_runs(loaded: &[(i64, RunReport)]) -> Vec<Run<'_>> {
         .collect()
 }
 
-fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
-}
-
 /// "5%" or "5": a percentage, at least 0.
 pub fn parse_percent(s: &str) -> Result<f64> {
     let t = s.trim();
@@ -551,11 +553,12 @@ fn plot(a: PlotArgs) -> Result<()> {
         bail!("{}", missing(a.kind, pattern.name(), a.point));
     };
     let svg = plots::render_svg(&figure)?;
-    if png_out {
-        write(&a.output, &png::svg_to_png(&svg)?)
+    let bytes = if png_out {
+        png::svg_to_png(&svg)?
     } else {
-        write(&a.output, svg.as_bytes())
-    }
+        svg.into_bytes()
+    };
+    crate::outfile::write(&a.output, &bytes, a.force.force)
 }
 
 /// Why a figure cannot be drawn from these runs.

@@ -424,6 +424,9 @@ pub struct OutputArgs {
     /// Also write the JSON document to this file.
     #[arg(long)]
     pub output: Option<PathBuf>,
+    // The files this run writes (--output, --trace, --plot), checked before the first point.
+    #[command(flatten)]
+    pub force: super::ForceArg,
     /// Under each point of the table, both hosts' CPU shares over it (user, system, softirq:
     /// % of the whole host). Always in --json and --csv.
     #[arg(long)]
@@ -491,6 +494,7 @@ impl OutputArgs {
             save: !self.no_save,
             db: self.db.clone(),
             host_cpu: self.host_cpu,
+            force: self.force.force,
         }
     }
 }

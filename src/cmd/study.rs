@@ -51,9 +51,12 @@ pub enum StudyCommand {
     Report {
         /// The study's number, or `last`.
         id: String,
-        /// Directory to write into (created if missing).
+        /// Directory to write into (created if missing). A file of the report that exists
+        /// there is refused before any is written, unless --force.
         #[arg(long, short, value_name = "DIR", default_value = "study-report")]
         out: PathBuf,
+        #[command(flatten)]
+        force: super::ForceArg,
         /// The results database (default: as for `run`).
         #[arg(long, value_name = "PATH")]
         db: Option<PathBuf>,
@@ -82,11 +85,11 @@ pub fn run(args: StudyArgs) -> Result<i32> {
             }
             Ok(0)
         }
-        Some(StudyCommand::Report { id, out, db }) => {
+        Some(StudyCommand::Report { id, out, force, db }) => {
             let db = Db::open_existing(&db::resolve(db.as_deref())?)?;
             let id = store::resolve(&db, &id)?;
             let shown = show::Shown::load(&db, id)?;
-            for f in crate::study::grid::write_report(&shown, &out)? {
+            for f in crate::study::grid::write_report(&shown, &out, force.force)? {
                 println!("{}", f.display());
             }
             Ok(0)

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 
 use crate::results::trace_figures::{figure, TraceFigure};
@@ -33,9 +33,12 @@ pub enum TraceCommand {
     Plot {
         /// A pcap file (`run --trace` writes one).
         file: PathBuf,
-        /// Directory to write the figures into (created if missing).
+        /// Directory to write the figures into (created if missing). A figure's file that
+        /// exists there is refused before any is written, unless --force.
         #[arg(long, default_value = ".", value_name = "DIR")]
         out: PathBuf,
+        #[command(flatten)]
+        force: super::ForceArg,
         /// Start of the time window drawn, after the capture's first segment (e.g. 1.5s).
         #[arg(long, value_parser = super::run::parse_duration)]
         from: Option<Duration>,
@@ -66,6 +69,7 @@ pub fn run(a: TraceArgs) -> Result<i32> {
             from,
             to,
             png: with_png,
+            force,
         } => {
             let ns = |d: Option<Duration>| d.map(crate::pattern::duration_ns);
             if let (Some(f), Some(t)) = (from, to) {
@@ -78,31 +82,29 @@ pub fn run(a: TraceArgs) -> Result<i32> {
             if flows.is_empty() {
                 bail!("{}: no TCP segments", file.display());
             }
-            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
             let stem = file
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "trace".into());
-            let mut written = 0;
+            // Every figure drawn, then all checked, then written: a refusal writes none.
+            let mut files = Vec::new();
             for kind in TraceFigure::ALL {
                 let Some(fig) = figure(&flows, kind, ns(from), ns(to)) else {
                     continue;
                 };
                 let svg = plots::render_svg(&fig)?;
-                let path = out.join(format!("{stem}-{}.svg", kind.name()));
-                std::fs::write(&path, &svg)
-                    .with_context(|| format!("writing {}", path.display()))?;
-                println!("{}", path.display());
-                if with_png {
-                    let path = path.with_extension("png");
-                    std::fs::write(&path, png::svg_to_png(&svg)?)
-                        .with_context(|| format!("writing {}", path.display()))?;
-                    println!("{}", path.display());
+                let name = format!("{stem}-{}", kind.name());
+                let png = with_png.then(|| png::svg_to_png(&svg)).transpose()?;
+                files.push((format!("{name}.svg"), svg.into_bytes()));
+                if let Some(png) = png {
+                    files.push((format!("{name}.png"), png));
                 }
-                written += 1;
             }
-            if written == 0 {
+            if files.is_empty() {
                 bail!("no segments between --from and --to");
+            }
+            for path in crate::outfile::OutDir::open(&out, force.force)?.write_files(&files)? {
+                println!("{}", path.display());
             }
             Ok(0)
         }

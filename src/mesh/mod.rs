@@ -242,6 +242,8 @@ fn decide(size: usize, mesh: &MeshRequest) -> Result<Decision> {
         over_mpi::check(mesh, &plan)?;
     }
     let rounds = schedule::rounds(size, &mesh.selection, mesh.serial)?;
+    // Rank 0 writes the outputs: refused here, before any pair is measured.
+    output::check_outputs(mesh, plan.points.len())?;
     let runs = if plan.until_ci.is_some() {
         plan.max_repeat
     } else {

@@ -50,14 +50,11 @@ pub fn finish(mesh: &MeshRequest, report: RunReport) -> i32 {
     if let Some(path) = &out.file {
         let written = crate::report::json::to_string(&report)
             .context("encoding the result")
-            .and_then(|s| {
-                std::fs::write(path, s + "\n")
-                    .with_context(|| format!("writing {}", path.display()))
-            });
+            .and_then(|s| crate::outfile::write(path, (s + "\n").as_bytes(), out.force));
         failures.extend(written.err());
     }
     if let (Some(dir), Some(m)) = (&mesh.report_dir, &report.mesh) {
-        match write_heatmaps(m, dir) {
+        match write_heatmaps(m, dir, out.force) {
             Ok(files) => {
                 for f in files {
                     eprintln!("# wrote {}", f.display());
@@ -281,20 +278,42 @@ pub fn render_text(report: &RunReport) -> String {
     out
 }
 
-/// Writes NAME.svg and NAME.png of every heatmap into `dir`; the files written.
-pub fn write_heatmaps(mesh: &MeshResult, dir: &Path) -> Result<Vec<std::path::PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+/// Refuses, before the mesh measures, the files rank 0 would write at its end and could not
+/// (see [`crate::outfile`]): `--output`, and in `--report DIR` every heatmap a plan of
+/// `points` points may draw.
+pub fn check_outputs(mesh: &MeshRequest, points: usize) -> Result<()> {
+    let out = &mesh.request.output;
+    if let Some(path) = &out.file {
+        crate::outfile::check(path, out.force)?;
+    }
+    if let Some(dir) = &mesh.report_dir {
+        let names: Vec<String> = (1..=points)
+            .flat_map(|i| {
+                ["latency", "bandwidth-receiver", "bandwidth-sender"]
+                    .into_iter()
+                    .flat_map(move |m| ["svg", "png"].map(|ext| format!("mesh-{i}-{m}.{ext}")))
+            })
+            .collect();
+        crate::outfile::check_dir(dir, names.iter().map(String::as_str), out.force)?;
+    }
+    Ok(())
+}
+
+/// Writes NAME.svg and NAME.png of every heatmap into `dir`, all drawn and checked before
+/// the first is written, by the rules of [`crate::outfile`]; the files written.
+pub fn write_heatmaps(
+    mesh: &MeshResult,
+    dir: &Path,
+    force: bool,
+) -> Result<Vec<std::path::PathBuf>> {
     let mut files = Vec::new();
     for (name, h) in heatmaps(mesh) {
         let svg = plots::render_svg(&Figure::Heatmap(h))?;
         let png = crate::results::png::svg_to_png(&svg)?;
-        for (ext, bytes) in [("svg", svg.into_bytes()), ("png", png)] {
-            let path = dir.join(format!("{name}.{ext}"));
-            std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
-            files.push(path);
-        }
+        files.push((format!("{name}.svg"), svg.into_bytes()));
+        files.push((format!("{name}.png"), png));
     }
-    Ok(files)
+    crate::outfile::OutDir::open(dir, force)?.write_files(&files)
 }
 
 #[cfg(test)]
@@ -404,5 +423,53 @@ mod tests {
         // Row: the client (0), column: the server (1).
         assert_eq!((valid[0].row, valid[0].column), (0, 1));
         assert_eq!(valid[0].value, Some(2.0));
+    }
+
+    /// `--report DIR` and `--output`: what rank 0 checks before the mesh measures covers
+    /// every heatmap it writes at the end; a link planted at one is refused then, even with
+    /// --force, and a second report into DIR only with --force.
+    #[test]
+    fn mesh_outputs_are_checked_before_measuring_and_never_written_through_a_link() {
+        let doc = two_rank_mesh();
+        let m = doc.mesh.as_ref().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("mesh");
+        let mut mesh = MeshRequest {
+            request: crate::request::Request::default(),
+            selection: crate::mesh::Selection::All,
+            serial: false,
+            netns_prefix: None,
+            bind: None,
+            report_dir: Some(dir.clone()),
+        };
+        mesh.request.output.file = Some(tmp.path().join("mesh.json"));
+        check_outputs(&mesh, 1).unwrap();
+        let written = write_heatmaps(m, &dir, false).unwrap();
+        assert_eq!(written.len(), 2);
+        for f in &written {
+            let e = check_outputs(&mesh, 1).unwrap_err().to_string();
+            assert!(
+                e.contains("exists; wirebench does not replace files"),
+                "{e}"
+            );
+            std::fs::remove_file(f).unwrap();
+        }
+        check_outputs(&mesh, 1).unwrap();
+
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        std::os::unix::fs::symlink(&victim, &written[0]).unwrap();
+        for force in [false, true] {
+            mesh.request.output.force = force;
+            let e = check_outputs(&mesh, 1).unwrap_err().to_string();
+            assert!(e.contains("is a symbolic link"), "{e}");
+            let e = write_heatmaps(m, &dir, force).unwrap_err().to_string();
+            assert!(e.contains("is a symbolic link"), "{e}");
+        }
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        std::fs::remove_file(&written[0]).unwrap();
+        write_heatmaps(m, &dir, false).unwrap();
+        assert!(write_heatmaps(m, &dir, false).is_err());
+        write_heatmaps(m, &dir, true).unwrap();
     }
 }

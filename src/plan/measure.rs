@@ -27,6 +27,9 @@ pub fn run_with(
         Ok(p) => p,
         Err(e) => return report(&e),
     };
+    if let Err(e) = check_outputs(request, &plan) {
+        return report(&e);
+    }
     // --load: the same points, each with background load beside it.
     let mut loaded;
     let point_runner: &mut dyn PointRunner = match &request.load {
@@ -83,25 +86,49 @@ pub fn run_with(
             return EXIT_FAILURE;
         }
     }
+    let force = request.output.force;
+    // Each file is written even when the other could not be: the document is the run's.
+    let mut unwritten = false;
     if let Some(path) = &request.plot {
-        if let Err(e) = crate::results::load_figures::write(&run_report, path) {
-            return report(&e);
+        if let Err(e) = crate::results::load_figures::write(&run_report, path, force) {
+            report(&e);
+            unwritten = true;
         }
     }
     if let Some(path) = &request.output.file {
         let written = crate::report::json::to_string(&run_report)
             .context("encoding the result")
-            .and_then(|s| {
-                std::fs::write(path, s + "\n")
-                    .with_context(|| format!("writing {}", path.display()))
-            });
+            .and_then(|s| crate::outfile::write(path, (s + "\n").as_bytes(), force));
         if let Err(e) = written {
-            return report(&e);
+            report(&e);
+            unwritten = true;
         }
+    }
+    if unwritten {
+        return EXIT_FAILURE;
     }
     match result {
         Ok(()) if shown.is_ok() => 0,
         Ok(()) => EXIT_FAILURE,
         Err(e) => report(&e),
     }
+}
+
+/// Refuses, before anything is measured, the files the run would write at its end or per
+/// point and could not (see [`crate::outfile`]): a minute of measurement is not spent to
+/// find `--output` taken.
+fn check_outputs(request: &Request, plan: &super::RunPlan) -> anyhow::Result<()> {
+    let force = request.output.force;
+    if let Some(path) = &request.output.file {
+        crate::outfile::check(path, force)?;
+    }
+    if let Some(t) = &request.trace {
+        for f in super::trace::files(t, plan) {
+            crate::outfile::check(&f, force)?;
+        }
+    }
+    if let Some(path) = &request.plot {
+        crate::results::load_figures::check(path, plan.points.len(), force)?;
+    }
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! `--trace` around each run of a point: where the capture runs, which file it writes, and
 //! its summary with what it cost.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
@@ -24,6 +25,30 @@ pub struct Tracer {
     runs: u32,
     file: PathBuf,
     last: Option<TraceSummary>,
+    /// `--force`: files that exist may be replaced.
+    force: bool,
+    /// The files this run has created: a point measured twice for one run (idle, then under
+    /// --load) captures into the same file again, which is this run's own to replace.
+    created: HashSet<PathBuf>,
+}
+
+/// Every file a trace of `plan` may write, one per point and run (see [`file_for`]): what
+/// the run checks before its first point.
+pub fn files(t: &TraceRequest, plan: &RunPlan) -> Vec<PathBuf> {
+    let (points, runs) = (plan.points.len(), runs(plan));
+    (0..points)
+        .flat_map(|p| (0..runs).map(move |r| (p, r)))
+        .map(|(p, r)| file_for(&t.file, p, points, r, runs))
+        .collect()
+}
+
+/// Runs per point: as many as --until-ci may take.
+fn runs(plan: &RunPlan) -> u32 {
+    if plan.until_ci.is_some() {
+        plan.max_repeat
+    } else {
+        plan.repeat
+    }
 }
 
 impl Tracer {
@@ -67,13 +92,11 @@ impl Tracer {
             netns,
             filter,
             points: plan.points.len(),
-            runs: if plan.until_ci.is_some() {
-                plan.max_repeat
-            } else {
-                plan.repeat
-            },
+            runs: runs(plan),
             file: t.file.clone(),
             last: None,
+            force: args.output.force,
+            created: HashSet::new(),
         })
     }
 
@@ -85,7 +108,10 @@ impl Tracer {
     /// starts the capture thread.
     pub fn start(&mut self) -> Result<Capture> {
         let (fd, lo) = open_in(self.netns.as_deref(), self.filter, self.request.snaplen)?;
-        Capture::start(fd, lo, &self.file, self.request.snaplen)
+        let replace = self.force || self.created.contains(&self.file);
+        let file = crate::outfile::create(&self.file, replace)?;
+        self.created.insert(self.file.clone());
+        Capture::start(fd, lo, file, &self.file, self.request.snaplen)
     }
 
     /// Ends the capture and keeps its summary; `outcome` (when the point succeeded) gives

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 use super::plots::{Axis, Chart, Figure, LegendAt, Line, Scale, Ticks};
 use crate::report::fairness::FairnessResult;
@@ -175,17 +175,42 @@ pub fn title(r: &RunReport, p: &PointResult) -> String {
     )
 }
 
-/// Writes the figure of every point measured under load to `path` (.svg or .png); several
-/// points to FILE-pN.EXT. The files written.
-pub fn write(r: &RunReport, path: &Path) -> Result<Vec<PathBuf>> {
-    let png = match path.extension().and_then(|e| e.to_str()) {
-        Some(e) if e.eq_ignore_ascii_case("svg") => false,
-        Some(e) if e.eq_ignore_ascii_case("png") => true,
+/// Whether `path` is to be a PNG (else an SVG); a name ending in neither is refused.
+fn is_png(path: &Path) -> Result<bool> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("svg") => Ok(false),
+        Some(e) if e.eq_ignore_ascii_case("png") => Ok(true),
         _ => bail!(
             "--plot {}: the file name must end in .svg or .png",
             path.display()
         ),
-    };
+    }
+}
+
+/// Refuses, before a run of `points` points measures, a `--plot` it could not write: a name
+/// that is neither .svg nor .png, or any file [`write`] may write there that
+/// [`crate::outfile`] would refuse.
+pub fn check(path: &Path, points: usize, force: bool) -> Result<()> {
+    is_png(path)?;
+    let jain = suffixed(path, "jain");
+    let mut files = vec![path.to_path_buf(), jain.clone()];
+    if points > 1 {
+        for n in 1..=points {
+            files.push(numbered(path, n));
+            files.push(numbered(&jain, n));
+        }
+    }
+    for f in files {
+        crate::outfile::check(&f, force)?;
+    }
+    Ok(())
+}
+
+/// Writes the figure of every point measured under load to `path` (.svg or .png); several
+/// points to FILE-pN.EXT; all drawn and checked before the first is written, by the rules of
+/// [`crate::outfile`] (`force`: replace regular files). The files written.
+pub fn write(r: &RunReport, path: &Path, force: bool) -> Result<Vec<PathBuf>> {
+    let png = is_png(path)?;
     let mut figures: Vec<(usize, PathBuf, Figure)> = Vec::new();
     for p in &r.points {
         if let Some(figure) = p
@@ -205,7 +230,7 @@ pub fn write(r: &RunReport, path: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     let several = figures.iter().any(|f| f.0 != figures[0].0);
-    let mut written = Vec::new();
+    let mut files = Vec::new();
     for (index, file, figure) in figures {
         let file = if several {
             numbered(&file, index + 1)
@@ -218,10 +243,10 @@ pub fn write(r: &RunReport, path: &Path) -> Result<Vec<PathBuf>> {
         } else {
             svg.into_bytes()
         };
-        std::fs::write(&file, bytes).with_context(|| format!("writing {}", file.display()))?;
-        written.push(file);
+        files.push((file, bytes));
     }
-    Ok(written)
+    crate::outfile::write_files(&files, force)?;
+    Ok(files.into_iter().map(|(f, _)| f).collect())
 }
 
 /// FILE.EXT as FILE-pN.EXT.

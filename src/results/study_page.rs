@@ -240,26 +240,25 @@ fn slug(title: &str) -> String {
         .to_owned()
 }
 
-/// Writes each automatic figure of the grid into `dir` (created if missing) as SVG and PNG,
-/// "01-heatmap-throughput-receiver-by-window-and-write-size.svg" and so on; returns the
-/// files written, in order.
-pub fn write_figures(grid: &StudyGrid, dir: &Path) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut written = Vec::new();
+/// Each automatic figure of the grid as SVG and PNG, named as it is written:
+/// "01-heatmap-throughput-receiver-by-window-and-write-size.svg" and so on, in order.
+pub fn figure_files(grid: &StudyGrid) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut files = Vec::new();
     for (n, f) in automatic(grid).iter().enumerate() {
         let svg =
             render_svg(&f.figure).with_context(|| format!("drawing \"{}\"", f.figure.title()))?;
         let stem = format!("{:02}-{}-{}", n + 1, f.kind.name(), slug(f.figure.title()));
-        let svg_path = dir.join(format!("{stem}.svg"));
-        std::fs::write(&svg_path, svg.as_bytes())
-            .with_context(|| format!("writing {}", svg_path.display()))?;
-        written.push(svg_path);
-        let png_path = dir.join(format!("{stem}.png"));
-        std::fs::write(&png_path, svg_to_png(&svg)?)
-            .with_context(|| format!("writing {}", png_path.display()))?;
-        written.push(png_path);
+        let png = svg_to_png(&svg)?;
+        files.push((format!("{stem}.svg"), svg.into_bytes()));
+        files.push((format!("{stem}.png"), png));
     }
-    Ok(written)
+    Ok(files)
+}
+
+/// Writes [`figure_files`] into `dir` (created if missing) by the rules of
+/// [`crate::outfile`]; returns the files written, in order.
+pub fn write_figures(grid: &StudyGrid, dir: &Path, force: bool) -> Result<Vec<PathBuf>> {
+    crate::outfile::OutDir::open(dir, force)?.write_files(&figure_files(grid)?)
 }
 
 #[cfg(test)]
@@ -305,7 +304,7 @@ mod tests {
         g.cells[0].figures[1].valid = false;
         g.cells[4].anomaly = Some("flagged".into());
         let dir = tempfile::tempdir().unwrap();
-        let files = write_figures(&g, dir.path()).unwrap();
+        let files = write_figures(&g, dir.path(), false).unwrap();
         assert_eq!(files.len(), 12, "{files:?}");
         let first = std::fs::read_to_string(&files[0]).unwrap();
         assert!(files[0]
@@ -340,7 +339,7 @@ mod tests {
 
         let mut cc = crate::results::study_figures::tests::cc_path_study();
         cc.cells[1].anomaly = Some("flagged".into());
-        let bars = write_figures(&cc, &dir.path().join("bars")).unwrap();
+        let bars = write_figures(&cc, &dir.path().join("bars"), false).unwrap();
         assert_eq!(bars.len(), 2);
         let svg = std::fs::read_to_string(&bars[0]).unwrap();
         for text in [
@@ -412,7 +411,7 @@ mod tests {
             cells,
         };
         let dir = tempfile::tempdir().unwrap();
-        let files = write_figures(&atm, dir.path()).unwrap();
+        let files = write_figures(&atm, dir.path(), false).unwrap();
         assert_eq!(files.len(), 6);
         let ccs = ["cubic", "bbr", "reno", "vegas", "westwood"];
         let paths = ["lan", "wan-50ms", "wan-50ms-1%-loss", "satellite-600ms"];
@@ -444,7 +443,7 @@ mod tests {
             ],
             cells,
         };
-        let bars = write_figures(&cc, &dir.path().join("cc")).unwrap();
+        let bars = write_figures(&cc, &dir.path().join("cc"), false).unwrap();
         assert_eq!(bars.len(), 2);
         if let Some(out) = std::env::var_os("WIREBENCH_FIGURE_EXAMPLES") {
             let out = PathBuf::from(out);

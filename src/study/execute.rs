@@ -355,13 +355,16 @@ impl Study<'_> {
         let timeout = point.timeout;
         let traced = self.file.trace || (kind == Kind::Rerun && self.file.anomaly.trace);
         if traced && request.transport == crate::transport::TransportKind::Tcp {
-            std::fs::create_dir_all(&self.trace_dir)
-                .with_context(|| format!("creating {}", self.trace_dir.display()))?;
+            // Created if missing, and not through a link (see crate::outfile).
+            crate::outfile::OutDir::open(&self.trace_dir, true)?;
             request.trace = Some(crate::trace::TraceRequest {
                 file: self.trace_dir.join(format!("run-{index}.pcap")),
                 side: None,
                 snaplen: crate::trace::DEFAULT_SNAPLEN,
             });
+            // The study's own numbered files in its own directory: a retried or resumed slot
+            // replaces what its failed attempt left (still never through a link).
+            request.output.force = true;
         }
         eprintln!(
             "study: [{}/{}] {}{}",

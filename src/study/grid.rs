@@ -79,14 +79,17 @@ pub fn grid(shown: &Shown) -> StudyGrid {
     }
 }
 
-/// Writes the study's page (`index.html`) and every figure as SVG and PNG into `dir`; the
-/// files written.
+/// Writes the study's page (`index.html`) and every figure as SVG and PNG into `dir`
+/// (created if missing), by the rules of [`crate::outfile`]: every file is checked before
+/// the first is written, so a refused report leaves `dir` as it was (`force`: replace
+/// regular files). The files written, the page first.
 pub fn write_report(
     shown: &Shown,
     dir: &std::path::Path,
+    force: bool,
 ) -> anyhow::Result<Vec<std::path::PathBuf>> {
     let g = grid(shown);
-    let mut files = crate::results::study_page::write_figures(&g, dir)?;
+    let figures = crate::results::study_page::figure_files(&g)?;
     let intro = format!(
         "Study file {}; {} of {} runs done, {}, seed {}, started {}.{}",
         shown.study.file_path.as_deref().unwrap_or("-"),
@@ -109,8 +112,7 @@ pub fn write_report(
             intro: Some(intro),
         },
     );
-    let page = dir.join("index.html");
-    std::fs::write(&page, html).map_err(|e| anyhow::anyhow!("writing {}: {e}", page.display()))?;
-    files.insert(0, page);
-    Ok(files)
+    let mut files = vec![("index.html".to_owned(), html.into_bytes())];
+    files.extend(figures);
+    crate::outfile::OutDir::open(dir, force)?.write_files(&files)
 }

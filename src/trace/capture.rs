@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::pcap;
 use super::segment::{self, Segment};
@@ -83,10 +83,15 @@ pub struct Capture {
 }
 
 impl Capture {
-    /// Starts the capture thread on `fd` (from [`open`]), writing `path`.
-    pub fn start(fd: OwnedFd, loopback: Option<u32>, path: &Path, snaplen: u32) -> Result<Capture> {
-        let file = std::fs::File::create(path)
-            .with_context(|| format!("creating the trace file {}", path.display()))?;
+    /// Starts the capture thread on `fd` (from [`open`]), writing `file`, created at `path`
+    /// by [`crate::outfile`].
+    pub fn start(
+        fd: OwnedFd,
+        loopback: Option<u32>,
+        file: std::fs::File,
+        path: &Path,
+        snaplen: u32,
+    ) -> Result<Capture> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let path = path.to_owned();
