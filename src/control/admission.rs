@@ -207,6 +207,11 @@ impl Slots {
 }
 
 impl SessionSlot {
+    /// No other session holds a slot now.
+    pub fn last_one(&self) -> bool {
+        lock(&self.slots.counts).total <= 1
+    }
+
     /// The session waits for its client's next request from now on; `ctrl` (a handle on the
     /// control connection) lets a full server wake it to yield.
     pub fn waiting(&self, ctrl: &TcpStream) {

@@ -129,6 +129,7 @@ fn session_thread(admitted: Admitted, config: Arc<ServerConfig>, routes: Arc<Dat
         slot,
     } = admitted;
     let result = session(&mut stream, &hello, accepted, &config, &routes, &slot);
+    let last = slot.last_one();
     drop(slot);
     if let Err(e) = result {
         // Tell the client why, if it is still listening; a failed write changes nothing.
@@ -147,6 +148,11 @@ fn session_thread(admitted: Admitted, config: Arc<ServerConfig>, routes: Arc<Dat
         }
     } else if config.log {
         eprintln!("wirebench serve: session from {peer} done");
+    }
+    drop(stream);
+    if last {
+        // The server is idle: what the burst's threads freed goes back to the system.
+        crate::sys::return_free_memory();
     }
 }
 

@@ -262,12 +262,13 @@ impl Sink for SavingSink {
     }
 
     fn point(&mut self, report: &RunReport, point: &PointResult) -> Result<()> {
-        let shown = self.inner.point(report, point);
-        // The runner adds the point to the report after showing it.
+        // The runner adds the point to the report after showing it. Kept before it is shown:
+        // a second Ctrl-C right after the point appears (while a failing database write was
+        // still under way) once wrote a recovery file without it.
         let mut with_point = report.clone();
         with_point.points.push(point.clone());
         self.store(with_point);
-        shown
+        self.inner.point(report, point)
     }
 
     fn finish(&mut self, report: &RunReport) -> Result<()> {
