@@ -484,13 +484,14 @@ fn ctrl_c_on_a_full_disk_loses_no_measured_point() {
         assert_eq!(recovered["complete"], false);
         assert_eq!(recovered["planned_points"], 3);
         let error = recovered["error"].as_str().unwrap();
+        // The second Ctrl-C may come after the run has already ended (the first one fell
+        // between two points, on a loaded host): then the run's own end wrote the file.
+        let once = format!("interrupted after {n} of 3 points");
         if twice {
-            assert_eq!(
-                error,
-                format!("interrupted (Ctrl-C twice) after {n} of 3 planned points measured")
-            );
+            let both = format!("interrupted (Ctrl-C twice) after {n} of 3 planned points measured");
+            assert!(error == both || error == once, "{error}");
         } else {
-            assert_eq!(error, format!("interrupted after {n} of 3 points"));
+            assert_eq!(error, once);
         }
     }
 }
