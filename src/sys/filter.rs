@@ -107,10 +107,11 @@ mod tests {
         }
     }
 
-    /// On loopback: a datagram from 127.0.0.1 arrives, one from 127.0.0.2 is dropped by the
+    /// (Named `..._on_loopback` so that the unit tier, which runs without a network, leaves
+    /// it out.) On loopback: a datagram from 127.0.0.1 arrives, one from 127.0.0.2 is dropped by the
     /// kernel (the socket never sees it, so nothing above can answer it).
     #[test]
-    fn a_filtered_socket_receives_its_peer_alone() {
+    fn a_filtered_socket_receives_its_peer_alone_on_loopback() {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
         only_from(rx.as_fd(), "127.0.0.1".parse().unwrap()).unwrap();
         rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -133,7 +134,7 @@ mod tests {
     /// A dual-stack socket with an IPv4 peer written as mapped IPv6 takes the peer's IPv4
     /// packets; an IPv6 peer's filter drops IPv4 packets.
     #[test]
-    fn mapped_and_ipv6_peers() {
+    fn mapped_and_ipv6_peers_on_loopback() {
         let rx = UdpSocket::bind("[::]:0").unwrap();
         only_from(rx.as_fd(), "::ffff:127.0.0.1".parse().unwrap()).unwrap();
         rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
