@@ -6,17 +6,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
 
 use serde_json::Value;
-
-fn wb(args: &[&str]) -> Output {
-    common::bin()
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("wirebench runs")
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -24,7 +15,7 @@ fn text(b: &[u8]) -> String {
 
 /// Runs wirebench and asserts success; returns stdout.
 fn ok(args: &[&str]) -> String {
-    let out = wb(args);
+    let out = common::run(args);
     assert!(
         out.status.success(),
         "wirebench {args:?} failed: {}",
@@ -36,7 +27,7 @@ fn ok(args: &[&str]) -> String {
 /// Runs wirebench and asserts it was refused: exit code 1 and exactly `wirebench: error:
 /// LINE` on stderr, where LINE is `want`. Returns stdout.
 fn refused(args: &[&str], want: &str) -> String {
-    let out = wb(args);
+    let out = common::run(args);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
     assert_eq!(err, format!("wirebench: error: {want}\n"), "{args:?}");

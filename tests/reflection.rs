@@ -28,6 +28,20 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Sends a client's hello on `ctrl` and reads the server's answer.
+fn say_hello(ctrl: &mut TcpStream) -> anyhow::Result<ServerMessage> {
+    write_frame(
+        ctrl,
+        &ClientMessage::Hello {
+            magic: MAGIC.into(),
+            protocol: PROTOCOL_VERSION,
+            version: env!("CARGO_PKG_VERSION").into(),
+            nonce: None,
+        },
+    )?;
+    read_frame::<ServerMessage>(ctrl)
+}
+
 /// A control connection driven by hand, from 127.0.0.1.
 struct Control {
     ctrl: TcpStream,
@@ -37,18 +51,8 @@ impl Control {
     fn connect(server: &str) -> Control {
         let mut ctrl = TcpStream::connect(server).expect("control connection");
         ctrl.set_read_timeout(Some(PATIENCE)).unwrap();
-        write_frame(
-            &mut ctrl,
-            &ClientMessage::Hello {
-                magic: MAGIC.into(),
-                protocol: PROTOCOL_VERSION,
-                version: env!("CARGO_PKG_VERSION").into(),
-                nonce: None,
-            },
-        )
-        .unwrap();
-        match read_frame::<ServerMessage>(&mut ctrl).unwrap() {
-            ServerMessage::Welcome { .. } => {}
+        match say_hello(&mut ctrl) {
+            Ok(ServerMessage::Welcome { .. }) => {}
             other => panic!("expected welcome, got {other:?}"),
         }
         Control { ctrl }
@@ -384,17 +388,7 @@ fn a_silent_flood_from_one_source_neither_pins_the_relay_nor_shuts_out_others() 
         .unwrap();
     let mut other: TcpStream = other.into();
     other.set_read_timeout(Some(PATIENCE)).unwrap();
-    write_frame(
-        &mut other,
-        &ClientMessage::Hello {
-            magic: MAGIC.into(),
-            protocol: PROTOCOL_VERSION,
-            version: env!("CARGO_PKG_VERSION").into(),
-            nonce: None,
-        },
-    )
-    .unwrap();
-    match read_frame::<ServerMessage>(&mut other) {
+    match say_hello(&mut other) {
         Ok(ServerMessage::Welcome { .. }) => {}
         other => panic!("a client from another source was not relayed: {other:?}"),
     }
