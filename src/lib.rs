@@ -1,17 +1,19 @@
 //! wirebench: a protocol-independent benchmark for networks and communication stacks.
 //!
-//! Layers, top to bottom: [`cmd`] (what the user types, and each command's handler) →
-//! [`request`] (what one run asks for, typed) → [`plan`] (points and sweeps) →
-//! [`pattern`] (ping-pong, stream, request/response) → [`transport`] (TCP, UDP, Unix) →
-//! [`sys`] (the OS calls std does not cover). [`control`] negotiates tests between client and
-//! server apart from the data plane; [`stats`] and [`report`] turn samples into results, and
-//! [`results`] keeps them: a history database, HTML reports with plots, comparisons. With the
-//! `mpi` feature, `plan::mpi` runs the same patterns between the two ranks of an MPI job, and
-//! [`mesh`] every ordered pair of a job's ranks (over a [`group`]), each as `run` measures it.
-//! [`app`] runs application kernels over P ranks (local processes or an MPI job), each
-//! written once against connections of any reliable transport.
-//! [`error`] is a leaf: how every layer reports a failure; so is [`outfile`]: how every file
-//! written for the user is created (no link followed, nothing replaced without --force).
+//! Layers, top to bottom (tests/layers.rs holds the imports to these edges and rejects any
+//! cycle): [`cmd`] (what the user types, and each command's handler) → [`glue`] (from a
+//! typed request to its plan, sinks, store, figures and exit code; [`study`] and [`mesh`]
+//! are glue of their own for many runs) → [`request`] (what one run asks for, typed) →
+//! [`plan`] (points and sweeps, the runner, and the [`plan::sink::Sink`] it writes to) →
+//! [`pattern`] (ping-pong, stream, request/response) → [`transport`] (TCP, UDP, Unix, QUIC,
+//! raw, MPI) → [`sys`] (the OS calls std does not cover). [`control`] negotiates tests
+//! between client and server apart from the data plane. The measurements become the result
+//! document of [`model`], which only [`output`] (table, CSV, JSON as the run goes, and
+//! `compare A B`), [`store`] (the SQLite history) and [`figures`] (SVG, PNG and the HTML
+//! report) read. [`app`] runs application kernels over P ranks (local processes or an MPI
+//! job) over a [`group`]. [`stats`], [`units`], [`text`] and [`error`] are leaves; so is
+//! [`outfile`]: how every file written for the user is created (no link followed, nothing
+//! replaced without --force).
 
 // `println!`, `print!`, `eprintln!` and `eprint!` of every module below write through
 // [`console`], which drops what a closed stdout or stderr no longer takes instead of
@@ -54,18 +56,21 @@ pub mod console;
 pub mod control;
 pub mod env;
 pub mod error;
+pub mod figures;
+pub mod glue;
 pub mod group;
 pub mod instruments;
 pub mod lab;
 pub mod mesh;
+pub mod model;
 pub mod outfile;
+pub mod output;
 pub mod pattern;
 pub mod plan;
 pub mod relay;
-pub mod report;
 pub mod request;
-pub mod results;
 pub mod stats;
+pub mod store;
 pub mod study;
 pub mod sys;
 pub mod text;

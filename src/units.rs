@@ -683,6 +683,16 @@ pub fn format_significant(v: f64, digits: u32) -> String {
     }
 }
 
+/// Formats bits/s as Mbit/s (decimal) for tables (two decimals, no unit: the column header carries it).
+pub fn mbit(bits_per_s: f64) -> String {
+    format!("{:.2}", bits_per_s / 1e6)
+}
+
+/// Formats nanoseconds as microseconds for tables (two decimals, no unit: the column header carries it).
+pub fn us(ns: f64) -> String {
+    format!("{:.2}", ns / 1e3)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
-use wirebench::results::db::{Db, Filter};
+use wirebench::store::db::{Db, Filter};
 
 /// The sweep: 7 sizes, 1 to 64 bytes.
 const SIZES: [u64; 7] = [1, 2, 4, 8, 16, 32, 64];

@@ -175,9 +175,9 @@ fn run_output_is_never_written_through_a_link_nor_over_a_file() {
         assert_eq!(out, "", "a refused run printed a document: it measured");
     }
     // Two runs saved: the forced one and the new one, none of the refused.
-    let runs = wirebench::results::db::Db::open_existing(&db)
+    let runs = wirebench::store::db::Db::open_existing(&db)
         .unwrap()
-        .list(&wirebench::results::db::Filter::default())
+        .list(&wirebench::store::db::Filter::default())
         .unwrap();
     assert_eq!(runs.len(), 2);
 }

@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wirebench::results::db::{Db, Filter};
+use wirebench::store::db::{Db, Filter};
 
 fn wb(args: &[&str]) -> Output {
     common::bin()

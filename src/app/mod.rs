@@ -324,7 +324,7 @@ mod tests {
             points,
         };
         let fig = report::speedup_figure(&r).expect("two sizes draw");
-        assert!(crate::results::plots::render_svg(&fig)
+        assert!(crate::figures::plots::render_svg(&fig)
             .unwrap()
             .contains("speedup"));
         let table = report::table(&r);

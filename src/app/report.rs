@@ -234,8 +234,8 @@ pub fn table(r: &AppReport) -> String {
 
 /// Speedup against n with its confidence interval, and the ideal (P) as a reference line;
 /// None for a single point (chunks), which a table says as well.
-pub fn speedup_figure(r: &AppReport) -> Option<crate::results::plots::Figure> {
-    use crate::results::plots::{
+pub fn speedup_figure(r: &AppReport) -> Option<crate::figures::plots::Figure> {
+    use crate::figures::plots::{
         Axis, Chart, ErrorBars, Figure, HLine, LegendAt, Line, Scale, Ticks,
     };
     let points: Vec<_> = r

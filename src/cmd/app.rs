@@ -421,8 +421,8 @@ fn finish(
         print!("{}", report::table(&r));
     }
     if !a.no_save {
-        let path = crate::results::db::resolve(a.db.as_deref())?;
-        let db = crate::results::db::Db::open_or_create(&path)?;
+        let path = crate::store::db::resolve(a.db.as_deref())?;
+        let db = crate::store::db::Db::open_or_create(&path)?;
         let id = db.insert_app(&r.started_at, &r.kernel, &r.transport, ranks, &json)?;
         if !a.json {
             println!("saved as application run {id} in {}", path.display());
@@ -432,12 +432,12 @@ fn finish(
         let Some(fig) = report::speedup_figure(&r) else {
             bail!("--plot needs at least two sizes (--n) to draw speedup against");
         };
-        let svg = crate::results::plots::render_svg(&fig)?;
+        let svg = crate::figures::plots::render_svg(&fig)?;
         let is_png = file
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("png"));
         let bytes = if is_png {
-            crate::results::png::svg_to_png(&svg)?
+            crate::figures::png::svg_to_png(&svg)?
         } else {
             svg.into_bytes()
         };

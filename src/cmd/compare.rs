@@ -8,7 +8,7 @@ use clap::Args;
 use super::run::{
     parse_duration, parse_sweep, ClientAuthArgs, Sweep, TransportArgs, TransportParser,
 };
-use crate::plan::compare::{compare, CompareRequest};
+use crate::glue::compare_transports::{compare, CompareRequest};
 use crate::transport::TransportKind;
 
 #[derive(Debug, Args)]
@@ -82,7 +82,7 @@ pub fn run(a: CompareArgs) -> Result<i32> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else {
-        crate::report::compare::print(&c);
+        crate::output::compare_transports::print(&c);
     }
     Ok(if c.transports.iter().all(|r| r.error.is_none()) {
         0

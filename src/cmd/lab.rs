@@ -436,7 +436,7 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
     request.server.to = Some(server_addr.to_string());
     let state = lab.state.clone();
     let code = crate::lab::in_netns(&lab.state.host_a.netns, move || {
-        Ok(crate::plan::measure::run(&request, Some(state)))
+        Ok(crate::glue::measure::run(&request, Some(state)))
     })?;
     // What the link did during the test, from the delay line's next report: on stderr, so
     // that --json keeps stdout to one document.

@@ -115,5 +115,5 @@ impl From<&MpiArgs> for Request {
 
 /// `wirebench mpi`: this rank's exit code.
 pub fn run(a: MpiArgs) -> i32 {
-    crate::plan::mpi::run(&Request::from(&a), a.window)
+    crate::glue::mpi::run(&Request::from(&a), a.window)
 }

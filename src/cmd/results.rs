@@ -5,11 +5,13 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
+use crate::figures::series::{self, DistributionKind, IntervalKind, Run};
+use crate::figures::{html_report as report, plots, png};
+use crate::model::RunReport;
+use crate::output::compare_runs as compare;
 use crate::pattern::PatternKind;
-use crate::report::model::RunReport;
-use crate::results::db::{self, Db, Filter};
-use crate::results::series::{self, DistributionKind, IntervalKind, Run};
-use crate::results::{compare, history, plots, png, report};
+use crate::store::db::{self, Db, Filter};
+use crate::store::history;
 
 /// Exit code of `compare --fail-if-worse` when a figure got worse (1 is an error, 2 bad
 /// command-line syntax).
@@ -287,7 +289,7 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             if report.mesh.is_some() {
                 print!("{}", crate::mesh::output::render_text(&report));
             } else {
-                history::show(&report)?;
+                crate::glue::stored::show(&report)?;
             }
         }
         ResultsCommand::Export(a) => {
@@ -297,9 +299,9 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let db = open_existing(&a.db)?;
             let (id, report) = load(&db, &a.id)?;
             let text = if a.csv {
-                history::export_csv(&report, id)?
+                crate::glue::stored::export_csv(&report, id)?
             } else {
-                history::export_json(&report)?
+                crate::glue::stored::export_json(&report)?
             };
             match &a.output {
                 Some(path) => crate::outfile::write(path, text.as_bytes(), a.force.force)?,
@@ -356,7 +358,7 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let (b_id, rb) = load(&db, &a.b)?;
             let c = compare::compare(&ra, &rb, a.allow_different, margin)?;
             if a.json {
-                let run = |id: i64, r: &crate::report::model::RunReport| {
+                let run = |id: i64, r: &crate::model::RunReport| {
                     serde_json::json!({
                         "id": id,
                         "started_at": r.started_at,

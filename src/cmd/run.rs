@@ -581,7 +581,7 @@ impl TryFrom<&RunArgs> for Request {
 /// `wirebench run`: the exit code.
 pub fn run(a: &RunArgs) -> Result<i32> {
     let request = Request::try_from(a)?;
-    Ok(crate::plan::measure::run(&request, None))
+    Ok(crate::glue::measure::run(&request, None))
 }
 
 #[cfg(test)]

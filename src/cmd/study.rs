@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
 use crate::request::{Format, Request};
-use crate::results::db::{self, Db};
+use crate::store::db::{self, Db};
 use crate::study::{execute, show, store};
 
 #[derive(Debug, Args)]
@@ -141,5 +141,5 @@ pub fn measure(args: MeasureArgs) -> Result<i32> {
     request.output.format = Format::Json;
     request.output.save = false;
     let lab = args.lab.as_deref().map(crate::lab::load).transpose()?;
-    Ok(crate::plan::measure::run(&request, lab))
+    Ok(crate::glue::measure::run(&request, lab))
 }

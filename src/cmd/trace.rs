@@ -7,8 +7,8 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 
-use crate::results::trace_figures::{figure, TraceFigure};
-use crate::results::{plots, png};
+use crate::figures::trace_figures::{figure, TraceFigure};
+use crate::figures::{plots, png};
 use crate::trace::{analyse, read_file, TraceSummary};
 
 #[derive(Debug, Args)]

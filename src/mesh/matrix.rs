@@ -2,10 +2,10 @@
 //! holding the figures that pair's point already has (nothing is recomputed, so a cell is the
 //! figure `wirebench run` printed between those two ranks).
 
-use crate::report::mesh::{
+use crate::model::mesh::{
     BandwidthCell, BandwidthMatrix, LatencyCell, LatencyMatrix, MeshMatrix, MeshPair,
 };
-use crate::report::model::PointResult;
+use crate::model::PointResult;
 
 /// One matrix set per distinct point (same key and sizes), in the order the points were
 /// first measured.
@@ -125,10 +125,10 @@ fn bandwidth_cells(pair: &MeshPair, p: &PointResult) -> Vec<BandwidthCell> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::model::RunReport;
+    use crate::model::RunReport;
 
     fn pingpong_points(mean_ns: f64) -> Vec<PointResult> {
-        let r: RunReport = crate::results::db::tests::report("pingpong", 2, mean_ns);
+        let r: RunReport = crate::store::db::tests::report("pingpong", 2, mean_ns);
         r.points
     }
 

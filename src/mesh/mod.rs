@@ -34,9 +34,9 @@ use serde::{Deserialize, Serialize};
 use crate::env::Environment;
 use crate::error::{one_line, EXIT_FAILURE};
 use crate::group::{placement, Group, ROOT};
+use crate::model::mesh::{MeshPair, MeshPairId, MeshRank, MeshResult};
+use crate::model::RunReport;
 use crate::plan::runner;
-use crate::report::mesh::{MeshPair, MeshPairId, MeshRank, MeshResult};
-use crate::report::model::RunReport;
 use crate::request::Request;
 
 pub use schedule::Selection;
@@ -338,11 +338,11 @@ fn measure(request: &Request, point_runner: &mut dyn runner::PointRunner) -> Res
 /// The pairs' runs print nothing: rank 0 prints the mesh.
 struct Silent;
 
-impl crate::report::Sink for Silent {
-    fn begin(&mut self, _: &RunReport, _: &crate::plan::RunPlan) -> Result<()> {
+impl crate::plan::sink::Sink for Silent {
+    fn begin(&mut self, _: &RunReport) -> Result<()> {
         Ok(())
     }
-    fn point(&mut self, _: &RunReport, _: &crate::report::model::PointResult) -> Result<()> {
+    fn point(&mut self, _: &RunReport, _: &crate::model::PointResult) -> Result<()> {
         Ok(())
     }
     fn finish(&mut self, _: &RunReport) -> Result<()> {
@@ -417,7 +417,7 @@ fn assemble(
     if let Some(r) = ranks.first() {
         doc.client_environment = r.environment.clone();
     }
-    doc.server = crate::report::model::ServerInfo {
+    doc.server = crate::model::ServerInfo {
         address: Some(format!("mesh of {} ranks", ranks.len())),
         self_hosted: false,
         one_port: doc.server.one_port,
@@ -457,7 +457,7 @@ mod tests {
 
     /// A pair's stand-in result: one ping-pong point whose mean RTT names the pair.
     fn fake(client: usize, server: usize) -> RunReport {
-        crate::results::db::tests::report("pingpong", 1, 1000.0 * (10 * client + server + 1) as f64)
+        crate::store::db::tests::report("pingpong", 1, 1000.0 * (10 * client + server + 1) as f64)
     }
 
     /// Four ranks as threads: each measures exactly the pairs it is the client of, round by

@@ -8,11 +8,11 @@ use anyhow::{Context, Result};
 
 use super::MeshRequest;
 use crate::error::{one_line, EXIT_FAILURE};
-use crate::report::mesh::{cell_of, in_pair_order, MeshResult};
-use crate::report::model::RunReport;
+use crate::figures::mesh_figures::heatmaps;
+use crate::figures::plots::{self, Figure};
+use crate::model::mesh::{cell_of, in_pair_order, MeshResult};
+use crate::model::RunReport;
 use crate::request::Format;
-use crate::results::mesh_figures::heatmaps;
-use crate::results::plots::{self, Figure};
 
 /// Prints, writes and saves the mesh's document; the exit code: a failure when a pair failed
 /// or any of the outputs could not be written.
@@ -20,7 +20,7 @@ pub fn finish(mesh: &MeshRequest, report: RunReport) -> i32 {
     let mut failures: Vec<anyhow::Error> = Vec::new();
     let out = &mesh.request.output;
     let shown = match out.format {
-        Format::Json => crate::report::json::to_string(&report)
+        Format::Json => crate::output::json::to_string(&report)
             .context("encoding the result")
             .map(|s| println!("{s}")),
         _ => {
@@ -30,16 +30,16 @@ pub fn finish(mesh: &MeshRequest, report: RunReport) -> i32 {
     };
     failures.extend(shown.err());
     if out.save {
-        match crate::results::db::resolve(out.db.as_deref()) {
+        match crate::store::db::resolve(out.db.as_deref()) {
             Ok(path) => {
-                let saved = crate::results::db::Db::open_or_create(&path)
-                    .and_then(|db| db.insert(&report, crate::results::db::Source::Run));
+                let saved = crate::store::db::Db::open_or_create(&path)
+                    .and_then(|db| db.insert(&report, crate::store::db::Source::Run));
                 match saved {
                     Ok(id) => eprintln!("# saved as run {id} in {}", path.display()),
                     Err(e) => {
                         // A mesh is saved only once it is over: all its pairs would be lost
                         // with it (a full disk, a read-only database).
-                        crate::results::save::recover_document(&report, &path, &one_line(&e));
+                        crate::store::save::recover_document(&report, &path, &one_line(&e));
                         failures.push(e.context("saving the mesh"));
                     }
                 }
@@ -48,7 +48,7 @@ pub fn finish(mesh: &MeshRequest, report: RunReport) -> i32 {
         }
     }
     if let Some(path) = &out.file {
-        let written = crate::report::json::to_string(&report)
+        let written = crate::output::json::to_string(&report)
             .context("encoding the result")
             .and_then(|s| crate::outfile::write(path, (s + "\n").as_bytes(), out.force));
         failures.extend(written.err());
@@ -171,10 +171,10 @@ pub fn render_text(report: &RunReport) -> String {
                     "  {}->{}: mean {} us +- {} ({level}% CI), p50 {} us, p99 {} us{}, n={} samples{}{}{}",
                     c.from,
                     c.to,
-                    crate::report::us(c.mean_ns),
-                    c.ci_ns.map_or("-".to_owned(), crate::report::us),
-                    crate::report::us(c.p50_ns),
-                    crate::report::us(c.p99_ns),
+                    crate::units::us(c.mean_ns),
+                    c.ci_ns.map_or("-".to_owned(), crate::units::us),
+                    crate::units::us(c.p50_ns),
+                    crate::units::us(c.p99_ns),
                     c.p99_validity().mark(),
                     c.samples,
                     if c.runs > 1 { format!(" over {} runs", c.runs) } else { String::new() },
@@ -206,10 +206,10 @@ pub fn render_text(report: &RunReport) -> String {
                     "  {}->{}: sender {} Mbit/s ({} bytes in {:.3} s), receiver {} Mbit/s ({} bytes in {:.3} s), {} stream{}{}{}",
                     c.from,
                     c.to,
-                    crate::report::mbit(c.sender_bits_per_s),
+                    crate::units::mbit(c.sender_bits_per_s),
                     c.sender_bytes_timed,
                     c.sender_elapsed_ns as f64 / 1e9,
-                    crate::report::mbit(c.receiver_bits_per_s),
+                    crate::units::mbit(c.receiver_bits_per_s),
                     c.receiver_bytes_timed,
                     c.receiver_elapsed_ns as f64 / 1e9,
                     c.streams,
@@ -219,8 +219,8 @@ pub fn render_text(report: &RunReport) -> String {
                         .map(|m| format!(
                             ", over {} runs {} Mbit/s +- {}",
                             m.n,
-                            crate::report::mbit(m.mean),
-                            m.half_width.map_or("-".to_owned(), crate::report::mbit)
+                            crate::units::mbit(m.mean),
+                            m.half_width.map_or("-".to_owned(), crate::units::mbit)
                         ))
                         .unwrap_or_default(),
                     c.receiver_invalid_reason
@@ -246,10 +246,10 @@ pub fn render_text(report: &RunReport) -> String {
                 "  {}->{}: t0 {} us +- {} (at {} B), r_max {} Mbit/s (at {} B), n_1/2 {}, over {} sizes{}",
                 p.client,
                 p.server,
-                crate::report::us(m.t0_ns),
-                m.t0_ci_ns.map_or("-".to_owned(), crate::report::us),
+                crate::units::us(m.t0_ns),
+                m.t0_ci_ns.map_or("-".to_owned(), crate::units::us),
                 m.t0_size,
-                crate::report::mbit(m.r_max_bits_per_s),
+                crate::units::mbit(m.r_max_bits_per_s),
                 m.r_max_size,
                 m.n_half_bytes
                     .map_or("-".to_owned(), |b| format!("{b:.0} B")),
@@ -309,7 +309,7 @@ pub fn write_heatmaps(
     let mut files = Vec::new();
     for (name, h) in heatmaps(mesh) {
         let svg = plots::render_svg(&Figure::Heatmap(h))?;
-        let png = crate::results::png::svg_to_png(&svg)?;
+        let png = crate::figures::png::svg_to_png(&svg)?;
         files.push((format!("{name}.svg"), svg.into_bytes()));
         files.push((format!("{name}.png"), png));
     }
@@ -319,10 +319,10 @@ pub fn write_heatmaps(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::mesh::{MeshPair, MeshRank};
+    use crate::model::mesh::{MeshPair, MeshRank};
 
     fn two_rank_mesh() -> RunReport {
-        let mut doc = crate::results::db::tests::report("pingpong", 1, 4000.0);
+        let mut doc = crate::store::db::tests::report("pingpong", 1, 4000.0);
         let mut bad = doc.points.clone();
         bad[0].latency.as_mut().unwrap().validity =
             crate::stats::Validity::invalid("12 samples: below the floor");
@@ -393,7 +393,7 @@ mod tests {
     fn a_mesh_the_database_cannot_take_is_left_in_a_recovery_file() {
         let dir = tempfile::tempdir().unwrap();
         let doc = two_rank_mesh();
-        crate::results::save::recover_document(
+        crate::store::save::recover_document(
             &doc,
             &dir.path().join("r.sqlite"),
             "database or disk is full",
@@ -406,7 +406,7 @@ mod tests {
         let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
         assert!(name.starts_with("wirebench-recovery-"), "{name}");
         let back =
-            crate::results::db::parse_report(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+            crate::store::db::parse_report(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
         assert_eq!(back.mesh.unwrap().pairs, doc.mesh.unwrap().pairs);
     }
 

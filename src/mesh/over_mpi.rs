@@ -7,9 +7,9 @@
 use anyhow::Result;
 
 use super::MeshRequest;
+use crate::model::mesh::MeshPairId;
+use crate::model::RunReport;
 use crate::plan::RunPlan;
-use crate::report::mesh::MeshPairId;
-use crate::report::model::RunReport;
 
 /// Whether the mesh's pairs measure over MPI.
 pub fn wanted(mesh: &MeshRequest) -> bool {
@@ -26,10 +26,10 @@ mod with_mpi {
     use anyhow::{Context, Result};
 
     use crate::mesh::MeshRequest;
+    use crate::model::mesh::MeshPairId;
+    use crate::model::RunReport;
     use crate::plan::mpi::{self, MpiPair, MpiRunner};
     use crate::plan::RunPlan;
-    use crate::report::mesh::MeshPairId;
-    use crate::report::model::RunReport;
     use crate::transport::mpi::{library, Rank, DEFAULT_WINDOW};
 
     pub fn check(plan: &RunPlan) -> Result<()> {
@@ -62,9 +62,9 @@ mod with_mpi {
     use anyhow::{bail, Result};
 
     use crate::mesh::MeshRequest;
+    use crate::model::mesh::MeshPairId;
+    use crate::model::RunReport;
     use crate::plan::RunPlan;
-    use crate::report::mesh::MeshPairId;
-    use crate::report::model::RunReport;
 
     pub fn check(_: &RunPlan) -> Result<()> {
         bail!("{}", crate::transport::NO_MPI)

@@ -10,7 +10,7 @@
 
 use anyhow::{bail, Result};
 
-use crate::report::mesh::MeshPairId;
+use crate::model::mesh::MeshPairId;
 
 /// The ordered pairs to measure.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,76 +11,17 @@ use std::net::SocketAddr;
 use std::sync::{mpsc, Barrier};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 
 use super::runner::PointRunner;
 use super::{PlannedPoint, RunPlan};
 use crate::control::client::{ClientSide, PointOutcome, Session};
+use crate::model::RunReport;
 use crate::pattern::stream::{IntervalEvent, StreamStats};
 use crate::pattern::{Direction, PatternKind, Role};
-use crate::report::model::RunReport;
 use crate::request::Request;
 use crate::transport::TransportKind;
 
-/// A competing flow: `tcp`, `tcp:CC` (a congestion control the kernel has) or `quic`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlowSpec {
-    pub transport: TransportKind,
-    pub cc: Option<String>,
-}
-
-impl std::str::FromStr for FlowSpec {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<FlowSpec, String> {
-        let (name, cc) = match s.split_once(':') {
-            Some((t, cc)) => (t, Some(cc)),
-            None => (s, None),
-        };
-        let transport = match TransportKind::from_name(name) {
-            Ok(t @ (TransportKind::Tcp | TransportKind::Quic)) => t,
-            _ => {
-                return Err(format!(
-                    "invalid flow {s:?}: expected tcp, tcp:CC (tcp:bbr) or quic"
-                ))
-            }
-        };
-        if let Some(cc) = cc {
-            if transport != TransportKind::Tcp || cc.is_empty() {
-                return Err(format!(
-                    "invalid flow {s:?}: a congestion control is named for tcp only (tcp:bbr)"
-                ));
-            }
-        }
-        Ok(FlowSpec {
-            transport,
-            cc: cc.map(str::to_owned),
-        })
-    }
-}
-
-impl std::fmt::Display for FlowSpec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.transport.name())?;
-        if let Some(cc) = &self.cc {
-            write!(f, ":{cc}")?;
-        }
-        Ok(())
-    }
-}
-
-impl Serialize for FlowSpec {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for FlowSpec {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FlowSpec, D::Error> {
-        let text = std::borrow::Cow::<str>::deserialize(d)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
+pub use crate::request::flow_spec::FlowSpec;
 
 /// `--compete`'s checks on the request.
 pub fn check(r: &Request) -> Result<()> {
@@ -117,7 +58,7 @@ pub struct CompetingRunner<'a> {
     inner: &'a mut dyn PointRunner,
     request: &'a Request,
     flows: Vec<(Session, RunPlan)>,
-    last: Option<crate::report::fairness::FairnessResult>,
+    last: Option<crate::model::fairness::FairnessResult>,
 }
 
 impl<'a> CompetingRunner<'a> {
@@ -227,7 +168,7 @@ impl PointRunner for CompetingRunner<'_> {
                 receivers(&o),
             ));
         }
-        self.last = Some(crate::report::fairness::FairnessResult::of(&flows));
+        self.last = Some(crate::model::fairness::FairnessResult::of(&flows));
         Ok(measured)
     }
 
@@ -246,7 +187,7 @@ impl PointRunner for CompetingRunner<'_> {
         self.inner.take_trace()
     }
 
-    fn take_fairness(&mut self) -> Option<crate::report::fairness::FairnessResult> {
+    fn take_fairness(&mut self) -> Option<crate::model::fairness::FairnessResult> {
         self.last.take()
     }
 }

@@ -8,8 +8,8 @@
 use crate::lab::config::{DirectionConfig, LinkConfig};
 use crate::lab::goodput;
 use crate::lab::link::QueueLimit;
-use crate::report::fairness::FairnessResult;
-use crate::report::model::{LatencyResult, PercentileNote, PointResult, StreamPair};
+use crate::model::fairness::FairnessResult;
+use crate::model::{LatencyResult, PercentileNote, PointResult, StreamPair};
 use crate::stats::physics::{self, End, Lateness, Link, RateBound};
 use crate::stats::sweep::SweepMetrics;
 use crate::stats::validity::{self, Validity};
@@ -342,7 +342,7 @@ pub fn point(result: &mut PointResult, facts: Facts) {
                 let rx: Vec<&crate::pattern::stream::StreamStats> =
                     mine.iter().map(|p| &p.receiver.stats).collect();
                 let (rates, seconds) =
-                    match crate::report::span::over_one_clock(&rx, crate::report::span::BYTES) {
+                    match crate::model::span::over_one_clock(&rx, crate::model::span::BYTES) {
                         Some(w) => (w.per_stream_bits_per_s(), w.span.seconds()),
                         None => (
                             mine.iter().map(|p| p.receiver.bits_per_s).collect(),
@@ -676,7 +676,7 @@ mod tests {
     /// `fairness`); an interval row is held to the goodput with the receivers' backlog.
     #[test]
     fn competing_flows_take_their_sums_verdict_and_each_interval_its_own() {
-        use crate::report::fairness::{CommonSpan, FairnessInterval, FlowShare};
+        use crate::model::fairness::{CommonSpan, FairnessInterval, FlowShare};
         let flow = |bits: f64| FlowShare {
             flow: "tcp".into(),
             bytes: 0,

@@ -3,7 +3,7 @@
 
 use crate::control::client::PointOutcome;
 use crate::instruments::{attribute, LabCounters, LossPath, Protocol};
-use crate::report::model::{HostCpu, PointCounters, PointResult};
+use crate::model::{HostCpu, PointCounters, PointResult};
 use crate::transport::TransportKind;
 
 /// Whether client and server read the same host's counters: a server this run started itself,

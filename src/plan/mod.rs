@@ -1,26 +1,25 @@
 //! The plan: turns a [`Request`] into the list of points to measure (a sweep is the
 //! cartesian product of the swept parameters) and checks it before anything runs.
 
-pub mod compare;
 pub mod compete;
 pub mod guard;
 pub mod instrumented;
 pub mod lab_server;
 pub mod load;
-pub mod measure;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 #[cfg(test)]
 mod nodelay_tests;
+pub mod point_result;
 pub mod runner;
 #[cfg(test)]
 mod runner_tests;
+pub mod sink;
 pub mod trace;
 
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use serde::{Deserialize, Serialize};
 
 use crate::control::client::ClientSide;
 use crate::control::protocol::{PointSpec, TestSpec};
@@ -31,43 +30,13 @@ use crate::transport::sockopt::CcName;
 use crate::transport::{self, Capabilities, SocketOptions};
 use crate::units::{self, Rate};
 
-/// The parameters that identify a point in a sweep (requested values).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct PointKey {
-    /// Message / request / write size, bytes.
-    pub size: u64,
-    pub sndbuf: u64,
-    pub rcvbuf: u64,
-    pub server_sndbuf: u64,
-    pub server_rcvbuf: u64,
-    /// The point's congestion control when `--cc` names several (a sweep axis); absent
-    /// otherwise: a single `--cc` is one of the run's settings, as before the sweep existed,
-    /// so the points of a run with one algorithm keep the keys they always had.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
-    pub cc: Option<CcName>,
-}
+pub use crate::model::{PointKey, Swept};
 
 #[derive(Debug, Clone)]
 pub struct PlannedPoint {
     pub key: PointKey,
     pub spec: PointSpec,
     pub client_socket: SocketOptions,
-}
-
-/// Which parameters vary across the sweep (for table columns and grouping).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-pub struct Swept {
-    pub size: bool,
-    pub sndbuf: bool,
-    pub rcvbuf: bool,
-    pub server_sndbuf: bool,
-    pub server_rcvbuf: bool,
-    /// `--cc` names several algorithms. False in documents written before it could.
-    #[serde(default)]
-    pub cc: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -13,11 +13,11 @@ use crate::control::admission::AccessConfig;
 use crate::control::auth::Psk;
 use crate::control::client::{resolve, ClientSide, PointOutcome, Session};
 use crate::control::server::{Server, ServerConfig, DEFAULT_PORT};
+use crate::model::{RunReport, ServerInfo, Settings, SweepGroup, SCHEMA, SCHEMA_VERSION};
 use crate::pattern::stream::IntervalEvent;
 use crate::pattern::PatternKind;
-use crate::report::model::{RunReport, ServerInfo, Settings, SweepGroup, SCHEMA, SCHEMA_VERSION};
-use crate::report::summarize::{headline_value, summarize};
-use crate::report::Sink;
+use crate::plan::point_result::{headline_value, summarize};
+use crate::plan::sink::Sink;
 use crate::request::Request;
 use crate::stats::sweep::{derive, LeftOut, SweepPoint};
 use crate::transport::TransportKind;
@@ -31,14 +31,13 @@ pub fn interrupted() -> bool {
 }
 
 /// The first Ctrl-C ends the run after its current point, with every finished point reported
-/// (and saved); a second one ends the process at once (after writing the recovery file of a
-/// run the database could not take).
-pub fn stop_on_ctrl_c() {
-    let _ = ctrlc::set_handler(|| {
+/// (and saved); a second one ends the process at once, after `before_exit` (the caller's
+/// last chance to keep what it holds, such as the recovery file of a run the results
+/// database could not take: the run's end is skipped).
+pub fn stop_on_ctrl_c(before_exit: fn()) {
+    let _ = ctrlc::set_handler(move || {
         if INTERRUPTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            // The run's end is skipped: a run the results database could not take goes to
-            // its recovery file first, or its points would be lost.
-            crate::results::save::recover_before_exit();
+            before_exit();
             std::process::exit(130);
         }
         eprintln!("wirebench: interrupted: finishing the current point (Ctrl-C again to quit now)");
@@ -143,7 +142,7 @@ pub trait PointRunner {
         None
     }
     /// With --compete: the flows' shares in the run just measured.
-    fn take_fairness(&mut self) -> Option<crate::report::fairness::FairnessResult> {
+    fn take_fairness(&mut self) -> Option<crate::model::fairness::FairnessResult> {
         None
     }
 }
@@ -267,7 +266,7 @@ fn run_points(
     runner: &mut dyn PointRunner,
 ) -> Result<()> {
     runner.open(plan, report)?;
-    sink.begin(report, plan)?;
+    sink.begin(report)?;
 
     let progress = sink.progress(plan.points.len() as u64);
     for (index, planned) in plan.points.iter().enumerate() {
@@ -400,7 +399,7 @@ fn run_points(
 fn add_theoretical_goodput(
     lab: &crate::lab::LabState,
     transport: TransportKind,
-    result: &mut crate::report::model::PointResult,
+    result: &mut crate::model::PointResult,
 ) {
     use crate::lab::goodput;
     let size = result.key.size;
@@ -493,7 +492,7 @@ type SweepGroupKey = (
 /// t0, r_max, n_1/2 and the Hockney fit for each group of points that differ only in size.
 /// The points that stand out from both neighbours along each swept axis, among points that
 /// share every other parameter; only valid headlines are compared.
-fn anomalies(plan: &RunPlan, report: &RunReport) -> Vec<crate::report::model::Anomaly> {
+fn anomalies(plan: &RunPlan, report: &RunReport) -> Vec<crate::model::Anomaly> {
     use crate::plan::PointKey;
     use crate::transport::sockopt::CcName;
     type Axis = (&'static str, bool, fn(&PointKey) -> u64);
@@ -528,7 +527,7 @@ fn anomalies(plan: &RunPlan, report: &RunReport) -> Vec<crate::report::model::An
             }
         }
         for line in lines {
-            let mut pts: Vec<(usize, &crate::report::model::PointResult)> = report
+            let mut pts: Vec<(usize, &crate::model::PointResult)> = report
                 .points
                 .iter()
                 .enumerate()
@@ -548,10 +547,8 @@ fn anomalies(plan: &RunPlan, report: &RunReport) -> Vec<crate::report::model::An
                         .or_else(|| h.values.first().copied())
                 })
                 .collect();
-            for o in
-                crate::stats::anomaly::outliers(&values, crate::report::model::ANOMALY_THRESHOLD)
-            {
-                out.push(crate::report::model::Anomaly {
+            for o in crate::stats::anomaly::outliers(&values, crate::model::ANOMALY_THRESHOLD) {
+                out.push(crate::model::Anomaly {
                     axis: axis.to_owned(),
                     point: pts[o.index].0,
                     value: values[o.index].unwrap_or(f64::NAN),

@@ -12,11 +12,11 @@ use super::runner::{new_report, run_with, PointRunner};
 use super::{build, PlannedPoint, RunPlan};
 use crate::control::client::{ClientSide, PointOutcome};
 use crate::control::protocol::ServerReport;
+use crate::model::{PointResult, RunReport};
 use crate::pattern::exchange::ExchangeStats;
 use crate::pattern::stream::IntervalEvent;
 use crate::pattern::{CpuTime, PatternKind};
-use crate::report::model::{PointResult, RunReport};
-use crate::report::Sink;
+use crate::plan::sink::Sink;
 use crate::request::Request;
 use crate::stats::LatencyRecorder;
 use crate::transport::TransportKind;
@@ -119,8 +119,8 @@ struct Recorded {
 struct RecordingSink(Rc<RefCell<Recorded>>);
 
 impl Sink for RecordingSink {
-    fn begin(&mut self, _: &RunReport, plan: &RunPlan) -> Result<()> {
-        let n = plan.points.len();
+    fn begin(&mut self, r: &RunReport) -> Result<()> {
+        let n = r.planned_points.unwrap_or(0);
         self.0.borrow_mut().events.push(format!("begin {n}"));
         Ok(())
     }
@@ -285,7 +285,7 @@ struct FailingSink {
 }
 
 impl Sink for FailingSink {
-    fn begin(&mut self, _: &RunReport, _: &RunPlan) -> Result<()> {
+    fn begin(&mut self, _: &RunReport) -> Result<()> {
         Ok(())
     }
     fn point(&mut self, _: &RunReport, _: &PointResult) -> Result<()> {

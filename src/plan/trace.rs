@@ -8,8 +8,8 @@ use anyhow::{bail, Context, Result};
 
 use super::RunPlan;
 use crate::control::client::{PointOutcome, Session};
+use crate::model::RunReport;
 use crate::pattern::Direction;
-use crate::report::model::RunReport;
 use crate::request::Request;
 use crate::trace::capture::{self, Capture, PortFilter};
 use crate::trace::{file_for, TraceRequest, TraceSide, TraceSummary};

@@ -6,6 +6,7 @@
 //! benchmark must never die while it is reporting what it measured.
 
 pub mod anomaly;
+pub mod between_runs;
 pub mod ci;
 pub mod fairness;
 pub mod latency;
@@ -17,6 +18,7 @@ pub mod sweep;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub mod validity;
+pub mod welch;
 
 pub use ci::{parse_confidence, student_t_half_width, MeanCi};
 pub use latency::{LatencyRecorder, LatencySummary};

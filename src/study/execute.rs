@@ -20,9 +20,9 @@ use super::store::{self, Kind, Status, StudyRun};
 use super::summary;
 use crate::lab::config::LinkSpec;
 use crate::lab::Lab;
-use crate::report::model::RunReport;
+use crate::model::RunReport;
 use crate::request::{Format, Request};
-use crate::results::db::{self, Db, Source};
+use crate::store::db::{self, Db, Source};
 use crate::units::Rate;
 
 /// How `wirebench study FILE` was asked to run.
@@ -619,7 +619,7 @@ pub fn run(opts: &Options) -> Result<i32> {
         )?;
         (id, seed, order, Default::default())
     };
-    crate::plan::runner::stop_on_ctrl_c();
+    crate::plan::runner::stop_on_ctrl_c(crate::store::save::recover_before_exit);
     if points.iter().any(|p| p.link.is_some()) {
         remove_stale_labs();
     }
@@ -780,13 +780,13 @@ pub fn run(opts: &Options) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::model::{DirectionTotal, StreamResult};
+    use crate::model::{DirectionTotal, StreamResult};
 
     /// A probe whose receiver the physics guard marked invalid is a miss with the guard's
     /// reason, though every byte arrived at the asked rate.
     #[test]
     fn a_probe_with_invalid_figures_meets_no_target() {
-        let mut r = crate::results::db::tests::report("stream", 1, 1.0);
+        let mut r = crate::store::db::tests::report("stream", 1, 1.0);
         let why = "receiver 136.6 Mbit/s is 109.1% of the link's goodput 125.2 Mbit/s";
         let total = DirectionTotal {
             direction: "client_to_server".into(),

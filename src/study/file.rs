@@ -144,7 +144,7 @@ pub struct AnomalyPolicy {
 impl Default for AnomalyPolicy {
     fn default() -> AnomalyPolicy {
         AnomalyPolicy {
-            threshold: crate::report::model::ANOMALY_THRESHOLD,
+            threshold: crate::model::ANOMALY_THRESHOLD,
             rerun: 0,
             trace: false,
         }

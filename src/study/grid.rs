@@ -1,8 +1,8 @@
 //! A study's results as the neutral grid its figures are drawn from
-//! ([`crate::results::study_figures`]).
+//! ([`crate::figures::study_figures`]).
 
 use super::show::Shown;
-use crate::results::grid::{AxisValue, CellFigure, GridAxis, GridCell, StudyGrid};
+use crate::figures::grid::{AxisValue, CellFigure, GridAxis, GridCell, StudyGrid};
 
 pub fn grid(shown: &Shown) -> StudyGrid {
     let axes = shown
@@ -89,7 +89,7 @@ pub fn write_report(
     force: bool,
 ) -> anyhow::Result<Vec<std::path::PathBuf>> {
     let g = grid(shown);
-    let figures = crate::results::study_page::figure_files(&g)?;
+    let figures = crate::figures::study_page::figure_files(&g)?;
     let intro = format!(
         "Study file {}; {} of {} runs done, {}, seed {}, started {}.{}",
         shown.study.file_path.as_deref().unwrap_or("-"),
@@ -104,9 +104,9 @@ pub fn write_report(
             .map(|a| format!(" {a}"))
             .unwrap_or_default()
     );
-    let html = crate::results::study_page::study_html(
+    let html = crate::figures::study_page::study_html(
         &g,
-        &crate::results::study_page::PageOptions {
+        &crate::figures::study_page::PageOptions {
             automatic: true,
             extra: Vec::new(),
             intro: Some(intro),

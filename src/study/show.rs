@@ -8,7 +8,7 @@ use super::file::StudyFile;
 use super::schedule;
 use super::store::{self, Kind, StudyRow, StudyRun};
 use super::summary::{self, format_value, PointSummary, StudyAnomaly};
-use crate::results::db::Db;
+use crate::store::db::Db;
 
 pub const SCHEMA: &str = "wirebench.study";
 pub const SCHEMA_VERSION: u32 = 1;

@@ -7,7 +7,7 @@ use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 
 use super::schedule::Slot;
-use crate::results::db::Db;
+use crate::store::db::Db;
 
 /// What a row of `study_runs` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -7,8 +7,8 @@ use serde::Serialize;
 use super::apply::{value_label, value_number};
 use super::file::StudyFile;
 use super::store::{Kind, Status, StudyRun};
+use crate::model::RunReport;
 use crate::pattern::PatternKind;
-use crate::report::model::RunReport;
 use crate::stats::ci::MeanCi;
 
 /// One figure of one run.
@@ -52,7 +52,7 @@ pub fn run_figures(r: &RunReport) -> Vec<RunFigure> {
     match r.pattern {
         PatternKind::Stream => {
             if let Some(s) = &p.stream {
-                type Total = crate::report::model::DirectionTotal;
+                type Total = crate::model::DirectionTotal;
                 let sum = |f: fn(&Total) -> f64| s.totals.iter().map(f).sum::<f64>();
                 // Valid when every direction's figure is; else the first direction's reason.
                 let judged = |valid: fn(&Total) -> Option<bool>,
@@ -624,9 +624,9 @@ mod tests {
 
     #[test]
     fn a_tcp_stream_shows_what_its_sender_had_acknowledged_beside_what_it_wrote() {
-        use crate::report::model::{DirectionTotal, StreamResult};
+        use crate::model::{DirectionTotal, StreamResult};
         let stream = |acked: Option<f64>| {
-            let mut r = crate::results::db::tests::report("stream", 1, 1.0);
+            let mut r = crate::store::db::tests::report("stream", 1, 1.0);
             r.points[0].stream = Some(StreamResult {
                 streams: Vec::new(),
                 totals: vec![DirectionTotal {

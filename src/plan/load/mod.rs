@@ -9,7 +9,6 @@
 //! point (another follows if it does not), with the server's interval reports.
 
 pub mod pacer;
-pub mod spec;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,17 +17,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-pub use spec::LoadSpec;
+pub use crate::request::load_spec::LoadSpec;
 
 use super::runner::PointRunner;
 use super::{PlannedPoint, RunPlan};
 use crate::control::client::{ClientSide, PointOutcome, Session};
-use crate::pattern::stream::{IntervalEvent, Pace};
-use crate::pattern::{PatternKind, Role};
-use crate::report::load::{
+use crate::model::load::{
     LatencyFigures, LoadInterval, LoadResult, RttSeries, UnderLoad, RPM_STATISTIC,
 };
-use crate::report::model::RunReport;
+use crate::model::RunReport;
+use crate::pattern::stream::{IntervalEvent, Pace};
+use crate::pattern::{PatternKind, Role};
 use crate::request::{LoadRequest, Request};
 use crate::stats::LatencyRecorder;
 use crate::transport::TransportKind;

@@ -1,0 +1,378 @@
+//! `wirebench compare-transports`: the same ping-pong size sweep over several transports, and
+//! seed 001's Table 1 for today's stacks: t0, r_max and n_1/2 per transport with confidence
+//! intervals over independent runs, and each one's overhead against the lowest layer measured.
+
+use crate::model::transports::{Comparison, Estimate, Overhead, TransportRow};
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use crate::model::{PointResult, RunReport};
+use crate::plan::sink::Sink;
+use crate::request::Request;
+use crate::stats::ci::parse_confidence;
+use crate::stats::sweep::SweepMetrics;
+use crate::transport::TransportKind;
+
+use crate::plan::runner;
+
+/// What `compare-transports` measures: the same ping-pong size sweep over each transport.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareRequest {
+    /// HOST[:PORT]; None: a server on loopback inside this process.
+    pub to: Option<String>,
+    pub psk_file: Option<std::path::PathBuf>,
+    /// None: every transport that can run here.
+    pub transports: Option<Vec<TransportKind>>,
+    /// The sweep's sizes; sizes above a transport's largest message are left out for it.
+    pub sizes: Vec<u64>,
+    /// Time per size and run.
+    pub duration: Duration,
+    /// Independent sweeps per transport, interleaved.
+    pub runs: u32,
+    /// None: the lowest layer measured.
+    pub baseline: Option<TransportKind>,
+    /// Percent: 90, 95 or 99.
+    pub confidence: u32,
+    pub io_timeout: Duration,
+    pub local: crate::transport::TransportConfig,
+    /// Progress on stderr (when it is a terminal).
+    pub progress: bool,
+    /// Save every sweep in the results database (labelled with the transport and run).
+    pub save: bool,
+    /// The database (None: the default path).
+    pub db: Option<std::path::PathBuf>,
+}
+
+/// Prints nothing: compare-transports renders its own table at the end. Keeps the id the
+/// results database gives the sweep, when it is saved.
+#[derive(Default)]
+struct Quiet(std::rc::Rc<std::cell::Cell<Option<i64>>>);
+
+impl Sink for Quiet {
+    fn begin(&mut self, _: &RunReport) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn point(&mut self, _: &RunReport, _: &PointResult) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self, _: &RunReport) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn progress(&self, _: u64) -> indicatif::ProgressBar {
+        indicatif::ProgressBar::hidden()
+    }
+    fn saved_as(&mut self, id: i64) {
+        self.0.set(Some(id));
+    }
+}
+
+fn default_transports(c: &CompareRequest) -> Vec<TransportKind> {
+    let root = nix::unistd::geteuid().is_root();
+    TransportKind::SERVED
+        .into_iter()
+        .filter(|&k| k != TransportKind::Raw || root)
+        .filter(|&k| k != TransportKind::Unix || c.to.is_none())
+        .collect()
+}
+
+/// One transport's sweep, as `run pingpong` would be asked for it.
+fn sweep_request(c: &CompareRequest, kind: TransportKind, sizes: &[u64]) -> Result<Request> {
+    let mut r = Request::new(crate::pattern::PatternKind::Pingpong, kind);
+    r.server.to = c.to.clone();
+    r.server.psk_file = c.psk_file.clone();
+    r.local = c.local.clone();
+    r.sizes.size = Some(sizes.to_vec());
+    r.stop.duration = Some(c.duration);
+    r.timeouts.io = c.io_timeout;
+    r.statistics.confidence = c.confidence;
+    r.output.save = c.save;
+    r.output.db = c.db.clone();
+    // Nagle would hold the last segment of every message above the MSS for an ACK: off, as
+    // NetPIPE does, wherever TCP options apply.
+    r.socket.nodelay = kind.open(&c.local)?.capabilities().tcp_options;
+    Ok(r)
+}
+
+/// Runs the comparison; transports that fail are reported with their error, the others
+/// keep their figures.
+pub fn compare(c: &CompareRequest) -> Result<Comparison> {
+    let confidence = parse_confidence(c.confidence).map_err(anyhow::Error::msg)?;
+    if c.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let kinds = c
+        .transports
+        .clone()
+        .unwrap_or_else(|| default_transports(c));
+    if kinds.is_empty() {
+        bail!("--transports names no transport");
+    }
+    if let Some(b) = c.baseline {
+        if !kinds.contains(&b) {
+            bail!("--baseline {b} is not among the transports compared");
+        }
+    }
+    // Each transport's sizes and plan, checked before anything runs.
+    let mut setups = Vec::new();
+    for &kind in &kinds {
+        let max = kind.open(&c.local)?.capabilities().max_message;
+        let sizes: Vec<u64> = c.sizes.iter().copied().filter(|&s| s <= max).collect();
+        if sizes.len() < 2 {
+            bail!("--size leaves fewer than two sizes for {kind} (largest message {max} B)");
+        }
+        let request = sweep_request(c, kind, &sizes)?;
+        let plan =
+            crate::plan::build(&request).with_context(|| format!("planning the {kind} sweep"))?;
+        setups.push((kind, sizes, request, plan));
+    }
+    runner::stop_on_ctrl_c(crate::store::save::recover_before_exit);
+    let show_progress = c.progress && std::io::stderr().is_terminal();
+    let mut metrics: Vec<Vec<SweepMetrics>> = vec![Vec::new(); setups.len()];
+    let mut errors: Vec<Option<String>> = vec![None; setups.len()];
+    let mut saved: Vec<Vec<i64>> = vec![Vec::new(); setups.len()];
+    let started = crate::env::now_rfc3339();
+    // Interleaved: run r of every transport before run r + 1 of any, so that a slow spell of
+    // the host falls on all of them alike.
+    for run in 0..c.runs {
+        for (i, (name, _, args, plan)) in setups.iter().enumerate() {
+            if errors[i].is_some() {
+                continue;
+            }
+            if show_progress {
+                eprint!(
+                    "\r\x1b[Kcompare-transports: run {} of {}, {name}",
+                    run + 1,
+                    c.runs
+                );
+            }
+            // Saved like every run, each sweep labelled with what it was part of.
+            let mut output = args.output.clone();
+            output.label = Some(format!(
+                "compare-transports {started}: {name}, run {} of {}",
+                run + 1,
+                c.runs
+            ));
+            let quiet = Quiet::default();
+            let id = quiet.0.clone();
+            let (mut sink, saving) = crate::store::save::attach(&output, Box::new(quiet))?;
+            let mut report = runner::new_report(plan, args);
+            report.label = output.label.clone();
+            let mut control = runner::ControlRunner::new(args);
+            let result = runner::run_with(plan, &mut report, sink.as_mut(), &mut control);
+            report.finished_at = Some(crate::env::now_rfc3339());
+            report.complete = result.is_ok();
+            report.error = result.as_ref().err().map(crate::error::one_line);
+            sink.finish(&report)?;
+            saving.outcome()?;
+            saved[i].extend(id.get());
+            match result {
+                Ok(()) => match report.sweep_metrics.first() {
+                    Some(g) => metrics[i].push(g.metrics.clone()),
+                    None => errors[i] = Some("no sweep metrics (no completed sizes)".into()),
+                },
+                Err(e) => errors[i] = Some(crate::error::one_line(&e)),
+            }
+        }
+    }
+    if show_progress {
+        eprint!("\r\x1b[K");
+    }
+    let mut rows: Vec<TransportRow> = setups
+        .iter()
+        .enumerate()
+        .map(|(i, (kind, sizes, _, _))| {
+            let mut r = row(*kind, sizes, &metrics[i], errors[i].clone(), confidence);
+            r.saved_runs = saved[i].clone();
+            r
+        })
+        .collect();
+    let baseline = c.baseline.or_else(|| {
+        rows.iter()
+            .filter(|r| r.t0_ns.is_some())
+            .min_by_key(|r| r.transport.layer().rank)
+            .map(|r| r.transport)
+    });
+    if let Some(base) = rows.iter().find(|r| Some(r.transport) == baseline).cloned() {
+        for r in &mut rows {
+            r.overhead = overhead(r, &base);
+        }
+    }
+    Ok(Comparison {
+        schema: "wirebench.compare_transports",
+        // 2: every time in nanoseconds and every rate in bits per second (1 had seconds and
+        // bytes per second).
+        schema_version: 2,
+        server: c.to.clone(),
+        duration_per_size_ns: crate::pattern::duration_ns(c.duration),
+        runs: c.runs,
+        confidence,
+        baseline,
+        transports: rows,
+        client_environment: crate::env::Environment::capture(),
+    })
+}
+
+fn row(
+    kind: TransportKind,
+    sizes: &[u64],
+    runs: &[SweepMetrics],
+    error: Option<String>,
+    confidence: f64,
+) -> TransportRow {
+    let pick = |f: &dyn Fn(&SweepMetrics) -> Option<f64>| -> Vec<f64> {
+        runs.iter().filter_map(f).collect()
+    };
+    let mut t0 = Estimate::of(&pick(&|m| Some(m.t0_ns)), confidence);
+    let mut r_max = Estimate::of(&pick(&|m| Some(m.r_max_bits_per_s)), confidence);
+    // One run: the within-run intervals of the sweep are the best available.
+    if let (Some(t), [m]) = (t0.as_mut(), runs) {
+        t.ci_half_width = m.t0_ci_ns;
+    }
+    if let (Some(r), [m]) = (r_max.as_mut(), runs) {
+        r.ci_half_width = m.r_max_ci_bits_per_s.map(|(lo, hi)| (hi - lo) / 2.0);
+    }
+    let n_half = Estimate::of(&pick(&|m| m.n_half_bytes), confidence);
+    let fit_t0 = pick(&|m| m.fit.as_ref().map(|f| f.t0_ns));
+    let fit_r = pick(&|m| m.fit.as_ref().map(|f| f.r_inf_bits_per_s));
+    let fit_invalid_reason = if runs.is_empty() {
+        Some("no sweep measured".to_owned())
+    } else {
+        runs.iter()
+            .enumerate()
+            .find(|(_, m)| m.valid_fit().is_none())
+            .map(|(k, m)| {
+                if runs.len() == 1 {
+                    m.fit_reason()
+                } else {
+                    format!("run {} of {}: {}", k + 1, runs.len(), m.fit_reason())
+                }
+            })
+    };
+    let at_largest = runs
+        .iter()
+        .filter(|m| m.r_max_at_largest == Some(true))
+        .count();
+    let r_max_note = (at_largest > 0).then(|| {
+        format!(
+            "r_max at the largest size ({} B) in {at_largest} of {} run(s): the curve had not flattened, r_max is a lower bound and n_1/2 only an estimate against it",
+            runs.iter().filter_map(|m| m.largest_size).max().unwrap_or(0),
+            runs.len()
+        )
+    });
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    // The size where r_max was reached in most runs.
+    let mut at: Vec<u64> = runs.iter().map(|m| m.r_max_size).collect();
+    at.sort_unstable();
+    let r_max_size = at
+        .iter()
+        .max_by_key(|s| at.iter().filter(|x| x == s).count())
+        .copied();
+    TransportRow {
+        transport: kind,
+        layer: kind.layer().what.to_owned(),
+        saved_runs: Vec::new(),
+        sizes: sizes.to_vec(),
+        t0_ns: t0,
+        t0_size: runs.first().map(|m| m.t0_size),
+        r_max_bits_per_s: r_max,
+        r_max_size,
+        n_half_bytes: n_half,
+        r_max_at_largest: at_largest > 0,
+        r_max_note,
+        fit_t0_ns: mean(&fit_t0),
+        fit_r_inf_bits_per_s: mean(&fit_r),
+        fit_valid: fit_invalid_reason.is_none(),
+        fit_invalid_reason,
+        overhead: None,
+        error,
+    }
+}
+
+fn overhead(r: &TransportRow, base: &TransportRow) -> Option<Overhead> {
+    let (t0, bt0) = (r.t0_ns.as_ref()?.mean, base.t0_ns.as_ref()?.mean);
+    let (rm, brm) = (
+        r.r_max_bits_per_s.as_ref()?.mean,
+        base.r_max_bits_per_s.as_ref()?.mean,
+    );
+    Some(Overhead {
+        t0_extra_ns: t0 - bt0,
+        t0_ratio: t0 / bt0,
+        r_max_ratio: rm / brm,
+        n_half_ratio: match (&r.n_half_bytes, &base.n_half_bytes) {
+            (Some(n), Some(b)) if b.mean > 0.0 => Some(n.mean / b.mean),
+            _ => None,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::sweep::{derive, SweepPoint};
+
+    fn sweep(points: &[(u64, f64)]) -> SweepMetrics {
+        let pts: Vec<SweepPoint> = points
+            .iter()
+            .map(|&(size, one_way_s)| SweepPoint {
+                size,
+                one_way_ns: one_way_s * 1e9,
+                one_way_ci_ns: None,
+            })
+            .collect();
+        derive(&pts).unwrap()
+    }
+
+    #[test]
+    fn a_row_shows_a_fit_only_when_every_run_has_a_valid_one() {
+        // Run 1: t(n) = 10 us + n * 1 ns/B, still rising at 3000 B. Run 2: the line through
+        // 1, 3 and 5 us at 1000, 2000 and 3000 B has t0 = -1 us.
+        let linear = sweep(&[(1000, 11e-6), (2000, 12e-6), (3000, 13e-6)]);
+        let negative = sweep(&[(1000, 1e-6), (2000, 3e-6), (3000, 5e-6)]);
+        assert_eq!(linear.fit_valid, Some(true));
+        assert_eq!(negative.fit_valid, Some(false));
+
+        let one = row(
+            TransportKind::Tcp,
+            &[1000, 2000, 3000],
+            std::slice::from_ref(&linear),
+            None,
+            0.95,
+        );
+        assert!(one.fit_valid && one.fit_invalid_reason.is_none());
+        assert!((one.fit_t0_ns.unwrap() - 10e3).abs() < 1e-6);
+        // 3000 B / 13 us is the peak: at the largest size.
+        assert!(one.r_max_at_largest);
+        assert_eq!(
+            one.r_max_note.as_deref(),
+            Some("r_max at the largest size (3000 B) in 1 of 1 run(s): the curve had not flattened, r_max is a lower bound and n_1/2 only an estimate against it")
+        );
+
+        let two = row(
+            TransportKind::Tcp,
+            &[1000, 2000, 3000],
+            &[linear, negative],
+            None,
+            0.95,
+        );
+        assert!(!two.fit_valid);
+        assert_eq!(
+            two.fit_invalid_reason.as_deref(),
+            Some("run 2 of 2: the fitted t0 is not positive (nor, then, n_1/2 = r_inf*t0): the one-way times are not a line t0 + n/r_inf over these sizes")
+        );
+        // The fitted numbers stay for inspection: the mean of 10 us and -1 us.
+        assert!((two.fit_t0_ns.unwrap() - 4.5e3).abs() < 1e-6);
+        // Run 2 peaked at its smallest size; run 1 at its largest: flagged, 1 of 2.
+        assert!(two.r_max_note.unwrap().contains("in 1 of 2 run(s)"));
+
+        let none = row(
+            TransportKind::Udp,
+            &[1, 2],
+            &[],
+            Some("refused".into()),
+            0.95,
+        );
+        assert!(!none.fit_valid && !none.r_max_at_largest);
+    }
+}

@@ -1,0 +1,35 @@
+//! A stored run printed and exported through the same sinks as a live one: `show` prints it
+//! as `run` did, `export` writes its document as JSON or CSV.
+
+use anyhow::{Context, Result};
+
+use crate::model::RunReport;
+use crate::output::table::TableSink;
+use crate::plan::sink::Sink;
+
+/// Prints a run to stdout as `run` printed it (the client's live interval lines excepted:
+/// they were never part of the result).
+pub fn show(r: &RunReport) -> Result<()> {
+    let mut sink = TableSink::new();
+    let mut so_far = r.clone();
+    so_far.points.clear();
+    sink.begin(&so_far)?;
+    for p in &r.points {
+        sink.point(&so_far, p)?;
+        so_far.points.push(p.clone());
+    }
+    sink.finish(r)?;
+    if let Some(e) = &r.error {
+        println!("# error: {}", crate::text::printable(e));
+    }
+    Ok(())
+}
+
+pub fn export_json(r: &RunReport) -> Result<String> {
+    Ok(crate::output::json::to_string(r).context("encoding the result")? + "\n")
+}
+
+/// The `run --csv` rows of run `id`.
+pub fn export_csv(r: &RunReport, id: i64) -> Result<String> {
+    crate::output::csv::to_string(r, Some(id)).context("encoding the result as CSV")
+}

@@ -1,0 +1,499 @@
+//! Every sink rendered into a buffer from hand-built results (no sockets): the exact text a
+//! user gets, so a change to it is a decision and not an accident.
+
+use super::csv::CsvSink;
+use super::handle::Capture;
+use super::json::{JsonSink, JsonStreamSink};
+use super::table::TableSink;
+use crate::model::{DirectionTotal, RunReport, StreamPair, StreamResult};
+use crate::pattern::stream::StreamStats;
+use crate::plan::sink::Sink;
+use crate::stats::sweep::{derive, SweepPoint};
+use crate::store::db::tests::report;
+
+/// Feeds `r` through `sink` as the runner does: begin with no points, then each point, then
+/// the whole run.
+fn render(sink: &mut dyn Sink, r: &RunReport) {
+    let mut so_far = r.clone();
+    so_far.points.clear();
+    sink.begin(&so_far).unwrap();
+    for p in &r.points {
+        sink.point(&so_far, p).unwrap();
+        so_far.points.push(p.clone());
+    }
+    sink.finish(r).unwrap();
+}
+
+/// A ping-pong sweep of three sizes, each slower than the one before, with its derived
+/// metrics.
+fn pingpong_sweep() -> RunReport {
+    let mut r = report("pingpong", 3, 20_000.0);
+    for i in 0..3 {
+        r.points[i] = report("pingpong", 3, 20_000.0 + 3000.0 * i as f64).points[i].clone();
+    }
+    let pts: Vec<SweepPoint> = r
+        .points
+        .iter()
+        .map(|p| {
+            let l = p.latency.as_ref().unwrap();
+            SweepPoint {
+                size: p.key.size,
+                one_way_ns: l.one_way_mean_ns.unwrap(),
+                one_way_ci_ns: l.one_way_ci_ns,
+            }
+        })
+        .collect();
+    r.sweep_metrics = vec![crate::model::SweepGroup {
+        sndbuf: 0,
+        rcvbuf: 0,
+        server_sndbuf: 0,
+        server_rcvbuf: 0,
+        cc: None,
+        metrics: derive(&pts).unwrap(),
+    }];
+    r.fill_validity();
+    r
+}
+
+/// One side of a stream that moved `bytes` in its timed second.
+fn side(bytes: u64, io_path: &str) -> StreamStats {
+    StreamStats {
+        bytes_total: bytes + 1000,
+        bytes_timed: bytes,
+        messages_timed: 100,
+        elapsed_ns: 1_000_000_000,
+        bits_per_s: bytes as f64 * 8.0,
+        io_path: io_path.into(),
+        ..StreamStats::default()
+    }
+}
+
+/// A TCP stream of two streams (`-P 2`), 1 and 2 MB each in one second.
+fn stream_p2() -> RunReport {
+    let mut r = report("stream", 1, 1.0);
+    r.settings.streams = 2;
+    let p = &mut r.points[0];
+    p.key.size = 131072;
+    p.latency = None;
+    p.headline.name = "receiver throughput, all streams".into();
+    p.headline.unit = "bit/s".into();
+    p.headline.values = vec![24e6];
+    p.headline.over_runs = crate::stats::MeanCi::from_samples(&[24e6], 0.95);
+    p.headline.validity = Default::default();
+    let pairs: Vec<StreamPair> = [1_000_000u64, 2_000_000]
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            let mut pair = StreamPair::judged(
+                i as u32,
+                "client_to_server".into(),
+                side(b, "write"),
+                side(b, "read"),
+                crate::transport::TransportKind::Tcp,
+            );
+            pair.sender.tcp_info = None;
+            pair
+        })
+        .collect();
+    let mut total = DirectionTotal {
+        direction: "client_to_server".into(),
+        streams: 2,
+        sender_bits_per_s: 24e6,
+        receiver_bits_per_s: 24e6,
+        bytes_sent: 3_002_000,
+        bytes_received: 3_002_000,
+        retransmits: Some(7),
+        ..DirectionTotal::default()
+    };
+    total.judge_from(&pairs.iter().collect::<Vec<_>>());
+    p.stream = Some(StreamResult {
+        streams: pairs,
+        totals: vec![total],
+    });
+    r.fill_validity();
+    r
+}
+
+/// A UDP stream both ways with two streams each (`--bidir -P 2`), datagrams lost in one.
+fn udp_bidir_p2() -> RunReport {
+    let mut r = stream_p2();
+    r.transport = crate::transport::TransportKind::Udp;
+    r.settings.direction = crate::pattern::Direction::Bidir;
+    let mut pairs = Vec::new();
+    for (i, dir) in [
+        "client_to_server",
+        "client_to_server",
+        "server_to_client",
+        "server_to_client",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let b = 500_000 * (i as u64 + 1);
+        let mut receiver = side(b, "read");
+        let lost = if i == 3 { 25 } else { 0 };
+        receiver.loss = Some(crate::pattern::stream::LossStats {
+            sent: 1000,
+            received: 1000 - lost,
+            lost,
+            loss_ratio: lost as f64 / 1000.0,
+            jitter_ns: 125_000.0 * (i as f64 + 1.0),
+            ..Default::default()
+        });
+        pairs.push(StreamPair::judged(
+            (i % 2) as u32,
+            dir.to_string(),
+            side(b, "write"),
+            receiver,
+            crate::transport::TransportKind::Udp,
+        ));
+    }
+    let totals = crate::plan::point_result::totals(&pairs);
+    r.points[0].stream = Some(StreamResult {
+        streams: pairs,
+        totals,
+    });
+    r.fill_validity();
+    r
+}
+
+fn table(r: &RunReport) -> String {
+    let c = Capture::default();
+    render(&mut TableSink::to(c.output()), r);
+    c.text()
+}
+
+#[test]
+fn a_pingpong_sweep_table() {
+    let text = table(&pingpong_sweep());
+    assert_eq!(text, PINGPONG_TABLE);
+}
+
+#[test]
+fn a_stream_table_with_two_streams() {
+    let text = table(&stream_p2());
+    assert_eq!(text, STREAM_TABLE);
+}
+
+#[test]
+fn a_udp_bidir_table_with_two_streams_each_way() {
+    assert_eq!(table(&udp_bidir_p2()), UDP_BIDIR_TABLE);
+}
+
+#[test]
+fn a_crr_table() {
+    let mut r = report("crr", 2, 30_000.0);
+    r.points[1].latency.as_mut().unwrap().setup = Some(crate::stats::LatencySummary {
+        mean_ns: 12_345.0,
+        ..r.points[1].latency.as_ref().unwrap().rtt.clone()
+    });
+    assert_eq!(table(&r), CRR_TABLE);
+}
+
+/// An incomplete run says how much of it is missing; a document from before wirebench
+/// recorded the planned total says it is not known, rather than guessing.
+#[test]
+fn an_incomplete_table_says_how_many_of_the_planned_points_it_holds() {
+    let mut r = report("pingpong", 3, 20_000.0);
+    r.complete = false;
+    r.planned_points = Some(7);
+    let text = table(&r);
+    assert!(
+        text.ends_with("# incomplete: 3 of 7 planned points measured\n"),
+        "{text}"
+    );
+    r.planned_points = None;
+    let text = table(&r);
+    assert!(
+        text.ends_with("# incomplete: 3 points measured (the planned total is not recorded)\n"),
+        "{text}"
+    );
+    r.points.truncate(1);
+    r.planned_points = Some(1);
+    assert!(table(&r).ends_with("# incomplete: 1 of 1 planned point measured\n"));
+    r.complete = true;
+    assert!(!table(&r).contains("# incomplete"));
+}
+
+#[test]
+fn an_rr_table_with_think_time_and_split_writes() {
+    let mut r = report("rr", 1, 30_000.0);
+    r.settings.write_size = Some(300);
+    r.settings.think_ns = Some(80_000_000);
+    let l = r.points[0].latency.as_mut().unwrap();
+    l.think = Some(crate::model::ThinkResult {
+        asked_ns: 80_000_000,
+        waits: 1000,
+        waited_ns: 80_100_000_000,
+        corrected_elapsed_ns: 30_000_000,
+        corrected_transactions_per_s: 12_345.6,
+    });
+    assert_eq!(table(&r), RR_THINK_TABLE);
+}
+
+const RR_THINK_TABLE: &str = r#"# wirebench 0.1.0 rr over tcp, server 192.0.2.7:5320
+# client: alpha (Linux 6.1, 2 CPUs, cpu)
+# 1 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# every request and response written in pieces of at most 300 bytes, on both ends (Nagle's algorithm on: --nodelay turns it off)
+# think time 80ms before each timed transaction: txn/s over the raw time, txn/s-think over the time without the waits; RTTs exclude them
+# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)
+   req(B)   resp(B)      txns       txn/s   mean(us)   ±CI(us)   p50(us)   p99(us)   max(us)    Mbit/s  txn/s-think
+        1         1      1000     33333.3      30.00      0.10     30.00     60.00     90.00      0.53      12345.6
+# first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
+"#;
+
+/// `r` as version 1 of the document held it: seconds where version 2 has nanoseconds, bytes
+/// per second where it has bits per second (the sweep metrics). Written here by name, apart
+/// from `report::upgrade`, so that the one checks the other.
+fn as_version_1(r: &RunReport) -> serde_json::Value {
+    const SECONDS: [&str; 14] = [
+        "duration",
+        "interval",
+        "io_timeout",
+        "loss_timeout",
+        "elapsed",
+        "sender_elapsed",
+        "receiver_elapsed",
+        "start",
+        "end",
+        "jitter",
+        "user",
+        "system",
+        "t0",
+        "t0_ci",
+    ];
+    const BYTES: [&str; 3] = ["r_max", "r_max_ci", "r_inf"];
+    fn scaled(v: serde_json::Value, by: f64) -> serde_json::Value {
+        match v {
+            serde_json::Value::Array(a) => a.into_iter().map(|x| scaled(x, by)).collect(),
+            serde_json::Value::Number(n) => serde_json::json!(n.as_f64().unwrap() * by),
+            other => other,
+        }
+    }
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(o) => {
+                let keys: Vec<String> = o.keys().cloned().collect();
+                for k in keys {
+                    let seconds = k.strip_suffix("_ns").filter(|s| SECONDS.contains(s));
+                    let bytes = k.strip_suffix("_bits_per_s").filter(|s| BYTES.contains(s));
+                    if let Some(stem) = seconds {
+                        let x = o.remove(&k).unwrap();
+                        o.insert(format!("{stem}_s"), scaled(x, 1e-9));
+                    } else if let Some(stem) = bytes {
+                        let x = o.remove(&k).unwrap();
+                        o.insert(format!("{stem}_bytes_per_s"), scaled(x, 1.0 / 8.0));
+                    } else {
+                        walk(o.get_mut(&k).unwrap());
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let mut v = serde_json::to_value(r).unwrap();
+    walk(&mut v);
+    v["schema_version"] = 1.into();
+    v
+}
+
+#[test]
+fn a_version_1_document_shows_the_same_figures() {
+    for (r, text) in [
+        (pingpong_sweep(), PINGPONG_TABLE),
+        (stream_p2(), STREAM_TABLE),
+        (udp_bidir_p2(), UDP_BIDIR_TABLE),
+    ] {
+        let v1 = as_version_1(&r);
+        assert!(v1["settings"]["io_timeout_s"].is_number(), "{v1}");
+        let old = crate::store::db::parse_report(&v1.to_string()).unwrap();
+        assert_eq!(table(&old), text);
+    }
+    let r = pingpong_sweep();
+    let old = crate::store::db::parse_report(&as_version_1(&r).to_string()).unwrap();
+    let c = Capture::default();
+    render(&mut CsvSink::new(c.output()), &old);
+    assert_eq!(c.text(), PINGPONG_CSV);
+    // Whole nanoseconds come back exactly: the stream's document is the same.
+    let r = stream_p2();
+    let old = crate::store::db::parse_report(&as_version_1(&r).to_string()).unwrap();
+    assert_eq!(old, r);
+}
+
+#[test]
+fn csv_of_a_sweep() {
+    let c = Capture::default();
+    render(&mut CsvSink::new(c.output()), &pingpong_sweep());
+    assert_eq!(c.text(), PINGPONG_CSV);
+}
+
+/// A saved run's rows carry its id; a point with two streams has its total row and one row
+/// for each stream, with that stream's own figures.
+#[test]
+fn csv_of_a_saved_stream_with_two_streams() {
+    let c = Capture::default();
+    let mut sink = CsvSink::new(c.output());
+    sink.saved_as(42);
+    render(&mut sink, &stream_p2());
+    let text = c.text();
+    assert_eq!(text, STREAM_CSV);
+    let mut rows = csv::Reader::from_reader(text.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = rows.records().map(|r| r.unwrap()).collect();
+    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let streams: Vec<&str> = rows.iter().map(|r| &r[at("stream")]).collect();
+    assert_eq!(streams, ["total", "0", "1"]);
+    assert!(rows.iter().all(|r| &r[at("run_id")] == "42"));
+    let received: Vec<&str> = rows.iter().map(|r| &r[at("bytes_received")]).collect();
+    assert_eq!(received, ["3002000", "1001000", "2001000"]);
+}
+
+/// Issue 25: each percentile against its sample floor, 10 / (1 - p). The CSV says whether all
+/// stand and names those that do not; a point without the notes (an older run) leaves both
+/// empty.
+#[test]
+fn csv_says_which_percentiles_stand_below_their_floor() {
+    let mut r = pingpong_sweep();
+    for (k, samples) in [(0, 500u64), (1, 1000)] {
+        let l = r.points[k].latency.as_mut().unwrap();
+        l.rtt.samples = samples;
+        l.percentiles = crate::plan::guard::percentiles(l);
+    }
+    let text = super::csv::to_string(&r, None).unwrap();
+    let mut rows = csv::Reader::from_reader(text.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = rows.records().map(|r| r.unwrap()).collect();
+    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let col = |name: &str| -> Vec<String> { rows.iter().map(|r| r[at(name)].to_owned()).collect() };
+    assert_eq!(at("rtt_percentiles_valid"), at("rtt_p9999_ns") + 1);
+    assert_eq!(col("rtt_percentiles_valid"), ["false", "false", ""]);
+    assert_eq!(
+        col("rtt_percentiles_invalid"),
+        [
+            "p99 (needs 1000) p99.9 (needs 10000) p99.99 (needs 100000)",
+            "p99.9 (needs 10000) p99.99 (needs 100000)",
+            ""
+        ]
+    );
+    // Every sample floor met: valid, nothing named.
+    let l = r.points[2].latency.as_mut().unwrap();
+    l.rtt.samples = 100_000;
+    l.percentiles = crate::plan::guard::percentiles(l);
+    let text = super::csv::to_string(&r, None).unwrap();
+    let last: Vec<&str> = text.lines().last().unwrap().split(',').collect();
+    assert_eq!(
+        &last[at("rtt_percentiles_valid")..=at("rtt_percentiles_invalid")],
+        ["true", ""]
+    );
+}
+
+/// Several streams of a direction on one clock: the total's row says which window its rates
+/// are over.
+#[test]
+fn table_says_the_window_of_a_sum_over_streams() {
+    let mut r = stream_p2();
+    let t = &mut r.points[0].stream.as_mut().unwrap().totals[0];
+    t.receiver_span = Some(crate::model::span::TotalSpan {
+        method: crate::model::span::SpanMethod::Common,
+        start_ns: 2_500_000,
+        end_ns: 998_000_000,
+        bytes: 2_990_000,
+    });
+    let text = table(&r);
+    assert!(
+        text.contains("sum of 2 streams on one clock: receivers over their common span (all streams running, between interval edges) 0.996 s, from 2.5 ms after the first start"),
+        "{text}"
+    );
+}
+
+#[test]
+fn json_is_the_whole_document_once() {
+    let r = pingpong_sweep();
+    let c = Capture::default();
+    render(&mut JsonSink::new(c.output()), &r);
+    assert_eq!(c.text(), super::json::to_string(&r).unwrap() + "\n");
+    let back: RunReport = serde_json::from_str(&c.text()).unwrap();
+    assert_eq!(back, r);
+}
+
+#[test]
+fn json_stream_is_one_object_a_line() {
+    let r = pingpong_sweep();
+    let c = Capture::default();
+    render(&mut JsonStreamSink::new(c.output()), &r);
+    let text = c.text();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["begin", "point", "point", "point", "end"]);
+    assert_eq!(lines[0]["schema"], "wirebench.run.stream");
+    assert_eq!(lines[0]["run"]["points"], serde_json::json!([]));
+    for (i, l) in lines[1..4].iter().enumerate() {
+        assert_eq!(l["point"], serde_json::to_value(&r.points[i]).unwrap());
+    }
+    assert_eq!(lines[4]["run"], serde_json::to_value(&r).unwrap());
+    assert_eq!(text.lines().count(), 5);
+    assert!(text.ends_with("}\n"));
+}
+
+const PINGPONG_TABLE: &str = r#"# wirebench 0.1.0 pingpong over tcp, server 192.0.2.7:5320
+# client: alpha (Linux 6.1, 2 CPUs, cpu)
+# 1 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# latency = RTT/2 (one-way), microseconds; throughput = 2n/RTT in Mbit/s (10^6 bit/s); CI = confidence interval half-width of the mean
+  size(B)   samples    mean(us)   ±CI(us)   min(us)   p50(us)   p99(us)   max(us)      Mbit/s
+        1      1000       10.00      0.05      0.50     10.00     20.00     45.00        0.80
+        2      1000       11.50      0.05      0.50     11.50     23.00     45.00        1.39
+        3      1000       13.00      0.05      0.50     13.00     26.00     45.00        1.85
+# t0 = RTT/2 of the smallest message (1 B) = 10.00 us ±0.05
+# r_max = 1.85 Mbit/s (0.231 MB/s, MB = 10^6 B) at 3 B [1.84 .. 1.85]
+#   r_max at the largest size (3 B): the curve had not flattened, r_max is a lower bound
+# n_1/2 = 1 B (size reaching r_max/2, linear interpolation); an estimate against r_max, which is a lower bound: the true n_1/2 is likely larger
+# fit t(n) = t0 + n/r_inf over 3 sizes: t0 = 8.50 us, r_inf = 5.33 Mbit/s, n_1/2 = r_inf*t0 = 6 B, R^2 = 1.00000
+# first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
+"#;
+const STREAM_TABLE: &str = r#"# wirebench 0.1.0 stream over tcp, server 192.0.2.7:5320
+# client: alpha (Linux 6.1, 2 CPUs, cpu)
+# 2 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved
+# sender = bytes written to the transport over the sender's timed phase (bytes still in its socket buffer at the end count); receiver = bytes read over the receiver's timed phase
+# acked = bytes the peer acknowledged over the sender's timed phase (TCP_INFO): what reached the receiver's kernel
+  size(B)  stream         direction       sender        acked     receiver        sent(B)    received(B)    retr   cpu_cli   cpu_srv
+   131072       0  client_to_server         8.00            -         8.00        1001000        1001000       -
+   131072       1  client_to_server        16.00            -        16.00        2001000        2001000       -
+   131072     sum  client_to_server        24.00            -        24.00        3002000        3002000       7         -         -
+"#;
+const CRR_TABLE: &str = r#"# wirebench 0.1.0 crr over tcp, server 192.0.2.7:5320
+# client: alpha (Linux 6.1, 2 CPUs, cpu)
+# 1 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)
+   req(B)   resp(B)      txns       txn/s   mean(us)   ±CI(us)   p50(us)   p99(us)   max(us)    Mbit/s   setup(us)
+        1         1      1000     33333.3      30.00      0.10     30.00     60.00     90.00      0.53           -
+        2         2      1000     33333.3      30.00      0.10     30.00     60.00     90.00      1.07       12.35
+# first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
+"#;
+const STREAM_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_percentiles_valid,rtt_percentiles_invalid,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason
+0,total,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,,1,24000000,,bit/s,,,,,,,,,,,,,,,,,,,,,,24000000,,24000000,3002000,3002000,,,,,0,7,0,0,,,,,,,,,true,
+0,0,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,,,8000000,,8000000,1001000,1001000,,,,,0,,,,,,,,,,,,true,
+0,1,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,,,16000000,,16000000,2001000,2001000,,,,,0,,,,,,,,,,,,true,
+"#;
+const UDP_BIDIR_TABLE: &str = r#"# wirebench 0.1.0 stream over udp, server 192.0.2.7:5320
+# client: alpha (Linux 6.1, 2 CPUs, cpu)
+# 2 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved
+# sender = bytes written to the transport over the sender's timed phase (bytes still in its socket buffer at the end count); receiver = bytes read over the receiver's timed phase
+  size(B)  stream         direction       sender     receiver        sent(B)    received(B)  lost(dgr)  loss(%) jitter(ms)   cpu_cli   cpu_srv
+   131072       0  client_to_server         4.00         4.00         501000         501000          0    0.000     0.1250
+   131072       1  client_to_server         8.00         8.00        1001000        1001000          0    0.000     0.2500
+   131072       0  server_to_client        12.00        12.00        1501000        1501000          0    0.000     0.3750
+   131072       1  server_to_client        16.00        16.00        2001000        2001000         25    2.500     0.5000
+   131072     sum  client_to_server        12.00        12.00        1502000        1502000          0    0.000     0.2500         -         -
+   131072     sum  server_to_client        28.00        28.00        3502000        3502000         25    1.250     0.5000         -         -
+"#;
+const PINGPONG_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_percentiles_valid,rtt_percentiles_invalid,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason
+0,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,1,1,1,0,0,0,0,,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,,,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,
+1,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,2,2,2,0,0,0,0,,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,,,90000,11500,1391304.347826087,43478.260869565216,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,
+2,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,3,3,3,0,0,0,0,,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,,,90000,13000,1846153.8461538462,38461.53846153846,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,
+"#;
