@@ -2,7 +2,7 @@
 //! `report -o`, `plot -o`, `study report --out DIR`, `trace plot --out DIR`, `man --dir`,
 //! `mesh --output` and `--report DIR`, `app --plot`): one set of rules, because wirebench
 //! often runs as root, and a directory such as /tmp lets anyone plant a link at the path an
-//! output will take (issue 26).
+//! output will take.
 //!
 //! - A symbolic link at the path is never written through, even a dangling one, even with
 //!   `--force` (O_NOFOLLOW; O_EXCL refuses a link as it refuses a file).

@@ -1,8 +1,8 @@
-//! Seed 003's chunk server (KoDaVis): rank 0 holds a data set in memory and serves it in
-//! fixed-size chunks, on request, to the other ranks; each client "renders" every chunk for
-//! a think time before it asks for the next. The chunks are dealt to the clients in turn
-//! (chunk k to client 1 + k mod (P-1)) and the server answers the requests in that order,
-//! one at a time, as a single-threaded server would.
+//! The chunk server of [Petri and Eickermann 2007] (KoDaVis; see REFERENCES.md): rank 0 holds a
+//! data set in memory and serves it in fixed-size chunks, on request, to the other ranks; each
+//! client "renders" every chunk for a think time before it asks for the next. The chunks are dealt
+//! to the clients in turn (chunk k to client 1 + k mod (P-1)) and the server answers the requests
+//! in that order, one at a time, as a single-threaded server would.
 //!
 //! The sequential baseline is the processing alone: every chunk's think time on one rank,
 //! with no network. Each chunk starts with its number, so a client checks that it got the

@@ -3,7 +3,8 @@
 use std::ops::Range;
 
 /// P ranks as `rows` x `cols`, rank = row * cols + col; as square as P allows, with no more
-/// rows than columns (4 = 2x2 as seed 001's mesh, 6 = 2x3, a prime P = 1xP).
+/// rows than columns (4 = 2x2 as the mesh of [Local ATM computing n.d.], 6 = 2x3, a prime
+/// P = 1xP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcGrid {
     pub rows: usize,

@@ -1,11 +1,12 @@
-//! Jacobi relaxation of Laplace's equation on the unit square (seed 001's PDE kernel): an
-//! n x n grid of unknowns inside a fixed boundary (1 along the top edge, 0 elsewhere), each
-//! sweep replacing every unknown by the mean of its four neighbours. The grid is cut into
-//! blocks over a process grid (a checkerboard); before each sweep every rank exchanges its
-//! edge rows and columns with its four neighbours (the halo), and after it the ranks agree on
-//! the largest change of any unknown (a max-reduction through rank 0).
+//! Jacobi relaxation of Laplace's equation on the unit square (the PDE kernel of
+//! [Local ATM computing n.d.], see REFERENCES.md): an n x n grid of unknowns inside a fixed
+//! boundary (1 along the top edge, 0 elsewhere), each sweep replacing every unknown by the mean of
+//! its four neighbours. The grid is cut into blocks over a process grid (a checkerboard); before
+//! each sweep every rank exchanges its edge rows and columns with its four neighbours (the halo),
+//! and after it the ranks agree on the largest change of any unknown (a max-reduction through rank
+//! 0).
 //!
-//! Stop rule, as the seed's e_k <= e_0 * 10^-v: the largest change of sweep k is at most
+//! Stop rule, as that study's e_k <= e_0 * 10^-v: the largest change of sweep k is at most
 //! `tolerance` times that of the first sweep, or `max_iterations` sweeps were made.
 //!
 //! Every unknown is computed by the same expression in the same order whether the grid is

@@ -1,9 +1,9 @@
-//! Matrix multiply C = A x B with row and column striping, as seed 001's master/slave program
-//! on a 2x2 mesh: on a process grid of R x Q ranks, rank (i, j) computes block C_ij from
-//! row stripe A_i and column stripe B_j. Rank 0 (the master, and a slave too) holds A and B:
-//! it sends A_i to the first rank of row i, which passes it along its row; and B_j to the
-//! first rank of column j, which passes it down its column. The blocks of C are gathered at
-//! rank 0.
+//! Matrix multiply C = A x B with row and column striping, as the master/slave program of
+//! [Local ATM computing n.d.] (see REFERENCES.md) on a 2x2 mesh: on a process grid of R x Q ranks,
+//! rank (i, j) computes block C_ij from row stripe A_i and column stripe B_j. Rank 0 (the master,
+//! and a slave too) holds A and B: it sends A_i to the first rank of row i, which passes it along
+//! its row; and B_j to the first rank of column j, which passes it down its column. The blocks of C
+//! are gathered at rank 0.
 //!
 //! The entries of A and B are small integers, so every product and every partial sum is an
 //! exact f64: the parallel product must equal the sequential one bit for bit (and each entry

@@ -1,15 +1,15 @@
-//! Application kernels over P ranks (`wirebench app`): seed 001's matrix multiply and
-//! Jacobi relaxation, seed 003's chunk server. Each is written once against [`Peers`], a
-//! connection from every rank to every other over whatever transport carries them; the
-//! ranks start and gather through a [`Group`] (the control plane), never through the
-//! connections they time.
+//! Application kernels over P ranks (`wirebench app`): the matrix multiply and Jacobi relaxation of
+//! [Local ATM computing n.d.], the chunk server of [Petri and Eickermann 2007] (see REFERENCES.md).
+//! Each is written once against [`Peers`], a connection from every rank to every other over
+//! whatever transport carries them; the ranks start and gather through a [`Group`] (the control
+//! plane), never through the connections they time.
 //!
 //! Every repetition of a point measures, in the same run, the sequential baseline (the same
 //! computation on rank 0 alone, no communication) and the parallel run (started together
 //! after a barrier; the parallel time is the longest of the ranks' times, each from its own
 //! release, so clocks of different hosts are never compared), and checks the parallel answer
 //! against the sequential one: a wrong answer ends the run with an error, never a figure.
-//! Connection setup is outside every timing, as in seed 001.
+//! Connection setup is outside every timing, as in [Local ATM computing n.d.].
 
 pub mod chunks;
 pub mod grid;
@@ -71,7 +71,7 @@ pub struct Job {
     /// Timed repetitions per point.
     pub repetitions: u64,
     /// Repetitions before them, run and checked but not counted (the first exchange over a
-    /// fresh connection is slower, seed 001).
+    /// fresh connection is slower, [Local ATM computing n.d.]).
     pub warmup: u64,
     /// Confidence level of the intervals, e.g. 0.95.
     pub confidence: f64,

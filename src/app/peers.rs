@@ -5,7 +5,8 @@
 //! A frame is its length in elements (u64, little-endian) followed by the elements
 //! (little-endian): the receiver checks that a message is the size it expects, so a kernel
 //! whose ranks disagree fails on the first message instead of computing on garbage.
-//! Packing and unpacking count as communication, as PVM's pack time did in seed 001.
+//! Packing and unpacking count as communication, as PVM's pack time did in
+//! [Local ATM computing n.d.].
 
 use std::io;
 use std::time::{Duration, Instant};

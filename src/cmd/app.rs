@@ -23,11 +23,14 @@ use crate::transport::{SocketOptions, TransportConfig, TransportKind};
 /// Which kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum KernelName {
-    /// C = A x B, A in row stripes and B in column stripes over a grid of ranks (seed 001).
+    /// C = A x B, A in row stripes and B in column stripes over a grid of ranks
+    /// ([Local ATM computing n.d.], see REFERENCES.md).
     Matmul,
-    /// Jacobi relaxation of an n x n grid, halo exchange each sweep, to a tolerance (seed 001).
+    /// Jacobi relaxation of an n x n grid, halo exchange each sweep, to a tolerance
+    /// ([Local ATM computing n.d.]).
     Jacobi,
-    /// Rank 0 serves fixed-size chunks up to a volume; clients think between chunks (seed 003).
+    /// Rank 0 serves fixed-size chunks up to a volume; clients think between chunks
+    /// ([Petri and Eickermann 2007]).
     Chunks,
 }
 
@@ -46,15 +49,15 @@ pub struct AppArgs {
     /// matmul, jacobi: the sizes n (n x n matrices or grids), comma-separated.
     #[arg(long = "n", value_delimiter = ',', default_value = "32,64,128,256", value_parser = clap::value_parser!(u64).range(1..=16384))]
     pub n: Vec<u64>,
-    /// Ranks as local processes on this host (default 4, seed 001's 2x2 mesh). Under
-    /// mpirun the job's size is used instead.
+    /// Ranks as local processes on this host (default 4, the 2x2 mesh of
+    /// [Local ATM computing n.d.]). Under mpirun the job's size is used instead.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub ranks: Option<u64>,
     /// Rank r's data connections in network namespace PREFIXr (a lab host); the ranks'
     /// control plane stays where they started.
     #[arg(long, value_name = "PREFIX")]
     pub netns_from_rank: Option<String>,
-    /// Timed repetitions per size (seed 001 took the mean of 50).
+    /// Timed repetitions per size ([Local ATM computing n.d.] took the mean of 50).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     pub repetitions: u64,
     /// Repetitions before the timed ones, checked but not counted.
@@ -64,19 +67,19 @@ pub struct AppArgs {
     #[arg(long, default_value_t = 95)]
     pub confidence: u32,
     /// jacobi: stop once a sweep changes no unknown by more than this fraction of the first
-    /// sweep's largest change (seed 001's e_k <= e_0 * 10^-v).
+    /// sweep's largest change ([Local ATM computing n.d.]: e_k <= e_0 * 10^-v).
     #[arg(long, default_value_t = 1e-4)]
     pub tolerance: f64,
     /// jacobi: stop after this many sweeps at most.
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_iterations: u64,
-    /// chunks: bytes per chunk, BINARY suffixes (seed 003: 3384K).
+    /// chunks: bytes per chunk, BINARY suffixes ([Petri and Eickermann 2007]: 3384K).
     #[arg(long, default_value = "1M", value_parser = crate::units::parse_bytes)]
     pub chunk: u64,
     /// chunks: bytes served in all, BINARY suffixes.
     #[arg(long, default_value = "32M", value_parser = crate::units::parse_bytes)]
     pub volume: u64,
-    /// chunks: each client's processing time per chunk (seed 003: 80ms).
+    /// chunks: each client's processing time per chunk ([Petri and Eickermann 2007]: 80ms).
     #[arg(long, default_value = "10ms", value_parser = parse_duration)]
     pub think: Duration,
     /// Timeout of connection setup and of every data send and receive.
@@ -363,7 +366,8 @@ fn rank_body(group: &dyn Group, a: &AppArgs, job: &Job) -> Result<Vec<crate::app
     let w = Wiring {
         transport: a.transport,
         config: TransportConfig::default(),
-        // Seed 001's sockets: TCP_NODELAY (and the kernel's buffer autotuning).
+        // The sockets of [Local ATM computing n.d.]: TCP_NODELAY (and the kernel's buffer
+        // autotuning).
         options: SocketOptions {
             nodelay: true,
             ..SocketOptions::default()

@@ -370,7 +370,7 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                 };
                 let doc = serde_json::json!({
                     "schema": "wirebench.compare",
-                    // 2: tested between runs, with an interval and a margin (issue 25).
+                    // 2: tested between runs, with an interval and a margin.
                     "schema_version": 2,
                     "a": run(a_id, &ra),
                     "b": run(b_id, &rb),

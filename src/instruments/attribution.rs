@@ -8,8 +8,8 @@
 //!
 //! Units: a socket counts datagrams (UDP) and a queue, a link or an interface counts frames.
 //! A datagram larger than the MTU leaves as several IPv4 fragments, one frame each, so a
-//! queue that dropped 30 148 frames did not drop 30 148 datagrams (issue 25: "15506 lost:
-//! queue 30148"). Each place speaks in its own unit, said in the line, and frames are turned
+//! queue that dropped 30 148 frames did not drop 30 148 datagrams (a run once printed "15506
+//! lost: queue 30148"). Each place speaks in its own unit, said in the line, and frames are turned
 //! into datagrams before anything is added to or set against the datagrams lost: a datagram
 //! is lost when any of its `k` fragments is, so `n` dropped frames lost between ceil(n / k)
 //! (the fragments of whole datagrams) and n datagrams (one fragment each). What is
@@ -498,7 +498,7 @@ mod tests {
         );
     }
 
-    /// Issue 25: fragmented UDP printed "15506 lost: queue 30148", fragments against
+    /// Fragmented UDP once printed "15506 lost: queue 30148", fragments against
     /// datagrams. 8000 B datagrams over MTU 1500 leave as 6 fragments each: the queue's
     /// 30 148 frames are 5 025 to 30 148 datagrams, which covers the 15 506 lost (nothing
     /// unexplained, nothing over-counted), and the line says each figure's unit.

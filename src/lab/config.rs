@@ -286,7 +286,7 @@ impl LinkConfig {
 mod tests {
     use super::*;
 
-    /// Issue 25 item 7: `--delay 1ms --jitter 3ms` gave one-way times of 39 us.
+    /// `--delay 1ms --jitter 3ms` once gave one-way times of 39 us.
     #[test]
     fn jitter_above_the_delay_is_refused_with_what_the_link_would_do() {
         let spec = |delay: &str, jitter: &str| LinkSpec {

@@ -1,7 +1,7 @@
 //! The goodput a link can deliver: its rate times the payload share of each frame, with
 //! headers counted as the lab's wire counts them (Ethernet header, no preamble, FCS or
-//! inter-frame gap: the lab's wire, src/lab/link.rs, meters the frame as the kernel holds it). Seed 004 did the same
-//! for ATM cells.
+//! inter-frame gap: the lab's wire, src/lab/link.rs, meters the frame as the kernel holds it).
+//! [HARP thesis n.d.] (see REFERENCES.md) did the same for ATM cells.
 
 use serde::{Deserialize, Serialize};
 

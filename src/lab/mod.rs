@@ -43,11 +43,11 @@ const PREFIX: &str = "/24";
 /// How often the delay line writes its counters.
 pub const STATS_EVERY: Duration = Duration::from_millis(200);
 
-/// The highest link rate at which the delay line was seen to stay faithful on the 2-CPU VM
-/// it is tested on (bench/RESULTS.md, "The lab's faithful rate"): TCP in GSO frames of up to
-/// 64 KiB reached 99.6% of the goodput at 1 and 5 Gbit/s. Where every frame holds one
-/// segment (random loss turns GSO off; datagrams sent one per call) each frame costs the delay
-/// line two system calls, and 1 Gbit/s (89 000 frames/s) is the most it was seen to carry.
+/// The highest link rate at which the delay line was seen to stay faithful on the small
+/// two-CPU virtual machine it is tested on (bench/RESULTS.md, "The lab's faithful rate"): TCP in
+/// GSO frames of up to 64 KiB reached 99.6% of the goodput at 1 and 5 Gbit/s. Where every frame
+/// holds one segment (random loss turns GSO off; datagrams sent one per call) each frame costs the
+/// delay line two system calls, and 1 Gbit/s (89 000 frames/s) is the most it was seen to carry.
 pub const FAITHFUL_RATE_GSO: f64 = 5e9;
 pub const FAITHFUL_RATE_PER_FRAME: f64 = 1e9;
 

@@ -702,9 +702,10 @@ fn one() -> u32 {
 }
 
 /// How far a point's headline must stand above (or below) both neighbours along an axis to
-/// be flagged: 50%. The seeds' anomalies were factors (a window's peak, Nagle's 40 ms bands, a
-/// collapse near 1 KB), while 100 ms points on a shared two-CPU VM differ by 20-30% from
-/// their neighbours by chance alone (measured: a "dip" of 32% at 64 B in a smooth sweep).
+/// be flagged: 50%. The source studies' anomalies (REFERENCES.md) were factors (a window's peak,
+/// Nagle's 40 ms bands, a collapse near 1 KB), while 100 ms points on a shared two-CPU VM differ by
+/// 20-30% from their neighbours by chance alone (measured: a "dip" of 32% at 64 B in a smooth
+/// sweep).
 pub const ANOMALY_THRESHOLD: f64 = 0.5;
 
 /// A point whose headline is a peak or a dip along one swept axis (see [`RunReport::anomalies`]).

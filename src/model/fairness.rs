@@ -452,11 +452,11 @@ mod tests {
         }
     }
 
-    /// Issue 25: a link of 100 B/s; flow A (measured, 1 s intervals) alone for its first half
-    /// second, then B (0.5 s intervals) with it, 50 B/s each, then B alone for its last half
-    /// second. Each over its own phase: 175 B in 3 s each, 116.7 B/s together on a 100 B/s
-    /// link. On one clock, over the span they share snapped to A's bounds (1 s to 3 s): 100 B
-    /// each, the link's 100 B/s exactly.
+    /// Competing flows once added up to more than the link. Here: a link of 100 B/s; flow A
+    /// (measured, 1 s intervals) alone for its first half second, then B (0.5 s intervals) with it,
+    /// 50 B/s each, then B alone for its last half second. Each over its own phase: 175 B in 3 s
+    /// each, 116.7 B/s together on a 100 B/s link. On one clock, over the span they share snapped
+    /// to A's bounds (1 s to 3 s): 100 B each, the link's 100 B/s exactly.
     #[test]
     fn flows_are_compared_over_the_span_they_share_on_one_clock() {
         let half = 500_000_000;

@@ -1,6 +1,7 @@
-//! Points of a sweep that stand out from both neighbours: a peak or a dip along one axis (seed
-//! 002's peak at a 4 KiB window with 2 KiB writes and its drop at 8 KiB with 7 KiB writes, seed
-//! 001's Nagle bands, seed 000's collapse near 1 KB). A smooth curve, rising or falling, has
+//! Points of a sweep that stand out from both neighbours: a peak or a dip along one axis (the
+//! peak at a 4 KiB window with 2 KiB writes and the drop at 8 KiB with 7 KiB writes of
+//! [Moldeklev et al. n.d.], the Nagle bands of [Local ATM computing n.d.], the collapse near
+//! 1 KB of [Müller et al. 1997]; see REFERENCES.md). A smooth curve, rising or falling, has
 //! none; a point above both neighbours, or below both, by more than the threshold is flagged.
 //!
 //! Three shapes are not anomalies, or need their own rule:
@@ -20,8 +21,9 @@
 //!   out by the threshold twice over (a factor (1 + t)^2 up, (1 - t)^2 down): one side is
 //!   half the evidence.
 
-/// The widest band of neighbouring points that is flagged together: seed 001's Nagle bands
-/// are two or three message sizes wide; a wider "band" is a level, not an excursion from it.
+/// The widest band of neighbouring points that is flagged together: the Nagle bands of
+/// [Local ATM computing n.d.] are two or three message sizes wide; a wider "band" is a level, not
+/// an excursion from it.
 pub const MAX_BAND: usize = 3;
 
 /// One point that differs from both of its neighbours in the same direction.
@@ -42,12 +44,12 @@ fn rel(v: f64, to: f64) -> f64 {
 }
 
 /// The values (in axis order) that are above both neighbours, or below both, by more than
-/// `threshold` (0.2 = 20%) relative to each. A band of up to [`MAX_BAND`] neighbouring values
-/// that stands out together (seed 001's Nagle bands: two or three message sizes at 40 ms
-/// between sizes at 0.2 ms) counts too: each of its values is compared with the values just
-/// before and just after the band. `None` marks a value that is not a measurement: it is
-/// skipped, and its neighbours are compared with the nearest measured values instead. The
-/// ends follow the stricter rule of the module's documentation.
+/// `threshold` (0.2 = 20%) relative to each. A band of up to [`MAX_BAND`] neighbouring values that
+/// stands out together ([Local ATM computing n.d.]'s Nagle bands: two or three sizes at 40 ms
+/// between sizes at 0.2 ms) counts too: each of its values is compared with the values just before
+/// and just after the band. `None` marks a value that is not a measurement: it is skipped, and its
+/// neighbours are compared with the nearest measured values instead. The ends follow the stricter
+/// rule of the module's documentation.
 pub fn outliers(values: &[Option<f64>], threshold: f64) -> Vec<Outlier> {
     let measured: Vec<(usize, f64)> = values
         .iter()
@@ -138,7 +140,7 @@ mod tests {
     fn a_peak_and_a_dip_are_flagged_and_a_smooth_curve_is_not() {
         let rising: Vec<Option<f64>> = [1.0, 2.0, 4.0, 8.0, 16.0].map(Some).to_vec();
         assert!(outliers(&rising, 0.2).is_empty());
-        // Seed 002's shape: a peak at the third point, a drop at the fifth.
+        // [Moldeklev et al. n.d.]'s shape: a peak at the third point, a drop at the fifth.
         let v = [10.0, 11.0, 20.0, 12.0, 6.0, 13.0].map(Some).to_vec();
         let o = outliers(&v, 0.2);
         assert_eq!(o.iter().map(|o| o.index).collect::<Vec<_>>(), vec![2, 4]);
@@ -152,7 +154,7 @@ mod tests {
 
     #[test]
     fn a_band_that_stands_out_together_is_flagged_whole() {
-        // Seed 001's Nagle band, as measured in the lab: one-way microseconds by size.
+        // [Local ATM computing n.d.]'s Nagle band, as measured in the lab: one-way us by size.
         let v = [106.3, 169.7, 44000.1, 44097.5, 472.7, 488.0]
             .map(Some)
             .to_vec();
@@ -160,7 +162,7 @@ mod tests {
         assert_eq!(o.iter().map(|o| o.index).collect::<Vec<_>>(), vec![2, 3]);
         assert!((o[1].vs_previous.unwrap() - (44097.5 - 169.7) / 169.7).abs() < 1e-9);
         assert!((o[1].vs_next.unwrap() - (44097.5 - 472.7) / 472.7).abs() < 1e-9);
-        // Seed 001's whole row: after the band the curve goes back and rises; only the band.
+        // The whole row: after the band the curve goes back and rises; only the band.
         let row = [
             106.3, 169.7, 44000.1, 44097.5, 472.7, 488.0, 531.9, 618.3, 823.0,
         ]
@@ -192,7 +194,7 @@ mod tests {
         outliers(&v, threshold).iter().map(|o| o.index).collect()
     }
 
-    /// The lab sweep of issue 25 (stream, 10..2000:+110 B messages, 16K window, receiver
+    /// A lab sweep on a loaded host (stream, 10..2000:+110 B messages, 16K window, receiver
     /// Mbit/s): a low first size, a plateau, the collapse 120 -> 17.0 -> 143 at
     /// 1770 B. The plateau was flagged as fifteen peaks (a band against the low first point
     /// and the dip) and the dip was skipped; only the dip is an anomaly.

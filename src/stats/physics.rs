@@ -57,8 +57,8 @@ pub const AUTOTUNED_RCVBUF_MAX: u64 = 6 << 20;
 /// sqrt(R^2 (k - 2) / (1 - R^2))). r_inf = 1/b has the same relative error to first order. A
 /// fit whose r_inf is uncertain by more than a tenth is not a figure to print beside
 /// measurements made to a few percent; this puts the floor of R^2 at 1 / (1 + 0.01 (k - 2)):
-/// 0.990 for 3 sizes, 0.926 for 10, 0.826 for 23 (the README's 1 B..4 MiB sweep). The issue's
-/// fits of R^2 = 0.48 and 0.0004 have r_inf uncertain by 40% and more than 100%.
+/// 0.990 for 3 sizes, 0.926 for 10, 0.826 for 23 (the README's 1 B..4 MiB sweep). The fits of
+/// R^2 = 0.48 and 0.0004 once printed under load have r_inf uncertain by 40% and more than 100%.
 pub const MAX_FIT_REL_SE: f64 = 0.10;
 
 /// How far a fitted r_inf may sit above the link's goodput: 5%, and no more, whatever the
@@ -835,7 +835,7 @@ mod tests {
             ..pingpong
         };
         assert!(!lab_faithful("a->b", within).is_invalid());
-        // The 3 109 of 15 000 at 5.5 ms each, in a latency point: flagged.
+        // A loaded run's 3 109 of 15 000 frames, 5.5 ms late each, in a latency point: flagged.
         assert!(lab_faithful(
             "a->b",
             Lateness {

@@ -14,12 +14,12 @@ use serde::{Deserialize, Serialize};
 /// The shortest timed phase a stream side's rate is computed over: 10 ms.
 ///
 /// Each end of a timed phase is a read or a write returning, and a blocked thread runs again
-/// some 5-50 us after its data arrive (a cross-CPU wake-up costs 25-30 us on the 2-CPU VM of
-/// the README). Two such errors of up to 50 us stay within 1% of the figure from 10 ms on
-/// (2 x 50 us / 10 ms). The clock itself is far finer: `Instant` reads CLOCK_MONOTONIC, which
-/// resolves 1 ns with the TSC and about 1 us with the slowest clocksources (hpet, acpi_pm),
-/// and 10 ms is 10^4 times that, well above the usual rule of 1000 times a clock's
-/// resolution.
+/// some 5-50 us after its data arrive (a cross-CPU wake-up costs 25-30 us on a small two-CPU
+/// virtual machine, the one the README's figures were measured on). Two such errors of up to 50 us
+/// stay within 1% of the figure from 10 ms on (2 x 50 us / 10 ms). The clock itself is far finer:
+/// `Instant` reads CLOCK_MONOTONIC, which resolves 1 ns with the TSC and about 1 us with the
+/// slowest clocksources (hpet, acpi_pm), and 10 ms is 10^4 times that, well above the usual rule of
+/// 1000 times a clock's resolution.
 pub const MIN_TIMED_S: f64 = 0.010;
 
 /// The fewest writes, reads or datagrams a stream side's rate is computed from: 10.

@@ -68,8 +68,8 @@ pub const MIGRATIONS: &[&str] = &[
      );",
     // 5: `wirebench app` runs (application kernels over P ranks), whose documents are not run
     // documents: the kernel, transport and rank count to list them by, and the whole document.
-    // (Issue 16's brief reserved number 6 for it: should another step 5 land first, this one
-    // follows it unchanged.)
+    // (The plan of the cluster-scale work that brought `wirebench app` reserved number 6 for
+    // it: should another step 5 land first, this one follows it unchanged.)
     "CREATE TABLE app_runs (
          id INTEGER PRIMARY KEY AUTOINCREMENT,
          started_at TEXT NOT NULL,

@@ -112,7 +112,8 @@ pub enum Combine {
 #[serde(rename_all = "lowercase")]
 pub enum Order {
     /// Every repetition of every point in a random order from the recorded seed, so that a
-    /// periodic disturbance (seed 004) spreads over the points instead of hitting one.
+    /// periodic disturbance ([HARP thesis n.d.]'s `xearth` redraw, see REFERENCES.md) spreads
+    /// over the points instead of hitting one.
     #[default]
     Random,
     /// Point by point in file order, repetitions together.
@@ -152,7 +153,7 @@ impl Default for AnomalyPolicy {
 }
 
 /// Calibrated pacing: the highest rate at which a point meets its delivery target, found by
-/// bisection between `low` and `high` (seed 000: "at least 95% delivered").
+/// bisection between `low` and `high` ([Müller et al. 1997]: "at least 95% delivered").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SearchSpec {

@@ -223,7 +223,7 @@ mod tests {
         );
     }
 
-    /// Issue 26 item 3: axes of 3000 x 2 x 3000 x 3000 aborted the process on a 1.3 TB
+    /// Axes of 3000 x 2 x 3000 x 3000 once aborted the process on a 1.3 TB
     /// allocation; the product is counted before a point is built, with `run`'s cap.
     #[test]
     fn a_product_above_the_cap_is_refused_before_it_is_built() {

@@ -1,8 +1,8 @@
 //! Calibrated pacing: the highest sending rate at which a point still meets its delivery
-//! target (seed 000 paced PVM over ATM until "at least 95% delivered" and "no sender loss, at
-//! most 5% lost at the receiver"). Bisection in the logarithm of the rate, since the answer
-//! may lie anywhere over decades; both ends are tried first, so the answer is bracketed by a
-//! rate that met the target and one that did not (or is an end, said so).
+//! target ([Müller et al. 1997], see REFERENCES.md, paced PVM over ATM until "at least 95%
+//! delivered" and "no sender loss, at most 5% lost at the receiver"). Bisection in the logarithm of
+//! the rate, since the answer may lie anywhere over decades; both ends are tried first, so the
+//! answer is bracketed by a rate that met the target and one that did not (or is an end, said so).
 
 use anyhow::Result;
 use serde::Serialize;
@@ -231,7 +231,7 @@ mod tests {
         assert_eq!(Delivery::new(0, 0, 0.0, 1e6).delivered, 0.0);
     }
 
-    /// Issue 25: the paced sender reported 4999999.999999999 bit/s for 5e6 asked, and a
+    /// The paced sender once reported 4999999.999999999 bit/s for 5e6 asked, and a
     /// `max_sender_loss = 0.0` target failed every probe with "sender 0.00% short" and no
     /// reason. Within the slack it meets the target; beyond it, the reason is given.
     #[test]

@@ -135,7 +135,8 @@ pub fn run_figures(r: &RunReport) -> Vec<RunFigure> {
                 v(),
             ));
             if let Some(t) = &l.think {
-                // Seed 003's chunk server: its rate "corrected for rendering time".
+                // The chunk server of [Petri and Eickermann 2007]: its rate "corrected for
+                // rendering time".
                 let rate = t.corrected_transactions_per_s;
                 let bits = (p.request_size + p.response_size) as f64 * 8.0;
                 out.push(RunFigure::new(
@@ -395,7 +396,8 @@ pub struct StudyAnomaly {
     /// Against the nearest valid point after its band; NaN for the last point.
     pub vs_next: f64,
     /// Set when the point has no valid figure at all between two neighbours that have one
-    /// (a collapse: seed 000's near 1 KB, a stalled connection): why its runs are not valid.
+    /// (a collapse: [Müller et al. 1997]'s near 1 KB, a stalled connection): why its runs are
+    /// not valid.
     /// `vs_previous` and `vs_next` are then NaN.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_valid: Option<String>,

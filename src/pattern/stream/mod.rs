@@ -82,10 +82,10 @@ pub const DRAIN_IDLE: Duration = Duration::from_millis(500);
 /// its clock again (SO_SNDTIMEO, SO_RCVTIMEO), while a deadline or interval reports need it: so
 /// an interval report or the end of the timed phase comes about this late at most when the
 /// data path is stalled (a full socket buffer, a delayed-ACK stall); the kernel rounds it up to
-/// its clock tick (reports came up to 8 ms late on the 2-CPU VM). The timeout fires only when
-/// the call has waited this long, so while data moves it costs nothing; a sender bound by a
-/// slow link makes at most one extra call per this period. `--io-timeout` still fails a side
-/// once nothing moved for that long. Shorter intervals than this shorten it.
+/// its clock tick (reports came up to 8 ms late on a small two-CPU virtual machine). The timeout
+/// fires only when the call has waited this long, so while data moves it costs nothing; a sender
+/// bound by a slow link makes at most one extra call per this period. `--io-timeout` still fails a
+/// side once nothing moved for that long. Shorter intervals than this shorten it.
 pub const STALL_CHECK: Duration = Duration::from_millis(5);
 
 /// A call that gave up waiting and took or gave nothing: a blocking socket's timeout, or a
