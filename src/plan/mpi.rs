@@ -44,7 +44,7 @@ use crate::error::{one_line, EXIT_FAILURE};
 use crate::model::RunReport;
 use crate::pattern::stream::{EndSignal, IntervalEvent};
 use crate::pattern::{self, CpuTime, DataChannel, Role, Side};
-use crate::plan::runner::PointRunner;
+use crate::plan::runner::{PointRunner, RunOutcome};
 use crate::plan::{PlannedPoint, RunPlan};
 use crate::request::Request;
 use crate::transport::mpi::{self, Job, MpiConnection, Rank, Tag};
@@ -236,7 +236,7 @@ impl PointRunner for MpiRunner {
         planned: &PlannedPoint,
         client: &ClientSide,
         live: Option<mpsc::Sender<IntervalEvent>>,
-    ) -> Result<PointOutcome> {
+    ) -> Result<RunOutcome> {
         let test = self.test.as_ref().ok_or_else(|| anyhow!("not opened"))?;
         let point = &planned.spec;
         let server = self.pair.server;
@@ -311,7 +311,7 @@ impl PointRunner for MpiRunner {
             }
             WorkerResult::Responder(_) => bail!("the client rank never responds"),
         }
-        Ok(out)
+        Ok(RunOutcome::of(out))
     }
 
     fn close(&mut self) {
