@@ -40,14 +40,14 @@ use crate::control::client::{ClientSide, PointOutcome};
 use crate::control::protocol::{PointSpec, ServerReport, TestSpec};
 use crate::control::worker::{run_worker, WorkerPlan, WorkerResult};
 use crate::env::Environment;
-use crate::error::{one_line, EXIT_FAILURE};
+use crate::error::one_line;
 use crate::model::RunReport;
 use crate::pattern::stream::{EndSignal, IntervalEvent};
 use crate::pattern::{self, CpuTime, DataChannel, Role, Side};
 use crate::plan::runner::{PointRunner, RunOutcome};
 use crate::plan::{PlannedPoint, RunPlan};
 use crate::request::Request;
-use crate::transport::mpi::{self, Job, MpiConnection, Rank, Tag};
+use crate::transport::mpi::{self, MpiConnection, Rank, Tag};
 use crate::transport::{Connection, EffectiveOptions};
 
 /// The two ranks of one measurement and the tags their messages travel on.
