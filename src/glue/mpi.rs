@@ -3,6 +3,7 @@
 
 use crate::error::{one_line, EXIT_FAILURE};
 use crate::plan::mpi::{serve, MpiPair, MpiRunner};
+use crate::plan::runner::PointRunner;
 use crate::request::Request;
 use crate::transport::mpi::Job;
 

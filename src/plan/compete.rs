@@ -12,7 +12,7 @@ use std::sync::{mpsc, Barrier};
 
 use anyhow::{bail, Context, Result};
 
-use super::runner::PointRunner;
+use super::runner::{PointRunner, RunOutcome};
 use super::{PlannedPoint, RunPlan};
 use crate::control::client::{ClientSide, PointOutcome, Session};
 use crate::model::RunReport;
@@ -58,7 +58,6 @@ pub struct CompetingRunner<'a> {
     inner: &'a mut dyn PointRunner,
     request: &'a Request,
     flows: Vec<(Session, RunPlan)>,
-    last: Option<crate::model::fairness::FairnessResult>,
 }
 
 impl<'a> CompetingRunner<'a> {
@@ -67,7 +66,6 @@ impl<'a> CompetingRunner<'a> {
             inner,
             request,
             flows: Vec::new(),
-            last: None,
         }
     }
 
@@ -124,8 +122,7 @@ impl PointRunner for CompetingRunner<'_> {
         planned: &PlannedPoint,
         client: &ClientSide,
         live: Option<mpsc::Sender<IntervalEvent>>,
-    ) -> Result<PointOutcome> {
-        self.last = None;
+    ) -> Result<RunOutcome> {
         let start = Barrier::new(self.flows.len() + 1);
         let inner = &mut *self.inner;
         let (measured, others) = std::thread::scope(|scope| {
@@ -155,7 +152,7 @@ impl PointRunner for CompetingRunner<'_> {
         let measured = measured?;
         let mut flows = vec![(
             flow_label(self.request.transport, client.socket.cc.as_deref()),
-            receivers(&measured),
+            receivers(&measured.measured),
         )];
         for ((o, f), (_, plan)) in others
             .into_iter()
@@ -168,8 +165,10 @@ impl PointRunner for CompetingRunner<'_> {
                 receivers(&o),
             ));
         }
-        self.last = Some(crate::model::fairness::FairnessResult::of(&flows));
-        Ok(measured)
+        Ok(RunOutcome {
+            fairness: Some(crate::model::fairness::FairnessResult::of(&flows)),
+            ..measured
+        })
     }
 
     fn close(&mut self) {
@@ -181,14 +180,6 @@ impl PointRunner for CompetingRunner<'_> {
 
     fn next_run(&mut self, point: usize, run: u32) {
         self.inner.next_run(point, run);
-    }
-
-    fn take_trace(&mut self) -> Option<crate::trace::TraceSummary> {
-        self.inner.take_trace()
-    }
-
-    fn take_fairness(&mut self) -> Option<crate::model::fairness::FairnessResult> {
-        self.last.take()
     }
 }
 

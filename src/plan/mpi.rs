@@ -40,14 +40,14 @@ use crate::control::client::{ClientSide, PointOutcome};
 use crate::control::protocol::{PointSpec, ServerReport, TestSpec};
 use crate::control::worker::{run_worker, WorkerPlan, WorkerResult};
 use crate::env::Environment;
-use crate::error::{one_line, EXIT_FAILURE};
+use crate::error::one_line;
 use crate::model::RunReport;
 use crate::pattern::stream::{EndSignal, IntervalEvent};
 use crate::pattern::{self, CpuTime, DataChannel, Role, Side};
-use crate::plan::runner::PointRunner;
+use crate::plan::runner::{PointRunner, RunOutcome};
 use crate::plan::{PlannedPoint, RunPlan};
 use crate::request::Request;
-use crate::transport::mpi::{self, Job, MpiConnection, Rank, Tag};
+use crate::transport::mpi::{self, MpiConnection, Rank, Tag};
 use crate::transport::{Connection, EffectiveOptions};
 
 /// The two ranks of one measurement and the tags their messages travel on.
@@ -236,7 +236,7 @@ impl PointRunner for MpiRunner {
         planned: &PlannedPoint,
         client: &ClientSide,
         live: Option<mpsc::Sender<IntervalEvent>>,
-    ) -> Result<PointOutcome> {
+    ) -> Result<RunOutcome> {
         let test = self.test.as_ref().ok_or_else(|| anyhow!("not opened"))?;
         let point = &planned.spec;
         let server = self.pair.server;
@@ -311,7 +311,7 @@ impl PointRunner for MpiRunner {
             }
             WorkerResult::Responder(_) => bail!("the client rank never responds"),
         }
-        Ok(out)
+        Ok(RunOutcome::of(out))
     }
 
     fn close(&mut self) {

@@ -1,6 +1,7 @@
 //! When a stream turns Nagle's algorithm off by itself (`automatic_nodelay`), and when the
 //! choice is the user's: decided from the request alone, with the host's default congestion
 //! control given, so that no test depends on the kernel it runs on.
+use super::axes::default_size;
 use super::*;
 use crate::transport::TransportKind;
 

@@ -121,29 +121,43 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
 pub trait PointRunner {
     /// Before the first point: reaches the other side and fills in the report's server part.
     fn open(&mut self, plan: &RunPlan, report: &mut RunReport) -> Result<()>;
-    /// One run of one point. `live` receives this side's interval reports as they happen.
+    /// One run of one point, with what was measured beside it. `live` receives this side's
+    /// interval reports as they happen.
     fn run_point(
         &mut self,
         planned: &PlannedPoint,
         client: &ClientSide,
         live: Option<mpsc::Sender<IntervalEvent>>,
-    ) -> Result<PointOutcome>;
+    ) -> Result<RunOutcome>;
     /// Ends the test politely; called once the points are done, also after a failure.
     fn close(&mut self);
     /// Before each run of each point: which one it is (`--trace` names its files by it).
     fn next_run(&mut self, _point: usize, _run: u32) {}
-    /// The trace of the run just measured, if one was asked for.
-    fn take_trace(&mut self) -> Option<crate::trace::TraceSummary> {
-        None
-    }
-    /// With --load: the background load of the run just measured, and for exchanges the
-    /// same point idle.
-    fn take_load(&mut self) -> Option<super::load::LoadFigures> {
-        None
-    }
-    /// With --compete: the flows' shares in the run just measured.
-    fn take_fairness(&mut self) -> Option<crate::model::fairness::FairnessResult> {
-        None
+}
+
+/// What one run of one point gave: both sides' figures, and beside them what was measured
+/// around that run. Each runner fills the field of what it measures and hands on the rest of
+/// its inner runner's outcome, so nothing measured in a run outlives it in a runner's state.
+pub struct RunOutcome {
+    /// Both sides' figures of the run.
+    pub measured: PointOutcome,
+    /// With --trace: the capture of this run.
+    pub trace: Option<crate::trace::TraceSummary>,
+    /// With --load: the background load of this run, and for exchanges the same point idle.
+    pub load: Option<super::load::LoadFigures>,
+    /// With --compete: the flows' shares in this run.
+    pub fairness: Option<crate::model::fairness::FairnessResult>,
+}
+
+impl RunOutcome {
+    /// A run with nothing measured beside it.
+    pub fn of(measured: PointOutcome) -> RunOutcome {
+        RunOutcome {
+            measured,
+            trace: None,
+            load: None,
+            fairness: None,
+        }
     }
 }
 
@@ -212,16 +226,12 @@ impl PointRunner for ControlRunner<'_> {
         }
     }
 
-    fn take_trace(&mut self) -> Option<crate::trace::TraceSummary> {
-        self.tracer.as_mut().and_then(|t| t.take())
-    }
-
     fn run_point(
         &mut self,
         planned: &PlannedPoint,
         client: &ClientSide,
         live: Option<mpsc::Sender<IntervalEvent>>,
-    ) -> Result<PointOutcome> {
+    ) -> Result<RunOutcome> {
         let Some(session) = self.session.as_mut() else {
             anyhow::bail!("no session with the server");
         };
@@ -232,10 +242,12 @@ impl PointRunner for ControlRunner<'_> {
         if let (Some(t), Some(c)) = (self.tracer.as_mut(), capture) {
             let finished = t.finish(c, outcome.as_ref().ok());
             let outcome = outcome?;
-            finished?;
-            return Ok(outcome);
+            return Ok(RunOutcome {
+                trace: Some(finished?),
+                ..RunOutcome::of(outcome)
+            });
         }
-        outcome
+        outcome.map(RunOutcome::of)
     }
 
     fn close(&mut self) {
@@ -293,21 +305,18 @@ fn run_points(
             runner.next_run(index, run_no);
             let lab_before = report.lab.as_ref().map(crate::lab::link_counters);
             let (outcome, shown) = run_one(runner, planned, &client, plan, sink);
-            if let Some(t) = runner.take_trace() {
-                trace = Some(t);
-            }
-            if let Some(l) = runner.take_load() {
-                load = Some(l);
-            }
-            if let Some(f) = runner.take_fairness() {
-                fairness = Some(f);
-            }
             if let (Some(lab), Some(before)) = (&report.lab, &lab_before) {
                 lab_counters = Some(crate::lab::link_counters(lab).since(before));
             }
             let outcome = outcome.with_context(|| {
                 format!("point {} (size {} bytes)", index + 1, planned.key.size)
             })?;
+            // A repeated point keeps, of each kind, the side result of its latest run that
+            // had one.
+            trace = outcome.trace.or(trace);
+            load = outcome.load.or(load);
+            fairness = outcome.fairness.or(fairness);
+            let outcome = outcome.measured;
             if unshown.is_ok() {
                 unshown = shown;
             }
@@ -454,7 +463,7 @@ fn run_one(
     client: &ClientSide,
     plan: &RunPlan,
     sink: &mut dyn Sink,
-) -> (Result<PointOutcome>, Result<()>) {
+) -> (Result<RunOutcome>, Result<()>) {
     if plan.test.interval_ms.is_none() || !sink.wants_intervals() {
         return (runner.run_point(planned, client, None), Ok(()));
     }

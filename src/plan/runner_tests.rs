@@ -8,7 +8,7 @@ use std::sync::mpsc;
 
 use anyhow::{bail, Result};
 
-use super::runner::{new_report, run_with, PointRunner};
+use super::runner::{new_report, run_with, PointRunner, RunOutcome};
 use super::{build, PlannedPoint, RunPlan};
 use crate::control::client::{ClientSide, PointOutcome};
 use crate::control::protocol::ServerReport;
@@ -60,7 +60,7 @@ impl PointRunner for Scripted {
         planned: &PlannedPoint,
         _: &ClientSide,
         _: Option<mpsc::Sender<IntervalEvent>>,
-    ) -> Result<PointOutcome> {
+    ) -> Result<RunOutcome> {
         let size = planned.key.size;
         let run = *self
             .runs_of
@@ -82,7 +82,7 @@ impl PointRunner for Scripted {
         for &ns in &samples {
             rtt.record(ns);
         }
-        Ok(PointOutcome {
+        Ok(RunOutcome::of(PointOutcome {
             client_streams: Vec::new(),
             exchanges: vec![ExchangeStats {
                 rtt,
@@ -102,11 +102,48 @@ impl PointRunner for Scripted {
             server_socket: Vec::new(),
             client_cpu: CpuTime::default(),
             client_instruments: None,
-        })
+        }))
     }
 
     fn close(&mut self) {
         self.closed += 1;
+    }
+}
+
+/// A decorator around [`Scripted`], as `--trace` wraps a run: a trace beside each run that
+/// `traced(point, run)` picks, named after that run.
+struct Traced<'a> {
+    inner: &'a mut Scripted,
+    traced: fn(usize, u32) -> bool,
+    at: (usize, u32),
+}
+
+impl PointRunner for Traced<'_> {
+    fn open(&mut self, plan: &RunPlan, report: &mut RunReport) -> Result<()> {
+        self.inner.open(plan, report)
+    }
+
+    fn next_run(&mut self, point: usize, run: u32) {
+        self.at = (point, run);
+        self.inner.next_run(point, run);
+    }
+
+    fn run_point(
+        &mut self,
+        planned: &PlannedPoint,
+        client: &ClientSide,
+        live: Option<mpsc::Sender<IntervalEvent>>,
+    ) -> Result<RunOutcome> {
+        let outcome = self.inner.run_point(planned, client, live)?;
+        let (point, run) = self.at;
+        let file = format!("p{point}r{run}.pcap");
+        let trace = (self.traced)(point, run)
+            .then(|| crate::trace::TraceSummary::of_segments(file.as_ref(), 0, &[]));
+        Ok(RunOutcome { trace, ..outcome })
+    }
+
+    fn close(&mut self) {
+        self.inner.close();
     }
 }
 
@@ -425,4 +462,42 @@ fn a_point_faster_than_its_lab_link_is_invalid_before_it_is_kept() {
         .points
         .iter()
         .all(|p| p.headline.validity.valid == Some(true)));
+}
+
+/// What a run measured beside a point comes back with that run: the point keeps the last
+/// run's that had any, and a point none of whose runs had any keeps none of another point's.
+#[test]
+fn a_point_keeps_the_side_results_of_its_last_run_that_had_them() {
+    fn first_two_of_point_0(point: usize, run: u32) -> bool {
+        point == 0 && run < 2
+    }
+    let mut request = pingpong(&[1, 64]);
+    request.statistics.repeat = 3;
+    let plan = build(&request).unwrap();
+    let mut report = new_report(&plan, &request);
+    let mut scripted = Scripted::new(hundred);
+    let mut runner = Traced {
+        inner: &mut scripted,
+        traced: first_two_of_point_0,
+        at: (0, 0),
+    };
+    let recorded = Rc::new(RefCell::new(Recorded::default()));
+    let result = run_with(
+        &plan,
+        &mut report,
+        &mut RecordingSink(recorded),
+        &mut runner,
+    );
+    result.unwrap();
+    assert_eq!(scripted.calls.len(), 6);
+    let files: Vec<Option<&str>> = report
+        .points
+        .iter()
+        .map(|p| p.trace.as_ref().map(|t| t.file.as_str()))
+        .collect();
+    assert_eq!(files, [Some("p0r1.pcap"), None]);
+    assert!(report
+        .points
+        .iter()
+        .all(|p| p.fairness.is_none() && p.load.is_none()));
 }

@@ -14,6 +14,7 @@ use crate::request::Request;
 use crate::trace::capture::{self, Capture, PortFilter};
 use crate::trace::{file_for, TraceRequest, TraceSide, TraceSummary};
 
+/// `--trace` for one run: captures each run of each point into the file named for it.
 pub struct Tracer {
     request: TraceRequest,
     side: TraceSide,
@@ -24,7 +25,6 @@ pub struct Tracer {
     points: usize,
     runs: u32,
     file: PathBuf,
-    last: Option<TraceSummary>,
     /// `--force`: files that exist may be replaced.
     force: bool,
     /// The files this run has created: a point measured twice for one run (idle, then under
@@ -94,7 +94,6 @@ impl Tracer {
             points: plan.points.len(),
             runs: runs(plan),
             file: t.file.clone(),
-            last: None,
             force: args.output.force,
             created: HashSet::new(),
         })
@@ -114,9 +113,9 @@ impl Tracer {
         Capture::start(fd, lo, file, &self.file, self.request.snaplen)
     }
 
-    /// Ends the capture and keeps its summary; `outcome` (when the point succeeded) gives
+    /// Ends the capture and gives its summary; `outcome` (when the point succeeded) gives
     /// the data threads' CPU time the capture's is set against.
-    pub fn finish(&mut self, c: Capture, outcome: Option<&PointOutcome>) -> Result<()> {
+    pub fn finish(&self, c: Capture, outcome: Option<&PointOutcome>) -> Result<TraceSummary> {
         let got = c
             .finish()
             .with_context(|| format!("--trace {}", self.file.display()))?;
@@ -134,12 +133,7 @@ impl Tracer {
         s.capture_cpu_vs_data_threads = data_cpu
             .filter(|&d| d > 0)
             .map(|d| got.cpu_ns as f64 / d as f64);
-        self.last = Some(s);
-        Ok(())
-    }
-
-    pub fn take(&mut self) -> Option<TraceSummary> {
-        self.last.take()
+        Ok(s)
     }
 }
 

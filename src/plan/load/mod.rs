@@ -19,7 +19,7 @@ use anyhow::{bail, Context, Result};
 
 pub use crate::request::load_spec::LoadSpec;
 
-use super::runner::PointRunner;
+use super::runner::{PointRunner, RunOutcome};
 use super::{PlannedPoint, RunPlan};
 use crate::control::client::{ClientSide, PointOutcome, Session};
 use crate::model::load::{
@@ -49,7 +49,7 @@ const TCP_REPORT_INTERVAL: Duration = Duration::from_millis(250);
 /// UDP load datagrams: payload bytes, as a UDP stream's default.
 pub const UDP_LOAD_SIZE: u64 = 1400;
 
-/// What one point's load and idle run gave, taken by the runner after the point.
+/// What one run's load and its idle twin gave, carried in the run's [`RunOutcome`].
 #[derive(Debug, Clone, Default)]
 pub struct LoadFigures {
     pub load: Option<LoadResult>,
@@ -100,7 +100,6 @@ pub struct LoadedRunner<'a> {
     pattern: PatternKind,
     session: Option<Session>,
     plan: Option<RunPlan>,
-    last: Option<LoadFigures>,
 }
 
 impl<'a> LoadedRunner<'a> {
@@ -121,7 +120,6 @@ impl<'a> LoadedRunner<'a> {
             pattern: request.pattern,
             session: None,
             plan: None,
-            last: None,
         }
     }
 
@@ -197,11 +195,12 @@ impl PointRunner for LoadedRunner<'_> {
         planned: &PlannedPoint,
         client: &ClientSide,
         live: Option<mpsc::Sender<IntervalEvent>>,
-    ) -> Result<PointOutcome> {
-        self.last = None;
+    ) -> Result<RunOutcome> {
         let exchange = matches!(self.pattern, PatternKind::Pingpong | PatternKind::Rr);
+        // Only the idle run's figures are kept: what was measured beside it (a trace) is
+        // measured again beside the loaded run, which the point reports.
         let idle = if exchange && !self.only {
-            Some(self.inner.run_point(planned, client, None)?)
+            Some(self.inner.run_point(planned, client, None)?.measured)
         } else {
             None
         };
@@ -237,16 +236,18 @@ impl PointRunner for LoadedRunner<'_> {
             .then(|| {
                 Some(UnderLoad {
                     idle: idle.as_ref().and_then(round_trips),
-                    loaded: round_trips(&outcome)?,
+                    loaded: round_trips(&outcome.measured)?,
                     rpm_statistic: RPM_STATISTIC.into(),
                 })
             })
             .flatten();
-        self.last = Some(LoadFigures {
-            load: Some(result),
-            under_load,
-        });
-        Ok(outcome)
+        Ok(RunOutcome {
+            load: Some(LoadFigures {
+                load: Some(result),
+                under_load,
+            }),
+            ..outcome
+        })
     }
 
     fn close(&mut self) {
@@ -258,14 +259,6 @@ impl PointRunner for LoadedRunner<'_> {
 
     fn next_run(&mut self, point: usize, run: u32) {
         self.inner.next_run(point, run);
-    }
-
-    fn take_trace(&mut self) -> Option<crate::trace::TraceSummary> {
-        self.inner.take_trace()
-    }
-
-    fn take_load(&mut self) -> Option<LoadFigures> {
-        self.last.take()
     }
 }
 

@@ -1,0 +1,247 @@
+//! The request's refusals that need no sweep axis: options given where the transport or the
+//! pattern has no use for them, and values out of range. Each names the option as the
+//! command line spells it; [`super::build`] calls them in a fixed order, so that a request
+//! with several faults is refused for the same one every time.
+
+use anyhow::{bail, Result};
+
+use crate::pattern::stream::MAX_PACE_BURST;
+use crate::pattern::{Direction, PatternKind};
+use crate::request::{Request, Statistics, Traffic};
+use crate::transport::Capabilities;
+use crate::units::Rate;
+
+/// What the transport carries: --one-port's single TCP connection, and TCP's own socket
+/// options (--nodelay, --nagle, --cc, --mss).
+pub(super) fn transport_options(r: &Request, caps: &Capabilities) -> Result<()> {
+    let sock = &r.socket;
+    if r.server.one_port && !crate::control::oneport::carries(r.transport) {
+        bail!(
+            "--one-port carries the data connections on the control port's TCP: it works with -t tcp only, not {}",
+            r.transport
+        );
+    }
+
+    if !caps.tcp_options {
+        for (set, name) in [
+            (sock.nodelay, "--nodelay"),
+            (sock.nagle, "--nagle"),
+            (!sock.cc.is_empty(), "--cc"),
+            (sock.mss.is_some(), "--mss"),
+        ] {
+            if set {
+                bail!(
+                    "{name} applies to TCP only, not to the {} transport",
+                    r.transport
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What the pattern uses: a stream's traffic options, --write-size and --think, and the
+/// traffic beside the measured test (--load, --compete) with its --plot.
+pub(super) fn pattern_options(r: &Request, caps: &Capabilities) -> Result<()> {
+    let (sizes_req, traffic) = (&r.sizes, &r.traffic);
+    if r.pattern != PatternKind::Stream {
+        for (set, name) in [
+            (traffic.direction == Direction::Reverse, "--reverse"),
+            (traffic.direction == Direction::Bidir, "--bidir"),
+            (traffic.rate.is_some(), "--rate"),
+            (traffic.pace_burst != 1, "--pace-burst"),
+            (traffic.interval.is_some(), "--interval"),
+            (sizes_req.read_size.is_some(), "--read-size"),
+        ] {
+            if set {
+                bail!("{name} applies to the stream pattern only");
+            }
+        }
+    }
+    check_split_and_think(r, caps.message_boundaries)?;
+    if let Some(load) = &r.load {
+        super::load::check(r, load)?;
+    }
+    super::compete::check(r)?;
+    check_plot(r)
+}
+
+/// The fast paths: which pattern and which kind of socket each applies to, and the ones that
+/// exclude each other.
+pub(super) fn fast_paths(r: &Request, caps: &Capabilities) -> Result<()> {
+    let (pattern, fast) = (r.pattern, &r.fast);
+    let byte_stream_only = [(fast.zerocopy, "--zerocopy"), (fast.sendfile, "--sendfile")];
+    let datagram_only = [
+        (fast.gso, "--gso"),
+        (fast.gro, "--gro"),
+        (fast.batch.is_some(), "--batch"),
+    ];
+    for (set, name) in byte_stream_only.iter().chain(datagram_only.iter()).chain(
+        [
+            (fast.skip_rx_copy, "--skip-rx-copy"),
+            (fast.rcvlowat.is_some(), "--rcvlowat"),
+        ]
+        .iter(),
+    ) {
+        if *set && pattern != PatternKind::Stream {
+            bail!("{name} applies to the stream pattern only");
+        }
+    }
+    for (set, name) in byte_stream_only {
+        if set && !caps.reliable {
+            bail!(
+                "{name} applies to byte streams (tcp, unix), not to {}",
+                r.transport
+            );
+        }
+    }
+    if fast.rcvlowat.is_some() && !caps.rcvlowat {
+        bail!("--rcvlowat applies to tcp streams, not to {}", r.transport);
+    }
+    for (set, name) in datagram_only {
+        if set && !caps.syscall_batching {
+            bail!(
+                "{name} applies to kernel datagram sockets (udp), not to {}",
+                r.transport
+            );
+        }
+    }
+    if fast.zerocopy && fast.sendfile {
+        bail!("--zerocopy and --sendfile are two different send paths: choose one");
+    }
+    if fast.batch == Some(0) || fast.batch.is_some_and(|b| b > 1024) {
+        bail!("--batch must be 1 to 1024");
+    }
+    Ok(())
+}
+
+/// --burst and --parallel: where they apply and that they are at least 1.
+pub(super) fn burst_and_parallel(r: &Request) -> Result<()> {
+    let (pattern, traffic) = (r.pattern, &r.traffic);
+    if pattern != PatternKind::Rr && traffic.burst != 1 {
+        bail!("--burst applies to the rr pattern only");
+    }
+    if pattern == PatternKind::Crr && traffic.parallel != 1 {
+        bail!("crr runs one connection at a time; drop --parallel");
+    }
+    if traffic.parallel == 0 {
+        bail!("--parallel must be at least 1");
+    }
+    if traffic.burst == 0 {
+        bail!("--burst must be at least 1");
+    }
+    Ok(())
+}
+
+/// --confidence, --repeat, --until-ci and --max-repeat; the confidence level as a share.
+pub(super) fn statistics(stats: &Statistics) -> Result<f64> {
+    let confidence = crate::stats::parse_confidence(stats.confidence)
+        .map_err(|e| anyhow::anyhow!("--confidence: {e}"))?;
+    if stats.repeat == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    let until_ci = stats.until_ci;
+    if until_ci.is_some_and(|f| !(f > 0.0 && f.is_finite())) {
+        bail!("--until-ci must be a share above 0%");
+    }
+    if until_ci.is_some() && stats.max_repeat < 3 {
+        bail!("--max-repeat must be at least 3 with --until-ci");
+    }
+    Ok(confidence)
+}
+
+/// --cpu within this machine's CPUs, and the lengths and counts that must be above 0.
+pub(super) fn cpus_and_stop(r: &Request) -> Result<()> {
+    let (stop, traffic) = (&r.stop, &r.traffic);
+    let cpus = crate::sys::cpu_count();
+    if let Some(c) = r.socket.cpu.iter().find(|&&c| c >= cpus) {
+        bail!("--cpu {c}: this machine has CPUs 0 to {}", cpus - 1);
+    }
+    if traffic.interval.is_some_and(|d| d.is_zero()) {
+        bail!("--interval must be longer than 0");
+    }
+    if stop.duration.is_some_and(|d| d.is_zero()) {
+        bail!("--duration must be longer than 0");
+    }
+    if stop.iterations == Some(0) || stop.bytes == Some(0) {
+        bail!("--iterations and --bytes must be at least 1");
+    }
+    Ok(())
+}
+
+/// --rate above 0, and --pace-burst in range and only with a rate to pace at.
+pub(super) fn pacing(traffic: &Traffic) -> Result<()> {
+    let rate = traffic.rate;
+    if let Some(Rate::BitsPerSecond(v) | Rate::PacketsPerSecond(v)) = rate {
+        if !(v > 0.0 && v.is_finite()) {
+            bail!("--rate must be above 0");
+        }
+    }
+    if traffic.pace_burst == 0 || traffic.pace_burst > MAX_PACE_BURST {
+        bail!("--pace-burst must be 1 to {MAX_PACE_BURST}");
+    }
+    if traffic.pace_burst != 1 && rate.is_none() {
+        bail!("--pace-burst needs --rate: it groups the paced sender's writes");
+    }
+    Ok(())
+}
+
+/// `--plot`: what it draws needs --load on an exchange or --compete, and a figure's file.
+fn check_plot(r: &Request) -> Result<()> {
+    let Some(plot) = &r.plot else {
+        return Ok(());
+    };
+    let exchange = matches!(r.pattern, PatternKind::Pingpong | PatternKind::Rr);
+    if !((r.load.is_some() && exchange) || !r.compete.is_empty()) {
+        bail!("--plot draws latency under --load (pingpong, rr) or the shares of --compete flows (stream): give one of them");
+    }
+    if !plot
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg") || e.eq_ignore_ascii_case("png"))
+    {
+        bail!(
+            "--plot {}: the file name must end in .svg or .png",
+            plot.display()
+        );
+    }
+    Ok(())
+}
+
+/// `--write-size` of an exchange and `--think`: what they apply to. A stream's write size is
+/// its message size and is checked with the sizes.
+fn check_split_and_think(r: &Request, message_boundaries: bool) -> Result<()> {
+    let exchange = matches!(r.pattern, PatternKind::Pingpong | PatternKind::Rr);
+    if r.sizes.write_size == Some(0) {
+        bail!("--write-size must be at least 1 byte");
+    }
+    if r.sizes.write_size.is_some() && r.pattern != PatternKind::Stream {
+        if !exchange {
+            bail!(
+                "--write-size applies to the stream, pingpong and rr patterns, not to {}",
+                r.pattern
+            );
+        }
+        if message_boundaries {
+            bail!(
+                "--write-size splits a message over several writes: a {} message is one datagram and cannot be split",
+                r.transport
+            );
+        }
+    }
+    if let Some(think) = r.traffic.think {
+        if !exchange {
+            bail!(
+                "--think applies to the pingpong and rr patterns, not to {}",
+                r.pattern
+            );
+        }
+        if think.is_zero() {
+            bail!("--think must be longer than 0");
+        }
+        if r.traffic.burst > 1 {
+            bail!("--think waits between transactions, one at a time: it cannot be combined with --burst");
+        }
+    }
+    Ok(())
+}
