@@ -4,6 +4,8 @@
 pub mod access;
 pub mod admission;
 pub mod auth;
+pub mod budget;
+pub mod checks;
 pub mod client;
 pub mod framing;
 pub mod limits;

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::access::ClientKey;
-use super::limits::{mbit, Limits};
+use super::limits::Limits;
 use super::protocol::{PointSpec, TestSpec};
 use crate::pattern::{self, PatternKind, Role, Side};
 
@@ -67,6 +67,11 @@ pub fn point_limit(l: &Limits, t: &TestSpec, p: &PointSpec) -> Option<(f64, &'st
     } else {
         (cap, option)
     })
+}
+
+/// Bits/s as Mbit/s for a message.
+pub(super) fn mbit(bps: f64) -> String {
+    format!("{:.3} Mbit/s", bps / 1e6)
 }
 
 /// The rates all running points of a server hold, in all and per client.

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use super::{client_message_name as name, Outbox, PointRoles};
 use crate::control::admission::HELLO_DEADLINE;
 use crate::control::auth::{Nonce, Psk, AUTH_FAILED, NEEDS_KEY};
-use crate::control::limits::{Footprint, Limits};
+use crate::control::budget::Footprint;
+use crate::control::limits::Limits;
 use crate::control::protocol::{
     ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
 };
