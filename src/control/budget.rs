@@ -10,9 +10,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::limits::Limits;
 use super::protocol::{PointSpec, TestSpec};
-use crate::pattern::stream::Interval;
-use crate::pattern::DATAGRAM_READ;
-use crate::pattern::{self, PatternKind, Role, Side};
+use super::worker;
+use crate::pattern::{self, crr, exchange, stream, PatternKind, Role, Side};
 use crate::transport::Capabilities;
 
 /// What the server's side of one point holds while it runs.
@@ -118,79 +117,34 @@ pub(super) fn server_roles(t: &TestSpec) -> impl Iterator<Item = Role> + '_ {
     (0..n).map(move |i| pattern::role(Side::Server, t.pattern, t.direction, t.streams, i))
 }
 
-/// What the server's side of a point allocates, from the patterns' own buffer choices
-/// (stream send.rs and receive.rs, exchange.rs, crr.rs): per data connection its message or
-/// read buffers times the batch, the interval reports it keeps, and the socket buffers it asks
-/// the kernel for (which Linux doubles). An upper bound: a fast path that falls back
-/// allocates less.
-pub fn footprint(
-    t: &TestSpec,
-    p: &PointSpec,
-    caps: &Capabilities,
-    max_duration_ms: u64,
-) -> Footprint {
-    let batch = u64::from(t.fast.batch.max(1));
-    let header = crate::pattern::stream::DATAGRAM_HEADER as u64;
+/// What the server's side of a point allocates: per data connection what its pattern states
+/// it allocates for the very plan the server's worker will run (stream senders and receivers,
+/// exchange responders, crr's one responder), and the socket buffers it asks the kernel for
+/// (which Linux doubles). An upper bound: a fast path that falls back allocates less.
+pub fn footprint(t: &TestSpec, p: &PointSpec, caps: &Capabilities) -> Footprint {
     // The kernel's socket buffers, doubled for its bookkeeping as SO_SNDBUF/SO_RCVBUF are.
     let sockets = 2
         * (p.server_socket
             .sndbuf
             .saturating_add(p.server_socket.rcvbuf));
-    // A byte- or iteration-bound point's reports run until the duration limit at most.
-    let reports = match t.interval_ms {
-        Some(i) if t.pattern == PatternKind::Stream && i > 0 => {
-            let ms = p
-                .duration_ms
-                .unwrap_or(max_duration_ms)
-                .min(max_duration_ms);
-            (ms / i + 4).saturating_mul(std::mem::size_of::<Interval>() as u64)
-        }
-        _ => 0,
-    };
-    let exchange = || {
-        let req = if caps.message_boundaries {
-            DATAGRAM_READ.max(p.request_size)
-        } else {
-            p.request_size.max(1)
-        };
-        req.saturating_add(p.response_size.max(1))
-    };
-    let one = |role: Role| -> u64 {
-        let buffers = match role {
-            Role::Sender if caps.reliable => {
-                // The payload, and its copy in a memory file for sendfile.
-                let w = p.request_size.max(1);
-                if t.fast.sendfile {
-                    w.saturating_mul(2)
-                } else {
-                    w
-                }
-            }
-            Role::Sender => {
-                // Warm-up datagram, then one of: a batch of them, or a GSO send (at most
-                // 64 KiB) and its model datagram.
-                let size = p.request_size.max(header);
-                let batched = size.saturating_mul(batch).saturating_add(size);
-                let gso = DATAGRAM_READ.saturating_add(size);
-                size.saturating_add(batched.max(gso))
-            }
-            Role::Receiver if caps.reliable => p.read_size.max(1),
-            Role::Receiver => {
-                // A batch of datagram buffers, and the stamped reads of the warm-up.
-                let size = DATAGRAM_READ.max(p.read_size);
-                size.saturating_mul(batch).saturating_add(DATAGRAM_READ)
-            }
-            Role::Responder | Role::Requester => exchange(),
-        };
-        buffers.saturating_add(reports).saturating_add(sockets)
-    };
     if t.pattern == PatternKind::Crr {
         // One connection at a time, on one thread.
         return Footprint {
-            memory: exchange().saturating_add(sockets),
+            memory: crr::server_footprint(caps, p.request_size, p.response_size)
+                .saturating_add(sockets),
             streams: 1,
         };
     }
+    let one = |role: Role| -> u64 {
+        let buffers = match role {
+            Role::Sender => stream::sender_footprint(&worker::send_plan(t, p, None), caps),
+            Role::Receiver => stream::receiver_footprint(&worker::recv_plan(t, p), caps),
+            Role::Responder => exchange::responder_footprint(caps, p.request_size, p.response_size),
+            // Never the server's role; a requester's buffers are a responder's turned round.
+            Role::Requester => exchange::responder_footprint(caps, p.response_size, p.request_size),
+        };
+        buffers.saturating_add(sockets)
+    };
     let mut f = Footprint::default();
     for role in server_roles(t) {
         f.memory = f.memory.saturating_add(one(role));
@@ -201,7 +155,82 @@ pub fn footprint(
 
 #[cfg(test)]
 mod tests {
-    use super::{Budget, Footprint, Limits};
+    use super::*;
+    use crate::pattern::{Direction, FastPaths};
+    use crate::transport::{SocketOptions, TransportKind};
+
+    fn test(pattern: PatternKind, direction: Direction, streams: u32) -> TestSpec {
+        TestSpec {
+            write_size: None,
+            think_ns: None,
+            pattern,
+            transport: TransportKind::Udp,
+            streams,
+            direction,
+            spin: false,
+            server_cpus: vec![],
+            interval_ms: Some(100),
+            burst: 1,
+            fast: FastPaths {
+                batch: 16,
+                ..FastPaths::default()
+            },
+            one_port: false,
+        }
+    }
+
+    fn point() -> PointSpec {
+        PointSpec {
+            request_size: 1200,
+            response_size: 300,
+            read_size: 65_536,
+            duration_ms: Some(10_000),
+            bytes: None,
+            iterations: None,
+            warmup: 10,
+            pace: None,
+            server_socket: SocketOptions {
+                rcvbuf: 1 << 20,
+                ..SocketOptions::default()
+            },
+            buffers_fixed: true,
+        }
+    }
+
+    /// The budget states nothing of its own about buffers: a point's footprint is what each
+    /// of its server-side connections' patterns says, for the plan the server's worker runs,
+    /// with the socket buffers it asks the kernel for.
+    #[test]
+    fn a_points_footprint_is_the_sum_of_what_its_patterns_state() {
+        let caps = TransportKind::Udp.capabilities().unwrap();
+        let p = point();
+        let sockets = 2 * (1 << 20);
+        let bidir = test(PatternKind::Stream, Direction::Bidir, 2);
+        let send = stream::sender_footprint(&worker::send_plan(&bidir, &p, None), &caps);
+        let recv = stream::receiver_footprint(&worker::recv_plan(&bidir, &p), &caps);
+        assert_eq!(
+            footprint(&bidir, &p, &caps),
+            Footprint {
+                memory: 2 * send + 2 * recv + 4 * sockets,
+                streams: 4,
+            }
+        );
+        // The receivers' reports span twice the point and the drain (receive.rs), more than
+        // the senders'.
+        assert!(recv > 16 * 65_536 && send > 0);
+        let rr = test(PatternKind::Rr, Direction::Forward, 3);
+        let one = exchange::responder_footprint(&caps, 1200, 300);
+        assert_eq!(one, 65_536 + 300);
+        assert_eq!(footprint(&rr, &p, &caps).memory, 3 * (one + sockets));
+        let c = test(PatternKind::Crr, Direction::Forward, 1);
+        assert_eq!(
+            footprint(&c, &p, &caps),
+            Footprint {
+                memory: crr::server_footprint(&caps, 1200, 300) + sockets,
+                streams: 1,
+            }
+        );
+    }
 
     #[test]
     fn reservations_add_up_and_are_returned_on_drop() {

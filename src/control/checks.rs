@@ -161,7 +161,7 @@ impl Limits {
                 }
             }
         }
-        let f = footprint(t, p, caps, self.max_duration_ms);
+        let f = footprint(t, p, caps);
         if f.memory > self.max_test_memory {
             return Err(format!(
                 "this point needs {} of buffers on the server ({} data connections); this server's memory budget per test is {} (--max-test-memory): use fewer streams or smaller sizes, batches or buffers",
