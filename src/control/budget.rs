@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::limits::Limits;
 use super::protocol::{PointSpec, TestSpec};
+use super::refusal::Refusal;
 use super::worker;
 use crate::pattern::{self, crr, exchange, stream, PatternKind, Role, Side};
 use crate::transport::Capabilities;
@@ -43,7 +44,11 @@ impl Budget {
 
     /// Reserves `f` if it fits under `limits`' totals along with everything reserved already;
     /// the reservation is returned when the guard drops (the point ended, failed or panicked).
-    pub fn reserve<'a>(&'a self, f: Footprint, limits: &Limits) -> Result<Reservation<'a>, String> {
+    pub fn reserve<'a>(
+        &'a self,
+        f: Footprint,
+        limits: &Limits,
+    ) -> Result<Reservation<'a>, Refusal> {
         let fits = |held: u64| {
             held.checked_add(f.memory)
                 .filter(|&t| t <= limits.max_memory)
@@ -53,12 +58,12 @@ impl Budget {
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, fits)
             .is_err()
         {
-            return Err(format!(
-                "server busy: this point needs {} of buffers and running tests hold {} of the server's memory budget of {} (--max-memory); try again later",
+            return Err(Refusal::busy(format!(
+                "server busy: this point needs {} of buffers and running tests hold {} of the server's memory budget of {} (--max-memory)",
                 mib(f.memory),
                 mib(self.memory()),
                 mib(limits.max_memory)
-            ));
+            )));
         }
         let fits = |held: u32| {
             held.checked_add(f.streams)
@@ -70,12 +75,12 @@ impl Budget {
             .is_err()
         {
             self.memory.fetch_sub(f.memory, Ordering::SeqCst);
-            return Err(format!(
-                "server busy: this point needs {} data connections and running tests hold {} of the server's limit of {} (--max-streams-total); try again later",
+            return Err(Refusal::busy(format!(
+                "server busy: this point needs {} data connections and running tests hold {} of the server's limit of {} (--max-streams-total)",
                 f.streams,
                 self.streams(),
                 limits.max_streams_total
-            ));
+            )));
         }
         Ok(Reservation {
             budget: self,
@@ -156,6 +161,7 @@ pub fn footprint(t: &TestSpec, p: &PointSpec, caps: &Capabilities) -> Footprint 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::refusal::RefusalKind;
     use crate::pattern::{Direction, FastPaths};
     use crate::transport::{SocketOptions, TransportKind};
 
@@ -259,7 +265,8 @@ mod tests {
                 &l,
             )
             .unwrap_err();
-        assert!(e.contains("--max-memory"), "{e}");
+        assert_eq!(e.kind, RefusalKind::Busy);
+        assert!(e.message.contains("--max-memory"), "{e}");
         // A refusal holds nothing.
         assert_eq!((b.memory(), b.streams()), (600, 4));
         let e = b
@@ -271,7 +278,8 @@ mod tests {
                 &l,
             )
             .unwrap_err();
-        assert!(e.contains("--max-streams-total"), "{e}");
+        assert_eq!(e.kind, RefusalKind::Busy);
+        assert!(e.message.contains("--max-streams-total"), "{e}");
         assert_eq!((b.memory(), b.streams()), (600, 4));
         let c = b
             .reserve(

@@ -5,42 +5,47 @@ use super::budget::{footprint, mib, server_roles, Footprint};
 use super::limits::Limits;
 use super::protocol::{PointSpec, TestSpec};
 use super::rate::mbit;
+use super::refusal::Refusal;
 use crate::pattern::DATAGRAM_READ;
 use crate::pattern::{PatternKind, Role};
 use crate::transport::Capabilities;
 
 impl Limits {
-    pub fn check_test(&self, t: &TestSpec) -> Result<(), String> {
-        t.transport.capabilities().map_err(|e| e.to_string())?;
+    pub fn check_test(&self, t: &TestSpec) -> Result<(), Refusal> {
+        t.transport
+            .capabilities()
+            .map_err(|e| Refusal::invalid(e.to_string()))?;
         if t.streams == 0 || t.streams > self.max_streams {
-            return Err(format!(
+            return Err(Refusal::limit(format!(
                 "{} parallel streams requested; this server allows 1 to {}",
                 t.streams, self.max_streams
-            ));
+            )));
         }
         if t.pattern == PatternKind::Crr && t.streams != 1 {
-            return Err("crr runs one connection at a time (--parallel 1)".into());
+            return Err(Refusal::invalid(
+                "crr runs one connection at a time (--parallel 1)",
+            ));
         }
         if t.burst == 0 || t.burst > self.max_burst {
-            return Err(format!(
+            return Err(Refusal::limit(format!(
                 "burst of {} requested; this server allows 1 to {}",
                 t.burst, self.max_burst
-            ));
+            )));
         }
         let cpus = crate::sys::cpu_count();
         if let Some(c) = t.server_cpus.iter().find(|&&c| c >= cpus) {
-            return Err(format!(
+            return Err(Refusal::invalid(format!(
                 "server CPU {c} does not exist (the server has {cpus})"
-            ));
+            )));
         }
         if t.fast.batch == 0 || t.fast.batch > 1024 {
-            return Err(format!(
+            return Err(Refusal::limit(format!(
                 "batch of {}; this server allows 1 to 1024",
                 t.fast.batch
-            ));
+            )));
         }
         if t.interval_ms == Some(0) {
-            return Err("interval of 0 ms".into());
+            return Err(Refusal::invalid("interval of 0 ms"));
         }
         // Features that cost the server's host more than a test's share: a spinning stream
         // burns a CPU whether data moves or not, busy-polling holds the device queue, raw
@@ -60,79 +65,81 @@ impl Limits {
         ] {
             if asked && !permitted {
                 let name = what.split(' ').next().unwrap_or(what);
-                return Err(format!(
+                return Err(Refusal::policy(format!(
                     "{what} is not permitted on this server; its operator can allow it with --permit {name}"
-                ));
+                )));
             }
         }
         Ok(())
     }
 
-    pub fn check_point(&self, p: &PointSpec) -> Result<(), String> {
+    pub fn check_point(&self, p: &PointSpec) -> Result<(), Refusal> {
         for (what, v) in [
             ("request/message size", p.request_size),
             ("response size", p.response_size),
             ("read size", p.read_size),
         ] {
             if v == 0 || v > self.max_message {
-                return Err(format!(
+                return Err(Refusal::limit(format!(
                     "{what} of {v} bytes; this server allows 1 to {} bytes",
                     self.max_message
-                ));
+                )));
             }
         }
         match p.duration_ms {
             Some(d) if d > self.max_duration_ms => {
-                return Err(format!(
+                return Err(Refusal::limit(format!(
                     "duration of {} s; this server allows at most {} s",
                     d as f64 / 1000.0,
                     secs(self.max_duration_ms)
-                ))
+                )))
             }
             None if p.bytes.is_none() && p.iterations.is_none() => {
-                return Err("no stop condition (duration, bytes or iterations)".into())
+                return Err(Refusal::invalid(
+                    "no stop condition (duration, bytes or iterations)",
+                ))
             }
             _ => {}
         }
         if p.warmup > self.max_warmup {
-            return Err(format!(
+            return Err(Refusal::limit(format!(
                 "{} warm-up iterations; this server allows at most {}",
                 p.warmup, self.max_warmup
-            ));
+            )));
         }
         for (what, v) in [
             ("server send buffer", p.server_socket.sndbuf),
             ("server receive buffer", p.server_socket.rcvbuf),
         ] {
             if v > self.max_socket_buffer {
-                return Err(format!(
+                return Err(Refusal::limit(format!(
                     "{what} of {v} bytes; this server allows at most {} bytes",
                     self.max_socket_buffer
-                ));
+                )));
             }
         }
         if let Some(pace) = p.pace {
             if !(pace.interval_ns.is_finite() && pace.interval_ns >= 0.0) {
-                return Err("invalid pacing interval".into());
+                return Err(Refusal::invalid("invalid pacing interval"));
             }
             if !(1..=u64::from(crate::pattern::stream::MAX_PACE_BURST)).contains(&pace.burst) {
-                return Err(format!(
+                return Err(Refusal::limit(format!(
                     "pacing burst of {}; it must be 1 to {}",
                     pace.burst,
                     crate::pattern::stream::MAX_PACE_BURST
-                ));
+                )));
             }
             // A paced sender sleeps until its next step: a step of days held a test slot
             // for days after its client was gone.
             let step = pace.interval_ns * pace.burst as f64;
             if step > self.max_pace_step_ns as f64 {
-                return Err(format!(
+                return Err(Refusal::limit(format!(
                     "pacing of one step every {:.3} s ({} writes of {} bytes); this server paces at most {} s per step: ask for a higher --rate or smaller writes",
                     step / 1e9,
                     pace.burst,
                     p.request_size,
                     self.max_pace_step_ns as f64 / 1e9
-                ));
+                )));
             }
         }
         Ok(())
@@ -145,7 +152,7 @@ impl Limits {
         t: &TestSpec,
         p: &PointSpec,
         caps: &Capabilities,
-    ) -> Result<Footprint, String> {
+    ) -> Result<Footprint, Refusal> {
         let transport = t.transport;
         if caps.message_boundaries {
             let max = caps.max_message;
@@ -155,26 +162,26 @@ impl Limits {
                 ("read size", p.read_size, max.max(DATAGRAM_READ)),
             ] {
                 if v > limit {
-                    return Err(format!(
+                    return Err(Refusal::limit(format!(
                         "{what} of {v} bytes; one {transport} message holds at most {max} bytes (this server allows 1 to {limit})"
-                    ));
+                    )));
                 }
             }
         }
         let f = footprint(t, p, caps);
         if f.memory > self.max_test_memory {
-            return Err(format!(
+            return Err(Refusal::limit(format!(
                 "this point needs {} of buffers on the server ({} data connections); this server's memory budget per test is {} (--max-test-memory): use fewer streams or smaller sizes, batches or buffers",
                 mib(f.memory),
                 f.streams,
                 mib(self.max_test_memory)
-            ));
+            )));
         }
         if f.streams > self.max_streams_total {
-            return Err(format!(
+            return Err(Refusal::limit(format!(
                 "this point needs {} data connections; this server allows {} in all (--max-streams-total)",
                 f.streams, self.max_streams_total
-            ));
+            )));
         }
         self.check_rate(t, p)?;
         // Warm-up counts against the duration limit: a paced warm-up that cannot end inside
@@ -183,13 +190,13 @@ impl Limits {
             let warm_ms = pace.end_ns(p.warmup) / 1e6;
             let timed_ms = p.duration_ms.unwrap_or(0) as f64;
             if warm_ms + timed_ms > self.max_duration_ms as f64 {
-                return Err(format!(
+                return Err(Refusal::limit(format!(
                     "a warm-up of {} paced writes takes {:.1} s, which with the point's {:.1} s exceeds this server's duration limit of {} s",
                     p.warmup,
                     warm_ms / 1e3,
                     timed_ms / 1e3,
                     secs(self.max_duration_ms)
-                ));
+                )));
             }
         }
         Ok(f)
@@ -197,7 +204,7 @@ impl Limits {
 
     /// The server's own senders of a test keep to its bit rate: paced at or below the
     /// smallest rate limit set, in all.
-    fn check_rate(&self, t: &TestSpec, p: &PointSpec) -> Result<(), String> {
+    fn check_rate(&self, t: &TestSpec, p: &PointSpec) -> Result<(), Refusal> {
         let Some((limit, option)) = super::rate::test_cap(self) else {
             return Ok(());
         };
@@ -212,11 +219,11 @@ impl Limits {
             } else {
                 "unpaced".into()
             };
-            return Err(format!(
+            return Err(Refusal::limit(format!(
                 "the server would send {asked}; this server sends at most {} per test ({option}): ask for --rate {}M or less",
                 mbit(limit),
                 limit / 1e6
-            ));
+            )));
         }
         Ok(())
     }
@@ -235,6 +242,7 @@ fn secs(ms: u64) -> String {
 mod tests {
     use crate::control::limits::Limits;
     use crate::control::protocol::{PointSpec, TestSpec};
+    use crate::control::refusal::{Refusal, RefusalKind};
     use crate::pattern::stream::Pace;
     use crate::pattern::{Direction, FastPaths, PatternKind};
     use crate::transport::{Capabilities, SocketOptions, TransportKind};
@@ -303,7 +311,11 @@ mod tests {
         assert!(l.check_point(&paced(400.0, 65_536)).is_ok());
         assert_eq!(
             l.check_point(&paced(400.0, 0)).unwrap_err(),
-            "pacing burst of 0; it must be 1 to 65536"
+            Refusal::limit("pacing burst of 0; it must be 1 to 65536")
+        );
+        assert_eq!(
+            l.check_point(&paced(f64::NAN, 1)).unwrap_err().kind,
+            RefusalKind::Invalid
         );
         assert!(l.check_point(&paced(400.0, 65_537)).is_err());
         assert!(l.check_point(&paced(f64::NAN, 1)).is_err());
@@ -318,6 +330,8 @@ mod tests {
         let e = l
             .check_point(&paced(8.0 * 1_048_576.0 * 1e9, 1))
             .unwrap_err();
+        assert_eq!(e.kind, RefusalKind::Limit);
+        let e = e.message;
         assert!(e.contains("paces at most 1 s per step"), "{e}");
         assert!(l.check_point(&paced(1e300, 1)).is_err());
         assert!(l.check_point(&paced(3e8, 4)).is_err());
@@ -341,11 +355,15 @@ mod tests {
         let e = l
             .check_fit(&t, &sized(1000, 64 << 20), &caps(true))
             .unwrap_err();
+        assert_eq!(e.kind, RefusalKind::Limit);
+        let e = e.message;
         assert!(e.contains("read size of 67108864 bytes"), "{e}");
         assert!(e.contains("65507"), "{e}");
         let e = l
             .check_fit(&t, &sized(70_000, 65_536), &caps(true))
             .unwrap_err();
+        assert_eq!(e.kind, RefusalKind::Limit);
+        let e = e.message;
         assert!(e.contains("request/message size of 70000"), "{e}");
         // The client's default read of 64 KiB and the largest datagram are fine, batch or not.
         assert!(l.check_fit(&t, &sized(65_507, 65_536), &caps(true)).is_ok());
@@ -365,6 +383,8 @@ mod tests {
         let e = l
             .check_fit(&eight, &sized(1000, 65_536), &caps(true))
             .unwrap_err();
+        assert_eq!(e.kind, RefusalKind::Limit);
+        let e = e.message;
         assert!(e.contains("--max-test-memory"), "{e}");
     }
 
@@ -380,6 +400,8 @@ mod tests {
         let e = l
             .check_fit(&sixteen, &sized(64 << 20, 64 << 20), &caps(false))
             .unwrap_err();
+        assert_eq!(e.kind, RefusalKind::Limit);
+        let e = e.message;
         assert!(e.contains("2048.0 MiB of buffers"), "{e}");
         assert!(e.contains("memory budget per test is 256.0 MiB"), "{e}");
         // Requested socket buffers count too (doubled, as the kernel does).
@@ -399,7 +421,8 @@ mod tests {
         assert!(l.check_test(&t).is_ok());
         t.spin = true;
         let e = l.check_test(&t).unwrap_err();
-        assert!(e.contains("--permit spin"), "{e}");
+        assert_eq!(e.kind, RefusalKind::Policy);
+        assert!(e.message.contains("--permit spin"), "{e}");
         assert!(Limits {
             permit_spin: true,
             ..Limits::default()
@@ -408,7 +431,11 @@ mod tests {
         .is_ok());
         t.spin = false;
         t.fast.busy_poll_us = Some(50);
-        assert!(l.check_test(&t).unwrap_err().contains("--permit busy-poll"));
+        assert!(l
+            .check_test(&t)
+            .unwrap_err()
+            .message
+            .contains("--permit busy-poll"));
         assert!(Limits::local().check_test(&t).is_ok());
     }
 
@@ -425,6 +452,8 @@ mod tests {
         let e = l
             .check_fit(&t, &sized(1000, 1000), &caps(false))
             .unwrap_err();
+        assert_eq!(e.kind, RefusalKind::Limit);
+        let e = e.message;
         assert!(e.contains("unpaced") && e.contains("--max-rate"), "{e}");
         // Two streams of 1000-byte writes every 1.6 ms: 10 Mbit/s in all.
         let mut p = sized(1000, 1000);
@@ -451,6 +480,8 @@ mod tests {
         let mut p = paced(1e7, 1);
         p.warmup = 1000;
         let e = l.check_fit(&t, &p, &caps(false)).unwrap_err();
+        assert_eq!(e.kind, RefusalKind::Limit);
+        let e = e.message;
         assert!(e.contains("duration limit of 2 s"), "{e}");
         p.warmup = 50;
         assert!(l.check_fit(&t, &p, &caps(false)).is_ok());

@@ -13,6 +13,7 @@ pub mod machine;
 pub mod oneport;
 pub mod protocol;
 pub mod rate;
+pub mod refusal;
 pub mod server;
 pub(crate) mod worker;
 
