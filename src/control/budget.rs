@@ -1,5 +1,7 @@
-//! What running points hold on a server: each point's footprint, summed from what its
-//! patterns state they allocate, and the shared budget it is reserved from.
+//! What running points hold on a server: each point's footprint and the shared budget.
+//!
+//! A point's footprint is summed from what its patterns state they allocate (each pattern's
+//! own footprint function, beside its allocation), never re-derived here.
 //!
 //! Every point is charged what the server's side of it allocates (buffers, and the kernel's
 //! socket buffers it asks for) and how many data connections it holds; a point runs only with

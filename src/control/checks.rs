@@ -1,5 +1,7 @@
-//! Checks a request against the server's limits before anything is allocated or started: the
-//! test's and each point's fields, and what a point would hold and move.
+//! Checks a request against the server's limits before anything is allocated or started.
+//!
+//! The test's and each point's fields, what a point would hold (its footprint, budget.rs) and
+//! what its server's own senders would move; a violation is a [`Refusal`] of its kind.
 
 use super::budget::{footprint, mib, server_roles, Footprint};
 use super::limits::Limits;

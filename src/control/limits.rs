@@ -1,5 +1,7 @@
-//! What a server accepts: the bounds and budgets it announces in its Welcome and holds every
-//! request to (the checks themselves are in checks.rs, the shared budgets in budget.rs).
+//! The limits a server announces in its Welcome and holds every request to.
+//!
+//! The checks against them are in checks.rs, what running points hold in budget.rs; this file
+//! imports nothing of the control plane, so the protocol can carry [`Limits`] without a cycle.
 
 use serde::{Deserialize, Serialize};
 

@@ -111,7 +111,7 @@ pub fn run_client(target: &CrrTarget<'_>, plan: &CrrPlan) -> Result<CrrStats> {
 }
 
 /// What the server of a crr point holds, bytes: the buffers of one responder (see
-/// [`responder_buffers`]), since it answers one connection at a time on one thread. A server
+/// `responder_buffers`), since it answers one connection at a time on one thread. A server
 /// charges a crr point this against its memory budget.
 pub fn server_footprint(caps: &Capabilities, request_size: u64, response_size: u64) -> u64 {
     responder_footprint(caps, request_size, response_size)

@@ -50,7 +50,7 @@ pub(crate) fn responder_buffers(
     )
 }
 
-/// What a responder holds while it answers, bytes: the buffers of [`responder_buffers`]. A
+/// What a responder holds while it answers, bytes: the buffers of `responder_buffers`. A
 /// server charges each exchange connection this against its memory budget.
 pub fn responder_footprint(caps: &Capabilities, request_size: u64, response_size: u64) -> u64 {
     let request = usize::try_from(request_size).unwrap_or(usize::MAX);

@@ -49,7 +49,7 @@ fn stamp_buffer() -> Vec<u8> {
 /// bytes, from the sizes its own buffers are made with: a byte stream's read buffer; on
 /// datagrams the largest reader it may choose (a batch of datagram buffers, or one buffer and
 /// its stamp's); and its interval reports. An upper bound: a fast path that falls back holds
-/// less. Not counted: the ring of newest reads a connection with an arrival lead keeps ([`Tail`]),
+/// less. Not counted: the ring of newest reads a connection with an arrival lead keeps (`Tail`),
 /// which only MPI's connections have, and no server runs those. A server charges each of its
 /// receiving streams this (control/budget.rs).
 pub fn receiver_footprint(plan: &RecvPlan, caps: &Capabilities) -> u64 {
