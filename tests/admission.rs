@@ -57,9 +57,12 @@ fn refused(args: &[&str], key: Option<&str>, needle: &str) {
 }
 
 fn hello() -> Vec<u8> {
-    let body = br#"{"type":"hello","magic":"wirebench","protocol":2,"version":"test"}"#;
+    let body = format!(
+        r#"{{"type":"hello","magic":"wirebench","protocol":{},"version":"test"}}"#,
+        wirebench::control::protocol::PROTOCOL_VERSION
+    );
     let mut f = (body.len() as u32).to_be_bytes().to_vec();
-    f.extend_from_slice(body);
+    f.extend_from_slice(body.as_bytes());
     f
 }
 
@@ -285,7 +288,8 @@ fn one_client_holds_at_most_its_share() {
     c.write_all(&hello()).unwrap();
     let reply = reply_of(&mut c);
     assert!(
-        reply.contains("too many tests from 127.0.0.40: the limit is 2"),
+        reply.contains("too many tests from 127.0.0.40: the limit is 2")
+            && reply.contains(r#""kind":"busy""#),
         "reply: {reply}"
     );
     // Another client is served.
@@ -330,6 +334,40 @@ fn idle_sessions_yield_their_slots_to_a_waiting_client() {
     assert!(yielded < 64, "every session lost its slot to one client");
 }
 
+/// A full server whose one session waits for its client, but not yet long enough to yield,
+/// says when it will have; the client waits that long, once, and gets in.
+#[test]
+fn a_client_told_when_a_full_server_has_room_tries_once_more_and_gets_in() {
+    let server = Server::start(&["--max-sessions", "1"]);
+    for attempt in 1.. {
+        // The held session waits for its first point from its answer on: the client below
+        // comes well inside the 2 s after which a full server takes its slot at once.
+        let held = hold_session("127.0.0.70", &server.addr);
+        let out = wb(
+            &[
+                "run",
+                "pingpong",
+                "--to",
+                &server.addr,
+                "-n",
+                "20",
+                "--json",
+            ],
+            None,
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 20);
+        if err.contains("server (busy, try again in ") && err.contains("; trying once more") {
+            break;
+        }
+        // A host so loaded that the client came after those 2 s was let in at once: again.
+        assert!(attempt < 3, "never told when to try again: {err}");
+        drop(held);
+    }
+}
+
 #[test]
 fn one_client_over_its_share_gets_a_readable_error() {
     let server = Server::start(&["--max-sessions-per-client", "1"]);
@@ -337,7 +375,7 @@ fn one_client_over_its_share_gets_a_readable_error() {
     refused(
         &["run", "pingpong", "--to", &server.addr, "-n", "10"],
         None,
-        "too many tests from 127.0.0.1: the limit is 1",
+        "server (busy, try again later): too many tests from 127.0.0.1: the limit is 1",
     );
 }
 
@@ -347,11 +385,15 @@ fn denied_clients_are_refused_at_accept_with_the_reason() {
     refused(
         &["run", "pingpong", "--to", &server.addr, "-n", "10"],
         None,
-        "access denied: 127.0.0.1 may not use this server",
+        "server (refused by policy): access denied: 127.0.0.1 may not use this server",
     );
     // Refused before anything is read: a silent connection hears it at once.
     let mut s = connect_from("127.0.0.50", &server.addr);
-    assert!(reply_of(&mut s).contains("access denied: 127.0.0.50"));
+    let reply = reply_of(&mut s);
+    assert!(
+        reply.contains("access denied: 127.0.0.50") && reply.contains(r#""kind":"policy""#),
+        "{reply}"
+    );
 
     // Deny wins over allow.
     let server = Server::start(&["--allow", "127.0.0.0/8", "--deny", "127.0.0.1"]);
@@ -443,7 +485,7 @@ fn a_missing_or_wrong_key_is_refused() {
     refused(
         &["run", "pingpong", "--to", to, "-n", "10"],
         None,
-        NEEDS_KEY,
+        &format!("server (not authorised): {NEEDS_KEY}"),
     );
     refused(
         &[
@@ -457,19 +499,21 @@ fn a_missing_or_wrong_key_is_refused() {
             &wrong,
         ],
         None,
-        "authentication failed",
+        "server (not authorised): authentication failed",
     );
     refused(
         &["run", "pingpong", "--to", to, "-n", "10"],
         Some("0123456789abcdef-the-wrong-key"),
-        "authentication failed",
+        "server (not authorised): authentication failed",
     );
     // A raw keyless hello hears why, and nothing else.
     let mut s = connect_from("127.0.0.60", to);
     s.write_all(&hello()).unwrap();
     let reply = reply_of(&mut s);
     assert!(
-        reply.contains(NEEDS_KEY) && !reply.contains("welcome"),
+        reply.contains(NEEDS_KEY)
+            && reply.contains(r#""kind":"not_authorised""#)
+            && !reply.contains("welcome"),
         "{reply}"
     );
     // The server is unharmed.

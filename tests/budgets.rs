@@ -17,6 +17,7 @@ use wirebench::control::framing::{read_frame, write_frame};
 use wirebench::control::protocol::{
     ClientMessage, PointSpec, ServerMessage, TestSpec, MAGIC, PROTOCOL_VERSION,
 };
+use wirebench::control::refusal::{RefusalKind, ServerRefusal};
 use wirebench::pattern::{Direction, FastPaths, PatternKind};
 use wirebench::transport::SocketOptions;
 
@@ -43,14 +44,18 @@ struct RawClient {
 }
 
 impl RawClient {
-    /// Connects and opens `test`; Err(message) when the server refuses it.
-    fn open(addr: &str, test: &TestSpec) -> Result<RawClient, String> {
+    /// Connects and opens `test`; Err(refusal) when the server refuses it.
+    fn open(addr: &str, test: &TestSpec) -> Result<RawClient, ServerRefusal> {
         RawClient::open_from(addr, None, test)
     }
 
     /// As [`RawClient::open`], from the loopback address `from` (another client to the
     /// server's per-client limits).
-    fn open_from(addr: &str, from: Option<&str>, test: &TestSpec) -> Result<RawClient, String> {
+    fn open_from(
+        addr: &str,
+        from: Option<&str>,
+        test: &TestSpec,
+    ) -> Result<RawClient, ServerRefusal> {
         let mut ctrl = match from {
             None => TcpStream::connect(addr).unwrap(),
             Some(ip) => connect_from(ip, addr),
@@ -73,13 +78,14 @@ impl RawClient {
         write_frame(&mut ctrl, &ClientMessage::Open { spec: test.clone() }).unwrap();
         match read_frame::<ServerMessage>(&mut ctrl).unwrap() {
             ServerMessage::Opened { .. } => Ok(RawClient { ctrl }),
-            ServerMessage::Error { message } => Err(message),
-            other => panic!("expected opened, got {other:?}"),
+            other => Err(other
+                .refusal()
+                .unwrap_or_else(|| panic!("expected opened, got {other:?}"))),
         }
     }
 
-    /// Asks for `point`: Ok(()) when accepted, Err(message) when refused.
-    fn point(&mut self, point: &PointSpec) -> Result<(), String> {
+    /// Asks for `point`: Ok(()) when accepted, Err(refusal) when refused.
+    fn point(&mut self, point: &PointSpec) -> Result<(), ServerRefusal> {
         write_frame(
             &mut self.ctrl,
             &ClientMessage::Point {
@@ -89,8 +95,9 @@ impl RawClient {
         .unwrap();
         match read_frame::<ServerMessage>(&mut self.ctrl).unwrap() {
             ServerMessage::PointAccepted => Ok(()),
-            ServerMessage::Error { message } => Err(message),
-            other => panic!("expected an answer to the point, got {other:?}"),
+            other => Err(other
+                .refusal()
+                .unwrap_or_else(|| panic!("expected an answer to the point, got {other:?}"))),
         }
     }
 }
@@ -166,8 +173,9 @@ fn a_udp_batch_of_huge_reads_is_refused_not_a_crash() {
     )
     .expect("test opens");
     let e = c.point(&point(1000, 64 << 20)).unwrap_err();
-    assert!(e.contains("read size of 67108864 bytes"), "{e}");
-    assert!(e.contains("65507"), "{e}");
+    assert!(e.is(RefusalKind::Limit), "{e}");
+    assert!(e.message.contains("read size of 67108864 bytes"), "{e}");
+    assert!(e.message.contains("65507"), "{e}");
     // Reverse: the server's senders would write 1024 datagrams of 64 MiB each.
     let mut c = RawClient::open(
         &server.addr,
@@ -175,7 +183,11 @@ fn a_udp_batch_of_huge_reads_is_refused_not_a_crash() {
     )
     .expect("test opens");
     let e = c.point(&point(64 << 20, 65_536)).unwrap_err();
-    assert!(e.contains("request/message size of 67108864 bytes"), "{e}");
+    assert!(e.is(RefusalKind::Limit), "{e}");
+    assert!(
+        e.message.contains("request/message size of 67108864 bytes"),
+        "{e}"
+    );
     // Sizes a datagram holds, but batches no open server should hold for one test.
     let mut c = RawClient::open(
         &server.addr,
@@ -183,7 +195,8 @@ fn a_udp_batch_of_huge_reads_is_refused_not_a_crash() {
     )
     .expect("test opens");
     let e = c.point(&point(1000, 65_536)).unwrap_err();
-    assert!(e.contains("--max-test-memory"), "{e}");
+    assert!(e.is(RefusalKind::Limit), "{e}");
+    assert!(e.message.contains("--max-test-memory"), "{e}");
     still_serves(&server.addr);
 }
 
@@ -206,7 +219,10 @@ fn sixteen_pingpongs_of_64_mib_are_refused_naming_the_memory_budget() {
         ],
         "memory budget per test is 256.0 MiB (--max-test-memory)",
     );
-    assert!(line.contains("2048.0 MiB of buffers"), "{line}");
+    assert!(
+        line.contains("server (over a limit): this point needs 2048.0 MiB of buffers"),
+        "{line}"
+    );
     // The operator can set a smaller budget.
     let small = Server::start(&["--max-test-memory", "1M"]);
     fails_with(
@@ -246,7 +262,7 @@ fn total_budgets_refuse_what_running_tests_leave_no_room_for() {
     holder
         .point(&point(1 << 20, 1 << 20))
         .expect("point accepted");
-    fails_with(
+    let line = fails_with(
         &[
             "run",
             "stream",
@@ -261,7 +277,8 @@ fn total_budgets_refuse_what_running_tests_leave_no_room_for() {
         ],
         "(--max-memory)",
     );
-    fails_with(
+    assert!(line.contains("server (busy, try again later): "), "{line}");
+    let line = fails_with(
         &[
             "run",
             "stream",
@@ -276,6 +293,7 @@ fn total_budgets_refuse_what_running_tests_leave_no_room_for() {
         ],
         "(--max-streams-total)",
     );
+    assert!(line.contains("server (busy, try again later): "), "{line}");
     drop(holder);
     // Once the holder's point is over (its client gone), the room is back.
     let until = Instant::now() + FINISH;
@@ -435,7 +453,7 @@ fn the_duration_limit_ends_byte_and_iteration_bound_points() {
         let started = Instant::now();
         let line = fails_with(args, limit);
         assert!(
-            line.contains("server: the server's duration limit"),
+            line.contains("server (over a limit): the server's duration limit"),
             "{line}"
         );
         assert!(
@@ -551,7 +569,7 @@ fn rate_reservations_hold_the_total_and_each_clients_share() {
     // they end: here, until the data connections fail to arrive within --io-timeout).
     let mut a = RawClient::open(&server.addr, &test).unwrap();
     a.point(&paced(15.0)).unwrap();
-    fails_with(
+    let line = fails_with(
         &[
             "run",
             "stream",
@@ -564,20 +582,25 @@ fn rate_reservations_hold_the_total_and_each_clients_share() {
         ],
         "(--max-rate-per-client)",
     );
+    assert!(line.contains("server (busy, try again later): "), "{line}");
     // Another client has its own share, within the total: 15 + 10 of 30.
     let mut b = RawClient::open_from(&server.addr, Some("127.0.0.2"), &test).unwrap();
     b.point(&paced(10.0)).unwrap();
     let mut c = RawClient::open_from(&server.addr, Some("127.0.0.3"), &test).unwrap();
     let e = c.point(&paced(10.0)).unwrap_err();
     assert!(
-        e.contains("server busy") && e.contains("(--max-rate-total)"),
+        e.is(RefusalKind::Busy) && e.message.contains("(--max-rate-total)"),
         "{e}"
     );
     // An unpaced point reserves the whole cap (20 Mbit/s, the per-client limit). A refused
     // point ends its session, so this is a session of its own.
     let mut c = RawClient::open_from(&server.addr, Some("127.0.0.3"), &test).unwrap();
     let e = c.point(&point(1250, 65_536)).unwrap_err();
-    assert!(e.contains("this point may move 20.000 Mbit/s"), "{e}");
+    assert!(e.is(RefusalKind::Busy), "{e}");
+    assert!(
+        e.message.contains("this point may move 20.000 Mbit/s"),
+        "{e}"
+    );
     drop((a, b, c));
     // Once those points have ended, the same request fits and runs.
     let until = Instant::now() + FINISH;
@@ -613,7 +636,7 @@ fn spin_busy_poll_and_raw_need_the_operators_permission() {
     let server = Server::start(&[]);
     fails_with(
         &["run", "stream", "--spin", "-d", "200ms", "--to", &server.addr],
-        "spin (busy-polling data sockets) is not permitted on this server; its operator can allow it with --permit spin",
+        "server (refused by policy): spin (busy-polling data sockets) is not permitted on this server; its operator can allow it with --permit spin",
     );
     fails_with(
         &[

@@ -18,6 +18,7 @@ use wirebench::control::framing::{read_frame, write_frame};
 use wirebench::control::protocol::{
     ClientMessage, PointSpec, ServerMessage, TestSpec, MAGIC, PROTOCOL_VERSION,
 };
+use wirebench::control::refusal::RefusalKind;
 use wirebench::pattern::{Direction, FastPaths, PatternKind};
 use wirebench::transport::SocketOptions;
 
@@ -158,7 +159,8 @@ fn a_udp_data_hello_from_another_address_than_the_control_peer_gets_nothing_sent
     );
     // The server had no data connection when its accept ran out: it says so.
     match c.reply() {
-        ServerMessage::Error { message } => {
+        ServerMessage::Error { kind, message, .. } => {
+            assert_eq!(kind, Some(RefusalKind::Invalid), "{message}");
             assert!(message.contains("did not arrive"), "{message}")
         }
         other => panic!("expected a refusal, got {other:?}"),

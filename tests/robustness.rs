@@ -216,11 +216,14 @@ fn garbage_and_silent_clients_do_not_stop_the_server() {
     let _silent = TcpStream::connect(&server.addr).unwrap();
     // A client that says hello and then stalls.
     let mut stall = TcpStream::connect(&server.addr).unwrap();
-    let hello = br#"{"type":"hello","magic":"wirebench","protocol":2,"version":"x"}"#;
+    let hello = format!(
+        r#"{{"type":"hello","magic":"wirebench","protocol":{},"version":"x"}}"#,
+        wirebench::control::protocol::PROTOCOL_VERSION
+    );
     stall
         .write_all(&(hello.len() as u32).to_be_bytes())
         .unwrap();
-    stall.write_all(hello).unwrap();
+    stall.write_all(hello.as_bytes()).unwrap();
     // A data connection for the control port with a cookie no test has, and one that stops
     // after the data prefix.
     let mut stray = TcpStream::connect(&server.addr).unwrap();

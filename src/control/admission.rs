@@ -24,6 +24,7 @@ use super::auth::Psk;
 use super::framing::write_frame;
 use super::oneport::DataRoutes;
 use super::protocol::ServerMessage;
+use super::refusal::Refusal;
 use crate::transport::DATA_PREFIX;
 
 /// How long after accept a connection has to send its whole hello (or, for a one-port data
@@ -134,24 +135,31 @@ impl SlotCounts {
     }
 
     /// Takes the slot of the session that has waited longest for its client, if that is
-    /// [`YIELD_AFTER`] or more, and wakes the session so that it ends (with why). True when a
-    /// slot was freed.
-    fn reclaim(&mut self, now: Instant) -> bool {
+    /// [`YIELD_AFTER`] or more, and wakes the session so that it ends (with why). Ok when a
+    /// slot was freed; else how long until the longest waiting session will have waited
+    /// that long (None: every session is working).
+    fn reclaim(&mut self, now: Instant) -> Result<(), Option<Duration>> {
         let longest = self
             .held
             .iter()
             .filter_map(|h| lock(&h.state).idle_since.map(|since| (since, h)))
             .min_by_key(|(since, _)| *since)
-            .filter(|(since, _)| now.saturating_duration_since(*since) >= YIELD_AFTER)
-            .map(|(_, h)| Arc::clone(h));
-        let Some(holder) = longest else {
-            return false;
+            .map(|(since, h)| (since, Arc::clone(h)));
+        let holder = match longest {
+            None => return Err(None),
+            Some((since, holder)) => {
+                let idle = now.saturating_duration_since(since);
+                if idle < YIELD_AFTER {
+                    return Err(Some(YIELD_AFTER - idle));
+                }
+                holder
+            }
         };
         {
             let mut st = lock(&holder.state);
             // Between the look and now the session may have got its request: it keeps its slot.
             let Some(since) = st.idle_since.take() else {
-                return false;
+                return Err(None);
             };
             st.yielded = Some(now.saturating_duration_since(since));
             if let Some(ctrl) = st.ctrl.take() {
@@ -161,31 +169,40 @@ impl SlotCounts {
             }
         }
         self.release(&holder);
-        true
+        Ok(())
     }
 }
 
 impl Slots {
     /// Takes a slot for `client`, or says why not. When the server is full, a session that
-    /// has waited [`YIELD_AFTER`] or more for its client's next request gives up its slot.
+    /// has waited [`YIELD_AFTER`] or more for its client's next request gives up its slot; if
+    /// one waits but not yet that long, the refusal says when it will have.
     pub fn take(
         self: &Arc<Self>,
         client: ClientKey,
         max_total: u32,
         max_per_client: u32,
-    ) -> Result<SessionSlot, String> {
+    ) -> Result<SessionSlot, Refusal> {
         let mut c = lock(&self.counts);
         let mine = c.per_client.get(&client).copied().unwrap_or(0);
-        if c.total >= max_total && (mine >= max_per_client || !c.reclaim(Instant::now())) {
-            return Err(format!(
-                "server busy: {} tests running, the limit is {max_total}",
-                c.total
-            ));
+        if c.total >= max_total {
+            let freed = if mine >= max_per_client {
+                Err(None)
+            } else {
+                c.reclaim(Instant::now())
+            };
+            if let Err(wait) = freed {
+                return Err(Refusal::busy(format!(
+                    "server busy: {} tests running, the limit is {max_total}",
+                    c.total
+                ))
+                .retry_after(wait));
+            }
         }
         if mine >= max_per_client {
-            return Err(format!(
+            return Err(Refusal::busy(format!(
                 "too many tests from {client}: the limit is {max_per_client}"
-            ));
+            )));
         }
         *c.per_client.entry(client).or_default() += 1;
         c.total += 1;
@@ -228,16 +245,16 @@ impl SessionSlot {
 
     /// The wait is over. Err(why) when the slot went to another client meanwhile: the session
     /// must end, whatever its client sent.
-    pub fn working(&self) -> Result<(), String> {
+    pub fn working(&self) -> Result<(), Refusal> {
         let mut st = lock(&self.holder.state);
         st.idle_since = None;
         st.ctrl = None;
         match st.yielded {
             None => Ok(()),
-            Some(idle) => Err(format!(
+            Some(idle) => Err(Refusal::busy(format!(
                 "server busy: this session's slot went to another client after {:.1} s without a request from this one (the server was at its --max-sessions)",
                 idle.as_secs_f64()
-            )),
+            ))),
         }
     }
 }
@@ -276,7 +293,7 @@ struct Pending {
 enum Progress {
     Waiting,
     Gone,
-    Refuse(String),
+    Refuse(Refusal),
     Control,
     Data,
 }
@@ -311,9 +328,9 @@ impl Pending {
             }
             let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
             if len == 0 || len > MAX_HELLO {
-                return Progress::Refuse(format!(
+                return Progress::Refuse(Refusal::invalid(format!(
                     "malformed control frame (length {len}, limit {MAX_HELLO} for a hello): not a wirebench peer?"
-                ));
+                )));
             }
             self.need = 4 + len as usize;
         }
@@ -332,7 +349,7 @@ struct RefusalLog {
 const LOG_LINES_PER_SECOND: u32 = 10;
 
 impl RefusalLog {
-    fn note(&mut self, peer: SocketAddr, why: &str) {
+    fn note(&mut self, peer: SocketAddr, why: &Refusal) {
         if !self.on {
             return;
         }
@@ -350,7 +367,7 @@ impl RefusalLog {
         }
         if self.lines < LOG_LINES_PER_SECOND {
             self.lines += 1;
-            eprintln!("wirebench serve: refused {peer}: {why}");
+            eprintln!("wirebench serve: refused {peer} ({}): {why}", why.kind);
         } else {
             self.unlogged += 1;
         }
@@ -460,10 +477,10 @@ impl<'a> Acceptor<'a> {
                 self.refuse(
                     p.stream,
                     p.peer,
-                    &format!(
+                    Refusal::invalid(format!(
                         "no complete hello within {} s of connecting",
                         HELLO_DEADLINE.as_secs()
-                    ),
+                    )),
                 );
             } else {
                 i += 1;
@@ -494,7 +511,7 @@ impl<'a> Acceptor<'a> {
             return self.refuse(
                 stream,
                 peer,
-                &format!("access denied: {ip} may not use this server"),
+                Refusal::policy(format!("access denied: {ip} may not use this server")),
             );
         }
         // Full, the oldest waiting connection makes room (of this client, if it has its
@@ -509,17 +526,17 @@ impl<'a> Acceptor<'a> {
         if mine >= share {
             self.evict(
                 oldest_mine,
-                &format!(
+                Refusal::busy(format!(
                     "too many connections from {client} waiting to say hello, the limit is {share}: this one, the oldest, is closed"
-                ),
+                )),
             );
         } else if self.pending.len() >= self.access.max_pending as usize {
             let (n, oldest) = self.oldest(|_| true);
             self.evict(
                 oldest,
-                &format!(
+                Refusal::busy(format!(
                     "server busy: {n} connections are waiting to say hello, the most it keeps: this one, the oldest, is closed"
-                ),
+                )),
             );
         }
         if stream.set_nonblocking(true).is_err() {
@@ -553,7 +570,7 @@ impl<'a> Acceptor<'a> {
         (n, oldest)
     }
 
-    fn evict(&mut self, i: Option<usize>, why: &str) {
+    fn evict(&mut self, i: Option<usize>, why: Refusal) {
         if let Some(i) = i {
             let p = self.pending.swap_remove(i);
             self.refuse(p.stream, p.peer, why);
@@ -568,7 +585,7 @@ impl<'a> Acceptor<'a> {
             }
             Progress::Refuse(why) => {
                 let p = self.pending.swap_remove(i);
-                self.refuse(p.stream, p.peer, &why);
+                self.refuse(p.stream, p.peer, why);
             }
             Progress::Data => {
                 let p = self.pending.swap_remove(i);
@@ -580,7 +597,7 @@ impl<'a> Acceptor<'a> {
                 let p = self.pending.swap_remove(i);
                 let max_per_client = self.access.max_sessions_per_client;
                 match self.slots.take(p.client, self.max_sessions, max_per_client) {
-                    Err(why) => self.refuse(p.stream, p.peer, &why),
+                    Err(why) => self.refuse(p.stream, p.peer, why),
                     Ok(slot) => {
                         if p.stream.set_nonblocking(false).is_ok() {
                             start(Admitted {
@@ -599,21 +616,17 @@ impl<'a> Acceptor<'a> {
 
     /// Tells the peer why, if its socket takes the few bytes at once (it never waits), and
     /// closes the connection.
-    fn refuse(&mut self, mut stream: TcpStream, peer: SocketAddr, why: &str) {
+    fn refuse(&mut self, mut stream: TcpStream, peer: SocketAddr, why: Refusal) {
         let _ = stream.set_nonblocking(true);
-        let _ = write_frame(
-            &mut stream,
-            &ServerMessage::Error {
-                message: why.to_owned(),
-            },
-        );
-        self.log.note(peer, why);
+        self.log.note(peer, &why);
+        let _ = write_frame(&mut stream, &ServerMessage::from(why));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::refusal::RefusalKind;
 
     fn key(s: &str) -> ClientKey {
         ClientKey::of(s.parse().unwrap())
@@ -626,12 +639,13 @@ mod tests {
         let a2 = slots.take(key("10.0.0.1"), 3, 2).unwrap();
         assert_eq!(
             slots.take(key("10.0.0.1"), 3, 2).err().unwrap(),
-            "too many tests from 10.0.0.1: the limit is 2"
+            Refusal::busy("too many tests from 10.0.0.1: the limit is 2")
         );
         let b1 = slots.take(key("10.0.0.2"), 3, 2).unwrap();
+        // Every session is working: the server cannot tell when a slot comes free.
         assert_eq!(
             slots.take(key("10.0.0.3"), 3, 2).err().unwrap(),
-            "server busy: 3 tests running, the limit is 3"
+            Refusal::busy("server busy: 3 tests running, the limit is 3")
         );
         assert_eq!(slots.held(), 3);
         drop(a1);
@@ -651,22 +665,30 @@ mod tests {
         let a = slots.take(key("10.0.0.1"), 3, 2).unwrap();
         let b = slots.take(key("10.0.0.2"), 3, 2).unwrap();
         let c = slots.take(key("10.0.0.2"), 3, 2).unwrap();
-        // Working sessions and one idle for less than YIELD_AFTER: the newcomer is refused.
-        a.waiting_since(None, now);
-        assert!(slots.take(key("10.0.0.3"), 3, 2).is_err());
+        // Working sessions and one idle for less than YIELD_AFTER: the newcomer is refused,
+        // and told when that session will have waited long enough to yield.
+        a.waiting_since(None, now - YIELD_AFTER / 4);
+        let e = slots.take(key("10.0.0.3"), 3, 2).err().unwrap();
+        assert_eq!(e.kind, RefusalKind::Busy);
+        let wait = e.retry_after.expect("a hint");
+        assert!(
+            wait > Duration::ZERO && wait <= YIELD_AFTER * 3 / 4,
+            "{wait:?}"
+        );
         assert!(a.working().is_ok());
         // b and c have waited long enough, c the longest; over its own share, 10.0.0.2 takes
         // nobody's slot.
         b.waiting_since(None, now - YIELD_AFTER);
         c.waiting_since(None, now - 2 * YIELD_AFTER);
         assert_eq!(
-            slots.take(key("10.0.0.2"), 3, 2).err().unwrap(),
+            slots.take(key("10.0.0.2"), 3, 2).err().unwrap().message,
             "server busy: 3 tests running, the limit is 3"
         );
         let d = slots.take(key("10.0.0.3"), 3, 2).unwrap();
         assert_eq!(slots.held(), 3);
         let why = c.working().unwrap_err();
-        assert!(why.contains("went to another client"), "{why}");
+        assert_eq!(why.kind, RefusalKind::Busy);
+        assert!(why.message.contains("went to another client"), "{why}");
         // b still waits and still counts; c's slot is not given back twice.
         drop(c);
         assert_eq!(slots.held(), 3);

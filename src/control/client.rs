@@ -13,6 +13,7 @@ use super::framing::{read_frame, receive, receive_by, write_frame, Received};
 use super::limits::Limits;
 use super::machine::{ClientAction, ClientMachine, ClientSetup};
 use super::protocol::{PointSpec, ServerMessage, ServerReport, TestSpec};
+use super::refusal::{RefusalKind, ServerRefusal};
 use super::worker::{
     join_senders, join_workers, run_worker, senders_done, stop_at, Handle, Joined, WorkerPlan,
     WorkerResult,
@@ -94,6 +95,7 @@ fn next_event(ctrl: &mut TcpStream, m: &mut ClientMachine) -> Result<ClientActio
             Some(ClientAction::Send(msg)) => write_frame(ctrl, &msg)?,
             Some(ClientAction::Warn(w)) => eprintln!("{w}"),
             Some(ClientAction::Close { reason }) => return Err(anyhow::Error::msg(reason)),
+            Some(ClientAction::Refused(r)) => return Err(r.into()),
             Some(other) => return Ok(other),
             None if m.awaiting_server() => {
                 let deadline = m.next_deadline();
@@ -115,6 +117,7 @@ fn flush(ctrl: &mut TcpStream, m: &mut ClientMachine) -> Result<()> {
             ClientAction::Send(msg) => write_frame(ctrl, &msg)?,
             ClientAction::Warn(w) => eprintln!("{w}"),
             ClientAction::Close { reason } => return Err(anyhow::Error::msg(reason)),
+            ClientAction::Refused(r) => return Err(r.into()),
             other => return Err(out_of_turn(&other)),
         }
     }
@@ -142,16 +145,52 @@ fn out_of_turn(a: &ClientAction) -> anyhow::Error {
 /// the data connections, so the data path's own error ("connection reset") says less.
 fn server_reason(ctrl: &mut TcpStream) -> Option<anyhow::Error> {
     ctrl.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    match read_frame::<ServerMessage>(ctrl) {
-        Ok(ServerMessage::Error { message }) => Some(anyhow::anyhow!("server: {message}")),
-        _ => None,
-    }
+    let refusal = read_frame::<ServerMessage>(ctrl).ok()?.refusal()?;
+    Some(refusal.into())
+}
+
+/// The longest a client waits, once, for a busy server that said when it expects room: a
+/// full server whose waiting session yields its slot soon (admission::YIELD_AFTER) is worth
+/// a short wait; a longer estimate is the user's to act on.
+pub const BUSY_RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// How long to wait before trying `e`'s server again: when it refused as busy and said when it
+/// expects room, within [`BUSY_RETRY_MAX`].
+pub fn busy_retry(e: &anyhow::Error) -> Option<Duration> {
+    let r = ServerRefusal::of(e)?;
+    r.retry_after
+        .filter(|wait| r.is(RefusalKind::Busy) && *wait <= BUSY_RETRY_MAX)
 }
 
 impl Session {
     /// Connects, checks the server speaks our protocol (and, with a key, that both ends hold
-    /// it), and opens the test.
+    /// it), and opens the test. A server that is busy and says it has room within
+    /// [`BUSY_RETRY_MAX`] is asked once more after that wait: nothing of the test has started
+    /// yet, so asking again is asking afresh.
     pub fn open(
+        addr: SocketAddr,
+        spec: TestSpec,
+        transport: &TransportConfig,
+        timeout: Duration,
+        psk: Option<&Psk>,
+    ) -> Result<Session> {
+        match Session::open_once(addr, spec.clone(), transport, timeout, psk) {
+            Err(e) => match busy_retry(&e) {
+                Some(wait) => {
+                    eprintln!(
+                        "wirebench: {}; trying once more",
+                        crate::error::one_line(&e)
+                    );
+                    thread::sleep(wait);
+                    Session::open_once(addr, spec, transport, timeout, psk)
+                }
+                None => Err(e),
+            },
+            opened => opened,
+        }
+    }
+
+    fn open_once(
         addr: SocketAddr,
         spec: TestSpec,
         transport: &TransportConfig,
@@ -180,9 +219,11 @@ impl Session {
             if let Err(e) = write_frame(&mut ctrl, &hello) {
                 // A server that refuses at accept (access list, limits) may have closed
                 // before the hello was written: its reason may still be waiting to be read.
-                if let Ok(ServerMessage::Error { message }) = read_frame::<ServerMessage>(&mut ctrl)
+                if let Some(refusal) = read_frame::<ServerMessage>(&mut ctrl)
+                    .ok()
+                    .and_then(|m| m.refusal())
                 {
-                    bail!("server: {message}");
+                    return Err(refusal.into());
                 }
                 return Err(e);
             }

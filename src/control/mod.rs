@@ -4,6 +4,8 @@
 pub mod access;
 pub mod admission;
 pub mod auth;
+pub mod budget;
+pub mod checks;
 pub mod client;
 pub mod framing;
 pub mod limits;
@@ -11,6 +13,7 @@ pub mod machine;
 pub mod oneport;
 pub mod protocol;
 pub mod rate;
+pub mod refusal;
 pub mod server;
 pub(crate) mod worker;
 

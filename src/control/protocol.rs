@@ -33,12 +33,20 @@ use crate::pattern::{CpuTime, Direction, PatternKind};
 use crate::transport::{EffectiveOptions, SocketOptions};
 
 use super::limits::Limits;
+use super::refusal::{Refusal, RefusalKind, ServerRefusal};
 
 /// Identifies a wirebench control connection.
 pub const MAGIC: &str = "wirebench";
 /// Bumped on any incompatible change of these messages. 2: the reports' times in
 /// nanoseconds (`elapsed_ns`, `user_ns`, `jitter_ns`, intervals' `start_ns` and `end_ns`).
-pub const PROTOCOL_VERSION: u32 = 2;
+/// 3: a refusal (`error`) names its kind and, when busy, may say when to try again (`kind`,
+/// `retry_after_ms`).
+///
+/// Each side refuses a peer of another version in one line that names both versions: the
+/// server answers the hello with an `invalid` refusal (which a client before 3 reads too: it
+/// ignores the fields it does not know), the client refuses a Welcome of another version. A
+/// server before 3 refuses a hello of 3 with its own line, without a kind.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// What a test is: fixed for all its points.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -169,9 +177,61 @@ pub enum ServerMessage {
     PointResult {
         report: ServerReport,
     },
+    /// The server refuses the request, or ends the test: the session is over unless the
+    /// request was a point whose own fields were out of bounds.
     Error {
+        /// What kind of refusal (see refusal.rs). Absent from servers before protocol 3, and
+        /// read as absent when it is a kind this side does not know.
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "known_kind"
+        )]
+        kind: Option<RefusalKind>,
         message: String,
+        /// Busy: milliseconds until the server expects to have room, when it can tell.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
     },
+}
+
+/// A refusal's kind, or None for one this side does not know (a newer server's): the
+/// refusal's line still reaches the user, rather than a complaint about the message.
+fn known_kind<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<RefusalKind>, D::Error> {
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(v.and_then(|v| serde_json::from_value(v).ok()))
+}
+
+impl From<Refusal> for ServerMessage {
+    fn from(r: Refusal) -> ServerMessage {
+        ServerMessage::Error {
+            kind: Some(r.kind),
+            message: r.message,
+            // Rounded up: a client that waits the hint to the millisecond must not come back
+            // a fraction of one too early.
+            retry_after_ms: r
+                .retry_after
+                .map(|d| u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)),
+        }
+    }
+}
+
+impl ServerMessage {
+    /// The refusal this message is, if it is one.
+    pub fn refusal(&self) -> Option<ServerRefusal> {
+        match self {
+            ServerMessage::Error {
+                kind,
+                message,
+                retry_after_ms,
+            } => Some(ServerRefusal {
+                kind: *kind,
+                message: message.clone(),
+                retry_after: retry_after_ms.map(std::time::Duration::from_millis),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// The server's side of one point.
@@ -193,6 +253,59 @@ pub struct ServerReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A refusal carries its kind and retry hint; an error without them (a server before
+    /// protocol 3) and one of a kind this side does not know still decode, without a kind.
+    #[test]
+    fn a_refusal_names_its_kind_and_older_or_newer_ones_still_decode() {
+        let busy = ServerMessage::from(
+            Refusal::busy("server busy: 3 tests running, the limit is 3")
+                .retry_after(Some(std::time::Duration::from_millis(1500))),
+        );
+        let text = serde_json::to_string(&busy).unwrap();
+        assert_eq!(
+            text,
+            r#"{"type":"error","kind":"busy","message":"server busy: 3 tests running, the limit is 3","retry_after_ms":1500}"#
+        );
+        assert_eq!(serde_json::from_str::<ServerMessage>(&text).unwrap(), busy);
+        // A hint is never rounded down: waiting it out must not come back early.
+        let hint = ServerMessage::from(
+            Refusal::busy("b").retry_after(Some(std::time::Duration::from_nanos(1_000_001))),
+        );
+        assert!(matches!(
+            hint,
+            ServerMessage::Error {
+                retry_after_ms: Some(2),
+                ..
+            }
+        ));
+        let old: ServerMessage =
+            serde_json::from_str(r#"{"type":"error","message":"access denied"}"#).unwrap();
+        assert_eq!(
+            old.refusal(),
+            Some(ServerRefusal {
+                kind: None,
+                message: "access denied".into(),
+                retry_after: None,
+            })
+        );
+        let newer: ServerMessage = serde_json::from_str(
+            r#"{"type":"error","kind":"on_fire","message":"m","retry_after_ms":5}"#,
+        )
+        .unwrap();
+        let r = newer.refusal().unwrap();
+        assert_eq!((r.kind, r.message.as_str()), (None, "m"));
+        for (kind, wire) in [
+            (RefusalKind::Busy, "busy"),
+            (RefusalKind::Policy, "policy"),
+            (RefusalKind::Invalid, "invalid"),
+            (RefusalKind::NotAuthorised, "not_authorised"),
+            (RefusalKind::Limit, "limit"),
+            (RefusalKind::Internal, "internal"),
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), wire);
+        }
+    }
 
     /// A point result without instruments is the message older peers send and read: the
     /// field is absent, not null; with them it round-trips.

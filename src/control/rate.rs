@@ -11,8 +11,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::access::ClientKey;
-use super::limits::{mbit, Limits};
+use super::limits::Limits;
 use super::protocol::{PointSpec, TestSpec};
+use super::refusal::Refusal;
 use crate::pattern::{self, PatternKind, Role, Side};
 
 /// Bits/s a point's senders, on both ends, are paced at in all; infinite when any of them is
@@ -69,6 +70,11 @@ pub fn point_limit(l: &Limits, t: &TestSpec, p: &PointSpec) -> Option<(f64, &'st
     })
 }
 
+/// Bits/s as Mbit/s for a message.
+pub(super) fn mbit(bps: f64) -> String {
+    format!("{:.3} Mbit/s", bps / 1e6)
+}
+
 /// The rates all running points of a server hold, in all and per client.
 #[derive(Debug, Default)]
 pub struct RateBudget {
@@ -89,26 +95,26 @@ impl RateBudget {
         client: ClientKey,
         bps: f64,
         l: &Limits,
-    ) -> Result<RateReservation<'_>, String> {
+    ) -> Result<RateReservation<'_>, Refusal> {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         let mine = held.per_client.get(&client).copied().unwrap_or(0.0);
         // A hair of slack for the sums of floating-point rates.
         let over = |held: f64, limit: u64| limit > 0 && held + bps > limit as f64 * 1.000_001;
         if over(held.total, l.max_rate_total_bps) {
-            return Err(format!(
-                "server busy: this point may move {} and running tests hold {} of the server's {} in all (--max-rate-total); try again later or ask for a lower --rate",
+            return Err(Refusal::busy(format!(
+                "server busy: this point may move {} and running tests hold {} of the server's {} in all (--max-rate-total); a lower --rate may fit now",
                 mbit(bps),
                 mbit(held.total),
                 mbit(l.max_rate_total_bps as f64)
-            ));
+            )));
         }
         if over(mine, l.max_rate_per_client_bps) {
-            return Err(format!(
+            return Err(Refusal::busy(format!(
                 "this point may move {} and your running tests hold {} of the {} one client may use (--max-rate-per-client); wait for them or ask for a lower --rate",
                 mbit(bps),
                 mbit(mine),
                 mbit(l.max_rate_per_client_bps as f64)
-            ));
+            )));
         }
         held.total += bps;
         *held.per_client.entry(client).or_default() += bps;
@@ -154,6 +160,7 @@ impl Drop for RateReservation<'_> {
 mod tests {
     use super::*;
     use crate::control::protocol::PointSpec;
+    use crate::control::refusal::RefusalKind;
     use crate::pattern::stream::Pace;
     use crate::pattern::{Direction, FastPaths};
     use crate::transport::SocketOptions;
@@ -250,13 +257,12 @@ mod tests {
         let b = RateBudget::default();
         let a1 = b.reserve(client("10.0.0.1"), 20.0, &l).unwrap();
         let e = b.reserve(client("10.0.0.1"), 20.0, &l).unwrap_err();
-        assert!(e.contains("--max-rate-per-client"), "{e}");
+        assert_eq!(e.kind, RefusalKind::Busy);
+        assert!(e.message.contains("--max-rate-per-client"), "{e}");
         let c1 = b.reserve(client("10.0.0.2"), 30.0, &l).unwrap();
         let e = b.reserve(client("10.0.0.3"), 1.0, &l).unwrap_err();
-        assert!(
-            e.contains("server busy") && e.contains("--max-rate-total"),
-            "{e}"
-        );
+        assert_eq!(e.kind, RefusalKind::Busy);
+        assert!(e.message.contains("--max-rate-total"), "{e}");
         drop(a1);
         let a2 = b.reserve(client("10.0.0.1"), 20.0, &l).unwrap();
         drop(c1);

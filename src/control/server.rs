@@ -12,12 +12,14 @@ use anyhow::{bail, Context, Result};
 use super::access::ClientKey;
 use super::admission::{Acceptor, AccessConfig, Admitted, SessionSlot, Slots};
 use super::auth::Nonce;
+use super::budget::{Budget, Footprint};
 use super::framing::{receive, receive_by, write_frame, Received};
-use super::limits::{Budget, Footprint, Limits};
+use super::limits::Limits;
 use super::machine::{ServerAction, ServerMachine, ServerSetup};
 use super::oneport::DataRoutes;
 use super::protocol::{ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec};
 use super::rate::RateBudget;
+use super::refusal::Refusal;
 use super::worker::{
     join_senders, run_worker, senders_done, Handle, Joined, WorkerPlan, WorkerResult,
 };
@@ -133,19 +135,15 @@ fn session_thread(admitted: Admitted, config: Arc<ServerConfig>, routes: Arc<Dat
     drop(slot);
     if let Err(e) = result {
         // Tell the client why, if it is still listening; a failed write changes nothing.
-        let _ = write_frame(
-            &mut stream,
-            &ServerMessage::Error {
-                message: format!("{e:#}"),
-            },
-        );
+        let refusal = Refusal::of(&e);
         if config.log {
-            let why = format!("{e:#}");
             eprintln!(
-                "wirebench serve: session from {peer} ended: {}",
-                crate::text::printable(&why)
+                "wirebench serve: session from {peer} ended ({}): {}",
+                refusal.kind,
+                crate::text::printable(&refusal.message)
             );
         }
+        let _ = write_frame(&mut stream, &ServerMessage::from(refusal));
     } else if config.log {
         eprintln!("wirebench serve: session from {peer} done");
     }
@@ -172,7 +170,7 @@ fn pump(ctrl: &mut TcpStream, m: &mut ServerMachine) -> Result<Option<ServerActi
     while let Some(a) = m.poll_action() {
         match a {
             ServerAction::Send(msg) => write_frame(ctrl, &msg)?,
-            ServerAction::Close { reason } => return Err(anyhow::Error::msg(reason)),
+            ServerAction::Close { refusal } => return Err(refusal.into()),
             other => return Ok(Some(other)),
         }
     }
@@ -239,7 +237,7 @@ fn session(
                     None => receive(ctrl),
                 };
                 if idle {
-                    slot.working().map_err(anyhow::Error::msg)?;
+                    slot.working()?;
                 }
                 feed(&mut m, received, deadline)?;
             }
@@ -369,19 +367,15 @@ fn run_point(
     // What the point will hold (the machine checked it fits), reserved before anything is
     // allocated; the reservation is returned when this function returns, however the point
     // ends.
-    let _held = config
-        .budget
-        .reserve(footprint, &config.limits)
-        .map_err(anyhow::Error::msg)?;
+    let _held = config.budget.reserve(footprint, &config.limits)?;
     // The rate the point may move, reserved against the server's and this client's shares
     // (the machine holds the point to it while it runs).
     let _rate_held = match rate {
-        Some((bps, _)) => Some(
-            config
-                .rates
-                .reserve(ClientKey::of(ctrl.peer_addr()?.ip()), bps, &config.limits)
-                .map_err(anyhow::Error::msg)?,
-        ),
+        Some((bps, _)) => Some(config.rates.reserve(
+            ClientKey::of(ctrl.peer_addr()?.ip()),
+            bps,
+            &config.limits,
+        )?),
         None => None,
     };
     listener.configure(&point.server_socket)?;
@@ -609,6 +603,7 @@ mod tests {
     use crate::control::limits::Limits;
     use crate::control::machine::PointWatch;
     use crate::control::protocol::PointSpec;
+    use crate::control::refusal::{Refusal, RefusalKind};
     use crate::pattern::stream::Pace;
     use crate::transport::SocketOptions;
     use std::time::{Duration, Instant};
@@ -684,14 +679,16 @@ mod tests {
         let t2 = t0 + Duration::from_secs(2);
         assert!(w.check(t2, 2_000_000).is_ok());
         let e = w.check(t2, 2_300_000).unwrap_err();
+        assert_eq!(e.kind, RefusalKind::Limit);
         assert!(
-            e.contains("above the 8.000 Mbit/s it may move on this server (--max-rate)"),
+            e.message
+                .contains("above the 8.000 Mbit/s it may move on this server (--max-rate)"),
             "{e}"
         );
         let e = w.check(w.deadline, 0).unwrap_err();
         assert_eq!(
             e,
-            "the server's duration limit of 2 s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)"
+            Refusal::limit("the server's duration limit of 2 s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)")
         );
     }
 
@@ -707,6 +704,6 @@ mod tests {
         // 10 of them by 1 s are 10.49 Mbit/s on average, and within the rate.
         assert!(w.check(t1, 10 * 131_072).is_ok());
         let e = w.check(t1, 12 * 131_072).unwrap_err();
-        assert!(e.contains("(its --rate)"), "{e}");
+        assert!(e.message.contains("(its --rate)"), "{e}");
     }
 }

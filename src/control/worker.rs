@@ -47,6 +47,34 @@ pub fn stop_at(p: &PointSpec) -> StopAt {
     }
 }
 
+/// The plan of a stream sender of point `p` of test `t`; `abort` stops it early.
+pub fn send_plan<'a>(t: &TestSpec, p: &PointSpec, abort: Option<&'a AtomicBool>) -> SendPlan<'a> {
+    SendPlan {
+        write_size: p.request_size as usize,
+        stop: stop_at(p),
+        warmup: p.warmup,
+        pace: p.pace,
+        interval: t.interval_ms.map(Duration::from_millis),
+        fast: t.fast.clone(),
+        abort,
+        align_intervals: t.streams > 1,
+    }
+}
+
+/// The plan of a stream receiver of point `p` of test `t`.
+pub fn recv_plan(t: &TestSpec, p: &PointSpec) -> RecvPlan {
+    RecvPlan {
+        read_size: p.read_size as usize,
+        warmup_bytes: p.warmup.saturating_mul(p.request_size),
+        warmup_datagrams: p.warmup,
+        interval: t.interval_ms.map(Duration::from_millis),
+        expected: p.duration_ms.map(Duration::from_millis),
+        fast: t.fast.clone(),
+        buffers_fixed: p.buffers_fixed,
+        align_intervals: t.streams > 1,
+    }
+}
+
 /// The most bytes an exchange writes per call; 0: a whole message per call.
 fn exchange_write_size(test: &TestSpec) -> usize {
     test.write_size
@@ -58,33 +86,14 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
         crate::sys::pin_current_thread(cpu)?;
     }
     let p = plan.point;
-    let interval = plan.test.interval_ms.map(Duration::from_millis);
     match plan.role {
         Role::Sender => {
-            let send = SendPlan {
-                write_size: p.request_size as usize,
-                stop: stop_at(p),
-                warmup: p.warmup,
-                pace: p.pace,
-                interval,
-                fast: plan.test.fast.clone(),
-                abort: Some(&plan.end.abort),
-                align_intervals: plan.test.streams > 1,
-            };
+            let send = send_plan(plan.test, p, Some(&plan.end.abort));
             stream::run_sender(&mut ch, &send, plan.index, plan.live.as_ref())
                 .map(WorkerResult::Stream)
         }
         Role::Receiver => {
-            let recv = RecvPlan {
-                read_size: p.read_size as usize,
-                warmup_bytes: p.warmup * p.request_size,
-                warmup_datagrams: p.warmup,
-                interval,
-                expected: p.duration_ms.map(Duration::from_millis),
-                fast: plan.test.fast.clone(),
-                buffers_fixed: p.buffers_fixed,
-                align_intervals: plan.test.streams > 1,
-            };
+            let recv = recv_plan(plan.test, p);
             stream::run_receiver(
                 &mut ch,
                 &recv,

@@ -8,10 +8,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::exchange::ResponderStats;
+use super::exchange::{
+    message_buffer_size, responder_buffers, responder_footprint, ResponderStats,
+};
 use super::{nanos, payload, CpuMeter, CpuTime, DataChannel, StopAt};
 use crate::stats::LatencyRecorder;
-use crate::transport::{Cookie, Listener, SocketOptions, Transport};
+use crate::transport::{Capabilities, Cookie, Listener, SocketOptions, Transport};
 
 pub struct CrrPlan {
     pub request_size: usize,
@@ -46,14 +48,7 @@ pub fn run_client(target: &CrrTarget<'_>, plan: &CrrPlan) -> Result<CrrStats> {
     let cpu = CpuMeter::start();
     let caps = target.transport.capabilities();
     let req = payload(plan.request_size.max(1));
-    let mut resp = vec![
-        0u8;
-        if caps.message_boundaries {
-            65_536.max(plan.response_size)
-        } else {
-            plan.response_size.max(1)
-        }
-    ];
+    let mut resp = vec![0u8; message_buffer_size(&caps, plan.response_size)];
     let resp_len = plan.response_size.max(1);
     let mut out = CrrStats {
         transaction: LatencyRecorder::new(),
@@ -115,6 +110,13 @@ pub fn run_client(target: &CrrTarget<'_>, plan: &CrrPlan) -> Result<CrrStats> {
     Ok(out)
 }
 
+/// What the server of a crr point holds, bytes: the buffers of one responder (see
+/// `responder_buffers`), since it answers one connection at a time on one thread. A server
+/// charges a crr point this against its memory budget.
+pub fn server_footprint(caps: &Capabilities, request_size: u64, response_size: u64) -> u64 {
+    responder_footprint(caps, request_size, response_size)
+}
+
 /// Accepts, answers and closes one connection after another until `stop` is raised.
 #[allow(clippy::too_many_arguments)]
 pub fn run_server(
@@ -129,15 +131,7 @@ pub fn run_server(
 ) -> Result<ResponderStats> {
     let cpu = CpuMeter::start();
     let mut out = ResponderStats::default();
-    let mut req = vec![
-        0u8;
-        if caps.message_boundaries {
-            65_536.max(request_size)
-        } else {
-            request_size.max(1)
-        }
-    ];
-    let resp = payload(response_size.max(1));
+    let (mut req, resp) = responder_buffers(&caps, request_size, response_size);
     while !stop.load(Ordering::Relaxed) {
         let Some(conn) = listener.accept(cookie, Duration::from_millis(100))? else {
             continue;
@@ -158,4 +152,26 @@ pub fn run_server(
     }
     out.cpu = cpu.stop();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{responder_buffers, server_footprint};
+    use crate::transport::mem::{BYTES, DATAGRAMS};
+
+    /// The server's buffers are the ones run_server makes: whatever the sizes, its footprint
+    /// is their bytes.
+    #[test]
+    fn a_crr_servers_footprint_is_the_buffers_it_makes() {
+        for caps in [BYTES, DATAGRAMS] {
+            for (req, resp) in [(1, 1), (100, 20_000), (70_000, 0)] {
+                let (a, b) = responder_buffers(&caps, req, resp);
+                assert_eq!(
+                    (a.len() + b.len()) as u64,
+                    server_footprint(&caps, req as u64, resp as u64),
+                    "{caps:?} {req} {resp}"
+                );
+            }
+        }
+    }
 }

@@ -18,8 +18,44 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::{nanos, payload, read_tag, write_tag, CpuMeter, CpuTime, DataChannel, StopAt, TAG_LEN};
+use super::{
+    nanos, payload, read_tag, write_tag, CpuMeter, CpuTime, DataChannel, StopAt, DATAGRAM_READ,
+    TAG_LEN,
+};
 use crate::stats::LatencyRecorder;
+use crate::transport::Capabilities;
+
+/// Bytes of a buffer that takes one message of `size` bytes: with message boundaries a whole
+/// datagram (a message may come up to that size, and a smaller buffer would cut it), on a
+/// byte stream the message.
+pub fn message_buffer_size(caps: &Capabilities, size: usize) -> usize {
+    if caps.message_boundaries {
+        usize::try_from(DATAGRAM_READ)
+            .unwrap_or(usize::MAX)
+            .max(size)
+    } else {
+        size.max(1)
+    }
+}
+
+/// A responder's buffers: the one its requests arrive in, and its response.
+pub(crate) fn responder_buffers(
+    caps: &Capabilities,
+    request_size: usize,
+    response_size: usize,
+) -> (Vec<u8>, Vec<u8>) {
+    (
+        vec![0u8; message_buffer_size(caps, request_size)],
+        payload(response_size.max(1)),
+    )
+}
+
+/// What a responder holds while it answers, bytes: the buffers of `responder_buffers`. A
+/// server charges each exchange connection this against its memory budget.
+pub fn responder_footprint(caps: &Capabilities, request_size: u64, response_size: u64) -> u64 {
+    let request = usize::try_from(request_size).unwrap_or(usize::MAX);
+    (message_buffer_size(caps, request) as u64).saturating_add(response_size.max(1))
+}
 
 #[derive(Debug, Clone)]
 pub struct ExchangePlan {
@@ -123,12 +159,7 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
     };
     let mut req = payload(plan.request_size.max(1));
     // A datagram response may be any size up to the largest datagram; size the buffer for it.
-    let resp_cap = if ch.capabilities().message_boundaries {
-        65_536.max(plan.response_size)
-    } else {
-        plan.response_size.max(1)
-    };
-    let mut resp = vec![0u8; resp_cap];
+    let mut resp = vec![0u8; message_buffer_size(&ch.capabilities(), plan.response_size)];
     let resp_len = plan.response_size.max(1);
     let mut seq: u64 = 0;
 
@@ -342,15 +373,7 @@ pub fn run_responder(
     let cpu = CpuMeter::start();
     let caps = ch.capabilities();
     let mut out = ResponderStats::default();
-    let mut req = vec![
-        0u8;
-        if caps.message_boundaries {
-            65_536.max(request_size)
-        } else {
-            request_size.max(1)
-        }
-    ];
-    let mut resp = payload(response_size.max(1));
+    let (mut req, mut resp) = responder_buffers(&caps, request_size, response_size);
     let tag = !caps.reliable && response_size >= TAG_LEN;
     ch.set_read_timeout(if caps.reliable { io_timeout } else { poll })?;
     loop {
@@ -395,9 +418,12 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use super::{run_requester, run_responder, ExchangePlan, ExchangeStats, ResponderStats};
+    use super::{
+        message_buffer_size, responder_buffers, responder_footprint, run_requester, run_responder,
+        ExchangePlan, ExchangeStats, ResponderStats,
+    };
     use crate::pattern::{DataChannel, StopAt};
-    use crate::transport::mem::{self, Fate, Script, BYTES};
+    use crate::transport::mem::{self, Fate, Script, BYTES, DATAGRAMS};
 
     const WARMUP: u64 = 3;
     const TIMED: u64 = 20;
@@ -576,5 +602,23 @@ mod tests {
             "rtt series over {rounds} rounds of {n} in-memory 64-byte exchanges: off {:.0} ns, on {:.0} ns per transaction (medians); on/off paired median {:.4} [min {:.4}, max {:.4}]",
             off.0, on.0, ratio.0, ratio.1, ratio.2
         );
+    }
+
+    /// A responder's footprint is the bytes of the buffers it makes: a datagram one takes a
+    /// whole datagram whatever the request's size, a byte-stream one the request.
+    #[test]
+    fn a_responders_footprint_is_the_buffers_it_makes() {
+        for caps in [BYTES, DATAGRAMS] {
+            for (req, resp) in [(1, 1), (0, 0), (1000, 64 << 10), (100_000, 3)] {
+                let (a, b) = responder_buffers(&caps, req, resp);
+                assert_eq!(
+                    (a.len() + b.len()) as u64,
+                    responder_footprint(&caps, req as u64, resp as u64),
+                    "{caps:?} {req} {resp}"
+                );
+            }
+        }
+        assert_eq!(message_buffer_size(&DATAGRAMS, 10), 65_536);
+        assert_eq!(message_buffer_size(&BYTES, 10), 10);
     }
 }

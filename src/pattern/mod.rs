@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 
 pub use channel::DataChannel;
 
+/// The largest datagram a receiver reads: reading more than a datagram holds gains nothing,
+/// so a datagram receiver's buffer is this size whatever is asked below it.
+pub const DATAGRAM_READ: u64 = 65_536;
+
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, schemars::JsonSchema,
 )]

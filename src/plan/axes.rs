@@ -125,7 +125,7 @@ pub(super) fn sizes(r: &Request, caps: &Capabilities) -> Result<Vec<u64>> {
     // A datagram read holds one datagram: a larger read buffer only costs memory (times
     // --batch, on both ends), and a server refuses it.
     if let Some(read) = sizes_req.read_size {
-        let most = caps.max_message.max(crate::control::limits::DATAGRAM_READ);
+        let most = caps.max_message.max(crate::pattern::DATAGRAM_READ);
         if caps.message_boundaries && read > most {
             bail!(
                 "--read-size of {read} bytes: one {} message holds at most {} bytes (reads up to {most} are accepted)",

@@ -242,6 +242,28 @@ impl Batch {
         self.msgs.len()
     }
 
+    /// Bytes a batch of `count` buffers of `size` bytes holds: the buffers and, per message,
+    /// its iovec, its header and its control buffer, as [`Batch::new`] allocates them (so that
+    /// a server can charge a batched stream what it will hold before it is made).
+    pub fn footprint(count: usize, size: usize) -> u64 {
+        let count = count.max(1) as u64;
+        let per_message = std::mem::size_of::<libc::iovec>()
+            + std::mem::size_of::<libc::mmsghdr>()
+            + std::mem::size_of::<[u64; 8]>();
+        count
+            .saturating_mul(size as u64)
+            .saturating_add(count.saturating_mul(per_message as u64))
+    }
+
+    /// Bytes this batch holds, by its vectors' capacities.
+    #[cfg(test)]
+    pub(crate) fn allocated(&self) -> u64 {
+        (self.data.capacity()
+            + self.iovs.capacity() * std::mem::size_of::<libc::iovec>()
+            + self.msgs.capacity() * std::mem::size_of::<libc::mmsghdr>()
+            + self.controls.capacity() * std::mem::size_of::<[u64; 8]>()) as u64
+    }
+
     /// Buffer `i` (to fill before sending, or to read after receiving).
     #[inline]
     pub fn buffer(&mut self, i: usize) -> &mut [u8] {
@@ -361,5 +383,17 @@ mod tests {
         let mut b = Batch::new(4, 100).unwrap();
         assert_eq!(b.count(), 4);
         assert_eq!(b.buffer(3).len(), 100);
+    }
+
+    #[test]
+    fn a_batch_holds_what_its_footprint_says() {
+        for (count, size) in [(1, 1), (4, 100), (1024, 65_536), (0, 9000)] {
+            let b = Batch::new(count, size).unwrap();
+            assert_eq!(
+                b.allocated(),
+                Batch::footprint(count, size),
+                "{count} x {size}"
+            );
+        }
     }
 }

@@ -22,7 +22,8 @@ pub fn read_frame(c: &mut TcpStream) -> std::io::Result<Value> {
 }
 
 pub fn hello() -> Value {
-    json!({"type": "hello", "magic": "wirebench", "protocol": 2, "version": "hostile"})
+    json!({"type": "hello", "magic": "wirebench",
+           "protocol": wirebench::control::protocol::PROTOCOL_VERSION, "version": "hostile"})
 }
 
 /// The test spec of a one-stream test, as `wirebench run` sends it.

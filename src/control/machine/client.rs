@@ -16,6 +16,7 @@ use crate::control::limits::Limits;
 use crate::control::protocol::{
     ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
 };
+use crate::control::refusal::{RefusalKind, ServerRefusal};
 use crate::env::Environment;
 use crate::pattern::Side;
 use crate::transport::{Cookie, EffectiveOptions};
@@ -74,6 +75,8 @@ pub enum ClientAction {
     Close {
         reason: String,
     },
+    /// The server refused (or ended the test): the session ends on its refusal.
+    Refused(ServerRefusal),
 }
 
 #[derive(Debug)]
@@ -205,6 +208,13 @@ impl ClientMachine {
         });
     }
 
+    fn refused(&mut self, refusal: ServerRefusal) {
+        if !self.out.ended {
+            self.state = State::Ended;
+            self.out.end(ClientAction::Refused(refusal));
+        }
+    }
+
     /// Before the server has answered at all, every failure says it did not answer as one.
     fn close_reading(&mut self, why: &str) {
         match self.state {
@@ -262,10 +272,8 @@ impl ClientMachine {
     /// A message from the server.
     pub fn handle(&mut self, now: Instant, msg: ServerMessage) {
         // The server's refusal, whenever it comes, is the session's end and its reason.
-        if let ServerMessage::Error { message } = &msg {
-            if !self.out.ended {
-                self.close(format!("server: {message}"));
-            }
+        if let Some(refusal) = msg.refusal() {
+            self.refused(refusal);
             return;
         }
         match std::mem::replace(&mut self.state, State::Ended) {
@@ -297,7 +305,7 @@ impl ClientMachine {
             State::Running(mut run) => match msg {
                 ServerMessage::SendDone { sent } if !run.peer_senders_done => {
                     if let Err(why) = self.roles.check_peer_senders(&sent) {
-                        return self.close(why);
+                        return self.close(why.message);
                     }
                     run.peer_senders_done = true;
                     run.waiting_since = None;
@@ -324,7 +332,11 @@ impl ClientMachine {
     fn on_first_answer(&mut self, now: Instant, msg: ServerMessage) {
         let server = self.server.clone();
         match (msg, &self.psk, &self.nonce) {
-            (ServerMessage::Challenge { .. }, None, _) => self.close(format!("server: {NEEDS_KEY}")),
+            (ServerMessage::Challenge { .. }, None, _) => self.refused(ServerRefusal {
+                kind: Some(RefusalKind::NotAuthorised),
+                message: NEEDS_KEY.into(),
+                retry_after: None,
+            }),
             (ServerMessage::Challenge { nonce }, Some(psk), Some(client)) => {
                 let Some(theirs) = Nonce::from_hex(&nonce) else {
                     return self.close(format!("{server} sent a malformed challenge"));
@@ -371,6 +383,12 @@ impl ClientMachine {
             } if protocol == PROTOCOL_VERSION => {
                 // The server's words end up in tables and logs: escaped where they enter.
                 (crate::text::sanitized(environment), limits, client_seen_as)
+            }
+            ServerMessage::Welcome { protocol, .. } => {
+                return self.close(format!(
+                    "{} speaks control protocol {protocol}, this client speaks {PROTOCOL_VERSION}: use the same wirebench version on both ends",
+                    self.server
+                ))
             }
             _ => {
                 return self.close(format!(

@@ -23,6 +23,7 @@ pub mod server;
 mod tests;
 
 use super::protocol::ClientMessage;
+use super::refusal::Refusal;
 
 pub use client::{ClientAction, ClientMachine, ClientSetup, Opened};
 pub use server::{PointWatch, ServerAction, ServerMachine, ServerSetup};
@@ -64,13 +65,13 @@ impl PointRoles {
     }
 
     /// The error `worker::senders_done` has always given for a SendDone of the wrong size.
-    fn check_peer_senders(&self, sent: &[u64]) -> Result<(), String> {
+    fn check_peer_senders(&self, sent: &[u64]) -> Result<(), Refusal> {
         if sent.len() != self.receivers {
-            return Err(format!(
+            return Err(Refusal::invalid(format!(
                 "peer reported {} sending streams, expected {}",
                 sent.len(),
                 self.receivers
-            ));
+            )));
         }
         Ok(())
     }

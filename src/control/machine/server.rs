@@ -13,10 +13,12 @@ use std::time::{Duration, Instant};
 use super::{client_message_name as name, Outbox, PointRoles};
 use crate::control::admission::HELLO_DEADLINE;
 use crate::control::auth::{Nonce, Psk, AUTH_FAILED, NEEDS_KEY};
-use crate::control::limits::{Footprint, Limits};
+use crate::control::budget::Footprint;
+use crate::control::limits::Limits;
 use crate::control::protocol::{
     ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
 };
+use crate::control::refusal::Refusal;
 use crate::env::Environment;
 use crate::pattern::{self, Side};
 use crate::transport::{Capabilities, Cookie, EffectiveOptions};
@@ -77,9 +79,9 @@ pub enum ServerAction {
     /// The point is over on the control connection: stop and join the workers, then call
     /// `point_finished` with the report (or fail the session).
     EndData,
-    /// The session ends on this error; the driver tells the client if it can.
+    /// The session ends on this refusal; the driver tells the client if it can.
     Close {
-        reason: String,
+        refusal: Refusal,
     },
     /// The client said goodbye.
     Finished,
@@ -141,24 +143,24 @@ impl PointWatch {
     }
 
     /// Fails once the deadline has passed.
-    pub fn expired(&self, now: Instant) -> Result<(), String> {
+    pub fn expired(&self, now: Instant) -> Result<(), Refusal> {
         if now < self.deadline {
             return Ok(());
         }
         if self.limit_reached {
-            return Err(format!(
+            return Err(Refusal::limit(format!(
                 "the server's duration limit of {} s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)",
                 self.max_duration_ms as f64 / 1000.0
-            ));
+            )));
         }
-        Err(format!(
+        Err(Refusal::invalid(format!(
             "the client did not end the point within {} s after its duration (the warm-up counts: an unpaced warm-up is not given time of its own)",
             (3 * self.io_timeout).as_secs_f64()
-        ))
+        )))
     }
 
     /// Fails when `received` bytes by `now` exceed the server's bit rate on average.
-    pub fn check_rate(&self, now: Instant, received: u64) -> Result<(), String> {
+    pub fn check_rate(&self, now: Instant, received: u64) -> Result<(), Refusal> {
         let Some((limit, what)) = self.rate else {
             return Ok(());
         };
@@ -170,17 +172,17 @@ impl PointWatch {
         let bps = ahead as f64 * 8.0 / elapsed.as_secs_f64();
         // 1% above the limit, for the step a paced sender lets out at once.
         if bps > limit * 1.01 {
-            return Err(format!(
+            return Err(Refusal::limit(format!(
                 "the test moved {:.3} Mbit/s on average, above the {:.3} Mbit/s it may move on this server ({what})",
                 bps / 1e6,
                 limit / 1e6
-            ));
+            )));
         }
         Ok(())
     }
 
     /// The deadline, then the rate.
-    pub fn check(&self, now: Instant, received: u64) -> Result<(), String> {
+    pub fn check(&self, now: Instant, received: u64) -> Result<(), Refusal> {
         self.expired(now)?;
         self.check_rate(now, received)
     }
@@ -306,25 +308,28 @@ impl ServerMachine {
         self.out.push(ServerAction::Send(m));
     }
 
-    fn close(&mut self, reason: impl Into<String>) {
+    fn close(&mut self, refusal: Refusal) {
         self.state = State::Ended;
-        self.out.end(ServerAction::Close {
-            reason: reason.into(),
-        });
+        self.out.end(ServerAction::Close { refusal });
+    }
+
+    /// The session ends on a request the protocol does not allow now.
+    fn invalid(&mut self, reason: impl Into<String>) {
+        self.close(Refusal::invalid(reason));
     }
 
     /// The session ends on a failure of the driver's own (a budget refused, the data plane
     /// failed, a listener could not be made).
-    pub fn fail(&mut self, _now: Instant, reason: impl Into<String>) {
+    pub fn fail(&mut self, _now: Instant, refusal: Refusal) {
         if !self.out.ended {
-            self.close(reason);
+            self.close(refusal);
         }
     }
 
     /// A frame that did not decode: the session ends with why.
     pub fn handle_garbage(&mut self, _now: Instant, reason: &str) {
         if !self.out.ended {
-            self.close(reason);
+            self.invalid(reason);
         }
     }
 
@@ -333,9 +338,9 @@ impl ServerMachine {
         match self.state {
             State::Ended => {}
             State::Running(_) => {
-                self.close("the client closed the control connection during the point")
+                self.invalid("the client closed the control connection during the point")
             }
-            _ => self.close("control connection closed by peer"),
+            _ => self.invalid("control connection closed by peer"),
         }
     }
 
@@ -344,29 +349,29 @@ impl ServerMachine {
         if self.next_deadline().is_none_or(|d| now < d) {
             return;
         }
-        let reason = match &self.state {
-            State::Hello => format!(
+        let refusal = match &self.state {
+            State::Hello => Refusal::invalid(format!(
                 "no complete hello within {} s of connecting",
                 HELLO_DEADLINE.as_secs()
-            ),
+            )),
             State::Setup { arrived, .. } => {
                 let n = self.test.as_ref().map_or(0, |t| t.connections);
                 if (arrived.len() as u32) < n {
-                    format!(
+                    Refusal::invalid(format!(
                         "data connection {} of {n} did not arrive",
                         arrived.len() + 1
-                    )
+                    ))
                 } else {
-                    "control connection timed out".into()
+                    Refusal::invalid("control connection timed out")
                 }
             }
             State::Running(run) => match run.watch.expired(now) {
                 Err(why) => why,
                 Ok(()) => return,
             },
-            _ => "control connection timed out".into(),
+            _ => Refusal::invalid("control connection timed out"),
         };
-        self.close(reason);
+        self.close(refusal);
     }
 
     /// A message from the client.
@@ -394,7 +399,7 @@ impl ServerMachine {
                     };
                     self.maybe_go(now);
                 }
-                other => self.close(format!(
+                other => self.invalid(format!(
                     "expected control message connected, got {}",
                     name(&other)
                 )),
@@ -403,7 +408,7 @@ impl ServerMachine {
                 let sending = self.test.as_ref().is_some_and(|t| t.roles.senders);
                 if sending && !run.senders_done {
                     if run.early.is_some() {
-                        self.close("unexpected control message while the server was sending");
+                        self.invalid("unexpected control message while the server was sending");
                     } else {
                         run.early = Some(msg);
                         self.state = State::Running(run);
@@ -415,7 +420,7 @@ impl ServerMachine {
             }
             // The driver is busy on its own: any message now is out of order.
             State::Opening { .. } | State::Preparing { .. } | State::Ending => {
-                self.close(format!("unexpected control message {}", name(&msg)))
+                self.invalid(format!("unexpected control message {}", name(&msg)))
             }
         }
     }
@@ -429,13 +434,13 @@ impl ServerMachine {
                 ..
             } if magic == MAGIC => {
                 if protocol != PROTOCOL_VERSION {
-                    return self.close(format!(
+                    return self.invalid(format!(
                         "client speaks control protocol {protocol}, this server speaks {PROTOCOL_VERSION}: use the same wirebench version on both ends"
                     ));
                 }
                 nonce
             }
-            _ => return self.close("expected a wirebench hello"),
+            _ => return self.invalid("expected a wirebench hello"),
         };
         // A keyless server answers a client with a key as always: the client, which wants the
         // server to prove it holds the key, is the one to refuse.
@@ -445,10 +450,10 @@ impl ServerMachine {
             return;
         }
         let Some(client) = nonce else {
-            return self.close(NEEDS_KEY);
+            return self.close(Refusal::not_authorised(NEEDS_KEY));
         };
         let Some(client) = Nonce::from_hex(&client) else {
-            return self.close("malformed hello: the client nonce is not 32 bytes of hex");
+            return self.invalid("malformed hello: the client nonce is not 32 bytes of hex");
         };
         self.send(ServerMessage::Challenge {
             nonce: self.server_nonce.to_hex(),
@@ -458,7 +463,7 @@ impl ServerMachine {
 
     fn on_auth(&mut self, client: &Nonce, msg: ClientMessage) {
         let Some(psk) = self.psk.clone() else {
-            return self.close("expected a test request, got auth");
+            return self.invalid("expected a test request, got auth");
         };
         match msg {
             ClientMessage::Auth { proof }
@@ -469,8 +474,8 @@ impl ServerMachine {
                 self.welcome(Some(psk.server_proof(&self.server_nonce, client)));
                 self.state = State::Open;
             }
-            ClientMessage::Auth { .. } => self.close(AUTH_FAILED),
-            other => self.close(format!("expected the key exchange, got {}", name(&other))),
+            ClientMessage::Auth { .. } => self.close(Refusal::not_authorised(AUTH_FAILED)),
+            other => self.invalid(format!("expected the key exchange, got {}", name(&other))),
         }
     }
 
@@ -489,13 +494,13 @@ impl ServerMachine {
         let spec = match msg {
             ClientMessage::Open { spec } => spec,
             ClientMessage::Bye => return self.out.end(ServerAction::Finished),
-            other => return self.close(format!("expected a test request, got {}", name(&other))),
+            other => return self.invalid(format!("expected a test request, got {}", name(&other))),
         };
         if let Err(why) = self.limits.check_test(&spec) {
             return self.close(why);
         }
         if spec.one_port && !crate::control::oneport::carries(spec.transport) {
-            return self.close("one-port tests carry data on the control port's TCP: tcp only");
+            return self.invalid("one-port tests carry data on the control port's TCP: tcp only");
         }
         self.out.push(ServerAction::OpenTest {
             spec: spec.clone(),
@@ -527,14 +532,14 @@ impl ServerMachine {
         let point = match msg {
             ClientMessage::Point { spec } => spec,
             ClientMessage::Bye => return self.out.end(ServerAction::Finished),
-            other => return self.close(format!("unexpected control message {}", name(&other))),
+            other => return self.invalid(format!("unexpected control message {}", name(&other))),
         };
         let Some(test) = &self.test else {
             return self.misuse("a point without a test");
         };
         // A point's own fields out of bounds: refused, and the session goes on.
-        if let Err(message) = self.limits.check_point(&point) {
-            self.send(ServerMessage::Error { message });
+        if let Err(refusal) = self.limits.check_point(&point) {
+            self.send(refusal.into());
             self.state = State::Idle { since: now };
             return;
         }
@@ -643,7 +648,7 @@ impl ServerMachine {
             let sent = match msg {
                 ClientMessage::SendDone { sent } => sent,
                 other => {
-                    return self.close(format!(
+                    return self.invalid(format!(
                         "expected control message send_done, got {}",
                         name(&other)
                     ))
@@ -657,7 +662,7 @@ impl ServerMachine {
             return;
         }
         if !matches!(msg, ClientMessage::EndPoint) {
-            return self.close(format!(
+            return self.invalid(format!(
                 "expected control message end_point, got {}",
                 name(&msg)
             ));
@@ -679,9 +684,9 @@ impl ServerMachine {
     /// failure rather than a panic.
     fn misuse(&mut self, what: &str) {
         if !self.out.ended {
-            self.close(format!(
+            self.close(Refusal::internal(format!(
                 "internal error: {what} out of turn in the control protocol"
-            ));
+            )));
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::control::limits::Limits;
 use crate::control::protocol::{
     ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
 };
+use crate::control::refusal::{Refusal, RefusalKind, ServerRefusal};
 use crate::env::Environment;
 use crate::pattern::{Direction, FastPaths, PatternKind};
 use crate::transport::{Cookie, EffectiveOptions, SocketOptions, TransportKind};
@@ -213,22 +214,37 @@ impl Pair {
     }
 }
 
-/// The reason the machine ended with (its last action), or None if it goes on.
-fn server_closed(s: &mut ServerMachine) -> Option<String> {
+/// The refusal the machine ended with (its last action), or None if it goes on.
+fn server_closed(s: &mut ServerMachine) -> Option<Refusal> {
     let mut last = None;
     while let Some(a) = s.poll_action() {
-        if let ServerAction::Close { reason } = a {
-            last = Some(reason);
+        if let ServerAction::Close { refusal } = a {
+            last = Some(refusal);
         }
     }
     last
 }
 
+/// The line the client's session ended with (its own reason, or the server's refusal as
+/// the user reads it), or None if it goes on.
 fn client_closed(c: &mut ClientMachine) -> Option<String> {
     let mut last = None;
     while let Some(a) = c.poll_action() {
-        if let ClientAction::Close { reason } = a {
-            last = Some(reason);
+        match a {
+            ClientAction::Close { reason } => last = Some(reason),
+            ClientAction::Refused(r) => last = Some(r.to_string()),
+            _ => {}
+        }
+    }
+    last
+}
+
+/// The server's refusal the client's session ended on, or None.
+fn client_refused(c: &mut ClientMachine) -> Option<ServerRefusal> {
+    let mut last = None;
+    while let Some(a) = c.poll_action() {
+        if let ClientAction::Refused(r) = a {
+            last = Some(r);
         }
     }
     last
@@ -399,8 +415,8 @@ fn a_point_before_the_test_spec_is_refused() {
     let mut s = welcomed_server(t, Limits::default());
     s.handle(t, ClientMessage::Point { spec: point(1000) });
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("expected a test request, got point")
+        server_closed(&mut s),
+        Some(Refusal::invalid("expected a test request, got point"))
     );
     assert!(s.is_ended());
 }
@@ -411,14 +427,14 @@ fn a_second_hello_is_refused_in_the_handshake_and_between_points() {
     let mut s = welcomed_server(t, Limits::default());
     s.handle(t, hello(PROTOCOL_VERSION, None));
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("expected a test request, got hello")
+        server_closed(&mut s),
+        Some(Refusal::invalid("expected a test request, got hello"))
     );
     let mut s = idle_server(t, Limits::default(), spec(Direction::Forward, 1));
     s.handle(t, hello(PROTOCOL_VERSION, None));
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("unexpected control message hello")
+        server_closed(&mut s),
+        Some(Refusal::invalid("unexpected control message hello"))
     );
 }
 
@@ -434,7 +450,9 @@ fn a_stop_without_a_point_is_refused() {
         s.handle(t, m);
         assert_eq!(
             server_closed(&mut s),
-            Some(format!("unexpected control message {name}"))
+            Some(Refusal::invalid(format!(
+                "unexpected control message {name}"
+            )))
         );
     }
 }
@@ -450,8 +468,8 @@ fn a_second_test_spec_is_refused() {
         },
     );
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("unexpected control message open")
+        server_closed(&mut s),
+        Some(Refusal::invalid("unexpected control message open"))
     );
 }
 
@@ -466,8 +484,9 @@ fn a_garbage_frame_ends_the_session_with_the_framings_reason() {
     };
     s.handle_garbage(t, &why);
     let reason = server_closed(&mut s).unwrap();
+    assert_eq!(reason.kind, RefusalKind::Invalid);
     assert!(
-        reason.starts_with("malformed control message: "),
+        reason.message.starts_with("malformed control message: "),
         "{reason}"
     );
     // Nothing after the end: a late message is ignored, not answered.
@@ -482,19 +501,19 @@ fn a_hello_from_another_protocol_version_or_another_program_is_refused() {
     s.handle(t, hello(PROTOCOL_VERSION + 1, None));
     assert_eq!(
         server_closed(&mut s),
-        Some(format!(
+        Some(Refusal::invalid(format!(
             "client speaks control protocol {}, this server speaks {PROTOCOL_VERSION}: use the same wirebench version on both ends",
             PROTOCOL_VERSION + 1
-        ))
+        )))
     );
     // Version 1 reported times in seconds: a peer of it is refused the same way.
     let mut s = server_at(t, Limits::default(), None);
     s.handle(t, hello(1, None));
     assert_eq!(
         server_closed(&mut s),
-        Some(format!(
+        Some(Refusal::invalid(format!(
             "client speaks control protocol 1, this server speaks {PROTOCOL_VERSION}: use the same wirebench version on both ends"
-        ))
+        )))
     );
     let mut s = server_at(t, Limits::default(), None);
     s.handle(
@@ -507,8 +526,8 @@ fn a_hello_from_another_protocol_version_or_another_program_is_refused() {
         },
     );
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("expected a wirebench hello")
+        server_closed(&mut s),
+        Some(Refusal::invalid("expected a wirebench hello"))
     );
 }
 
@@ -549,11 +568,17 @@ fn a_wrong_proof_fails_authentication_without_a_welcome() {
             proof: other.client_proof(&nonce(0x11), &nonce(0x22)),
         },
     );
-    assert_eq!(server_closed(&mut s).as_deref(), Some(AUTH_FAILED));
+    assert_eq!(
+        server_closed(&mut s),
+        Some(Refusal::not_authorised(AUTH_FAILED))
+    );
     // A proof that is not even hex fails the same way.
     let mut s = keyed_server_challenged(t);
     s.handle(t, ClientMessage::Auth { proof: "zz".into() });
-    assert_eq!(server_closed(&mut s).as_deref(), Some(AUTH_FAILED));
+    assert_eq!(
+        server_closed(&mut s),
+        Some(Refusal::not_authorised(AUTH_FAILED))
+    );
 }
 
 #[test]
@@ -562,7 +587,10 @@ fn a_missing_proof_is_refused() {
     // A client without a key: no nonce in its hello.
     let mut s = server_at(t, Limits::default(), Some(key()));
     s.handle(t, hello(PROTOCOL_VERSION, None));
-    assert_eq!(server_closed(&mut s).as_deref(), Some(NEEDS_KEY));
+    assert_eq!(
+        server_closed(&mut s),
+        Some(Refusal::not_authorised(NEEDS_KEY))
+    );
     // A client that skips the proof.
     let mut s = keyed_server_challenged(t);
     s.handle(
@@ -572,15 +600,17 @@ fn a_missing_proof_is_refused() {
         },
     );
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("expected the key exchange, got open")
+        server_closed(&mut s),
+        Some(Refusal::invalid("expected the key exchange, got open"))
     );
     // A nonce that is not 32 bytes of hex.
     let mut s = server_at(t, Limits::default(), Some(key()));
     s.handle(t, hello(PROTOCOL_VERSION, Some("abcd".into())));
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("malformed hello: the client nonce is not 32 bytes of hex")
+        server_closed(&mut s),
+        Some(Refusal::invalid(
+            "malformed hello: the client nonce is not 32 bytes of hex"
+        ))
     );
 }
 
@@ -597,15 +627,15 @@ fn a_proof_before_the_challenge_is_refused() {
         },
     );
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("expected a wirebench hello")
+        server_closed(&mut s),
+        Some(Refusal::invalid("expected a wirebench hello"))
     );
     // A keyless server has no challenge: a proof is out of order there too.
     let mut s = welcomed_server(t, Limits::default());
     s.handle(t, ClientMessage::Auth { proof });
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("expected a test request, got auth")
+        server_closed(&mut s),
+        Some(Refusal::invalid("expected a test request, got auth"))
     );
 }
 
@@ -622,8 +652,10 @@ fn too_many_streams_are_refused_with_the_limits_words() {
         },
     );
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("200 parallel streams requested; this server allows 1 to 128")
+        server_closed(&mut s),
+        Some(Refusal::limit(
+            "200 parallel streams requested; this server allows 1 to 128"
+        ))
     );
 }
 
@@ -640,10 +672,9 @@ fn a_message_too_large_is_refused_and_the_session_goes_on() {
     s.handle(t, ClientMessage::Point { spec: big });
     assert_eq!(
         server_sent(&mut s),
-        vec![ServerMessage::Error {
-            message: "request/message size of 2097152 bytes; this server allows 1 to 1048576 bytes"
-                .into()
-        }]
+        vec![ServerMessage::from(Refusal::limit(
+            "request/message size of 2097152 bytes; this server allows 1 to 1048576 bytes"
+        ))]
     );
     assert!(!s.is_ended());
     // The refusal restarted the idle wait, and a fitting point is taken.
@@ -668,9 +699,9 @@ fn a_duration_over_max_duration_is_refused() {
     );
     assert_eq!(
         server_sent(&mut s),
-        vec![ServerMessage::Error {
-            message: "duration of 7200 s; this server allows at most 3600 s".into()
-        }]
+        vec![ServerMessage::from(Refusal::limit(
+            "duration of 7200 s; this server allows at most 3600 s"
+        ))]
     );
 }
 
@@ -686,7 +717,8 @@ fn a_point_over_the_memory_budget_ends_the_session() {
     p.server_socket.rcvbuf = 64 << 20;
     s.handle(t, ClientMessage::Point { spec: p });
     let reason = server_closed(&mut s).unwrap();
-    assert!(reason.contains("(--max-test-memory)"), "{reason}");
+    assert_eq!(reason.kind, RefusalKind::Limit);
+    assert!(reason.message.contains("(--max-test-memory)"), "{reason}");
 }
 
 #[test]
@@ -698,8 +730,10 @@ fn a_one_port_test_over_udp_is_refused() {
     sp.one_port = true;
     s.handle(t, ClientMessage::Open { spec: sp });
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("one-port tests carry data on the control port's TCP: tcp only")
+        server_closed(&mut s),
+        Some(Refusal::invalid(
+            "one-port tests carry data on the control port's TCP: tcp only"
+        ))
     );
 }
 
@@ -714,16 +748,18 @@ fn a_hello_not_in_time_and_a_handshake_not_in_time_are_refused() {
     assert_eq!(s.next_deadline(), Some(t + Duration::from_secs(5)));
     s.handle_timeout(t + Duration::from_secs(5));
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("no complete hello within 5 s of connecting")
+        server_closed(&mut s),
+        Some(Refusal::invalid(
+            "no complete hello within 5 s of connecting"
+        ))
     );
     // The test request is due 15 s after accept, however early the hello was.
     let mut s = welcomed_server(t, Limits::default());
     assert_eq!(s.next_deadline(), Some(t + Duration::from_secs(15)));
     s.handle_timeout(t + Duration::from_secs(15));
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("control connection timed out")
+        server_closed(&mut s),
+        Some(Refusal::invalid("control connection timed out"))
     );
 }
 
@@ -735,8 +771,8 @@ fn an_idle_session_times_out_a_minute_after_its_last_answer() {
     assert!(s.poll_action().is_none());
     s.handle_timeout(t + Duration::from_secs(60));
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("control connection timed out")
+        server_closed(&mut s),
+        Some(Refusal::invalid("control connection timed out"))
     );
 }
 
@@ -750,23 +786,25 @@ fn the_setup_deadline_names_the_data_connection_that_did_not_arrive() {
     assert!(s.poll_action().is_none());
     s.handle_timeout(t + IO);
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("data connection 2 of 2 did not arrive")
+        server_closed(&mut s),
+        Some(Refusal::invalid("data connection 2 of 2 did not arrive"))
     );
     // All connections in, but no Connected from the client by the same deadline.
     let mut s = server_in_setup(t, spec(Direction::Forward, 1));
     s.data_connection_arrived(t, EffectiveOptions::default());
     s.handle_timeout(t + IO);
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("control connection timed out")
+        server_closed(&mut s),
+        Some(Refusal::invalid("control connection timed out"))
     );
     // Anything but Connected in the setup is out of order.
     let mut s = server_in_setup(t, spec(Direction::Forward, 1));
     s.handle(t, ClientMessage::EndPoint);
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("expected control message connected, got end_point")
+        server_closed(&mut s),
+        Some(Refusal::invalid(
+            "expected control message connected, got end_point"
+        ))
     );
 }
 
@@ -803,8 +841,8 @@ fn a_point_past_its_deadline_is_ended_with_the_reason() {
     assert!(s.poll_action().is_none());
     s.handle_timeout(deadline);
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("the client did not end the point within 6 s after its duration (the warm-up counts: an unpaced warm-up is not given time of its own)")
+        server_closed(&mut s),
+        Some(Refusal::invalid("the client did not end the point within 6 s after its duration (the warm-up counts: an unpaced warm-up is not given time of its own)"))
     );
     // A point longer than the server allows ends at the server's limit, which says so.
     let limits = Limits {
@@ -822,8 +860,8 @@ fn a_point_past_its_deadline_is_ended_with_the_reason() {
     s.handle(t, ClientMessage::Connected);
     s.handle_timeout(t + Duration::from_millis(500) + 3 * IO);
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("the server's duration limit of 0.5 s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)")
+        server_closed(&mut s),
+        Some(Refusal::limit("the server's duration limit of 0.5 s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)"))
     );
 }
 
@@ -842,8 +880,11 @@ fn a_client_over_the_servers_rate_is_ended() {
     assert!(s.poll_action().is_none());
     s.data_progress(t + Duration::from_secs(2), 3_000_000);
     let reason = server_closed(&mut s).unwrap();
+    assert_eq!(reason.kind, RefusalKind::Limit);
     assert!(
-        reason.contains("above the 8.000 Mbit/s it may move on this server (--max-rate)"),
+        reason
+            .message
+            .contains("above the 8.000 Mbit/s it may move on this server (--max-rate)"),
         "{reason}"
     );
 }
@@ -854,14 +895,16 @@ fn a_client_that_leaves_during_a_point_is_named() {
     let mut s = running_server(t, Limits::default(), Direction::Forward);
     s.handle_closed(t);
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("the client closed the control connection during the point")
+        server_closed(&mut s),
+        Some(Refusal::invalid(
+            "the client closed the control connection during the point"
+        ))
     );
     let mut s = idle_server(t, Limits::default(), spec(Direction::Forward, 1));
     s.handle_closed(t);
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("control connection closed by peer")
+        server_closed(&mut s),
+        Some(Refusal::invalid("control connection closed by peer"))
     );
 }
 
@@ -872,15 +915,19 @@ fn a_running_point_takes_the_clients_messages_in_their_order_only() {
     let mut s = running_server(t, Limits::default(), Direction::Forward);
     s.handle(t, ClientMessage::EndPoint);
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("expected control message send_done, got end_point")
+        server_closed(&mut s),
+        Some(Refusal::invalid(
+            "expected control message send_done, got end_point"
+        ))
     );
     // A SendDone of the wrong size.
     let mut s = running_server(t, Limits::default(), Direction::Forward);
     s.handle(t, ClientMessage::SendDone { sent: vec![1, 2] });
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("peer reported 2 sending streams, expected 1")
+        server_closed(&mut s),
+        Some(Refusal::invalid(
+            "peer reported 2 sending streams, expected 1"
+        ))
     );
     // Reverse: the server sends; one early message is held, a second is too many.
     let mut s = running_server(t, Limits::default(), Direction::Reverse);
@@ -888,8 +935,10 @@ fn a_running_point_takes_the_clients_messages_in_their_order_only() {
     assert!(s.poll_action().is_none());
     s.handle(t, ClientMessage::EndPoint);
     assert_eq!(
-        server_closed(&mut s).as_deref(),
-        Some("unexpected control message while the server was sending")
+        server_closed(&mut s),
+        Some(Refusal::invalid(
+            "unexpected control message while the server was sending"
+        ))
     );
     // The held EndPoint ends the point once the server's senders are done.
     let mut s = running_server(t, Limits::default(), Direction::Reverse);
@@ -940,7 +989,12 @@ fn the_client_refuses_servers_that_do_not_match_its_key_or_version() {
             nonce: nonce(1).to_hex(),
         },
     );
-    assert_eq!(client_closed(&mut c), Some(format!("server: {NEEDS_KEY}")));
+    let refused = client_refused(&mut c).unwrap();
+    assert!(refused.is(RefusalKind::NotAuthorised));
+    assert_eq!(
+        refused.to_string(),
+        format!("server (not authorised): {NEEDS_KEY}")
+    );
     let mut c = client_answered(sp(), Some(key()), welcome(PROTOCOL_VERSION, CLIENT, None));
     let reason = client_closed(&mut c).unwrap();
     assert!(
@@ -951,7 +1005,8 @@ fn the_client_refuses_servers_that_do_not_match_its_key_or_version() {
     assert_eq!(
         client_closed(&mut c),
         Some(format!(
-            "{SERVER} did not answer as a wirebench server of this version"
+            "{SERVER} speaks control protocol {}, this client speaks {PROTOCOL_VERSION}: use the same wirebench version on both ends",
+            PROTOCOL_VERSION + 1
         ))
     );
     let mut c = client_answered(
@@ -1004,17 +1059,12 @@ fn the_client_names_a_server_that_never_answered_as_one() {
             "{SERVER} did not answer as a wirebench server: control connection timed out"
         ))
     );
-    // The server's refusal is passed on as the server's.
+    // The server's refusal is passed on as the server's, with its kind.
     let mut c = client_at(t, spec(Direction::Forward, 1), None);
-    c.handle(
-        t,
-        ServerMessage::Error {
-            message: "access denied: 127.0.0.1".into(),
-        },
-    );
+    c.handle(t, Refusal::policy("access denied: 127.0.0.1").into());
     assert_eq!(
         client_closed(&mut c).as_deref(),
-        Some("server: access denied: 127.0.0.1")
+        Some("server (refused by policy): access denied: 127.0.0.1")
     );
 }
 
@@ -1100,7 +1150,11 @@ fn a_driver_calling_out_of_turn_ends_the_session_instead_of_panicking() {
     let mut s = server_at(t, Limits::default(), None);
     s.point_finished(t, ServerReport::default());
     let reason = server_closed(&mut s).unwrap();
-    assert!(reason.contains("point_finished out of turn"), "{reason}");
+    assert_eq!(reason.kind, RefusalKind::Internal);
+    assert!(
+        reason.message.contains("point_finished out of turn"),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -1111,14 +1165,109 @@ fn a_client_says_bye_once_even_after_the_server_refused_a_point() {
     big.duration_ms = Some(7_200_000);
     p.c.start_point(p.now, &big, IO);
     p.run();
-    assert!(matches!(
-        p.client.pop(),
-        Some(ClientAction::Close { reason }) if reason.starts_with("server: duration of 7200 s")
-    ));
+    match p.client.pop() {
+        Some(ClientAction::Refused(r)) => {
+            assert!(r.is(RefusalKind::Limit), "{r}");
+            assert!(
+                r.to_string()
+                    .starts_with("server (over a limit): duration of 7200 s"),
+                "{r}"
+            );
+        }
+        other => panic!("not refused: {other:?}"),
+    }
     // The server, which refused the point alone, is still idle: the Bye ends it quietly.
     p.c.bye(p.now);
     p.c.bye(p.now);
     p.run();
     assert!(matches!(p.server.pop(), Some(ServerAction::Finished)));
     assert!(p.server.is_empty() && p.client.is_empty());
+}
+
+// ---- versions: each side's refusal of a peer of another protocol, as the other reads it ----
+
+/// A client before protocol 3 reads a refusal as `{"type":"error","message":...}` and ignores
+/// what else the object holds: this server's refusal of its hello reaches it whole.
+#[derive(Debug, serde::Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum OldServerMessage {
+    Error { message: String },
+}
+
+#[test]
+fn a_client_of_the_previous_protocol_reads_why_this_server_refuses_it() {
+    let t = Instant::now();
+    let mut s = server_at(t, Limits::default(), None);
+    s.handle(t, hello(PROTOCOL_VERSION - 1, None));
+    let refusal = server_closed(&mut s).unwrap();
+    assert_eq!(refusal.kind, RefusalKind::Invalid);
+    // What the driver writes, as that client decodes it.
+    let mut buf = Vec::new();
+    write_frame(&mut buf, &ServerMessage::from(refusal)).unwrap();
+    let Received::Message(OldServerMessage::Error { message }) =
+        receive::<OldServerMessage>(&mut buf.as_slice())
+    else {
+        panic!("an older client cannot read the refusal");
+    };
+    assert_eq!(
+        message,
+        format!(
+            "client speaks control protocol {}, this server speaks {PROTOCOL_VERSION}: use the same wirebench version on both ends",
+            PROTOCOL_VERSION - 1
+        )
+    );
+}
+
+#[test]
+fn this_client_names_a_server_of_the_previous_protocol_in_one_line() {
+    let t = Instant::now();
+    // Such a server refuses this client's hello in its own words, without a kind.
+    let old = format!(
+        r#"{{"type":"error","message":"client speaks control protocol {PROTOCOL_VERSION}, this server speaks {}: use the same wirebench version on both ends"}}"#,
+        PROTOCOL_VERSION - 1
+    );
+    let mut frame = (old.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(old.as_bytes());
+    let Received::Message(refusal) = receive::<ServerMessage>(&mut frame.as_slice()) else {
+        panic!("this client cannot read an older server's refusal");
+    };
+    let mut c = client_at(t, spec(Direction::Forward, 1), None);
+    c.handle(t, refusal);
+    assert_eq!(
+        client_closed(&mut c),
+        Some(format!(
+            "server: client speaks control protocol {PROTOCOL_VERSION}, this server speaks {}: use the same wirebench version on both ends",
+            PROTOCOL_VERSION - 1
+        ))
+    );
+    // A server of that version that welcomed the hello anyway is refused by this client.
+    let mut c = client_answered(
+        spec(Direction::Forward, 1),
+        None,
+        welcome(PROTOCOL_VERSION - 1, CLIENT, None),
+    );
+    assert_eq!(
+        client_closed(&mut c),
+        Some(format!(
+            "{SERVER} speaks control protocol {}, this client speaks {PROTOCOL_VERSION}: use the same wirebench version on both ends",
+            PROTOCOL_VERSION - 1
+        ))
+    );
+}
+
+/// A busy server's hint reaches the client, which says when to try again.
+#[test]
+fn a_busy_refusal_tells_the_client_when_to_try_again() {
+    let t = Instant::now();
+    let mut c = client_at(t, spec(Direction::Forward, 1), None);
+    let busy = Refusal::busy("server busy: 64 tests running, the limit is 64")
+        .retry_after(Some(Duration::from_millis(1200)));
+    c.handle(t, wire(&ServerMessage::from(busy)));
+    let r = client_refused(&mut c).unwrap();
+    assert!(r.is(RefusalKind::Busy));
+    assert_eq!(r.retry_after, Some(Duration::from_millis(1200)));
+    assert_eq!(
+        r.to_string(),
+        "server (busy, try again in 1.2 s): server busy: 64 tests running, the limit is 64"
+    );
 }

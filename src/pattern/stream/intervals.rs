@@ -10,6 +10,27 @@ use crate::pattern::{nanos, DataChannel, Role};
 /// 100 ms are almost 7 minutes.
 pub(super) const UNKNOWN_SPAN: usize = 4096;
 
+/// The most intervals a clock ever reserves: 1 Mi of them, however long the phase.
+const MAX_RESERVED: usize = 1 << 20;
+
+/// Intervals a clock reporting `every` reserves for a phase expected to last `expected`: its
+/// whole length and a few more, [`UNKNOWN_SPAN`] when the length is not known, none without
+/// reports.
+fn reserved(every: Option<Duration>, expected: Option<Duration>) -> usize {
+    let n = match (every, expected) {
+        (Some(e), Some(d)) if !e.is_zero() => (d.as_secs_f64() / e.as_secs_f64()) as usize + 4,
+        (Some(_), _) => UNKNOWN_SPAN,
+        _ => 0,
+    };
+    n.min(MAX_RESERVED)
+}
+
+/// Bytes of the reports a clock made with the same `every` and `expected` reserves: a
+/// stream's share of its footprint (see [`super::sender_footprint`]).
+pub(super) fn reserved_bytes(every: Option<Duration>, expected: Option<Duration>) -> u64 {
+    (reserved(every, expected) * std::mem::size_of::<Interval>()) as u64
+}
+
 /// Records intervals without allocating in the loop: the vector is sized up front, from the
 /// phase's expected length, and never grows. Should the phase outlast that, the newest
 /// interval takes in the rest (its span grows, its rate stays the bytes over that span).
@@ -60,11 +81,6 @@ impl<'a> IntervalClock<'a> {
         start: Instant,
         live: Option<(&'a mpsc::Sender<IntervalEvent>, u32, Role)>,
     ) -> Self {
-        let cap = match (every, expected) {
-            (Some(e), Some(d)) if !e.is_zero() => (d.as_secs_f64() / e.as_secs_f64()) as usize + 4,
-            (Some(_), _) => UNKNOWN_SPAN,
-            _ => 0,
-        };
         IntervalClock {
             every,
             next: every.map(|e| start + e).unwrap_or(start),
@@ -75,7 +91,7 @@ impl<'a> IntervalClock<'a> {
             last_retrans: 0,
             acked_base: None,
             last_acked: None,
-            out: Vec::with_capacity(cap.min(1 << 20)),
+            out: Vec::with_capacity(reserved(every, expected)),
             live,
             aligned: false,
         }

@@ -64,8 +64,8 @@ use crate::transport::LinkCounters;
 
 #[cfg(test)]
 pub(crate) use intervals::first_edge_after;
-pub use receive::run_receiver;
-pub use send::run_sender;
+pub use receive::{receiver_footprint, run_receiver};
+pub use send::{run_sender, sender_footprint};
 
 /// Header of a datagram on an unreliable transport: sequence number and send time (ns since
 /// the sender's start; only differences are used, so the clocks need not agree).

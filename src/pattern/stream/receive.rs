@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::arrival::StampClock;
-use super::intervals::IntervalClock;
+use super::intervals::{reserved_bytes, IntervalClock};
 use super::loss::Jitter;
 #[cfg(doc)]
 use super::STALL_CHECK;
@@ -25,9 +25,48 @@ use super::{
 use crate::pattern::{nanos, CpuMeter, DataChannel, RcvLowat, Role};
 use crate::stats::SeqTracker;
 use crate::sys::fastpath::{self, Batch};
+use crate::transport::Capabilities;
 
-/// Largest datagram a receive must hold.
-const MAX_DATAGRAM: usize = 65_536;
+/// A byte-stream receiver's buffer: one read.
+fn byte_buffer(plan: &RecvPlan) -> Vec<u8> {
+    vec![0u8; plan.read_size.max(1)]
+}
+
+/// Bytes of each of a datagram receiver's buffers: a whole datagram, whatever smaller read is
+/// asked (a shorter buffer would cut the datagram).
+fn datagram_buffer_size(plan: &RecvPlan) -> usize {
+    usize::try_from(crate::pattern::DATAGRAM_READ)
+        .unwrap_or(usize::MAX)
+        .max(plan.read_size)
+}
+
+/// The control buffer a receive takes the kernel's arrival stamp in.
+fn stamp_buffer() -> Vec<u8> {
+    nix::cmsg_space!(nix::sys::time::TimeSpec)
+}
+
+/// What a stream receiver following `plan` over a transport with `caps` allocates at most,
+/// bytes, from the sizes its own buffers are made with: a byte stream's read buffer; on
+/// datagrams the largest reader it may choose (a batch of datagram buffers, or one buffer and
+/// its stamp's); and its interval reports. An upper bound: a fast path that falls back holds
+/// less. Not counted: the ring of newest reads a connection with an arrival lead keeps (`Tail`),
+/// which only MPI's connections have, and no server runs those. A server charges each of its
+/// receiving streams this (control/budget.rs).
+pub fn receiver_footprint(plan: &RecvPlan, caps: &Capabilities) -> u64 {
+    let reports = reserved_bytes(plan.interval, receiver_span(plan));
+    let buffers = if caps.reliable {
+        plan.read_size.max(1) as u64
+    } else {
+        let size = datagram_buffer_size(plan);
+        // Made and dropped to count it: a few dozen bytes, counted as the receiver makes them.
+        let single = (size as u64).saturating_add(stamp_buffer().capacity() as u64);
+        match plan.fast.batch.max(1) as usize {
+            1 => single,
+            n => single.max(Batch::footprint(n, size)),
+        }
+    };
+    buffers.saturating_add(reports)
+}
 
 /// Receives until end of data: EOF on a byte stream; on a datagram transport, the sender's
 /// "done" signal plus either every datagram accounted for or [`DRAIN_IDLE`] of silence.
@@ -169,7 +208,7 @@ fn receive_bytes(
         ByteReader::Discard => "recv MSG_TRUNC (no copy)",
     }
     .into();
-    let mut buf = vec![0u8; plan.read_size.max(1)];
+    let mut buf = byte_buffer(plan);
     let mut total: u64 = 0;
     // Warm-up and the read that completes it; the reads after the first one give its rate.
     let mut first: Option<(Instant, u64)> = None;
@@ -513,8 +552,8 @@ enum DatagramReader {
 
 impl DatagramReader {
     fn choose(ch: &DataChannel, plan: &RecvPlan, stats: &mut StreamStats) -> DatagramReader {
-        let size = MAX_DATAGRAM.max(plan.read_size);
-        let cmsg = || nix::cmsg_space!(nix::sys::time::TimeSpec);
+        let size = datagram_buffer_size(plan);
+        let cmsg = stamp_buffer;
         let Some(fd) = ch.connection().socket_fd() else {
             return DatagramReader::Single(vec![0; size], cmsg());
         };
@@ -539,6 +578,16 @@ impl DatagramReader {
             }
         }
         DatagramReader::Single(vec![0; size], cmsg())
+    }
+
+    /// Bytes its buffers hold.
+    #[cfg(test)]
+    fn allocated(&self) -> u64 {
+        match self {
+            DatagramReader::Single(buf, cmsg) => (buf.capacity() + cmsg.capacity()) as u64,
+            DatagramReader::Batch(b) => b.allocated(),
+            DatagramReader::Gro(buf) | DatagramReader::HeaderOnly(buf) => buf.capacity() as u64,
+        }
     }
 
     fn name(&self) -> String {
@@ -783,5 +832,59 @@ mod tests {
             receiver_span(&plan),
             Some(Duration::from_secs(6) + DRAIN_IDLE)
         );
+    }
+
+    fn recv_plan(read_size: usize, batch: u32, expected: Option<Duration>) -> RecvPlan {
+        RecvPlan {
+            read_size,
+            warmup_bytes: 0,
+            warmup_datagrams: 0,
+            interval: Some(Duration::from_millis(10)),
+            expected,
+            fast: crate::pattern::FastPaths {
+                batch,
+                ..crate::pattern::FastPaths::default()
+            },
+            buffers_fixed: false,
+            align_intervals: false,
+        }
+    }
+
+    /// Bytes the interval reports of `plan`'s receiver reserve, as its loop makes them.
+    fn reports(plan: &RecvPlan) -> u64 {
+        let clock = IntervalClock::new(plan.interval, receiver_span(plan), Instant::now(), None);
+        (clock.out.capacity() * std::mem::size_of::<super::super::Interval>()) as u64
+    }
+
+    /// What a receiver makes (its reader or read buffer, its reports) is what its footprint
+    /// says: exactly for the largest reader it may choose, within it when a fast path fell back
+    /// for want of a socket.
+    #[test]
+    fn a_receivers_footprint_holds_the_buffers_it_makes() {
+        use crate::transport::mem::{BYTES, DATAGRAMS};
+        let ch = super::super::clock_tests::idle_channel();
+        for read in [1000, 65_536, 200_000] {
+            for expected in [Some(Duration::from_secs(2)), None] {
+                let single = recv_plan(read, 1, expected);
+                let mut stats = StreamStats::default();
+                let reader = DatagramReader::choose(&ch, &single, &mut stats);
+                assert_eq!(
+                    reader.allocated() + reports(&single),
+                    receiver_footprint(&single, &DATAGRAMS)
+                );
+                // A batch, with a socket: its buffers; without one it falls back to one.
+                let batched = recv_plan(read, 32, expected);
+                let reader = DatagramReader::choose(&ch, &batched, &mut stats);
+                let footprint = receiver_footprint(&batched, &DATAGRAMS);
+                assert!(reader.allocated() + reports(&batched) <= footprint);
+                let batch = Batch::new(32, datagram_buffer_size(&batched)).unwrap();
+                assert_eq!(batch.allocated() + reports(&batched), footprint);
+                let bytes = recv_plan(read, 1, expected);
+                assert_eq!(
+                    byte_buffer(&bytes).capacity() as u64 + reports(&bytes),
+                    receiver_footprint(&bytes, &BYTES)
+                );
+            }
+        }
     }
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::intervals::IntervalClock;
+use super::intervals::{reserved_bytes, IntervalClock};
 use super::{
     aborted, busy_poll, gave_up_waiting, rate, stall_check, stopped, IntervalEvent, Pace, SendPlan,
     StreamStats, ABORT_CHECK, DATAGRAM_HEADER,
@@ -21,6 +21,54 @@ use super::{
 use crate::pattern::channel::timed_out;
 use crate::pattern::{nanos, payload, CpuMeter, DataChannel, Role};
 use crate::sys::fastpath::{self, Batch, ZerocopyCompletions, UDP_MAX_SEGMENTS};
+use crate::transport::Capabilities;
+
+/// Bytes of each write of a byte-stream sender.
+fn byte_write_size(plan: &SendPlan) -> usize {
+    plan.write_size.max(1)
+}
+
+/// Bytes of each datagram: the write size, and at least the header it carries.
+fn datagram_size(plan: &SendPlan) -> usize {
+    plan.write_size.max(DATAGRAM_HEADER)
+}
+
+/// Datagrams of `size` bytes one UDP GSO send carries: as many as one send of 64 KiB holds.
+fn gso_segments(size: usize) -> usize {
+    UDP_MAX_SEGMENTS.min(65_000 / size.max(1))
+}
+
+/// What a stream sender following `plan` over a transport with `caps` allocates at most,
+/// bytes, from the sizes its own buffers are made with: on a byte stream its payload (and
+/// sendfile's copy of it in a memory file), on datagrams the warm-up datagram beside the
+/// largest writer it may choose (a batch or a GSO send, each filled from one model datagram);
+/// and its interval reports. An upper bound: a fast path that falls back holds less. A server
+/// charges each of its sending streams this (control/budget.rs).
+pub fn sender_footprint(plan: &SendPlan, caps: &Capabilities) -> u64 {
+    let reports = reserved_bytes(plan.interval, plan.stop.duration);
+    let buffers = if caps.reliable {
+        let w = byte_write_size(plan) as u64;
+        if plan.fast.sendfile {
+            w.saturating_mul(2)
+        } else {
+            w
+        }
+    } else {
+        let size = datagram_size(plan);
+        let one = size as u64;
+        let gso = if plan.fast.gso && gso_segments(size) > 1 {
+            ((gso_segments(size) * size) as u64).saturating_add(one)
+        } else {
+            0
+        };
+        let batch = match plan.fast.batch.max(1) as usize {
+            1 => 0,
+            n => Batch::footprint(n, size).saturating_add(one),
+        };
+        one.saturating_add(one.max(gso).max(batch))
+    };
+    buffers.saturating_add(reports)
+}
 
 /// Refusals by the sender's own kernel (no buffer space), counted apart from network loss.
 fn is_send_failure(e: &io::Error) -> bool {
@@ -374,7 +422,7 @@ fn send_bytes(
     live: Option<&mpsc::Sender<IntervalEvent>>,
     stats: &mut StreamStats,
 ) -> io::Result<(Instant, Instant)> {
-    let write_size = plan.write_size.max(1);
+    let write_size = byte_write_size(plan);
     let buf = payload(write_size);
     let mut writer = ByteWriter::choose(ch, plan, &buf, stats);
     stats.io_path = writer.name().into();
@@ -509,7 +557,7 @@ impl DatagramWriter {
     ) -> DatagramWriter {
         let fd = ch.connection().socket_fd();
         if plan.fast.gso {
-            let segments = UDP_MAX_SEGMENTS.min(65_000 / size.max(1));
+            let segments = gso_segments(size);
             let r = match (fd, u16::try_from(size)) {
                 (Some(fd), Ok(s)) if segments > 1 => fastpath::set_udp_segment(fd, s),
                 (None, _) => Err(io::Error::other("no socket descriptor")),
@@ -550,6 +598,15 @@ impl DatagramWriter {
             DatagramWriter::Single(_) => "send".into(),
             DatagramWriter::Batch(b) => format!("sendmmsg x{}", b.count()),
             DatagramWriter::Gso { segments, .. } => format!("UDP GSO x{segments}"),
+        }
+    }
+
+    /// Bytes its buffers hold.
+    #[cfg(test)]
+    fn allocated(&self) -> u64 {
+        match self {
+            DatagramWriter::Single(buf) | DatagramWriter::Gso { buf, .. } => buf.capacity() as u64,
+            DatagramWriter::Batch(b) => b.allocated(),
         }
     }
 
@@ -600,7 +657,7 @@ fn send_datagrams(
     live: Option<&mpsc::Sender<IntervalEvent>>,
     stats: &mut StreamStats,
 ) -> io::Result<(Instant, Instant)> {
-    let size = plan.write_size.max(DATAGRAM_HEADER);
+    let size = datagram_size(plan);
     let epoch = Instant::now();
     let mut seq: u64 = 0;
 
@@ -697,4 +754,100 @@ fn send_datagrams(
     stats.messages_timed = p.messages;
     stats.intervals = intervals.out;
     Ok((start, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::super::clock_tests::idle_channel;
+    use super::*;
+    use crate::pattern::{FastPaths, StopAt};
+    use crate::transport::mem::{BYTES, DATAGRAMS};
+
+    fn plan(write_size: usize, fast: FastPaths, duration: Option<Duration>) -> SendPlan<'static> {
+        SendPlan {
+            write_size,
+            stop: StopAt {
+                duration,
+                bytes: duration.is_none().then_some(1 << 30),
+                ..StopAt::default()
+            },
+            warmup: 0,
+            pace: None,
+            interval: Some(Duration::from_millis(100)),
+            fast,
+            abort: None,
+            align_intervals: false,
+        }
+    }
+
+    /// Bytes the interval reports of `plan`'s sender reserve, as its timed phase makes them.
+    fn reports(plan: &SendPlan) -> u64 {
+        let clock = sender_intervals(plan, Instant::now(), 0, None);
+        (clock.out.capacity() * std::mem::size_of::<super::super::Interval>()) as u64
+    }
+
+    /// What a datagram sender makes (the warm-up datagram, the writer it chooses, its reports)
+    /// is what its footprint says: exactly when it holds the largest writer it may choose, and
+    /// within it when a fast path fell back for want of a socket.
+    #[test]
+    fn a_datagram_senders_footprint_holds_the_buffers_it_makes() {
+        let ch = idle_channel();
+        for (batch, gso) in [(1, false), (64, false), (1, true), (16, true)] {
+            for duration in [Some(Duration::from_secs(3)), None] {
+                let fast = FastPaths {
+                    batch,
+                    gso,
+                    ..FastPaths::default()
+                };
+                let p = plan(1200, fast, duration);
+                let size = datagram_size(&p);
+                let footprint = sender_footprint(&p, &DATAGRAMS);
+                let mut stats = StreamStats::default();
+                // No socket under the in-memory channel: one send per datagram.
+                let writer = DatagramWriter::choose(&ch, &p, size, &mut stats);
+                let made = size as u64 + writer.allocated() + reports(&p);
+                assert!(made <= footprint, "{batch} {gso}: {made} > {footprint}");
+                // With a socket: the batch beside its model datagram, or the GSO send's.
+                let batched = Batch::new(batch as usize, size).unwrap().allocated() + size as u64;
+                let segmented = (gso_segments(size) * size + size) as u64;
+                let largest = match (batch > 1, gso) {
+                    (true, true) => batched.max(segmented),
+                    (true, false) => batched,
+                    (false, true) => segmented,
+                    (false, false) => writer.allocated(),
+                };
+                assert_eq!(
+                    size as u64 + largest + reports(&p),
+                    footprint,
+                    "{batch} {gso}"
+                );
+            }
+        }
+    }
+
+    /// A byte-stream sender holds its payload, and with sendfile the memory file's copy of it.
+    #[test]
+    fn a_byte_senders_footprint_is_its_payload_and_sendfiles_copy() {
+        let p = plan(
+            128 << 10,
+            FastPaths::default(),
+            Some(Duration::from_secs(10)),
+        );
+        let payload = payload(byte_write_size(&p)).len() as u64;
+        assert_eq!(sender_footprint(&p, &BYTES), payload + reports(&p));
+        let file = plan(
+            128 << 10,
+            FastPaths {
+                sendfile: true,
+                ..FastPaths::default()
+            },
+            None,
+        );
+        assert_eq!(
+            sender_footprint(&file, &BYTES),
+            2 * payload + reports(&file)
+        );
+    }
 }
