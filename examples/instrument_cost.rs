@@ -7,6 +7,7 @@
 
 use std::time::Instant;
 
+use anyhow::Context;
 use wirebench::instruments::{CpuSnapshot, HostBefore, Snapshot};
 
 fn median_us(mut xs: Vec<f64>) -> (f64, f64, f64) {
@@ -26,7 +27,7 @@ fn time(rounds: usize, mut f: impl FnMut()) -> (f64, f64, f64) {
     median_us(xs)
 }
 
-fn main() {
+fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let rounds: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(1000);
     let lab = args.next();
@@ -63,7 +64,8 @@ fn main() {
         }),
     );
     if let Some(name) = lab {
-        let state = wirebench::lab::load(&name).expect("a running lab of that name");
+        let state = wirebench::lab::load(&name)
+            .with_context(|| format!("no running lab named '{name}'"))?;
         show(
             "lab delay line alone (asked, answered)",
             time(rounds.min(200), || {
@@ -77,4 +79,5 @@ fn main() {
             }),
         );
     }
+    Ok(())
 }

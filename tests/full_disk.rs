@@ -5,6 +5,9 @@
 //! `unshare -m` and `mount -t tmpfs`; without them each test says "SKIPPED: <name>: <reason>"
 //! on stderr and returns.
 
+// Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::{BufRead, BufReader};
@@ -13,6 +16,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use serde_json::Value;
 use wirebench::store::db::{Db, Filter};
 
@@ -451,9 +456,8 @@ fn ctrl_c_on_a_full_disk_loses_no_measured_point() {
         // shell's child (the shell itself carries on after it, to copy the database out).
         let pid = wirebench_pid(child.id());
         let sigint = || {
-            // SAFETY: kill(2) with a pid and a signal number has no memory effects.
-            let sent = unsafe { libc::kill(pid, libc::SIGINT) };
-            assert_eq!(sent, 0, "kill: {}", std::io::Error::last_os_error());
+            let sent = kill(Pid::from_raw(pid), Signal::SIGINT);
+            assert_eq!(sent, Ok(()), "kill");
         };
         sigint();
         if twice {

@@ -2,6 +2,9 @@
 //! against the kernel's own counters read by the test around the run, in a network namespace
 //! of the test's own (so that no other test's traffic is counted).
 
+// Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::process::{Command, Stdio};

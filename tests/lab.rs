@@ -3,6 +3,9 @@
 //! sends traffic only between them, and removes them even when it fails.
 //! Set WIREBENCH_SKIP_LAB=1 to skip these tests on a machine without root.
 
+// Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::lab::{

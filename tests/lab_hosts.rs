@@ -6,6 +6,9 @@
 //! round trips no shorter than the configured delays (never an upper bound or a rate).
 //! Set WIREBENCH_SKIP_LAB=1 to skip these tests on a machine without root.
 
+// Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::Path;

@@ -1,6 +1,9 @@
 //! The results database, reports, plots and comparisons, through the real binary: runs are
 //! measured over loopback into a temporary database, never the user's.
 
+// Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

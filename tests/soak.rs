@@ -7,6 +7,9 @@
 //! Bounded: each client measures for a fraction of a second or a fixed number of
 //! iterations, and every wait has a limit; counts are asserted, never times.
 
+// Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::process::{Child, Stdio};

@@ -3,6 +3,9 @@
 //! network namespaces): skipped, with the reason printed, without it or with
 //! WIREBENCH_SKIP_LAB=1.
 
+// Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::lab::{lab_run, SERIAL};

@@ -10,6 +10,9 @@
 //! loaded host can break from above (a late wake-up makes a message slower, never faster) are
 //! derived in a comment each.
 
+// Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::lab::{

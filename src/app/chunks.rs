@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use super::peers::Peers;
 use super::ROOT;
@@ -49,6 +49,14 @@ impl Plan {
     }
 }
 
+/// The chunk number a request or a chunk starts with (8 bytes, little-endian).
+fn chunk_number(bytes: &[u8]) -> Result<u64> {
+    let head = bytes
+        .first_chunk()
+        .context("chunks: a message shorter than its chunk number")?;
+    Ok(u64::from_le_bytes(*head))
+}
+
 /// The sequential baseline: each chunk's processing, one after the other.
 pub fn sequential(plan: &Plan) {
     for _ in 0..plan.chunks() {
@@ -66,7 +74,7 @@ pub fn parallel(peers: &mut Peers, plan: &Plan) -> Result<u64> {
         let mut data = vec![0xa5u8; plan.chunk as usize];
         for k in 0..plan.chunks() {
             let c = client_of(k);
-            let asked = u64::from_le_bytes(peers.recv_bytes(c, 8)?.try_into().expect("8"));
+            let asked = chunk_number(peers.recv_bytes(c, 8)?)?;
             if asked != k {
                 bail!("chunks: rank {c} asked for chunk {asked}, chunk {k} was its turn");
             }
@@ -82,7 +90,7 @@ pub fn parallel(peers: &mut Peers, plan: &Plan) -> Result<u64> {
         peers.send_bytes(ROOT, &k.to_le_bytes())?;
         let len = plan.len_of(k);
         let chunk = peers.recv_bytes(ROOT, len)?;
-        let stamp = u64::from_le_bytes(chunk[..8].try_into().expect("8"));
+        let stamp = chunk_number(chunk)?;
         if stamp != k {
             bail!("chunks: rank {me} asked for chunk {k} and got chunk {stamp}");
         }

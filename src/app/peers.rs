@@ -108,8 +108,9 @@ impl Peers {
         let started = Instant::now();
         let got = self.recv_frame(from, out.len(), 8);
         if got.is_ok() {
-            for (x, b) in out.iter_mut().zip(self.buf[HEADER..].chunks_exact(8)) {
-                *x = f64::from_le_bytes(b.try_into().expect("chunks of 8"));
+            let (elements, _) = self.buf[HEADER..].as_chunks();
+            for (x, b) in out.iter_mut().zip(elements) {
+                *x = f64::from_le_bytes(*b);
             }
         }
         self.comm += started.elapsed();
@@ -154,7 +155,10 @@ impl Peers {
         let result = (|| -> Result<()> {
             let conn = self.conn(from)?.as_mut();
             recv_all(conn, &mut buf[..HEADER])?;
-            let announced = u64::from_le_bytes(buf[..HEADER].try_into().expect("8 bytes"));
+            let head = buf
+                .first_chunk::<HEADER>()
+                .context("a frame without its header")?;
+            let announced = u64::from_le_bytes(*head);
             if announced != len as u64 {
                 bail!("a message of {announced} elements where {len} were expected");
             }

@@ -63,6 +63,7 @@ impl LatencyRecorder {
     pub fn new() -> Self {
         // The bounds are compile-time constants that satisfy every
         // precondition of `new_with_bounds`, so this cannot fail at run time.
+        #[allow(clippy::expect_used, reason = "constant bounds, valid as said above")]
         let hist = Histogram::new_with_bounds(HIST_LOW_NS, HIST_HIGH_NS, HIST_SIGFIG)
             .expect("constant histogram bounds are valid");
         LatencyRecorder {

@@ -203,7 +203,12 @@ fn set(tree: &mut Value, path: &[String], value: Value) -> Result<()> {
             map.insert(key.clone(), value);
             return Ok(());
         }
-        node = map.get_mut(key).expect("checked above");
+        // Present, as checked above (the borrow checker does not let the message above be
+        // built in the branch of get_mut that finds nothing).
+        let Some(child) = map.get_mut(key) else {
+            bail!("no setting '{}'", path[..=i].join("."));
+        };
+        node = child;
     }
     bail!("an empty setting path")
 }

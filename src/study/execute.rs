@@ -209,9 +209,18 @@ fn measure(request: &Request, lab: Option<&LabRun>, timeout: Duration) -> Result
         None => spawn()?,
     };
     let input = serde_json::to_vec(&request)?;
-    let mut stdin = child.stdin.take().expect("piped");
-    let mut stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
+    let mut stdin = child
+        .stdin
+        .take()
+        .context("the run's stdin is not a pipe")?;
+    let mut stdout = child
+        .stdout
+        .take()
+        .context("the run's stdout is not a pipe")?;
+    let mut stderr = child
+        .stderr
+        .take()
+        .context("the run's stderr is not a pipe")?;
     let out = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = stdout.read_to_string(&mut s);

@@ -2,6 +2,10 @@
 //!
 //! Everything `unsafe` lives here, each with a safety note. Callers get safe functions.
 
+// Cargo.toml denies `unsafe_code` in the whole crate; this module and its children are where
+// the system calls that std, socket2 and nix do not wrap are made, each block with its SAFETY.
+#![allow(unsafe_code)]
+
 pub mod fastpath;
 pub mod filter;
 #[cfg(feature = "mpi")]

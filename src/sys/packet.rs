@@ -469,7 +469,9 @@ impl StampedBatch {
             // valid value of each (null pointers, zero lengths).
             addrs: vec![unsafe { std::mem::zeroed() }; n],
             controls: vec![[0; 8]; n],
+            // SAFETY: as for `addrs`: an all-zero iovec is a null base of length 0.
             iovs: vec![unsafe { std::mem::zeroed() }; n],
+            // SAFETY: as for `addrs`: an all-zero mmsghdr names no buffers.
             hdrs: vec![unsafe { std::mem::zeroed() }; n],
         }
     }
