@@ -1,6 +1,7 @@
 //! `wirebench relay`: a user-space TCP relay to put in a path, so that a test can measure
 //! what one more hop through a daemon or proxy costs (PVM's daemon route against its direct
-//! route in the seed studies; a sidecar proxy today).
+//! route in [Müller et al. 1997] and [Local ATM computing n.d.], REFERENCES.md; a sidecar
+//! proxy today).
 //!
 //! Each accepted connection gets a connection to the forward address and two threads that
 //! copy bytes through user space with read and write, as such a daemon does. Both sockets

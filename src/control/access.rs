@@ -149,7 +149,7 @@ mod tests {
         assert!(cidr("10.0.0.0/8").contains(ip("::ffff:10.0.0.1")));
     }
 
-    /// Issue 26 item 1: `--deny ::ffff:127.0.0.1` (or `::ffff:127.0.0.0/104`) let a client
+    /// `--deny ::ffff:127.0.0.1` (or `::ffff:127.0.0.0/104`) once let a client
     /// from 127.0.0.1 in, and `--allow ::ffff:127.0.0.1` shut it out.
     #[test]
     fn ranges_written_as_ipv4_mapped_ipv6_match_the_ipv4_peers_they_name() {

@@ -1,5 +1,5 @@
 //! `wirebench compare-transports`: the same ping-pong size sweep over several transports, and
-//! seed 001's Table 1 for today's stacks: t0, r_max and n_1/2 per transport with confidence
+//! Table 1 of [Local ATM computing n.d.] (REFERENCES.md) for today's stacks: t0, r_max and n_1/2 per transport with confidence
 //! intervals over independent runs, and each one's overhead against the lowest layer measured.
 
 use crate::model::transports::{Comparison, Estimate, Overhead, TransportRow};

@@ -74,7 +74,7 @@ pub const NODELAY_AUTO_MIN_WRITE: u64 = 64 * 1024;
 /// figure of write size against MSS rather than of the path; under cubic it did not, and
 /// TCP_NODELAY cost 7% there, so only senders that pace themselves get it. Left on where Nagle
 /// is the study: small writes (a write-size sweep below 64K keeps it on for every point), fixed
-/// socket buffers (the seeds' Nagle and SWS stalls), --nagle, and MPTCP (whose subflows are not
+/// socket buffers (the Nagle and SWS stalls of the studies in REFERENCES.md), --nagle, and MPTCP (whose subflows are not
 /// plain TCP); and where the sender's algorithm is not known here (a remote server sending
 /// with its own default).
 fn automatic_nodelay(

@@ -415,7 +415,7 @@ fn lab_of(rate: f64, delay: std::time::Duration) -> crate::lab::LabState {
     }
 }
 
-/// The physics guard in the runner (issue 25 item 7, a minimum one-way time of 39 us on a
+/// The physics guard in the runner (once a minimum one-way time of 39 us on a
 /// 1 ms link): round trips of 1-100 us over a link of 1 ms each way are faster than the
 /// link. Each point is invalid with the reason before it is kept, its headline too, so the
 /// sweep's metrics and the anomaly detector leave it out; its percentiles carry their floor.

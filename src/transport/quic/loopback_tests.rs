@@ -168,7 +168,7 @@ fn unknown_version_probe() -> Vec<u8> {
     p
 }
 
-/// Issue 26, item 6: 200 packets of an unknown version from 127.0.0.3 got 92 Version
+/// 200 packets of an unknown version from 127.0.0.3 once got 92 Version
 /// Negotiation packets back: quinn answers them itself, before the listener's check of the
 /// peer. Now the data socket's kernel filter drops every datagram that is not from the control
 /// peer, so a stranger gets nothing; the same probe from the control peer is still answered

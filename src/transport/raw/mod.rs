@@ -1,5 +1,6 @@
 //! raw: Ethernet frames on a packet socket with wirebench's own EtherType. No IP, no TCP: the
-//! native link layer, as the Fore ATM API and HARP's AAL5 sockets were in the seed studies.
+//! native link layer, as the Fore ATM API was in [Müller et al. 1997] and [Local ATM computing
+//! n.d.], and HARP's AAL5 sockets in [HARP thesis n.d.] (REFERENCES.md).
 //!
 //! A message larger than one frame is split into frames and reassembled. Like AAL5, nothing
 //! is retransmitted: a message that misses a frame is dropped whole, and the patterns count
