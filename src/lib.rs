@@ -68,6 +68,8 @@ pub mod results;
 pub mod stats;
 pub mod study;
 pub mod sys;
+#[cfg(test)]
+mod test_support;
 pub mod text;
 pub mod trace;
 pub mod transport;

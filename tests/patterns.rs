@@ -3,15 +3,17 @@
 
 mod common;
 
+use common::need::{require, require_for, Need};
 use common::{f, run_json, u};
 
 use serde_json::Value;
 
-/// Every transport this process may use: raw Ethernet needs root for its packet sockets
-/// (CI runs as root, so there it is always included).
+/// Every transport this process may use: raw Ethernet needs root for its packet sockets.
+/// Without root the test leaves raw out and says so (`SKIPPED <test> (raw transport)`), or
+/// fails with WIREBENCH_REQUIRE_ALL=1, as CI runs it.
 fn transports() -> Vec<&'static str> {
     let mut t = vec!["tcp", "udp", "unix", "mptcp", "quic"];
-    if nix::unistd::geteuid().is_root() {
+    if require_for("raw transport", &[Need::Root]) {
         t.push("raw");
     }
     t
@@ -759,7 +761,7 @@ fn tcp_receivers_wake_per_read_and_say_so() {
 
 #[test]
 fn raw_frames_split_and_reassemble_large_messages() {
-    if !nix::unistd::geteuid().is_root() {
+    if !require(&[Need::Root]) {
         return;
     }
     // Loopback's MTU is 64 KiB: a 200 KiB message crosses as four frames each way.
@@ -785,11 +787,11 @@ fn raw_frames_split_and_reassemble_large_messages() {
 
 #[test]
 fn raw_needs_root_and_says_so() {
-    if !nix::unistd::geteuid().is_root() || !std::path::Path::new("/usr/bin/setpriv").exists() {
+    if !require(&[Need::Root, Need::Setpriv]) {
         return;
     }
     // The same binary as an ordinary user (uid 65534) without capabilities.
-    let out = std::process::Command::new("/usr/bin/setpriv")
+    let out = std::process::Command::new(common::need::SETPRIV)
         .args([
             "--reuid=65534",
             "--regid=65534",

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::need::{require_for, Need};
 use serde_json::Value;
 use wirebench::results::db::{Db, Filter};
 
@@ -576,20 +577,14 @@ fn bad_input_is_one_line_and_non_zero() {
     );
 }
 
-/// Finds Debian's chromium, or says how to get it (or to skip).
+/// Debian's chromium for the report test's browser half; None when there is none (or
+/// WIREBENCH_SKIP_BROWSER=1), that half skipped and saying so, or failing the test with
+/// WIREBENCH_REQUIRE_ALL=1 (CI installs Chromium).
 fn chromium() -> Option<PathBuf> {
-    if std::env::var("WIREBENCH_SKIP_BROWSER").as_deref() == Ok("1") {
-        eprintln!("WIREBENCH_SKIP_BROWSER=1: browser check skipped");
+    if !require_for("the report in a real browser", &[Need::Chromium]) {
         return None;
     }
-    for p in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {
-        if Path::new(p).exists() {
-            return Some(PathBuf::from(p));
-        }
-    }
-    panic!(
-        "chromium is not installed: the report test opens the report in a real browser. Install it (apt-get install -y --no-install-recommends chromium) or set WIREBENCH_SKIP_BROWSER=1"
-    );
+    common::need::chromium()
 }
 
 /// Runs headless chromium on `url` with `extra` flags; returns (stdout, stderr). Killed after
