@@ -171,6 +171,12 @@ fn sweep(values: Option<&Vec<u64>>) -> Vec<u64> {
 /// Checks a request and lays out its points. Every refusal names the option as the command
 /// line spells it.
 pub fn build(r: &Request) -> Result<RunPlan> {
+    build_on(r, transport::sockopt::default_congestion_control)
+}
+
+/// [`build`] on a host whose default congestion control `default_cc` reads (it is read only
+/// where the plan can depend on it): tests give each host they mean, whatever this one uses.
+fn build_on(r: &Request, default_cc: impl FnOnce() -> Option<String>) -> Result<RunPlan> {
     let t = r.transport.open(&r.local)?;
     let caps = t.capabilities();
     let pattern = r.pattern;
@@ -451,7 +457,7 @@ pub fn build(r: &Request) -> Result<RunPlan> {
     }
     // Read only where the choice can depend on it.
     let default_cc = (pattern == PatternKind::Stream && caps.tcp_options)
-        .then(transport::sockopt::default_congestion_control)
+        .then(default_cc)
         .flatten();
     let nodelay_auto = automatic_nodelay(r, &caps, &sizes, &ccs, default_cc.as_deref());
     // The run's one algorithm, if any (a sweep sets each point's own below).
