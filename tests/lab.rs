@@ -22,11 +22,14 @@ fn random_loss_agrees_with_the_configured_probability() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let p = 0.02;
+    // 7500 datagrams (3 s at 20 Mbit/s) by count, not by time: a loaded host's sender may not
+    // keep the rate, and the estimate needs the number. The 60 s only bounds a hang.
     let v = lab_run(
         "rl",
         &["--loss", "2%"],
         &[
-            "stream", "-t", "udp", "--size", "1000", "--rate", "20M", "-d", "3s", "--rcvbuf", "4M",
+            "stream", "-t", "udp", "--size", "1000", "--rate", "20M", "-n", "7500", "-d", "60s",
+            "--rcvbuf", "4M",
         ],
     );
     let loss = &total(&v)["loss"];
@@ -458,8 +461,11 @@ fn raw_ethernet_reports_the_links_loss_per_frame_and_per_message() {
             "1400,4000",
             "--rate",
             "40M",
+            // By count, not by time, as above (3 s of the larger messages at 40 Mbit/s).
+            "-n",
+            "3750",
             "-d",
-            "3s",
+            "60s",
             "--rcvbuf",
             "4M",
             "--server-rcvbuf",
@@ -531,9 +537,11 @@ fn raw_ethernet_counts_the_frames_that_jitter_reorders_and_none_without() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // 10 000 one-frame messages a second are 0.1 ms apart; +/- 2 ms of jitter must reorder
-    // many of them. No loss is configured.
+    // many of them. No loss is configured. 10 000 of them by count, not one second's worth,
+    // which a loaded host's sender may not keep up; the 60 s only bounds a hang.
     let stream = [
-        "stream", "-t", "raw", "--size", "500", "--rate", "10kpps", "-d", "1s", "--warmup", "0",
+        "stream", "-t", "raw", "--size", "500", "--rate", "10kpps", "-n", "10000", "-d", "60s",
+        "--warmup", "0",
     ];
     // The totals' frames and messages, printed for the record.
     let counts = |v: &Value, what: &str| {
