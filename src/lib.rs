@@ -73,6 +73,8 @@ pub mod stats;
 pub mod store;
 pub mod study;
 pub mod sys;
+#[cfg(test)]
+mod test_support;
 pub mod text;
 pub mod trace;
 pub mod transport;

@@ -118,11 +118,11 @@ fn descriptors(server: &Server) -> usize {
         .count()
 }
 
-/// Waits up to 30 s for `cond`.
+/// Waits for `cond`; [`common::FINISH`] without it is a hang.
 fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let t = Instant::now();
     while !cond() {
-        assert!(t.elapsed() < Duration::from_secs(30), "never: {what}");
+        assert!(t.elapsed() < common::FINISH, "never: {what}");
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -583,7 +583,7 @@ fn an_open_server_without_a_key_warns() {
             }
         });
         let mut lines: Vec<String> = (0..want)
-            .map_while(|_| rx.recv_timeout(Duration::from_secs(30)).ok())
+            .map_while(|_| rx.recv_timeout(common::FINISH).ok())
             .collect();
         let _ = child.kill();
         let _ = child.wait();

@@ -13,6 +13,7 @@ mod common;
 
 use std::sync::Mutex;
 
+use common::need::{require, Need};
 use serde_json::Value;
 
 static ONE_JOB_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -38,6 +39,9 @@ fn u(v: &Value) -> u64 {
 
 #[test]
 fn every_kernel_over_tcp_and_mpi_with_four_ranks() {
+    if !require(&[Need::OpenMpi]) {
+        return;
+    }
     for t in ["tcp", "mpi"] {
         let v = mpirun_app(&["matmul", "-t", t, "--n", "8,16", "--repetitions", "2"]);
         assert_eq!(v["transport"], t);
@@ -82,6 +86,9 @@ fn every_kernel_over_tcp_and_mpi_with_four_ranks() {
 
 #[test]
 fn local_ranks_are_refused_under_mpirun() {
+    if !require(&[Need::OpenMpi]) {
+        return;
+    }
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = common::mpirun(2, &[], &["app", "matmul", "--ranks", "4", "--no-save"]);
     assert!(!out.status.success());

@@ -398,8 +398,8 @@ fn a_killed_clients_paced_test_frees_its_slot() {
     victim.kill().unwrap();
     victim.wait().unwrap();
     let line = server
-        .wait_for("ended", Duration::from_secs(30))
-        .expect("the session ends within 30 s of its client's death");
+        .wait_for("ended", FINISH)
+        .expect("the session ends after its client's death (or it hangs)");
     assert!(
         line.contains("the client closed the control connection during the point"),
         "{line}"

@@ -2,8 +2,8 @@
 //! `wirebench run` against a database on a small, full tmpfs (in a private mount namespace,
 //! so nothing outside the test sees it) still prints every point, fails, and leaves the whole
 //! run in a recovery file that `wirebench import` brings into a database. Needs root for
-//! `unshare -m` and `mount -t tmpfs`; without them each test says "SKIPPED: <name>: <reason>"
-//! on stderr and returns.
+//! `unshare -m` and `mount -t tmpfs`; without them each test says `SKIPPED <name>: <reason>`
+//! on stderr and returns (common::need; a failure with WIREBENCH_REQUIRE_ALL=1).
 
 // Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -16,6 +16,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use common::need::{require, Need};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -30,43 +31,6 @@ const SIZES: [u64; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// with 2 points, 40 KiB 3, 48 KiB 4. Pages are counted whole, so the lengths of the paths
 /// the document records move these by a page at most.
 const ROOM_FOR_SOME_POINTS_KIB: u64 = 40;
-
-/// Why the test cannot make a small filesystem here, if it cannot: `unshare -m` and a tmpfs
-/// mount, tried on a scratch directory.
-fn no_small_filesystem() -> Option<String> {
-    let dir = tempfile::tempdir().ok()?;
-    let out = Command::new("unshare")
-        .args([
-            "-m",
-            "sh",
-            "-c",
-            "mount -t tmpfs -o size=64k tmpfs \"$1\"",
-            "sh",
-        ])
-        .arg(dir.path())
-        .stdin(Stdio::null())
-        .output();
-    match out {
-        Err(e) => Some(format!("cannot run unshare: {e}")),
-        Ok(o) if !o.status.success() => Some(format!(
-            "unshare -m with a tmpfs mount failed ({}): {}",
-            o.status,
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Ok(_) => None,
-    }
-}
-
-/// Says the test is skipped, with why, as the other tests here do (on stderr).
-fn skipped(name: &str) -> bool {
-    match no_small_filesystem() {
-        Some(why) => {
-            eprintln!("SKIPPED: {name}: {why}");
-            true
-        }
-        None => false,
-    }
-}
 
 /// A test's directories: `fs`, where the 1 MiB tmpfs is mounted (inside the namespace only),
 /// `out` on the real disk for the recovery files ($TMPDIR) and what the script copies out,
@@ -233,8 +197,7 @@ fn read_json(path: &Path) -> Value {
 /// The case: the database takes the run's first point(s), then the disk is full.
 #[test]
 fn a_disk_that_fills_mid_sweep_loses_no_measured_point() {
-    const NAME: &str = "a_disk_that_fills_mid_sweep_loses_no_measured_point";
-    if skipped(NAME) {
+    if !require(&[Need::Root, Need::PrivateMount]) {
         return;
     }
     let server = common::Server::start(&[]);
@@ -302,8 +265,7 @@ fn a_disk_that_fills_mid_sweep_loses_no_measured_point() {
 /// recovery file.
 #[test]
 fn a_full_disk_from_the_first_write_loses_no_measured_point() {
-    const NAME: &str = "a_full_disk_from_the_first_write_loses_no_measured_point";
-    if skipped(NAME) {
+    if !require(&[Need::Root, Need::PrivateMount]) {
         return;
     }
     let server = common::Server::start(&[]);
@@ -350,8 +312,7 @@ fn a_full_disk_from_the_first_write_loses_no_measured_point() {
 /// on the full disk): the document goes to stderr, the last place left, and the user is told.
 #[test]
 fn with_nowhere_to_write_the_document_goes_to_stderr() {
-    const NAME: &str = "with_nowhere_to_write_the_document_goes_to_stderr";
-    if skipped(NAME) {
+    if !require(&[Need::Root, Need::PrivateMount]) {
         return;
     }
     let server = common::Server::start(&[]);
@@ -402,8 +363,7 @@ fn with_nowhere_to_write_the_document_goes_to_stderr() {
 /// once the run shows it has measured a point (--json-stream), never after a fixed time.
 #[test]
 fn ctrl_c_on_a_full_disk_loses_no_measured_point() {
-    const NAME: &str = "ctrl_c_on_a_full_disk_loses_no_measured_point";
-    if skipped(NAME) {
+    if !require(&[Need::Root, Need::PrivateMount]) {
         return;
     }
     let server = common::Server::start(&[]);

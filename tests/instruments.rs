@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+use common::need::{require, Need};
 use common::{rcvbuf_errors_in, u};
 
 /// Runs `wirebench ARGS` in a new network namespace with loopback up, and gives the
@@ -54,6 +55,10 @@ fn run_isolated(args: &[&str]) -> (String, String, Value) {
 /// loss put on the receiver socket is all of the loss the counters explain.
 #[test]
 fn udp_receive_buffer_drops_are_counted_and_put_on_the_receiver_socket() {
+    // The namespace's loopback is brought up with `ip`.
+    if !require(&[Need::Iproute2]) {
+        return;
+    }
     let (before, after, v) = run_isolated(&[
         "stream",
         "-t",

@@ -1,7 +1,7 @@
 //! `--load` over emulated links whose rate and queue are known: the background load's
 //! datagrams accounted for by the lab's own counters, and latency idle against loaded on a
-//! bufferbloated link. Needs root, as tests/lab.rs (WIREBENCH_SKIP_LAB=1 skips them, and a
-//! skipped test says so on stderr).
+//! bufferbloated link. Needs what tests/lab.rs needs (root, iproute2, nftables); without it
+//! each test says `SKIPPED <test>: <reason>` on stderr and returns.
 //!
 //! Nothing here asserts a rate or a time: on a loaded two-CPU host the load's rate is
 //! whatever the closed loop achieves; what must hold is that every datagram is counted once
@@ -13,8 +13,9 @@
 mod common;
 
 use common::lab::{
-    delay_line_forward_counters, lab_up, run_on_lab, skip, udp_receive_buffer_errors, SERIAL,
+    delay_line_forward_counters, lab_up, run_on_lab, udp_receive_buffer_errors, SERIAL,
 };
+use common::need::{require, Need};
 use common::{f, u};
 
 /// A UDP load above the link's rate: every datagram the load's receiver missed was dropped
@@ -22,8 +23,7 @@ use common::{f, u};
 /// the bytes the load reports are the datagrams it received.
 #[test]
 fn a_udp_load_s_losses_are_the_lab_s_queue_drops() {
-    if skip() {
-        eprintln!("skipped: WIREBENCH_SKIP_LAB is set");
+    if !require(Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -79,8 +79,7 @@ fn a_udp_load_s_losses_are_the_lab_s_queue_drops() {
 /// the idle one; both phases have enough samples, and the load covered the loaded phase.
 #[test]
 fn latency_under_load_on_a_bufferbloated_link_is_not_faster_than_idle() {
-    if skip() {
-        eprintln!("skipped: WIREBENCH_SKIP_LAB is set");
+    if !require(Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -112,8 +111,7 @@ fn latency_under_load_on_a_bufferbloated_link_is_not_faster_than_idle() {
 /// control traffic, and the report holds both flows, shares that add up and Jain's index.
 #[test]
 fn two_competing_flows_are_what_the_link_carried() {
-    if skip() {
-        eprintln!("skipped: WIREBENCH_SKIP_LAB is set");
+    if !require(Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -178,8 +176,7 @@ fn two_competing_flows_are_what_the_link_carried() {
 /// lab's own counter). Nothing here is a rate a loaded host could break.
 #[test]
 fn competing_flows_are_timed_over_a_common_span_on_one_clock() {
-    if skip() {
-        eprintln!("skipped: WIREBENCH_SKIP_LAB is set");
+    if !require(Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,6 +1,6 @@
 //! `wirebench mesh` under Open MPI's `mpirun`: four ranks on this machine, each rank's data in
-//! a host of an N-host lab (`wirebench lab up --hosts 4`: feature `mpi`; needs root for the
-//! namespaces, and `mpirun`). Run with
+//! a host of an N-host lab (`wirebench lab up --hosts 4`: feature `mpi`; needs root, iproute2
+//! and nftables for the lab, and `mpirun`; a test without them says SKIPPED). Run with
 //! `cargo test --release --locked --features mpi --test mesh`.
 //!
 //! The lab is a star: every host has its own link to one switch, and host 3's link delays
@@ -20,6 +20,7 @@ use std::process::Output;
 use std::sync::Mutex;
 
 use common::lab::LabName;
+use common::need::{require, Need};
 use common::{f, u};
 use serde_json::Value;
 
@@ -82,6 +83,9 @@ fn pairs_and_rounds(mesh: &Value) -> Vec<(u64, u64)> {
 
 #[test]
 fn a_four_host_mesh_measures_every_ordered_pair_and_sees_the_delayed_host() {
+    if !require(&[Need::Root, Need::Iproute2, Need::Nftables, Need::OpenMpi]) {
+        return;
+    }
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let lab = four_hosts();
     let db = tempfile::tempdir().unwrap();
@@ -170,6 +174,9 @@ fn a_four_host_mesh_measures_every_ordered_pair_and_sees_the_delayed_host() {
 
 #[test]
 fn a_udp_stream_mesh_of_a_chosen_pair_gives_both_rates_each_way() {
+    if !require(&[Need::OpenMpi]) {
+        return;
+    }
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let v = mesh_json(
         3,
@@ -208,6 +215,9 @@ fn a_udp_stream_mesh_of_a_chosen_pair_gives_both_rates_each_way() {
 /// Each cell is its pair's point, figure for figure, as over a socket transport.
 #[test]
 fn a_mesh_over_mpi_measures_every_ordered_pair_over_mpi_itself() {
+    if !require(&[Need::OpenMpi]) {
+        return;
+    }
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let sizes = [8u64, 1024];
     let v = mesh_json(
@@ -286,6 +296,9 @@ fn a_mesh_over_mpi_measures_every_ordered_pair_over_mpi_itself() {
 
 #[test]
 fn a_mesh_over_mpi_refuses_namespaces_and_addresses_in_one_line() {
+    if !require(&[Need::OpenMpi]) {
+        return;
+    }
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = mpirun(
         2,

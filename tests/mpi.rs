@@ -1,5 +1,6 @@
 //! `wirebench mpi` under Open MPI's `mpirun`, two ranks on this machine (feature `mpi`; needs
-//! `mpirun`, from Debian's openmpi-bin). Run with
+//! `mpirun`, from Debian's openmpi-bin, and the lab tests root, iproute2 and nftables; without
+//! them a test says `SKIPPED <test>: <reason>`). Run with
 //! `cargo test --release --locked --features mpi --test mpi`.
 //!
 //! The MPI jobs run one at a time: both ranks poll while they wait, as MPI does, so two jobs
@@ -14,6 +15,7 @@ mod common;
 use std::process::Stdio;
 use std::sync::Mutex;
 
+use common::need::{require, Need};
 use common::{f, run_json, u};
 use serde_json::Value;
 
@@ -84,6 +86,9 @@ fn check_pingpong_point(p: &Value, what: &str) -> OneWay {
 
 #[test]
 fn pingpong_over_mpi_tcp_agrees_with_tcp() {
+    if !require(&[Need::OpenMpi]) {
+        return;
+    }
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let v = mpi_json(&["pingpong", "--size", "1,1K,64K", "-d", "300ms"]);
     assert_eq!(v["pattern"], "pingpong");
@@ -122,6 +127,9 @@ fn pingpong_over_mpi_tcp_agrees_with_tcp() {
 
 #[test]
 fn stream_over_mpi_moves_every_byte() {
+    if !require(&[Need::OpenMpi]) {
+        return;
+    }
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // Forward with whole messages; reverse with messages longer than a receive, which the
     // receiver takes in pieces.
@@ -224,9 +232,10 @@ impl Drop for Lab {
 }
 
 /// Two lab hosts (network namespaces) joined by the campus profile's link: 1 Gbit/s, 1 ms
-/// each way. Needs root, like tests/lab.rs; None when WIREBENCH_SKIP_LAB=1 skips it.
+/// each way. Needs what a lab needs, and mpirun: None, the test skipped and saying so (or
+/// failed with WIREBENCH_REQUIRE_ALL=1), without them.
 fn campus_lab(tag: &str) -> Option<Lab> {
-    if std::env::var_os("WIREBENCH_SKIP_LAB").is_some() {
+    if !require(&[Need::Root, Need::Iproute2, Need::Nftables, Need::OpenMpi]) {
         return None;
     }
     let lab = Lab(format!("t{}{tag}", std::process::id() % 100_000));

@@ -8,8 +8,8 @@
 //!
 //! Needs root (CI runs as root): each scenario builds its own lab in its own network
 //! namespaces (`lab run`, named with "oracle"), sends traffic only between them, and the lab
-//! is taken down whatever happens. Skipped, with a message, with WIREBENCH_SKIP_LAB=1 or
-//! without root.
+//! is taken down whatever happens. Without root, iproute2 or nftables it says
+//! `SKIPPED <test>: <reason>` and returns (a failure with WIREBENCH_REQUIRE_ALL=1).
 //!
 //! Environment: WIREBENCH_ORACLE_SEED (replay a seed; `random` draws one from the clock and
 //! prints it; default: [`CI_SEED`]), WIREBENCH_ORACLE_SCENARIOS (how many; default [`CI_SCENARIOS`]),
@@ -1491,30 +1491,13 @@ fn check_fairness(s: &Scenario, f: &Value, size: u64, rcvbuf: u64, at: &str, t: 
 
 // ---- the test ----
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        })
-        .unwrap_or(false)
-}
-
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 
 #[test]
 fn no_figure_marked_valid_breaks_the_physics_of_a_randomly_drawn_lab() {
-    const NAME: &str = "oracle::no_figure_marked_valid_breaks_the_physics_of_a_randomly_drawn_lab";
-    if common::lab::skip() {
-        eprintln!("{NAME}: skipped (WIREBENCH_SKIP_LAB is set)");
-        return;
-    }
-    if !is_root() {
-        eprintln!("{NAME}: skipped (needs root for network namespaces; set WIREBENCH_SKIP_LAB=1 to silence)");
+    if !common::need::require(common::need::Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

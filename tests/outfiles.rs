@@ -400,8 +400,7 @@ fn man_pages_are_not_replaced_without_force() {
 /// tests/trace.rs); then `trace plot --out DIR` of the file written, twice.
 #[test]
 fn trace_files_are_never_written_through_a_link_nor_over_a_file() {
-    if common::lab::skip() || !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: --trace needs root (CAP_NET_RAW), or WIREBENCH_SKIP_LAB is set");
+    if !common::need::require(&[common::need::Need::Root]) {
         return;
     }
     let t = Trap::new();

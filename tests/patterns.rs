@@ -6,15 +6,17 @@
 
 mod common;
 
+use common::need::{require, require_for, Need};
 use common::{f, run_json, u};
 
 use serde_json::Value;
 
-/// Every transport this process may use: raw Ethernet needs root for its packet sockets
-/// (CI runs as root, so there it is always included).
+/// Every transport this process may use: raw Ethernet needs root for its packet sockets.
+/// Without root the test leaves raw out and says so (`SKIPPED <test> (raw transport)`), or
+/// fails with WIREBENCH_REQUIRE_ALL=1, as CI runs it.
 fn transports() -> Vec<&'static str> {
     let mut t = vec!["tcp", "udp", "unix", "mptcp", "quic"];
-    if nix::unistd::geteuid().is_root() {
+    if require_for("raw transport", &[Need::Root]) {
         t.push("raw");
     }
     t
@@ -432,7 +434,8 @@ fn rr_over_every_transport() {
             "200ms",
         ]);
         let l = &only_point(&v)["latency"];
-        assert!(u(&l["transactions"]) > 100, "{t}");
+        // Any number: how many fit in 200 ms is a rate, which a loaded host moves.
+        assert!(u(&l["transactions"]) > 0, "{t}");
         assert_eq!(u(&v["points"][0]["response_size"]), 700);
         let tps = f(&l["transactions_per_s"]);
         let bps = f(&l["throughput_bits_per_s"]);
@@ -462,10 +465,9 @@ fn crr_over_every_transport_times_setup_apart() {
         let l = &only_point(&v)["latency"];
         let setup = f(&l["setup"]["mean_ns"]);
         let txn = f(&l["rtt"]["mean_ns"]);
-        // Closing a packet socket waits for an RCU grace period (milliseconds), outside the
-        // timed transaction but inside the loop: raw manages far fewer connections a second.
-        let least = if t == "raw" { 3 } else { 20 };
-        assert!(u(&l["transactions"]) > least, "{t}");
+        // Any number: how many connections fit in 200 ms is a rate, which a loaded host moves
+        // (and raw's closes wait for an RCU grace period each).
+        assert!(u(&l["transactions"]) > 0, "{t}");
         assert!(
             setup > 0.0 && setup < txn,
             "{t}: setup {setup} vs transaction {txn}"
@@ -762,7 +764,7 @@ fn tcp_receivers_wake_per_read_and_say_so() {
 
 #[test]
 fn raw_frames_split_and_reassemble_large_messages() {
-    if !nix::unistd::geteuid().is_root() {
+    if !require(&[Need::Root]) {
         return;
     }
     // Loopback's MTU is 64 KiB: a 200 KiB message crosses as four frames each way.
@@ -788,11 +790,11 @@ fn raw_frames_split_and_reassemble_large_messages() {
 
 #[test]
 fn raw_needs_root_and_says_so() {
-    if !nix::unistd::geteuid().is_root() || !std::path::Path::new("/usr/bin/setpriv").exists() {
+    if !require(&[Need::Root, Need::Setpriv]) {
         return;
     }
     // The same binary as an ordinary user (uid 65534) without capabilities.
-    let out = std::process::Command::new("/usr/bin/setpriv")
+    let out = std::process::Command::new(common::need::SETPRIV)
         .args([
             "--reuid=65534",
             "--regid=65534",

@@ -7,7 +7,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use common::{f, run, run_json, u, Server};
 use rcgen::{
@@ -64,8 +63,9 @@ fn a_server_signed_by_another_ca_is_refused_cleanly() {
         "--tls-key",
         s(&server_pki.key),
     ]);
-    let started = Instant::now();
-    let out = run(&[
+    // An hour's I/O timeout: a refusal that waited for a timeout would not come within the
+    // minute run_bounded allows, so one that comes is the certificate's.
+    let out = common::run_bounded(&[
         "run",
         "pingpong",
         "-t",
@@ -74,10 +74,11 @@ fn a_server_signed_by_another_ca_is_refused_cleanly() {
         &server.addr,
         "-n",
         "10",
+        "--io-timeout",
+        "1h",
         "--tls-ca",
         s(&other.ca),
     ]);
-    let took = started.elapsed();
     assert!(!out.status.success(), "a wrong CA must fail the run");
     let err = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = err.lines().collect();
@@ -86,10 +87,6 @@ fn a_server_signed_by_another_ca_is_refused_cleanly() {
     assert!(lines[0].contains("certificate"), "{err}");
     assert!(lines[0].contains(s(&other.ca)), "names the CA file: {err}");
     assert!(!err.contains("panicked"), "{err}");
-    assert!(
-        took < Duration::from_secs(5),
-        "refused after {took:?}: a bad certificate must fail at once, not time out"
-    );
 
     // The server keeps serving: the right CA works against the same server.
     let v = run_json(&[

@@ -6,8 +6,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{run, run_json, u, Server};
@@ -201,13 +202,30 @@ fn a_sweep_that_fails_half_way_keeps_what_it_measured() {
     assert!(v["error"].as_str().unwrap().contains("1024"));
 }
 
+/// Whether the server still holds `c` open, whatever it has sent on it so far: reading what
+/// is there ends in a read that would block, not the end of the stream.
+fn still_open(c: &mut TcpStream) -> bool {
+    c.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 4096];
+    let open = loop {
+        match c.read(&mut buf) {
+            Ok(0) => break false,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break true,
+            Err(_) => break false,
+        }
+    };
+    c.set_nonblocking(false).unwrap();
+    open
+}
+
 #[test]
 fn garbage_and_silent_clients_do_not_stop_the_server() {
     let server = Server::start(&[]);
     // Garbage: a huge length prefix, then random bytes.
     let mut g = TcpStream::connect(&server.addr).unwrap();
     g.write_all(&[0xff, 0xff, 0xff, 0xff, 1, 2, 3]).unwrap();
-    g.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    g.set_read_timeout(Some(common::FINISH)).unwrap();
     let mut reply = Vec::new();
     let _ = g.read_to_end(&mut reply); // the server answers with an error frame and closes
     assert!(String::from_utf8_lossy(&reply).contains("malformed control frame"));
@@ -215,34 +233,46 @@ fn garbage_and_silent_clients_do_not_stop_the_server() {
     let mut g2 = TcpStream::connect(&server.addr).unwrap();
     g2.write_all(&[0, 0, 0, 5, b'h', b'e', b'l', b'l', b'o'])
         .unwrap();
-    // A client that connects and says nothing, held open during the next test.
-    let _silent = TcpStream::connect(&server.addr).unwrap();
-    // A client that says hello and then stalls.
-    let mut stall = TcpStream::connect(&server.addr).unwrap();
-    let hello = format!(
-        r#"{{"type":"hello","magic":"wirebench","protocol":{},"version":"x"}}"#,
-        wirebench::control::protocol::PROTOCOL_VERSION
-    );
-    stall
-        .write_all(&(hello.len() as u32).to_be_bytes())
-        .unwrap();
-    stall.write_all(hello.as_bytes()).unwrap();
-    // A data connection for the control port with a cookie no test has, and one that stops
-    // after the data prefix.
+    // A data connection for the control port with a cookie no test has.
     let mut stray = TcpStream::connect(&server.addr).unwrap();
     stray.write_all(b"WBDT0123456789abcdef").unwrap();
-    let mut half = TcpStream::connect(&server.addr).unwrap();
-    half.write_all(b"WBDT").unwrap();
 
-    let t = Instant::now();
-    let v = run_json(&["pingpong", "--to", &server.addr, "-n", "200"]);
-    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 200);
-    let v = run_json(&["pingpong", "--to", &server.addr, "-n", "200", "--one-port"]);
-    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 200);
-    assert!(
-        t.elapsed() < Duration::from_secs(5),
-        "served without waiting for the others"
-    );
+    // Served without waiting for the others: both runs are answered while a client that says
+    // nothing, one that stops after the data prefix and one that stalls after its hello are
+    // all still held open (the server closes them only at its hello and handshake deadlines,
+    // after 5 and 15 s). An attempt that a host too loaded to serve two runs in 5 s let reach
+    // a deadline tells nothing, and the next has fresh ones; a server that waits on them never
+    // gets through an attempt and fails once a minute has passed.
+    let until = Instant::now() + common::FINISH;
+    loop {
+        let mut silent = TcpStream::connect(&server.addr).unwrap();
+        let mut half = TcpStream::connect(&server.addr).unwrap();
+        half.write_all(b"WBDT").unwrap();
+        let mut stall = TcpStream::connect(&server.addr).unwrap();
+        let hello = format!(
+            r#"{{"type":"hello","magic":"wirebench","protocol":{},"version":"x"}}"#,
+            wirebench::control::protocol::PROTOCOL_VERSION
+        );
+        stall
+            .write_all(&(hello.len() as u32).to_be_bytes())
+            .unwrap();
+        stall.write_all(hello.as_bytes()).unwrap();
+
+        let v = run_json(&["pingpong", "--to", &server.addr, "-n", "200"]);
+        assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 200);
+        let v = run_json(&["pingpong", "--to", &server.addr, "-n", "200", "--one-port"]);
+        assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 200);
+        if [&mut silent, &mut half, &mut stall]
+            .into_iter()
+            .all(still_open)
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "the runs were answered only once the silent clients had been closed"
+        );
+    }
 }
 
 #[test]
@@ -264,30 +294,80 @@ fn a_client_that_vanishes_mid_test_does_not_hurt_others() {
     run_json(&["pingpong", "--to", &server.addr, "-n", "50"]);
 }
 
+/// Client processes, killed on drop whatever happened.
+struct Clients(Vec<std::process::Child>);
+
+impl Drop for Clients {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 #[test]
 fn several_clients_are_served_at_once() {
     let server = Server::start(&[]);
-    let addr = server.addr.clone();
-    let handles: Vec<_> = (0..4)
-        .map(|i| {
-            let addr = addr.clone();
-            std::thread::spawn(move || {
+    // Four clients in streams of ten minutes each, TCP and UDP. A client reports an interval
+    // (--json-stream) only once the server has taken its test; once all four have, and none
+    // has ended, the server is serving the four at once. One that served them one after
+    // another would never get the second going: after a minute the test calls that a hang.
+    let mut clients = Clients(
+        (0..4)
+            .map(|i| {
                 let t = if i % 2 == 0 { "tcp" } else { "udp" };
-                run_json(&["pingpong", "--to", &addr, "-t", t, "-d", "1s"])
+                common::bin()
+                    .args(["run", "stream", "--to", &server.addr, "-t", t])
+                    .args(["--rate", "10M", "-d", "10m", "-i", "100ms"])
+                    .args(["--json-stream", "--no-save"])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
             })
-        })
-        .collect();
-    let t = Instant::now();
-    for h in handles {
-        let v = h.join().unwrap();
-        assert!(u(&v["points"][0]["latency"]["rtt"]["samples"]) > 50);
-    }
-    // Run at once, not one after another: in turn, 4 x 1 s would take over 4 s.
-    assert!(
-        t.elapsed() < Duration::from_secs(3),
-        "took {:?}",
-        t.elapsed()
+            .collect(),
     );
+    let (tx, reports) = std::sync::mpsc::channel();
+    for (i, c) in clients.0.iter_mut().enumerate() {
+        let out = c.stdout.take().unwrap();
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+                if v["type"] == "interval" {
+                    let _ = tx.send(i);
+                }
+            }
+        });
+    }
+    let mut going = std::collections::BTreeSet::new();
+    let until = Instant::now() + common::FINISH;
+    while going.len() < 4 {
+        let left = until.saturating_duration_since(Instant::now());
+        match reports.recv_timeout(left) {
+            Ok(i) => {
+                going.insert(i);
+            }
+            Err(_) => panic!("only clients {going:?} of 4 were served within a minute"),
+        }
+    }
+    // A fifth, short one is answered while the four go on.
+    let out = common::run_bounded(&[
+        "run",
+        "pingpong",
+        "--to",
+        &server.addr,
+        "-n",
+        "200",
+        "--json",
+    ]);
+    let v = common::json_document("a fifth client", &out);
+    assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 200);
+    for (i, c) in clients.0.iter_mut().enumerate() {
+        assert!(c.try_wait().unwrap().is_none(), "client {i} ended");
+    }
 }
 
 #[test]

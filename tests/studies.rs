@@ -1,8 +1,8 @@
 //! The study files in `studies/` and the study command's promises: every repository study runs
-//! end to end in the lab with `--smoke` (root tier: lab studies bring up their own network
-//! namespaces; set WIREBENCH_SKIP_LAB=1 on a machine without root), a bad axis value fails
-//! before anything is measured, and a study killed with SIGKILL resumes without redoing a
-//! finished run (both on loopback, no root).
+//! end to end in the lab with `--smoke` (lab tier: lab studies bring up their own network
+//! namespaces, which needs root, iproute2 and nftables; without them the test says SKIPPED),
+//! a bad axis value fails before anything is measured, and a study killed with SIGKILL
+//! resumes without redoing a finished run (both on loopback, no root).
 
 // Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::lab::{skip, SERIAL};
+use common::lab::SERIAL;
+use common::need::{require, Need};
 use serde_json::Value;
 
 fn studies_dir() -> PathBuf {
@@ -58,29 +59,6 @@ fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
-/// Whether this process is root (the lab needs it), from /proc: no unsafe outside src/sys.
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
-}
-
-/// Why a lab test cannot run here, printed by the test; None when it can.
-fn lab_unavailable() -> Option<&'static str> {
-    if skip() {
-        Some("WIREBENCH_SKIP_LAB is set")
-    } else if !is_root() {
-        Some("the lab needs root")
-    } else {
-        None
-    }
-}
-
 #[test]
 fn the_repository_has_a_study_file_per_seed_experiment_and_each_reads() {
     let files = study_files();
@@ -106,8 +84,7 @@ fn the_repository_has_a_study_file_per_seed_experiment_and_each_reads() {
 
 #[test]
 fn every_repository_study_runs_in_the_lab_with_smoke_durations() {
-    if let Some(why) = lab_unavailable() {
-        eprintln!("skipped: {why}");
+    if !require(Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

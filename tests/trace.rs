@@ -1,7 +1,7 @@
 //! `--trace`: the pcap a real run writes holds every byte of the data connection exactly
 //! once, and wirebench reads its own file back. Needs root (CAP_NET_RAW; the lab test also
-//! network namespaces): skipped, with the reason printed, without it or with
-//! WIREBENCH_SKIP_LAB=1.
+//! network namespaces, iproute2 and nftables): without it each test says
+//! `SKIPPED <test>: <reason>` on stderr and returns (see common::need).
 
 // Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -9,23 +9,12 @@
 mod common;
 
 use common::lab::{lab_run, SERIAL};
+use common::need::{require, Need};
 use common::{run_json, u};
 use serde_json::Value;
 
 /// Bytes the client writes on a data connection before the stream: the test's cookie.
 const COOKIE: u64 = 16;
-
-fn skip() -> bool {
-    if common::lab::skip() {
-        eprintln!("skipped: WIREBENCH_SKIP_LAB is set");
-        return true;
-    }
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: --trace needs root (CAP_NET_RAW)");
-        return true;
-    }
-    false
-}
 
 /// The point's trace summary, checked against the file read back with wirebench's own
 /// reader; returns the file's single flow.
@@ -51,7 +40,7 @@ fn check_file(point: &Value, file: &std::path::Path) -> wirebench::trace::FlowSu
 
 #[test]
 fn a_loopback_stream_trace_holds_every_byte_once() {
-    if skip() {
+    if !require(&[Need::Root]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -80,7 +69,7 @@ fn a_loopback_stream_trace_holds_every_byte_once() {
 /// arrived, each counted once, with the MSS of a 1500-byte MTU.
 #[test]
 fn a_lab_trace_on_the_server_side_holds_every_byte_once() {
-    if skip() {
+    if !require(Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -134,10 +123,10 @@ fn a_trace_of_udp_is_refused_in_one_line() {
 /// point with one line that says what is missing.
 #[test]
 fn a_trace_without_cap_net_raw_says_so_in_one_line() {
-    if skip() || !std::path::Path::new("/usr/bin/setpriv").exists() {
+    if !require(&[Need::Root, Need::Setpriv]) {
         return;
     }
-    let out = std::process::Command::new("/usr/bin/setpriv")
+    let out = std::process::Command::new(common::need::SETPRIV)
         .args(["--bounding-set=-net_raw", "--inh-caps=-net_raw"])
         .arg(env!("CARGO_BIN_EXE_wirebench"))
         .args([

@@ -9,6 +9,10 @@
 //! host's load cannot break (a floor set by physics, exact counts) are tight; bounds that a
 //! loaded host can break from above (a late wake-up makes a message slower, never faster) are
 //! derived in a comment each.
+//!
+//! Without root, iproute2 or nftables each test says `SKIPPED <test>: <reason>` on stderr and
+//! returns (a failure with WIREBENCH_REQUIRE_ALL=1); WIREBENCH_SKIP_LAB=1 leaves them out as
+//! root too.
 
 // Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -16,9 +20,10 @@
 mod common;
 
 use common::lab::{
-    delay_line_forward_counters, lab_run, lab_up, run_on_lab, run_on_lab_with, skip, total,
+    delay_line_forward_counters, lab_run, lab_up, run_on_lab, run_on_lab_with, total,
     udp_receive_buffer_errors, SERIAL,
 };
+use common::need::{require, Need};
 use common::{f, u};
 use serde_json::Value;
 
@@ -87,7 +92,7 @@ fn pingpong_on(link: &[&str], tag: &str, sizes: &str) -> Value {
 
 #[test]
 fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_links() {
-    if skip() {
+    if !require(Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -189,7 +194,7 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
 
 #[test]
 fn a_tcp_stream_delivers_the_links_goodput_and_never_more() {
-    if skip() {
+    if !require(Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -226,7 +231,7 @@ fn a_tcp_stream_delivers_the_links_goodput_and_never_more() {
 
 #[test]
 fn a_window_limited_stream_moves_one_window_per_round_trip() {
-    if skip() {
+    if !require(Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -297,7 +302,7 @@ fn udp_over_100m(tag: &str, offer: &str) -> (Value, Value, u64) {
 
 #[test]
 fn udp_paced_below_the_link_arrives_at_its_pace_and_above_it_at_the_goodput() {
-    if skip() {
+    if !require(Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -351,7 +356,7 @@ fn udp_paced_below_the_link_arrives_at_its_pace_and_above_it_at_the_goodput() {
 /// the counts force, whatever the host's load: no rate or time is compared with a bound.
 #[test]
 fn the_physics_guard_marks_an_unfaithful_or_impossible_figure_and_passes_true_ones() {
-    if skip() {
+    if !require(Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -484,7 +489,7 @@ fn link_bound_bits(rate: f64, payload: f64, frame: f64, phase_s: f64, late_ns: u
 
 #[test]
 fn a_raw_receiver_never_reads_more_than_the_link_carried_in_its_phase() {
-    if skip() {
+    if !require(Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -532,7 +537,7 @@ fn a_raw_receiver_never_reads_more_than_the_link_carried_in_its_phase() {
 
 #[test]
 fn a_tcp_warm_up_stall_splits_neither_side_s_phase() {
-    if skip() {
+    if !require(Need::LAB) {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

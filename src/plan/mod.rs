@@ -121,6 +121,12 @@ fn senders_pace_themselves(r: &Request, ccs: &[Option<CcName>], default_cc: Opti
 /// line spells it; the checks run in a fixed order (transport, pattern, statistics, sizes,
 /// buffers, pacing, the sweep's size), so a request is refused for the same fault each time.
 pub fn build(r: &Request) -> Result<RunPlan> {
+    build_on(r, transport::sockopt::default_congestion_control)
+}
+
+/// [`build`] on a host whose default congestion control `default_cc` reads (it is read only
+/// where the plan can depend on it): tests give each host they mean, whatever this one uses.
+fn build_on(r: &Request, default_cc: impl FnOnce() -> Option<String>) -> Result<RunPlan> {
     let t = r.transport.open(&r.local)?;
     let caps = t.capabilities();
     checks::transport_options(r, &caps)?;
@@ -136,7 +142,7 @@ pub fn build(r: &Request) -> Result<RunPlan> {
     let axes = axes::Axes::new(sizes, ccs, &r.buffers)?;
     checks::pacing(&r.traffic)?;
     axes.check_count()?;
-    let (base_socket, nodelay_auto) = socket_options(r, &caps, &axes);
+    let (base_socket, nodelay_auto) = socket_options(r, &caps, &axes, default_cc);
     let points = points::lay_out(r, caps.reliable, &axes, points::duration(r), &base_socket);
     let stats = &r.statistics;
     Ok(RunPlan {
@@ -164,10 +170,15 @@ pub fn build(r: &Request) -> Result<RunPlan> {
 /// The socket options every point starts from, and whether TCP_NODELAY among them is
 /// wirebench's own choice ([`automatic_nodelay`]). A run of one algorithm carries it here; a
 /// sweep sets each point's own.
-fn socket_options(r: &Request, caps: &Capabilities, axes: &axes::Axes) -> (SocketOptions, bool) {
+fn socket_options(
+    r: &Request,
+    caps: &Capabilities,
+    axes: &axes::Axes,
+    default_cc: impl FnOnce() -> Option<String>,
+) -> (SocketOptions, bool) {
     // Read only where the choice can depend on it.
     let default_cc = (r.pattern == PatternKind::Stream && caps.tcp_options)
-        .then(transport::sockopt::default_congestion_control)
+        .then(default_cc)
         .flatten();
     let nodelay_auto = automatic_nodelay(r, caps, &axes.sizes, &axes.ccs, default_cc.as_deref());
     let base = SocketOptions {

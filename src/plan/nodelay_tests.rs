@@ -113,15 +113,24 @@ fn nagle_stays_where_it_is_the_study() {
 
 #[test]
 fn the_plan_carries_its_decision_to_every_point_and_both_ends() {
-    for nagle in [false, true] {
+    // On a host that defaults to BBR and on one that defaults to cubic, whatever this one
+    // uses: the rule decides both ways, and both decisions reach every point's two ends.
+    for (default, nagle, off) in [
+        ("bbr", false, true),
+        ("bbr", true, false),
+        ("cubic", false, false),
+        ("cubic", true, false),
+    ] {
         let mut r = stream(TransportKind::Tcp);
         r.socket.nagle = nagle;
         r.sizes.size = Some(vec![64 * 1024, 128 * 1024]);
-        let plan = build(&r).unwrap();
-        assert!(!nagle || !plan.nodelay_auto);
+        let plan = build_on(&r, || Some(default.to_owned())).unwrap();
+        let what = format!("default {default}, --nagle {nagle}");
+        assert_eq!(plan.nodelay_auto, off, "{what}");
+        assert_eq!(plan.points.len(), 2, "{what}");
         for p in &plan.points {
-            assert_eq!(p.client_socket.nodelay, plan.nodelay_auto);
-            assert_eq!(p.spec.server_socket.nodelay, plan.nodelay_auto);
+            assert_eq!(p.client_socket.nodelay, off, "{what}");
+            assert_eq!(p.spec.server_socket.nodelay, off, "{what}");
         }
     }
 }

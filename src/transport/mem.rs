@@ -6,6 +6,10 @@
 //! first message ever sent, warm-up included): delivered, dropped, delivered twice, held back
 //! behind the next n messages, or delivered after a delay. Datagram links keep message
 //! boundaries; byte-stream links hand out what is queued in any slices the reader asks for.
+//!
+//! Each end also tells a test when its peer sent every message ([`MemConnection::peer_sends`]),
+//! and a message may carry the arrival stamp a raw transport's kernel would have put on it
+//! ([`MemConnection::send_stamped`], read back through `Connection::arrival_stamp`).
 
 use std::collections::VecDeque;
 use std::io;
@@ -52,12 +56,20 @@ pub const BYTES: Capabilities = Capabilities {
     ..DATAGRAMS
 };
 
+/// A message on its way, with the arrival stamp it carries, if any.
+struct Message {
+    data: Vec<u8>,
+    stamp: Option<Duration>,
+}
+
 struct Queue {
     /// Messages the reader may take, each with the instant it becomes visible.
-    ready: VecDeque<(Instant, Vec<u8>)>,
+    ready: VecDeque<(Instant, Message)>,
     /// Messages held back: how many later messages must pass first.
-    held: Vec<(usize, Vec<u8>)>,
+    held: Vec<(usize, Message)>,
     sent: u64,
+    /// When each message was sent, whatever its fate.
+    sent_at: Vec<Instant>,
     closed: bool,
     script: Script,
 }
@@ -74,6 +86,7 @@ impl Link {
                 ready: VecDeque::new(),
                 held: Vec::new(),
                 sent: 0,
+                sent_at: Vec::new(),
                 closed: false,
                 script,
             }),
@@ -85,27 +98,32 @@ impl Link {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn send(&self, buf: &[u8]) {
+    fn send(&self, buf: &[u8], stamp: Option<Duration>) {
         let now = Instant::now();
         let mut q = self.lock();
         let index = q.sent;
         q.sent += 1;
+        q.sent_at.push(now);
         let fate = (q.script)(index);
+        let message = || Message {
+            data: buf.to_vec(),
+            stamp,
+        };
         let mut enqueued = 0;
         match fate {
             Fate::Deliver => {
-                q.ready.push_back((now, buf.to_vec()));
+                q.ready.push_back((now, message()));
                 enqueued = 1;
             }
             Fate::Drop => {}
             Fate::Duplicate => {
-                q.ready.push_back((now, buf.to_vec()));
-                q.ready.push_back((now, buf.to_vec()));
+                q.ready.push_back((now, message()));
+                q.ready.push_back((now, message()));
                 enqueued = 1;
             }
-            Fate::Hold(n) => q.held.push((n, buf.to_vec())),
+            Fate::Hold(n) => q.held.push((n, message())),
             Fate::Delay(d) => {
-                q.ready.push_back((now + d, buf.to_vec()));
+                q.ready.push_back((now + d, message()));
                 enqueued = 1;
             }
         }
@@ -137,7 +155,7 @@ impl Link {
 
     /// The next visible message, waiting up to `wait`; None at the end of the stream,
     /// Err(WouldBlock) when the wait passed.
-    fn recv(&self, wait: Option<Duration>) -> io::Result<Option<Vec<u8>>> {
+    fn recv(&self, wait: Option<Duration>) -> io::Result<Option<Message>> {
         let until = wait.map(|w| Instant::now() + w);
         let mut q = self.lock();
         loop {
@@ -187,6 +205,8 @@ pub struct MemConnection {
     boundaries: bool,
     /// Bytes of a byte-stream message the reader has not taken yet.
     partial: Vec<u8>,
+    /// The arrival stamp of the message the last `recv` took from.
+    stamp: Option<Duration>,
     read_timeout: Option<Duration>,
     nonblocking: bool,
 }
@@ -201,10 +221,27 @@ pub fn pair(caps: Capabilities, a_to_b: Script, b_to_a: Script) -> (MemConnectio
         inbound: Arc::clone(inbound),
         boundaries: caps.message_boundaries,
         partial: Vec::new(),
+        stamp: None,
         read_timeout: None,
         nonblocking: false,
     };
     (end(&ab, &ba), end(&ba, &ab))
+}
+
+impl MemConnection {
+    /// Sends `buf` as [`Connection::send`] does, carrying `stamp` (CLOCK_REALTIME since the
+    /// epoch) as its arrival stamp: what the far end's `arrival_stamp` gives after the `recv`
+    /// that returns it, as a raw transport's connection gives the kernel's.
+    pub fn send_stamped(&mut self, buf: &[u8], stamp: Duration) -> io::Result<usize> {
+        self.out.send(buf, Some(stamp));
+        Ok(buf.len())
+    }
+
+    /// When the other end sent each of its messages so far, in order, dropped ones included:
+    /// a test reads the times of a sender's writes here, against an instant of its own.
+    pub fn peer_sends(&self) -> Vec<Instant> {
+        self.inbound.lock().sent_at.clone()
+    }
 }
 
 impl Drop for MemConnection {
@@ -215,7 +252,7 @@ impl Drop for MemConnection {
 
 impl Connection for MemConnection {
     fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.out.send(buf);
+        self.out.send(buf, None);
         Ok(buf.len())
     }
 
@@ -227,7 +264,10 @@ impl Connection for MemConnection {
                 self.read_timeout
             };
             match self.inbound.recv(wait)? {
-                Some(m) => self.partial = m,
+                Some(m) => {
+                    self.partial = m.data;
+                    self.stamp = m.stamp;
+                }
                 None => return Ok(0),
             }
         }
@@ -263,6 +303,10 @@ impl Connection for MemConnection {
 
     fn effective_options(&self, _: &SocketOptions) -> EffectiveOptions {
         EffectiveOptions::default()
+    }
+
+    fn arrival_stamp(&self) -> Option<Duration> {
+        self.stamp
     }
 }
 
@@ -327,6 +371,30 @@ mod tests {
             }
         }
         assert_eq!(bytes, vec![1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn stamps_ride_with_their_messages_and_every_send_is_noted() {
+        // Message 1 is dropped: its send is still noted, and the stamps of the others reach
+        // the reader with them.
+        let script: Script = Box::new(|i| if i == 1 { Fate::Drop } else { Fate::Deliver });
+        let (mut a, mut b) = pair(DATAGRAMS, script, perfect());
+        let before = Instant::now();
+        let s = Duration::from_secs;
+        a.send_stamped(&[0], s(10)).unwrap();
+        a.send_stamped(&[1], s(11)).unwrap();
+        a.send(&[2]).unwrap();
+        let sends = b.peer_sends();
+        assert_eq!(sends.len(), 3);
+        assert!(sends[0] >= before && sends.windows(2).all(|w| w[0] <= w[1]));
+        assert!(a.peer_sends().is_empty(), "b sent nothing");
+        b.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 4];
+        assert_eq!(b.arrival_stamp(), None, "nothing read yet");
+        assert_eq!((b.recv(&mut buf).unwrap(), buf[0]), (1, 0));
+        assert_eq!(b.arrival_stamp(), Some(s(10)));
+        assert_eq!((b.recv(&mut buf).unwrap(), buf[0]), (1, 2));
+        assert_eq!(b.arrival_stamp(), None, "sent without a stamp");
     }
 
     #[test]

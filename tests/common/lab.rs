@@ -1,6 +1,7 @@
 //! Lab helpers shared by the tests that measure over emulated links (tests/lab.rs,
 //! tests/truth.rs): unique lab names removed on drop, `lab up`/`lab run`, a server on host b,
-//! and the lab's and the kernel's own counters.
+//! and the lab's and the kernel's own counters. A lab test first asks for what a lab needs:
+//! `if !common::need::require(Need::LAB) { return; }`.
 
 use std::sync::Mutex;
 
@@ -11,10 +12,6 @@ use super::u;
 /// Lab tests measure rates and delays: they run one at a time so that they do not compete
 /// for the CPU with each other (within one test binary; cargo runs the binaries in turn).
 pub static SERIAL: Mutex<()> = Mutex::new(());
-
-pub fn skip() -> bool {
-    std::env::var_os("WIREBENCH_SKIP_LAB").is_some()
-}
 
 /// A unique lab name per test, removed on drop whatever happened.
 pub struct LabName(pub String);

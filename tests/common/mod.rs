@@ -9,6 +9,7 @@ use serde_json::Value;
 
 pub mod hostile;
 pub mod lab;
+pub mod need;
 pub mod proc;
 
 /// The binary, with its default results database in a per-process temporary directory:

@@ -133,8 +133,8 @@ mod tests {
         /// forged source MAC and admitted from the control peer's (loopback's, all zeros).
         #[test]
         fn a_hello_from_another_mac_than_the_control_peers_is_ignored() {
-            if !nix::unistd::geteuid().is_root() {
-                eprintln!("skipped: packet sockets need root");
+            // Packet sockets need root.
+            if !crate::test_support::require_root() {
                 return;
             }
             let local: IpAddr = std::net::Ipv4Addr::LOCALHOST.into();
