@@ -1,5 +1,4 @@
-//! A chart's axes: the range each shows of the data, where a log axis puts its ticks, and
-//! how the ticks are labelled.
+//! A chart's axes: the range each shows of the data, and where and how ticks are labelled.
 
 use std::ops::Range;
 

@@ -1,5 +1,6 @@
-//! A grouped bar chart drawn: a group per value, a bar per series in each, with error bars,
-//! hatching and outlines where marked.
+//! A grouped bar chart drawn: a group per value, a bar per series, with their error bars.
+//!
+//! A bar that is not a valid measurement is hatched grey, a flagged one outlined.
 
 use std::ops::Range;
 

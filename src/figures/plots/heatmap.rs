@@ -1,5 +1,6 @@
-//! A heatmap drawn: a cell per combination coloured along viridis with its value written in
-//! it, hatched or outlined where marked, and the colour bar beside.
+//! A heatmap drawn: cells coloured along viridis with their values, and the colour bar.
+//!
+//! A cell that is not a valid measurement is hatched grey, a flagged one outlined.
 
 use anyhow::{bail, Result};
 use plotters::coord::ranged1d::{AsRangedCoord, SegmentValue, ValueFormatter};

@@ -1,5 +1,7 @@
-//! Where a line chart's legend goes when no corner is asked for: the corner it hides the
-//! least data in, or room made above the data.
+//! Where a line chart's legend goes when it is asked for the best corner.
+//!
+//! The corner whose box hides the fewest drawn points, or, when each hides some, room made
+//! above the data.
 
 use std::ops::Range;
 

@@ -1,5 +1,7 @@
-//! A line chart drawn: its axes and grid, then bands, reference lines, curves, error bars and
-//! points that are not valid, and the legend's entries.
+//! A line chart drawn: curves, bands, error bars, reference lines and invalid points.
+//!
+//! Each on linear or log axes, with the legend's entries; where the legend goes when the chart
+//! leaves it open is legend.rs's job.
 
 use anyhow::{bail, Result};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};

@@ -1,5 +1,4 @@
-//! Numbers as figures and tables write them: a few significant digits, byte counts with
-//! binary suffixes.
+//! Numbers as figures and tables write them: few digits, byte counts with binary suffixes.
 
 use crate::units::format_bytes;
 

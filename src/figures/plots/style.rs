@@ -1,5 +1,4 @@
-//! The look every figure shares: its size, font and title size, the colours of series and
-//! scales, and the marks of values that are not valid or were flagged.
+//! The look every figure shares: size, font, colours, and the marks of invalid or flagged values.
 
 use anyhow::Result;
 use plotters::prelude::*;

@@ -1,5 +1,6 @@
-//! Which figures a study grid gets by itself, from how many axes vary and which are numeric,
-//! each with its caption.
+//! Which figures a study grid gets by itself, with their captions.
+//!
+//! Chosen from how many axes vary and which of them are numeric.
 
 use super::bars::bars;
 use super::curves::{curves, CurveOptions};

@@ -1,5 +1,4 @@
-//! Bars of one figure: a group per value of one axis of a study grid, a bar per value of
-//! another, the other axes held.
+//! Bars of one figure of a study grid: a group per value of one axis, a bar per value of another.
 
 use super::scales::{figure_unit, sequential, with_fixed};
 use crate::figures::grid::{FigureKey, StudyGrid};

@@ -1,5 +1,7 @@
-//! Curves of one figure against a numeric axis of a study grid: a colour per value of another
-//! axis, a line style per side, confidence intervals as error bars or bands.
+//! Curves of one figure of a study grid against one of its numeric axes.
+//!
+//! A colour per value of another axis, a line style per side, confidence intervals as error
+//! bars or bands.
 
 use super::scales::{
     axis_title, axis_unit, figure_unit, scale, sequential, with_fixed, LogChoice, BYTES_LOG_RATIO,

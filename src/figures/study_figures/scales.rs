@@ -1,5 +1,7 @@
-//! How a study figure scales and labels what it shows: the unit of its values, log or linear
-//! axes, axis titles with units, colours for many series, and the held axes in its title.
+//! How a study figure scales and labels its axes and values.
+//!
+//! The unit of its values, log or linear axes, axis titles with units, colours for many series,
+//! and the held axes in its title.
 
 use crate::figures::grid::{FigureKey, GridAxis, GridCell, StudyGrid};
 use crate::figures::plots::Scale;

@@ -1,5 +1,4 @@
-//! A ping-pong or request/response point's row: its latency columns, or the line that says
-//! no exchange completed.
+//! A ping-pong or request/response point's row, or the line that says none completed.
 
 use super::{columns_line, Rows, TableSink};
 use crate::model::{PointResult, RunReport};

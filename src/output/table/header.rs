@@ -1,5 +1,4 @@
-//! The run's header: what was run, where and how, then the notes on what the columns count
-//! and the column header itself.
+//! The run's header: what was run, where and how, and the column header under its notes.
 
 use super::{columns_line, TableSink};
 use crate::model::RunReport;

@@ -1,5 +1,4 @@
-//! Interval lines: each stream's as the run goes, the server's after the point, and the
-//! receivers' sum over several streams.
+//! Interval lines: each stream's as it goes, the server's after the point, and their sums.
 
 use super::{marked, table_line, TableSink};
 use crate::model::{DirectionTotal, StreamResult};

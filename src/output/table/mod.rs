@@ -1,10 +1,10 @@
-//! The default output: a readable table with units in every header, one line per point as
-//! it completes, and the sweep's derived metrics at the end.
+//! The default output: a readable table, one line per point as it completes.
 //!
-//! The sink and the layout of a line live here; what it writes is one file per part: the
-//! run's header (header.rs), a ping-pong or request/response point's row (exchange.rs), a
-//! stream point's rows (stream.rs) and the interval lines (intervals.rs), the lines under
-//! any point (notes.rs), and the run's summary at the end (summary.rs).
+//! Units in every header, and the sweep's derived metrics at the end. The sink and the layout
+//! of a line live here; what it writes is one file per part: the run's header (header.rs), a
+//! ping-pong or request/response point's row (exchange.rs), a stream point's rows (stream.rs)
+//! and the interval lines (intervals.rs), the lines under any point (notes.rs), and the run's
+//! summary at the end (summary.rs).
 
 mod exchange;
 mod header;

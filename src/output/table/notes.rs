@@ -1,5 +1,4 @@
-//! The lines under any point's rows: its trace, load, fairness and latency under load, its
-//! mean over runs, notable loss, and both hosts' CPU shares.
+//! The lines under any point's rows: trace, load, fairness, runs, loss and host CPU.
 
 use super::{marked, TableSink};
 use crate::model::PointResult;

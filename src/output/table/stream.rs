@@ -1,5 +1,4 @@
-//! A stream point's rows: one per stream when there are several, the i/o paths used, and per
-//! direction the sum row with its footnotes and the notes under it.
+//! A stream point's rows: per stream, the i/o paths, and each direction's sum with notes.
 
 use super::intervals::sum_interval_lines;
 use super::{columns_line, marked, Rows, TableSink};

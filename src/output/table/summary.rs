@@ -1,5 +1,4 @@
-//! The run's summary at the end: the anomalies along the sweep, each sweep group's derived
-//! metrics (t0, r_max, n_1/2 and the fit), and what is said of the run as a whole.
+//! The run's summary at the end: anomalies, each sweep group's metrics, and the run's notes.
 
 use super::TableSink;
 use crate::model::RunReport;
