@@ -440,8 +440,8 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
 mod tests {
     use super::*;
 
-    /// Issue 25: the points table marks a percentile below its sample floor with "!" as it
-    /// marks other figures that are not measurements, and says why in the row.
+    /// The points table marks a percentile below its sample floor with "!" as it marks other
+    /// figures that are not measurements, and says why in the row.
     #[test]
     fn points_table_marks_percentiles_below_their_floor() {
         let mut r = crate::store::db::tests::report("pingpong", 2, 20_000.0);

@@ -1,4 +1,4 @@
-//! The table of `wirebench compare-transports`: seed 001's Table 1 for today's stacks.
+//! The table of `wirebench compare-transports`: t0, r_max, n_1/2 and overhead per transport.
 
 use crate::model::transports::{Comparison, Estimate};
 use crate::units::us;

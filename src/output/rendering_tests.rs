@@ -349,9 +349,8 @@ fn csv_of_a_saved_stream_with_two_streams() {
     assert_eq!(received, ["3002000", "1001000", "2001000"]);
 }
 
-/// Issue 25: each percentile against its sample floor, 10 / (1 - p). The CSV says whether all
-/// stand and names those that do not; a point without the notes (an older run) leaves both
-/// empty.
+/// Each percentile against its sample floor, 10 / (1 - p). The CSV says whether all stand and
+/// names those that do not; a point without the notes (an older run) leaves both empty.
 #[test]
 fn csv_says_which_percentiles_stand_below_their_floor() {
     let mut r = pingpong_sweep();

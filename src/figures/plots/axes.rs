@@ -1,0 +1,96 @@
+//! A chart's axes: the range each shows of the data, and where and how ticks are labelled.
+
+use std::ops::Range;
+
+use super::figure::{Axis, Scale, Ticks};
+use super::numbers::fmt_num;
+use crate::units::format_bytes;
+
+/// On a log axis plotters puts ticks at every multiple of a power of ten (10, 20, ... 90);
+/// labelling only 1, 2 and 5 times a power keeps the labels apart.
+fn log_label_wanted(v: f64) -> bool {
+    if v <= 0.0 || !v.is_finite() {
+        return false;
+    }
+    let mantissa = v / 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .any(|m| (mantissa - m).abs() < 1e-6 * m)
+}
+
+/// A tick's label on a log axis: numbers only at 1, 2 and 5 times a power of ten.
+pub(super) fn fmt_log_tick(v: f64, ticks: Ticks) -> String {
+    if ticks == Ticks::Number && !log_label_wanted(v) {
+        return String::new();
+    }
+    fmt_tick(v, ticks)
+}
+
+/// A tick's label on a linear axis, and a labelled tick's on a log axis.
+pub(super) fn fmt_tick(v: f64, ticks: Ticks) -> String {
+    match ticks {
+        Ticks::Number => fmt_num(v),
+        Ticks::Bytes if (1.0..1.8e19).contains(&v) => format_bytes(v.round() as u64),
+        Ticks::Bytes => fmt_num(v),
+    }
+}
+
+/// Whether a value has a place on the axis: finite, and positive on a log axis.
+pub(super) fn usable(v: f64, scale: Scale) -> bool {
+    v.is_finite() && (scale == Scale::Linear || v > 0.0)
+}
+
+/// The data range of one axis, padded; `None` without a single usable value.
+pub(super) fn range_of(values: &[f64], axis: &Axis) -> Option<Range<f64>> {
+    let vs: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|v| usable(*v, axis.scale))
+        .collect();
+    let lo = vs.iter().copied().reduce(f64::min)?;
+    let hi = vs.iter().copied().reduce(f64::max)?;
+    Some(match axis.scale {
+        Scale::Log => {
+            let (lo, hi) = if hi / lo < 1.5 {
+                (lo / 1.5, hi * 1.5)
+            } else {
+                (lo, hi)
+            };
+            lo / 1.15..hi * 1.15
+        }
+        Scale::Linear if axis.from_zero && lo >= 0.0 => 0.0..if hi > 0.0 { hi * 1.08 } else { 1.0 },
+        Scale::Linear => {
+            let pad = if hi > lo {
+                (hi - lo) * 0.06
+            } else {
+                lo.abs().max(1.0) * 0.1
+            };
+            lo - pad..hi + pad
+        }
+    })
+}
+
+/// Log tick spacing: powers of two for bytes, spread to about eight labels; decades otherwise.
+pub(super) fn log_base(range: &Range<f64>, ticks: Ticks) -> f64 {
+    match ticks {
+        Ticks::Number => 10.0,
+        Ticks::Bytes => {
+            let octaves = (range.end / range.start).log2().max(1.0);
+            2f64.powf((octaves / 8.0).ceil().max(1.0))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_read_well() {
+        assert_eq!(fmt_tick(65536.0, Ticks::Bytes), "64K");
+        assert_eq!(fmt_log_tick(20.0, Ticks::Number), "20");
+        assert_eq!(fmt_log_tick(30.0, Ticks::Number), "");
+        assert_eq!(fmt_log_tick(0.5, Ticks::Number), "0.5");
+        assert_eq!(fmt_log_tick(1000.0, Ticks::Number), "1000");
+    }
+}

@@ -1,0 +1,332 @@
+//! A line chart drawn: curves, bands, error bars, reference lines and invalid points.
+//!
+//! Each on linear or log axes, with the legend's entries; where the legend goes when the chart
+//! leaves it open is legend.rs's job.
+
+use anyhow::{bail, Result};
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::prelude::*;
+
+use super::axes::{fmt_log_tick, fmt_tick, log_base, range_of, usable};
+use super::figure::{Axis, Chart, LegendAt, Scale};
+use super::legend::best_corner;
+use super::style::{series_colour, title_size, FONT};
+use super::svg::Area;
+
+/// Draws `c` on `root`; an error when no point of it has a place on its axes.
+pub(super) fn draw_chart(root: &Area, c: &Chart) -> Result<()> {
+    let mut xs = Vec::new();
+    let mut ys = Vec::new();
+    for l in &c.lines {
+        for &(x, y) in &l.points {
+            if usable(x, c.x.scale) && usable(y, c.y.scale) {
+                xs.push(x);
+                ys.push(y);
+            }
+        }
+    }
+    for b in &c.bands {
+        for &(x, lo, hi) in &b.points {
+            if usable(x, c.x.scale) && usable(lo, c.y.scale) && usable(hi, c.y.scale) {
+                xs.push(x);
+                ys.extend([lo, hi]);
+            }
+        }
+    }
+    for e in &c.error_bars {
+        for &(x, lo, hi) in &e.points {
+            if usable(x, c.x.scale) && usable(lo, c.y.scale) && usable(hi, c.y.scale) {
+                xs.push(x);
+                ys.extend([lo, hi]);
+            }
+        }
+    }
+    for &(x, y) in &c.invalid {
+        if usable(x, c.x.scale) && usable(y, c.y.scale) {
+            xs.push(x);
+            ys.push(y);
+        }
+    }
+    ys.extend(c.hlines.iter().map(|h| h.y));
+    let (Some(xr), Some(yr)) = (range_of(&xs, &c.x), range_of(&ys, &c.y)) else {
+        bail!("nothing to plot in '{}'", c.title);
+    };
+    let resolved;
+    let (c, yr) = if c.legend == LegendAt::Best {
+        let (at, yr) = best_corner(c, &xr, yr);
+        resolved = Chart {
+            legend: at,
+            ..c.clone()
+        };
+        (&resolved, yr)
+    } else {
+        (c, yr)
+    };
+    let (xb, yb) = (log_base(&xr, c.x.ticks), log_base(&yr, c.y.ticks));
+    match (c.x.scale, c.y.scale) {
+        (Scale::Linear, Scale::Linear) => plot(root, c, xr, yr),
+        (Scale::Log, Scale::Linear) => plot(root, c, xr.log_scale().base(xb), yr),
+        (Scale::Linear, Scale::Log) => plot(root, c, xr, yr.log_scale().base(yb)),
+        (Scale::Log, Scale::Log) => plot(root, c, xr.log_scale().base(xb), yr.log_scale().base(yb)),
+    }
+}
+
+/// A legend sample: a short line, dashed or solid, with the marker when the curve has them.
+/// A macro rather than a function: the element's type names the backend's lifetime.
+macro_rules! legend_mark {
+    ($at:expr, $colour:expr, $dashed:expr, $markers:expr) => {{
+        let style = $colour.stroke_width(2);
+        let (first, second) = if $dashed {
+            (vec![(0, 0), (8, 0)], vec![(13, 0), (22, 0)])
+        } else {
+            (vec![(0, 0), (22, 0)], vec![(22, 0), (22, 0)])
+        };
+        let marker = if $markers {
+            $colour.filled()
+        } else {
+            TRANSPARENT.filled()
+        };
+        EmptyElement::at($at)
+            + PathElement::new(first, style)
+            + PathElement::new(second, style)
+            + Circle::new((11, 0), 3, marker)
+    }};
+}
+
+fn plot<X, Y>(root: &Area, c: &Chart, x: X, y: Y) -> Result<()>
+where
+    X: AsRangedCoord<Value = f64>,
+    Y: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let mut chart = ChartBuilder::on(root)
+        .caption(&c.title, (FONT, title_size(&c.title)))
+        .margin(14)
+        .x_label_area_size(58)
+        .y_label_area_size(88)
+        .build_cartesian_2d(x, y)?;
+    let label = |v: f64, axis: &Axis| match axis.scale {
+        Scale::Log => fmt_log_tick(v, axis.ticks),
+        Scale::Linear => fmt_tick(v, axis.ticks),
+    };
+    let x_fmt = |v: &f64| label(*v, &c.x);
+    let y_fmt = |v: &f64| label(*v, &c.y);
+    chart
+        .configure_mesh()
+        .x_desc(c.x.label.as_str())
+        .y_desc(c.y.label.as_str())
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .x_labels(10)
+        .y_labels(8)
+        .label_style((FONT, 17))
+        .axis_desc_style((FONT, 19))
+        .bold_line_style(RGBColor(215, 215, 215))
+        .light_line_style(RGBColor(244, 244, 244))
+        .max_light_lines(4)
+        .draw()?;
+
+    let keep = |&(x, y): &(f64, f64)| usable(x, c.x.scale) && usable(y, c.y.scale);
+    for b in &c.bands {
+        let pts: Vec<(f64, f64, f64)> = b
+            .points
+            .iter()
+            .copied()
+            .filter(|&(x, lo, hi)| keep(&(x, lo)) && keep(&(x, hi)))
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let mut poly: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.2)).collect();
+        poly.extend(pts.iter().rev().map(|p| (p.0, p.1)));
+        let fill = series_colour(b.colour, c.sequential_colours).mix(0.18);
+        let anno = chart.draw_series(std::iter::once(Polygon::new(poly, fill.filled())))?;
+        if !b.label.is_empty() {
+            anno.label(b.label.as_str())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 22, y + 5)], fill.filled()));
+        }
+    }
+    let x_range = chart.as_coord_spec().get_x_range();
+    for h in &c.hlines {
+        let col = series_colour(h.colour, c.sequential_colours);
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(x_range.start, h.y), (x_range.end, h.y)],
+                3,
+                4,
+                col.stroke_width(1),
+            ))?
+            .label(h.label.as_str())
+            .legend(move |p| legend_mark!(p, col, true, false));
+    }
+    for l in &c.lines {
+        let pts: Vec<(f64, f64)> = l.points.iter().copied().filter(keep).collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let col = series_colour(l.colour, c.sequential_colours);
+        let style = col.stroke_width(2);
+        let (dashed, markers) = (l.dashed, l.markers);
+        let anno = if dashed {
+            chart.draw_series(DashedLineSeries::new(pts.clone(), 8, 5, style))?
+        } else {
+            chart.draw_series(LineSeries::new(pts.clone(), style))?
+        };
+        // A curve without a name is explained by the style keys and the other curves.
+        if !l.label.is_empty() {
+            anno.label(l.label.as_str())
+                .legend(move |p| legend_mark!(p, col, dashed, markers));
+        }
+        if markers {
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, col.filled())))?;
+        }
+    }
+    for e in &c.error_bars {
+        let style = series_colour(e.colour, c.sequential_colours).stroke_width(1);
+        let pts: Vec<(f64, f64, f64)> = e
+            .points
+            .iter()
+            .copied()
+            .filter(|&(x, lo, hi)| keep(&(x, lo)) && keep(&(x, hi)))
+            .collect();
+        chart.draw_series(
+            pts.iter()
+                .map(|&(x, lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], style)),
+        )?;
+        // Caps in pixels, so that they keep their width on a log axis.
+        for end in [1, 2] {
+            chart.draw_series(pts.iter().map(|p| {
+                let at = (p.0, if end == 1 { p.1 } else { p.2 });
+                EmptyElement::at(at) + PathElement::new(vec![(-4, 0), (4, 0)], style)
+            }))?;
+        }
+    }
+    if !c.invalid.is_empty() {
+        let grey = RGBColor(120, 120, 120);
+        let pts: Vec<(f64, f64)> = c.invalid.iter().copied().filter(keep).collect();
+        chart
+            .draw_series(pts.iter().map(|&p| Cross::new(p, 5, grey.stroke_width(2))))?
+            .label("not valid (listed apart)")
+            .legend(move |(x, y)| Cross::new((x + 11, y), 5, grey.stroke_width(2)));
+    }
+    for k in &c.style_keys {
+        let ink = RGBColor(90, 90, 90);
+        let dashed = k.dashed;
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?
+            .label(k.label.as_str())
+            .legend(move |p| legend_mark!(p, ink, dashed, false));
+    }
+    let position = match c.legend {
+        LegendAt::UpperLeft => SeriesLabelPosition::UpperLeft,
+        LegendAt::UpperRight => SeriesLabelPosition::UpperRight,
+        LegendAt::LowerRight => SeriesLabelPosition::LowerRight,
+        LegendAt::LowerLeft => SeriesLabelPosition::LowerLeft,
+        // Resolved by draw_chart.
+        LegendAt::Best => SeriesLabelPosition::UpperLeft,
+    };
+    chart
+        .configure_series_labels()
+        .position(position)
+        .margin(10)
+        .legend_area_size(30)
+        .label_font((FONT, 17))
+        .background_style(WHITE.mix(0.9))
+        .border_style(RGBColor(160, 160, 160))
+        .draw()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::figure::{Band, Figure, HLine, Line, Ticks};
+    use super::super::svg::render_svg;
+    use super::*;
+
+    fn axis(label: &str, scale: Scale, ticks: Ticks) -> Axis {
+        Axis {
+            label: label.into(),
+            scale,
+            ticks,
+            from_zero: true,
+        }
+    }
+
+    #[test]
+    fn a_chart_renders_labels_legend_and_log_ticks() {
+        let chart = Chart {
+            title: "Throughput against message size".into(),
+            x: axis("message size (bytes)", Scale::Log, Ticks::Bytes),
+            y: axis("throughput (Mbit/s)", Scale::Linear, Ticks::Number),
+            bands: vec![Band {
+                label: "p50–p99".into(),
+                colour: 0,
+                points: vec![(1.0, 1.0, 2.0), (1024.0, 3.0, 5.0)],
+            }],
+            lines: vec![
+                Line {
+                    label: "receiver".into(),
+                    colour: 0,
+                    dashed: false,
+                    markers: true,
+                    points: vec![(1.0, 1.0), (64.0, 10.0), (4096.0, 100.0), (0.0, 5.0)],
+                },
+                Line {
+                    label: "sender <&>".into(),
+                    colour: 1,
+                    dashed: true,
+                    markers: false,
+                    points: vec![(1.0, 1.5), (4096.0, 110.0)],
+                },
+            ],
+            hlines: vec![HLine {
+                label: "autotuning".into(),
+                colour: 2,
+                y: 50.0,
+            }],
+            legend: LegendAt::UpperLeft,
+            error_bars: vec![],
+            invalid: vec![],
+            style_keys: vec![],
+            sequential_colours: None,
+        };
+        let svg = render_svg(&Figure::Chart(chart)).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..100]);
+        for text in [
+            "message size (bytes)",
+            "throughput (Mbit/s)",
+            "receiver",
+            "sender &lt;&amp;&gt;",
+            "autotuning",
+            "\n64\n",
+            "\n1K\n",
+        ] {
+            assert!(svg.contains(text), "missing {text}");
+        }
+    }
+
+    #[test]
+    fn nothing_to_plot_is_an_error_not_a_panic() {
+        let chart = Chart {
+            title: "empty".into(),
+            x: axis("x", Scale::Log, Ticks::Number),
+            y: axis("y", Scale::Log, Ticks::Number),
+            bands: vec![],
+            lines: vec![Line {
+                label: "zeros".into(),
+                colour: 0,
+                dashed: false,
+                markers: false,
+                points: vec![(0.0, 0.0), (f64::NAN, 1.0)],
+            }],
+            hlines: vec![],
+            legend: LegendAt::UpperLeft,
+            error_bars: vec![],
+            invalid: vec![],
+            style_keys: vec![],
+            sequential_colours: None,
+        };
+        assert!(render_svg(&Figure::Chart(chart)).is_err());
+    }
+}

@@ -1,0 +1,146 @@
+//! The run's header: what was run, where and how, and the column header under its notes.
+
+use super::{columns_line, TableSink};
+use crate::model::RunReport;
+use crate::pattern::PatternKind;
+
+impl TableSink {
+    /// The lines that say what was run and where: version, pattern and transport, the hosts
+    /// and the lab, and the settings that shape every figure.
+    pub(super) fn run_lines(&self, r: &RunReport) -> anyhow::Result<()> {
+        let server = r.server.address.clone().unwrap_or_default();
+        self.line(&format!(
+            "# wirebench {} {} over {}, server {}{}",
+            r.wirebench_version,
+            r.pattern,
+            r.transport,
+            server,
+            if r.server.self_hosted {
+                " (self-hosted on loopback)"
+            } else {
+                ""
+            }
+        ))?;
+        if let Some(label) = &r.label {
+            self.line(&format!("# label: {}", crate::text::printable(label)))?;
+        }
+        if let Some(m) = &r.server.middlebox {
+            self.line(&format!(
+                "# a relay, proxy or NAT is in the path ({m}){}",
+                if r.server.one_port {
+                    ": data connections go through the control port"
+                } else {
+                    ""
+                }
+            ))?;
+        } else if r.server.one_port {
+            self.line("# data connections go through the control port (--one-port)")?;
+        }
+        let c = &r.client_environment;
+        self.line(&format!(
+            "# client: {} ({}, {} CPUs, {})",
+            c.hostname, c.kernel, c.cpus, c.cpu_model
+        ))?;
+        if let Some(s) = &r.server_environment {
+            self.line(&format!(
+                "# server: {} ({}, {} CPUs, {})",
+                s.hostname, s.kernel, s.cpus, s.cpu_model
+            ))?;
+        }
+        if let Some(lab) = &r.lab {
+            self.line(&format!(
+                "# lab {}: client on host a ({}), server on host b ({}), mechanism {}, MTU {} bytes",
+                lab.name, lab.host_a.address, lab.host_b.address, lab.mechanism, lab.config.mtu
+            ))?;
+            for (dir, d) in [("a->b", &lab.config.forward), ("b->a", &lab.config.back)] {
+                self.line(&format!("#   {dir}: {}", d.describe(lab.config.mtu)))?;
+            }
+        }
+        let st = &r.settings;
+        self.line(&format!(
+            "# {} stream(s), warm-up {} iterations, stop after {}, {}% confidence, {} run(s) per point{}",
+            st.streams,
+            st.warmup,
+            [
+                st.duration_ns.map(|d| format!("{} s", d as f64 / 1e9)),
+                st.bytes.map(|b| format!("{b} bytes")),
+                st.iterations.map(|n| format!("{n} iterations")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" or "),
+            st.confidence * 100.0,
+            st.repeat,
+            st.until_ci
+                .map(|t| format!(", until CI < {}% of mean (max {})", t * 100.0, st.max_repeat))
+                .unwrap_or_default()
+        ))?;
+        if let Some(rate) = &st.rate {
+            let rate = match rate {
+                crate::units::Rate::BitsPerSecond(b) => format!("{} Mbit/s of payload", b / 1e6),
+                crate::units::Rate::PacketsPerSecond(p) => format!("{p} writes/datagrams per s"),
+            };
+            self.line(&format!(
+                "# sender paced at {rate} per direction, split evenly over the streams, {}",
+                if st.pace_burst > 1 {
+                    format!("{} writes/datagrams at a time", st.pace_burst)
+                } else {
+                    "each write/datagram on its own schedule".into()
+                }
+            ))?;
+        }
+        if let Some(w) = st.write_size {
+            self.line(&format!(
+                "# every request and response written in pieces of at most {w} bytes, on both ends{}",
+                if st.nodelay { "" } else { " (Nagle's algorithm on: --nodelay turns it off)" }
+            ))?;
+        }
+        if let Some(t) = st.think_ns {
+            self.line(&format!(
+                "# think time {} before each timed transaction: txn/s over the raw time, txn/s-think over the time without the waits; RTTs exclude them",
+                crate::units::format_duration(std::time::Duration::from_nanos(t))
+            ))?;
+        }
+        Ok(())
+    }
+
+    /// The notes on what the pattern's columns count, then the column header.
+    pub(super) fn column_header(&self, r: &RunReport) -> anyhow::Result<()> {
+        let bufs = self.buffer_headers();
+        match r.pattern {
+            PatternKind::Pingpong => {
+                self.line("# latency = RTT/2 (one-way), microseconds; throughput = 2n/RTT in Mbit/s (10^6 bit/s); CI = confidence interval half-width of the mean")?;
+                self.line(&self.latency_line(&bufs, |c| c.header.to_owned()))?;
+            }
+            PatternKind::Rr | PatternKind::Crr => {
+                self.line("# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)")?;
+                self.line(&self.latency_line(&bufs, |c| c.header.to_owned()))?;
+            }
+            PatternKind::Stream => {
+                self.line("# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved")?;
+                for line in stream_rates_note(self.acked) {
+                    self.line(line)?;
+                }
+                if r.settings.nodelay_auto {
+                    self.line("# Nagle's algorithm off (TCP_NODELAY), wirebench's choice for a bulk TCP stream that TCP paces itself (BBR): every write is at least a full segment, and Nagle would only hold each write's tail; --nagle keeps it on")?;
+                }
+                let cols = self.stream_columns(true);
+                self.line(&columns_line(&cols, 1, &bufs, |c| c.header.to_owned()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the stream table's rate columns count, one header line each. The sender's is what it
+/// handed to the transport, which on TCP includes what still sat in its socket buffer at the
+/// end: on a 100 Mbit/s link a 2 s stream's sender read 101.3 Mbit/s. Where TCP_INFO exists,
+/// the bytes the peer acknowledged over the same phase stand next to it.
+fn stream_rates_note(acked: bool) -> Vec<&'static str> {
+    let mut lines = vec!["# sender = bytes written to the transport over the sender's timed phase (bytes still in its socket buffer at the end count); receiver = bytes read over the receiver's timed phase"];
+    if acked {
+        lines.push("# acked = bytes the peer acknowledged over the sender's timed phase (TCP_INFO): what reached the receiver's kernel");
+    }
+    lines
+}

@@ -1,0 +1,271 @@
+//! A stream point's rows: per stream, the i/o paths, and each direction's sum with notes.
+
+use super::intervals::sum_interval_lines;
+use super::{columns_line, marked, Rows, TableSink};
+use crate::model::{DirectionTotal, PointResult, RunReport, StreamResult};
+use crate::output::columns::{self, Row, TableColumn};
+use crate::pattern::RcvLowat;
+use crate::stats::Validity;
+use crate::transport::LinkCounters;
+use crate::units::mbit;
+
+impl TableSink {
+    /// The stream table's columns for this transport; the point's CPU figures only on the
+    /// header and the sum rows.
+    pub(super) fn stream_columns(&self, with_cpu: bool) -> Vec<&'static TableColumn> {
+        let mut cols: Vec<&'static TableColumn> = columns::STREAM_TABLE.iter().collect();
+        if self.acked {
+            cols.push(&columns::STREAM_ACKED);
+        }
+        cols.extend(columns::STREAM_RATES);
+        if self.unreliable {
+            cols.extend(columns::STREAM_LOSS);
+        } else {
+            cols.push(&columns::STREAM_RETRANSMITS);
+        }
+        if with_cpu {
+            cols.extend(columns::STREAM_CPU);
+        }
+        cols
+    }
+
+    /// A stream point's rows; nothing without a stream result.
+    pub(super) fn stream_rows(
+        &self,
+        r: &RunReport,
+        p: &PointResult,
+        bufs: &str,
+    ) -> anyhow::Result<Rows> {
+        let Some(s) = &p.stream else {
+            return Ok(Rows::Unmeasured);
+        };
+        if self.intervals {
+            // The client's own intervals were printed live; the server's arrive now.
+            self.server_intervals(s)?;
+        }
+        // A stream's cells are judged by their side, not by a latency verdict.
+        let no_latency = Validity::default();
+        if s.streams.len() > s.totals.len() {
+            let cols = self.stream_columns(false);
+            for st in &s.streams {
+                let row = Row {
+                    stream: Some(st),
+                    ..Row::point(r, None, p)
+                };
+                self.line(&columns_line(&cols, 1, bufs, |c| c.text(&row, &no_latency)))?;
+            }
+        }
+        self.io_line(r, s)?;
+        let cols = self.stream_columns(true);
+        for t in &s.totals {
+            self.total_rows(r, p, s, t, &cols, bufs)?;
+        }
+        Ok(Rows::Measured)
+    }
+
+    /// The i/o paths the streams used, with what was asked for and not used; said only when
+    /// they are not plain writes and reads.
+    fn io_line(&self, r: &RunReport, s: &StreamResult) -> anyhow::Result<()> {
+        let Some(st) = s.streams.first() else {
+            return Ok(());
+        };
+        let mut fallbacks: Vec<&str> = s
+            .streams
+            .iter()
+            .flat_map(|x| x.sender.fallbacks.iter().chain(x.receiver.fallbacks.iter()))
+            .map(String::as_str)
+            .collect();
+        fallbacks.dedup();
+        let zc = match (st.sender.zerocopy_completed, st.sender.zerocopy_copied) {
+            (Some(done), Some(copied)) => {
+                format!("; zero-copy sends completed {done}, of which the kernel copied {copied}")
+            }
+            _ => String::new(),
+        };
+        let tail = match st.receiver.untimed_tail_bytes {
+            0 => String::new(),
+            b => format!(
+                " (its last {b} B untimed: they may have arrived outside its phase, ahead of its count when its clock started or after its last arrival stamp)"
+            ),
+        };
+        let woken = match st.receiver.rcvlowat_bytes {
+            Some(b) => format!(
+                " woken at {b} B queued (SO_RCVLOWAT{})",
+                match r.settings.fast.rcvlowat {
+                    RcvLowat::Auto => ", auto: 1 ms at the warm-up's rate, at most one read",
+                    _ => "",
+                }
+            ),
+            None => String::new(),
+        };
+        if st.sender.io_path != "write"
+            || st.receiver.io_path != "read"
+            || !woken.is_empty()
+            || !fallbacks.is_empty()
+        {
+            self.line(&format!(
+                "{:>9}   i/o: sender {}, receiver {}{woken}{tail}{zc}{}",
+                "",
+                st.sender.io_path,
+                st.receiver.io_path,
+                if fallbacks.is_empty() {
+                    String::new()
+                } else {
+                    format!("; NOT used: {}", fallbacks.join("; "))
+                }
+            ))?;
+        }
+        Ok(())
+    }
+
+    /// One direction's sum row, its footnotes, and the notes under it: the sum's time span,
+    /// its intervals, the senders' notes, the link's frames and the lab's goodput.
+    fn total_rows(
+        &self,
+        r: &RunReport,
+        p: &PointResult,
+        s: &StreamResult,
+        t: &DirectionTotal,
+        cols: &[&TableColumn],
+        bufs: &str,
+    ) -> anyhow::Result<()> {
+        // A stream's cells are judged by their side, not by a latency verdict.
+        let no_latency = Validity::default();
+        let row = Row {
+            total: Some(t),
+            ..Row::point(r, None, p)
+        };
+        self.line(&columns_line(cols, 1, bufs, |c| c.text(&row, &no_latency)))?;
+        let dir = if s.totals.len() > 1 {
+            format!("{} ", t.direction)
+        } else {
+            String::new()
+        };
+        self.footnote(&format!("{dir}sender"), &t.sender_validity())?;
+        self.footnote(&format!("{dir}receiver"), &t.receiver_validity())?;
+        if let Some(line) = span_line(t) {
+            self.line(&format!("{:>9}   {dir}{line}", ""))?;
+        }
+        if self.intervals {
+            for line in sum_interval_lines(t) {
+                self.line(&line)?;
+            }
+        }
+        let several = s.streams.len() > 1;
+        for st in s.streams.iter().filter(|st| st.direction == t.direction) {
+            if let Some(n) = &st.sender.note {
+                let which = if several {
+                    format!("stream {} ", st.index)
+                } else {
+                    String::new()
+                };
+                self.line(&format!("{:>9}   note: {dir}{which}sender: {n}", ""))?;
+            }
+        }
+        if let Some(k) = &t.frames {
+            self.line(&format!("{:>9}   {}", "", frames_line(k)))?;
+        }
+        if let Some(g) = t.theoretical_goodput_bits_per_s {
+            self.line(&format!(
+                "{:>9}   link goodput allowed by the lab's rate{}: {} Mbit/s; receiver measured {}% of it",
+                "",
+                goodput_loss_note(r, &t.direction),
+                mbit(g),
+                marked(
+                    format!("{:.2}", t.receiver_bits_per_s / g * 100.0),
+                    &t.receiver_validity()
+                )
+            ))?;
+        }
+        Ok(())
+    }
+}
+
+/// A sum over several streams on one clock: the window each side's total is over.
+fn span_line(t: &DirectionTotal) -> Option<String> {
+    let side = |name: &str, s: &Option<crate::model::span::TotalSpan>| {
+        s.map(|s| format!("{name} over their {}", s.phrase()))
+    };
+    let parts: Vec<String> = [
+        side("senders", &t.sender_span),
+        side("receivers", &t.receiver_span),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "sum of {} streams on one clock: {}",
+            t.streams,
+            parts.join("; ")
+        )
+    })
+}
+
+/// " less its 2% loss per frame (...)" when the lab's direction loses frames: the goodput
+/// then counts only messages whose every frame arrives (for TCP, an upper bound).
+fn goodput_loss_note(r: &RunReport, direction: &str) -> String {
+    let Some(lab) = &r.lab else {
+        return String::new();
+    };
+    let d = if direction == "client_to_server" {
+        &lab.config.forward
+    } else {
+        &lab.config.back
+    };
+    if d.loss > 0.0 {
+        format!(
+            " less its {}% loss per frame ({})",
+            d.loss * 100.0,
+            if r.transport == crate::transport::TransportKind::Tcp {
+                "an upper bound: TCP resends what is lost and may slow down far below it"
+            } else {
+                "messages lost whole when any frame is"
+            }
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// The receivers' account of a transport's own numbered frames (raw), in one line.
+fn frames_line(k: &LinkCounters) -> String {
+    format!(
+        "link frames (receiver, warm-up included): {} received, {} lost ({}%), {} reordered, {} duplicated, {} dropped late; {} messages incomplete",
+        k.received,
+        k.lost,
+        pct(k.loss_ratio),
+        k.reordered,
+        k.duplicated,
+        k.late,
+        k.messages_incomplete
+    )
+}
+
+/// A ratio in percent, to three decimals.
+fn pct(x: f64) -> String {
+    format!("{:.3}", x * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_frames_line_says_what_it_counts() {
+        let k = LinkCounters {
+            received: 12034,
+            lost: 611,
+            reordered: 3,
+            late: 2,
+            messages_incomplete: 590,
+            ..LinkCounters::default()
+        }
+        .with_loss_ratio();
+        assert_eq!(
+            frames_line(&k),
+            "link frames (receiver, warm-up included): 12034 received, 611 lost (4.832%), \
+             3 reordered, 0 duplicated, 2 dropped late; 590 messages incomplete"
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! The run's summary at the end: anomalies, each sweep group's metrics, and the run's notes.
+
+use super::TableSink;
+use crate::model::RunReport;
+use crate::units::{mbit, us};
+
+impl TableSink {
+    /// A line per point flagged as an anomaly along the sweep.
+    pub(super) fn anomalies(&self, r: &RunReport) -> anyhow::Result<()> {
+        for a in &r.anomalies {
+            let Some(p) = r.points.get(a.point) else {
+                continue;
+            };
+            let k = &p.key;
+            let against = |rel: Option<f64>, which: &str| {
+                rel.map(|r| format!("{:+.0}% against the {which}", r * 100.0))
+            };
+            let sides: Vec<String> = [
+                against(a.vs_previous, "previous point"),
+                against(a.vs_next, "next"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let peak = a.vs_previous.or(a.vs_next).is_some_and(|r| r > 0.0);
+            self.line(&format!(
+                "# anomaly along {}: the point at size {} B, sndbuf {}, rcvbuf {}{} ({} {} {}) is {}{}: a {} worth a second look (--repeat 5)",
+                a.axis,
+                k.size,
+                k.sndbuf,
+                k.rcvbuf,
+                k.cc.map(|c| format!(", cc {c}")).unwrap_or_default(),
+                p.headline.name,
+                four_digits(a.value),
+                p.headline.unit,
+                sides.join(" and "),
+                if sides.len() == 1 { " (an end of the sweep)" } else { "" },
+                if peak { "peak" } else { "dip" }
+            ))?;
+        }
+        Ok(())
+    }
+
+    /// Each sweep group's t0, r_max, n_1/2 and fit, with what was left out of them.
+    pub(super) fn sweep_metrics(&self, r: &RunReport) -> anyhow::Result<()> {
+        for g in &r.sweep_metrics {
+            let m = &g.metrics;
+            if self.swept.sndbuf
+                || self.swept.rcvbuf
+                || self.swept.server_sndbuf
+                || self.swept.server_rcvbuf
+                || self.swept.cc
+            {
+                self.line(&format!(
+                    "# sweep group: sndbuf {} rcvbuf {} server sndbuf {} server rcvbuf {} (0 = autotuning){}",
+                    g.sndbuf,
+                    g.rcvbuf,
+                    g.server_sndbuf,
+                    g.server_rcvbuf,
+                    g.cc.map(|c| format!(", congestion control {c}")).unwrap_or_default()
+                ))?;
+            }
+            if !m.left_out.is_empty() {
+                self.line(&format!(
+                    "# left out of t0, r_max, n_1/2 and the fit, their figures not being valid: {}",
+                    m.left_out
+                        .iter()
+                        .map(|l| format!("{} B ({})", l.size, l.reason))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))?;
+            }
+            self.line(&format!(
+                "# t0 = RTT/2 of the smallest message ({} B) = {} us{}",
+                m.t0_size,
+                us(m.t0_ns),
+                m.t0_ci_ns
+                    .map(|c| format!(" ±{}", us(c)))
+                    .unwrap_or_default()
+            ))?;
+            self.line(&format!(
+                "# r_max = {} Mbit/s ({:.3} MB/s, MB = 10^6 B) at {} B{}",
+                mbit(m.r_max_bits_per_s),
+                m.r_max_bits_per_s / 8e6,
+                m.r_max_size,
+                m.r_max_ci_bits_per_s
+                    .map(|(lo, hi)| format!(" [{} .. {}]", mbit(lo), mbit(hi)))
+                    .unwrap_or_default()
+            ))?;
+            if let Some(note) = &m.r_max_note {
+                self.line(&format!("#   {note}"))?;
+            }
+            match m.n_half_bytes {
+                Some(n) => self.line(&format!(
+                    "# n_1/2 = {n:.0} B (size reaching r_max/2, linear interpolation){}",
+                    m.n_half_note
+                        .as_deref()
+                        .map(|n| format!("; {n}"))
+                        .unwrap_or_default()
+                ))?,
+                None => self.line("# n_1/2: not reached in the measured sizes")?,
+            }
+            match m.valid_fit() {
+                Some(f) => self.line(&format!(
+                    "# fit t(n) = t0 + n/r_inf over {} sizes: t0 = {} us, r_inf = {} Mbit/s, n_1/2 = r_inf*t0 = {:.0} B, R^2 = {:.5}",
+                    f.points,
+                    us(f.t0_ns),
+                    mbit(f.r_inf_bits_per_s),
+                    f.n_half_bytes,
+                    f.r_squared
+                ))?,
+                None => self.line(&format!(
+                    "# fit t(n) = t0 + n/r_inf over {} sizes: no valid fit: {}",
+                    m.points,
+                    m.fit_reason()
+                ))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The data connections' setup time, the last point's warm-up transaction, and whether
+    /// the run is incomplete.
+    pub(super) fn run_notes(&self, r: &RunReport) -> anyhow::Result<()> {
+        let setups: Vec<u64> = r
+            .points
+            .iter()
+            .flat_map(|p| p.socket.client.iter().filter_map(|e| e.setup_ns))
+            .collect();
+        if let (Some(min), false) = (setups.iter().min(), setups.is_empty()) {
+            let mean = setups.iter().sum::<u64>() as f64 / setups.len() as f64;
+            self.line(&format!(
+                "# data connection setup, client side (connect, handshake, test cookie; not in the figures above): mean {} us, min {} us over {} connections",
+                us(mean),
+                us(*min as f64),
+                setups.len()
+            ))?;
+        }
+        if let Some(p) = r.points.last() {
+            if let Some(first) = p.latency.as_ref().and_then(|l| l.first_ns) {
+                self.line(&format!(
+                    "# first (warm-up) transaction of the last point: {} us round trip, not in the statistics",
+                    us(first as f64)
+                ))?;
+            }
+        }
+        if !r.complete {
+            self.line(&format!("# incomplete: {}", r.points_of_planned()))?;
+        }
+        Ok(())
+    }
+}
+
+/// At least four significant digits, no more decimals than that needs ("14576", "6.500").
+fn four_digits(v: f64) -> String {
+    let magnitude = if v.abs() > 0.0 {
+        v.abs().log10().floor() as i32
+    } else {
+        0
+    };
+    format!("{v:.*}", (3 - magnitude).max(0) as usize)
+}
