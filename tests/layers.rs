@@ -297,6 +297,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("sys", &[]),
     ("text", &[]),
     ("units", &[]),
+    ("test_support", &[]),
 ];
 
 /// The modules of `g` in an order where every module comes after all it imports, or the
