@@ -16,7 +16,7 @@ pub fn one_line(e: &anyhow::Error) -> String {
 }
 
 /// Prints `e` as wirebench's one error line and returns [`EXIT_FAILURE`].
-pub fn report(e: &anyhow::Error) -> i32 {
+pub fn fail(e: &anyhow::Error) -> i32 {
     eprintln!("wirebench: error: {}", one_line(e));
     EXIT_FAILURE
 }

@@ -16,7 +16,7 @@ pub mod grid;
 pub mod jacobi;
 pub mod matmul;
 pub mod peers;
-pub mod report;
+pub mod speedup;
 pub mod wiring;
 
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::group::Group;
 pub use crate::group::ROOT;
 pub use peers::Peers;
-pub use report::{AppPoint, RankFigures};
+pub use speedup::{AppPoint, RankFigures};
 
 /// Which kernel, with its own settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,7 +119,7 @@ pub fn run(group: &dyn Group, peers: &mut Peers, job: &Job) -> Result<Vec<AppPoi
             }
         }
         if group.rank() == ROOT {
-            points.push(report::point(
+            points.push(speedup::point(
                 &job.kernel,
                 n,
                 &reps,
@@ -307,8 +307,8 @@ mod tests {
         let points = on_threads(2, job(Kernel::Matmul { sizes: vec![4, 8] }))
             .swap_remove(0)
             .unwrap();
-        let mut r = report::AppReport {
-            schema: report::SCHEMA.into(),
+        let mut r = speedup::AppReport {
+            schema: speedup::SCHEMA.into(),
             kernel: "matmul".into(),
             transport: "tcp".into(),
             ranks: 2,
@@ -323,18 +323,18 @@ mod tests {
             warmup: 1,
             points,
         };
-        let fig = report::speedup_figure(&r).expect("two sizes draw");
+        let fig = speedup::speedup_figure(&r).expect("two sizes draw");
         assert!(crate::figures::plots::render_svg(&fig)
             .unwrap()
             .contains("speedup"));
-        let table = report::table(&r);
+        let table = speedup::table(&r);
         // Header, a row per size, and a check line per size: each names its own entry count.
         assert_eq!(table.lines().count(), 2 + 2 + 2, "{table}");
         assert!(table.contains("at n=4: C equals the sequential product exactly (all 16 entries)"));
         assert!(table.contains("at n=8: C equals the sequential product exactly (all 64 entries)"));
         r.points.truncate(1);
-        assert!(report::speedup_figure(&r).is_none());
-        let one = report::table(&r);
+        assert!(speedup::speedup_figure(&r).is_none());
+        let one = speedup::table(&r);
         assert!(
             one.contains("checked in every repetition: C equals"),
             "{one}"

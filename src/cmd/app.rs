@@ -12,7 +12,7 @@ use clap::Args;
 
 use super::run::parse_duration;
 use crate::app::jacobi::StopRule;
-use crate::app::report::{self, AppReport};
+use crate::app::speedup::{self, AppReport};
 use crate::app::wiring::{self, Wiring};
 use crate::app::{chunks, Job, Kernel, Peers};
 #[cfg(feature = "mpi")]
@@ -403,7 +403,7 @@ fn finish(
     points: Vec<crate::app::AppPoint>,
 ) -> Result<i32> {
     let r = AppReport {
-        schema: report::SCHEMA.into(),
+        schema: speedup::SCHEMA.into(),
         kernel: a.kernel_name().into(),
         transport: a.transport.name().into(),
         ranks,
@@ -422,7 +422,7 @@ fn finish(
     if a.json {
         println!("{json}");
     } else {
-        print!("{}", report::table(&r));
+        print!("{}", speedup::table(&r));
     }
     if !a.no_save {
         let path = crate::store::db::resolve(a.db.as_deref())?;
@@ -433,7 +433,7 @@ fn finish(
         }
     }
     if let Some(file) = &a.plot {
-        let Some(fig) = report::speedup_figure(&r) else {
+        let Some(fig) = speedup::speedup_figure(&r) else {
             bail!("--plot needs at least two sizes (--n) to draw speedup against");
         };
         let svg = crate::figures::plots::render_svg(&fig)?;

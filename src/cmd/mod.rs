@@ -4,7 +4,7 @@
 //! this one.
 
 pub mod app;
-pub mod compare;
+pub mod compare_transports;
 pub mod lab;
 #[cfg(feature = "mpi")]
 pub mod mesh;
@@ -47,7 +47,7 @@ pub enum Command {
     Run(Box<run::RunArgs>),
     /// The same ping-pong size sweep over several transports: t0, r_max and n_1/2 of each,
     /// with confidence intervals, and the overhead against the lowest layer measured.
-    CompareTransports(compare::CompareArgs),
+    CompareTransports(compare_transports::CompareArgs),
     /// A user-space TCP relay to put in the path: measures what an extra hop costs
     /// (clients point --to at it and add --one-port).
     Relay(relay::RelayArgs),
@@ -144,7 +144,7 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::Study(a) => study::run(a),
         Command::Measure(a) => study::measure(a),
         Command::Relay(a) => relay::run(a).map(|()| 0),
-        Command::CompareTransports(a) => compare::run(a),
+        Command::CompareTransports(a) => compare_transports::run(a),
         #[cfg(feature = "mpi")]
         Command::Mpi(a) => return mpi::run(*a),
         #[cfg(feature = "mpi")]

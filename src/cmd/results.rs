@@ -7,7 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::figures::series::{self, DistributionKind, IntervalKind, Run};
 use crate::figures::{html_report as report, plots, png};
-use crate::model::RunReport;
+use crate::model::RunDocument;
 use crate::output::compare_runs as compare;
 use crate::pattern::PatternKind;
 use crate::store::db::{self, Db, Filter};
@@ -269,7 +269,7 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
         }
         ResultsCommand::Show(a) if app_id(&a.id).is_some() => {
             let db = open_existing(&a.db)?;
-            print!("{}", crate::app::report::table(&load_app(&db, &a.id)?));
+            print!("{}", crate::app::speedup::table(&load_app(&db, &a.id)?));
         }
         ResultsCommand::Export(a) if app_id(&a.id).is_some() => {
             if a.csv || !a.json {
@@ -358,7 +358,7 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let (b_id, rb) = load(&db, &a.b)?;
             let c = compare::compare(&ra, &rb, a.allow_different, margin)?;
             if a.json {
-                let run = |id: i64, r: &crate::model::RunReport| {
+                let run = |id: i64, r: &crate::model::RunDocument| {
                     serde_json::json!({
                         "id": id,
                         "started_at": r.started_at,
@@ -420,7 +420,7 @@ fn open_existing(a: &DbArg) -> Result<Db> {
     Db::open_existing(&db::resolve(a.db.as_deref())?)
 }
 
-fn load(db: &Db, spec: &str) -> Result<(i64, RunReport)> {
+fn load(db: &Db, spec: &str) -> Result<(i64, RunDocument)> {
     let id = db.resolve_id(spec)?;
     Ok((id, db.load(id)?))
 }
@@ -430,7 +430,7 @@ fn app_id(spec: &str) -> Option<&str> {
     spec.strip_prefix("app:")
 }
 
-fn load_app(db: &Db, spec: &str) -> Result<crate::app::report::AppReport> {
+fn load_app(db: &Db, spec: &str) -> Result<crate::app::speedup::AppReport> {
     let raw = app_id(spec).unwrap_or(spec);
     let id: i64 = raw
         .parse()
@@ -457,12 +457,12 @@ fn app_history(db: &Db, limit: usize) -> Result<String> {
     Ok(out)
 }
 
-fn load_all(db: &Db, specs: &[String]) -> Result<Vec<(i64, RunReport)>> {
+fn load_all(db: &Db, specs: &[String]) -> Result<Vec<(i64, RunDocument)>> {
     specs.iter().map(|s| load(db, s)).collect()
 }
 
 /// The loaded reports as the figures and the HTML report take them.
-fn as_runs(loaded: &[(i64, RunReport)]) -> Vec<Run<'_>> {
+fn as_runs(loaded: &[(i64, RunDocument)]) -> Vec<Run<'_>> {
     loaded
         .iter()
         .map(|(id, r)| Run { id: *id, report: r })

@@ -12,7 +12,7 @@ use super::auth::{Nonce, Psk};
 use super::framing::{read_frame, receive, receive_by, write_frame, Received};
 use super::limits::Limits;
 use super::machine::{ClientAction, ClientMachine, ClientSetup};
-use super::protocol::{PointSpec, ServerMessage, ServerReport, TestSpec};
+use super::protocol::{PointSpec, ServerMeasurement, ServerMessage, TestSpec};
 use super::refusal::{RefusalKind, ServerRefusal};
 use super::worker::{
     join_senders, join_workers, run_worker, senders_done, stop_at, Handle, Joined, WorkerPlan,
@@ -42,7 +42,7 @@ pub struct PointOutcome {
     pub client_streams: Vec<(u32, StreamStats)>,
     pub exchanges: Vec<ExchangeStats>,
     pub crr: Option<CrrStats>,
-    pub server: ServerReport,
+    pub server: ServerMeasurement,
     pub client_socket: Vec<EffectiveOptions>,
     pub server_socket: Vec<EffectiveOptions>,
     pub client_cpu: CpuTime,
@@ -389,7 +389,7 @@ impl Session {
             client_streams: Vec::new(),
             exchanges: Vec::new(),
             crr: None,
-            server: ServerReport::default(),
+            server: ServerMeasurement::default(),
             client_socket,
             server_socket,
             client_cpu: CpuTime::default(),

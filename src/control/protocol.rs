@@ -175,7 +175,7 @@ pub enum ServerMessage {
         sent: Vec<u64>,
     },
     PointResult {
-        report: ServerReport,
+        report: ServerMeasurement,
     },
     /// The server refuses the request, or ends the test: the session is over unless the
     /// request was a point whose own fields were out of bounds.
@@ -236,7 +236,7 @@ impl ServerMessage {
 
 /// The server's side of one point.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ServerReport {
+pub struct ServerMeasurement {
     /// Per data connection, in connection order (stream pattern).
     pub streams: Vec<StreamStats>,
     /// Per data connection (exchanges) or one (crr).
@@ -312,12 +312,12 @@ mod tests {
     #[test]
     fn instruments_are_an_optional_field_of_the_point_result() {
         let plain = ServerMessage::PointResult {
-            report: ServerReport::default(),
+            report: ServerMeasurement::default(),
         };
         let text = serde_json::to_string(&plain).unwrap();
         assert!(!text.contains("instruments"), "{text}");
         assert_eq!(serde_json::from_str::<ServerMessage>(&text).unwrap(), plain);
-        let mut report = ServerReport::default();
+        let mut report = ServerMeasurement::default();
         let mut counters = crate::instruments::HostCounters::default();
         counters.kernel.insert("Udp.RcvbufErrors".into(), 300);
         report.instruments = Some(crate::instruments::HostInstruments {

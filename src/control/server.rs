@@ -17,7 +17,7 @@ use super::framing::{receive, receive_by, write_frame, Received};
 use super::limits::Limits;
 use super::machine::{ServerAction, ServerMachine, ServerSetup};
 use super::oneport::DataRoutes;
-use super::protocol::{ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec};
+use super::protocol::{ClientMessage, PointSpec, ServerMeasurement, ServerMessage, TestSpec};
 use super::rate::RateBudget;
 use super::refusal::Refusal;
 use super::worker::{
@@ -352,7 +352,7 @@ fn run_point(
     ctx: PointContext<'_>,
     footprint: Footprint,
     rate: Option<(f64, &'static str)>,
-) -> Result<ServerReport> {
+) -> Result<ServerMeasurement> {
     let PointContext {
         ctrl,
         machine,
@@ -431,7 +431,7 @@ fn run_point(
         (!test.server_cpus.is_empty()).then(|| test.server_cpus[i % test.server_cpus.len()])
     };
 
-    thread::scope(|scope| -> Result<ServerReport> {
+    thread::scope(|scope| -> Result<ServerMeasurement> {
         let mut handles = Vec::with_capacity(n as usize);
         for (i, ch) in channels.into_iter().enumerate() {
             let plan = WorkerPlan {
@@ -489,7 +489,7 @@ fn run_point(
                 *r = Some(h.join());
             }
         }
-        let mut report = ServerReport::default();
+        let mut report = ServerMeasurement::default();
         let mut first_error: Option<anyhow::Error> = control.err();
         for (i, r) in results.into_iter().enumerate() {
             match r {

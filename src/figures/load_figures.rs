@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use super::plots::{Axis, Chart, Figure, LegendAt, Line, Scale, Ticks};
 use crate::model::fairness::FairnessResult;
 use crate::model::load::{LatencyFigures, UnderLoad};
-use crate::model::{PointResult, RunReport};
+use crate::model::{PointResult, RunDocument};
 
 /// The round trips of `u` against time: one line per phase (idle, loaded); None without any.
 pub fn rtt_over_time(u: &UnderLoad, title: &str) -> Option<Figure> {
@@ -167,7 +167,7 @@ fn shown(every: u64, samples: u64) -> String {
 }
 
 /// The title of a point's figure: what was measured, under which load.
-pub fn title(r: &RunReport, p: &PointResult) -> String {
+pub fn title(r: &RunDocument, p: &PointResult) -> String {
     let load = p.load.as_ref().map(|l| l.spec.as_str()).unwrap_or("load");
     format!(
         "{} over {}, {} B: round trips idle and under {load}",
@@ -209,7 +209,7 @@ pub fn check(path: &Path, points: usize, force: bool) -> Result<()> {
 /// Writes the figure of every point measured under load to `path` (.svg or .png); several
 /// points to FILE-pN.EXT; all drawn and checked before the first is written, by the rules of
 /// [`crate::outfile`] (`force`: replace regular files). The files written.
-pub fn write(r: &RunReport, path: &Path, force: bool) -> Result<Vec<PathBuf>> {
+pub fn write(r: &RunDocument, path: &Path, force: bool) -> Result<Vec<PathBuf>> {
     let png = is_png(path)?;
     let mut figures: Vec<(usize, PathBuf, Figure)> = Vec::new();
     for p in &r.points {

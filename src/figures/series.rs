@@ -9,14 +9,14 @@ use super::plots::{
     Ticks,
 };
 use crate::model::PointKey;
-use crate::model::{PointResult, RunReport};
+use crate::model::{PointResult, RunDocument};
 use crate::transport::sockopt::CcName;
 
 /// A run with the name it has in legends.
 #[derive(Debug, Clone, Copy)]
 pub struct Run<'a> {
     pub id: i64,
-    pub report: &'a RunReport,
+    pub report: &'a RunDocument,
 }
 
 impl Run<'_> {
@@ -63,7 +63,7 @@ impl Param {
         }
     }
 
-    fn swept(self, r: &RunReport) -> bool {
+    fn swept(self, r: &RunDocument) -> bool {
         let s = &r.swept;
         match self {
             Param::Size => s.size,
@@ -130,7 +130,7 @@ struct Group<'a> {
     points: Vec<&'a PointResult>,
 }
 
-fn groups<'a>(r: &'a RunReport, x: Param) -> Vec<Group<'a>> {
+fn groups<'a>(r: &'a RunDocument, x: Param) -> Vec<Group<'a>> {
     let others: Vec<Param> = PARAMS
         .into_iter()
         .filter(|p| *p != x && p.swept(r))
@@ -516,7 +516,7 @@ pub fn signature(runs: &[Run]) -> Option<Figure> {
 
 /// The point a distribution figure shows: `index` if given, else the run's first point that
 /// has a distribution.
-pub fn point_of(r: &RunReport, index: Option<usize>) -> Option<&PointResult> {
+pub fn point_of(r: &RunDocument, index: Option<usize>) -> Option<&PointResult> {
     let has = |p: &&PointResult| {
         p.latency
             .as_ref()
@@ -529,7 +529,7 @@ pub fn point_of(r: &RunReport, index: Option<usize>) -> Option<&PointResult> {
 }
 
 /// "64 B" or "64 B, send buffer 16K": what identifies a point in a title or legend.
-pub fn describe_point(r: &RunReport, p: &PointResult) -> String {
+pub fn describe_point(r: &RunDocument, p: &PointResult) -> String {
     let mut s = format!("{} B", p.key.size);
     for param in &PARAMS[1..] {
         if param.swept(r) {
@@ -548,7 +548,7 @@ pub fn describe_point(r: &RunReport, p: &PointResult) -> String {
 
 /// A point as a figure title names it, kept short so that the title fits:
 /// "size 128K, sndbuf 64K".
-pub fn short_point(r: &RunReport, p: &PointResult) -> String {
+pub fn short_point(r: &RunDocument, p: &PointResult) -> String {
     let mut s = format!("size {}", crate::units::format_bytes(p.key.size));
     for (param, name) in [
         (Param::Sndbuf, "sndbuf"),
@@ -793,7 +793,7 @@ pub enum IntervalKind {
 }
 
 /// Points of a run that have interval reports.
-pub fn points_with_intervals(r: &RunReport) -> Vec<&PointResult> {
+pub fn points_with_intervals(r: &RunDocument) -> Vec<&PointResult> {
     r.points
         .iter()
         .filter(|p| {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use crate::model::{PointResult, RunReport};
+use crate::model::{PointResult, RunDocument};
 use crate::plan::sink::Sink;
 use crate::request::Request;
 use crate::stats::ci::parse_confidence;
@@ -51,13 +51,13 @@ pub struct CompareRequest {
 struct Quiet(std::rc::Rc<std::cell::Cell<Option<i64>>>);
 
 impl Sink for Quiet {
-    fn begin(&mut self, _: &RunReport) -> anyhow::Result<()> {
+    fn begin(&mut self, _: &RunDocument) -> anyhow::Result<()> {
         Ok(())
     }
-    fn point(&mut self, _: &RunReport, _: &PointResult) -> anyhow::Result<()> {
+    fn point(&mut self, _: &RunDocument, _: &PointResult) -> anyhow::Result<()> {
         Ok(())
     }
-    fn finish(&mut self, _: &RunReport) -> anyhow::Result<()> {
+    fn finish(&mut self, _: &RunDocument) -> anyhow::Result<()> {
         Ok(())
     }
     fn progress(&self, _: u64) -> indicatif::ProgressBar {

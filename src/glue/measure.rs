@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 
-use crate::error::{one_line, report, EXIT_FAILURE};
+use crate::error::{fail, one_line, EXIT_FAILURE};
 use crate::output::json::{JsonSink, JsonStreamSink};
 use crate::output::{csv::CsvSink, table::TableSink};
 use crate::plan::runner::{self, PointRunner};
@@ -26,10 +26,10 @@ pub fn run_with(
 ) -> i32 {
     let plan = match crate::plan::build(request) {
         Ok(p) => p,
-        Err(e) => return report(&e),
+        Err(e) => return fail(&e),
     };
     if let Err(e) = check_outputs(request, &plan) {
-        return report(&e);
+        return fail(&e);
     }
     // --load: the same points, each with background load beside it.
     let mut loaded;
@@ -45,7 +45,7 @@ pub fn run_with(
                 );
                 &mut loaded
             }
-            Err(e) => return report(&e),
+            Err(e) => return fail(&e),
         },
         None => point_runner,
     };
@@ -65,7 +65,7 @@ pub fn run_with(
     };
     let (mut sink, saved) = match crate::store::save::attach(&request.output, sink) {
         Ok(s) => s,
-        Err(e) => return report(&e),
+        Err(e) => return fail(&e),
     };
     runner::stop_on_ctrl_c(crate::store::save::recover_before_exit);
     let mut run_report = runner::new_report(&plan, request);
@@ -78,11 +78,11 @@ pub fn run_with(
     if let Err(e) = &shown {
         // A write that failed during the run fails again here: said once.
         if result.as_ref().err().map(one_line) != Some(one_line(e)) {
-            report(e);
+            fail(e);
         }
     }
     if let Err(e) = saved.outcome() {
-        report(&e);
+        fail(&e);
         if result.is_ok() {
             return EXIT_FAILURE;
         }
@@ -92,7 +92,7 @@ pub fn run_with(
     let mut unwritten = false;
     if let Some(path) = &request.plot {
         if let Err(e) = crate::figures::load_figures::write(&run_report, path, force) {
-            report(&e);
+            fail(&e);
             unwritten = true;
         }
     }
@@ -101,7 +101,7 @@ pub fn run_with(
             .context("encoding the result")
             .and_then(|s| crate::outfile::write(path, (s + "\n").as_bytes(), force));
         if let Err(e) = written {
-            report(&e);
+            fail(&e);
             unwritten = true;
         }
     }
@@ -111,7 +111,7 @@ pub fn run_with(
     match result {
         Ok(()) if shown.is_ok() => 0,
         Ok(()) => EXIT_FAILURE,
-        Err(e) => report(&e),
+        Err(e) => fail(&e),
     }
 }
 

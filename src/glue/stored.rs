@@ -3,13 +3,13 @@
 
 use anyhow::{Context, Result};
 
-use crate::model::RunReport;
+use crate::model::RunDocument;
 use crate::output::table::TableSink;
 use crate::plan::sink::Sink;
 
 /// Prints a run to stdout as `run` printed it (the client's live interval lines excepted:
 /// they were never part of the result).
-pub fn show(r: &RunReport) -> Result<()> {
+pub fn show(r: &RunDocument) -> Result<()> {
     let mut sink = TableSink::new();
     let mut so_far = r.clone();
     so_far.points.clear();
@@ -25,11 +25,11 @@ pub fn show(r: &RunReport) -> Result<()> {
     Ok(())
 }
 
-pub fn export_json(r: &RunReport) -> Result<String> {
+pub fn export_json(r: &RunDocument) -> Result<String> {
     Ok(crate::output::json::to_string(r).context("encoding the result")? + "\n")
 }
 
 /// The `run --csv` rows of run `id`.
-pub fn export_csv(r: &RunReport, id: i64) -> Result<String> {
+pub fn export_csv(r: &RunDocument, id: i64) -> Result<String> {
     crate::output::csv::to_string(r, Some(id)).context("encoding the result as CSV")
 }

@@ -125,10 +125,10 @@ fn bandwidth_cells(pair: &MeshPair, p: &PointResult) -> Vec<BandwidthCell> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::RunReport;
+    use crate::model::RunDocument;
 
     fn pingpong_points(mean_ns: f64) -> Vec<PointResult> {
-        let r: RunReport = crate::store::db::tests::report("pingpong", 2, mean_ns);
+        let r: RunDocument = crate::store::db::tests::report("pingpong", 2, mean_ns);
         r.points
     }
 

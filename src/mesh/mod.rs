@@ -35,7 +35,7 @@ use crate::env::Environment;
 use crate::error::{one_line, EXIT_FAILURE};
 use crate::group::{placement, Group, ROOT};
 use crate::model::mesh::{MeshPair, MeshPairId, MeshRank, MeshResult};
-use crate::model::RunReport;
+use crate::model::RunDocument;
 use crate::plan::runner;
 use crate::request::Request;
 
@@ -89,7 +89,7 @@ struct Measured {
     pair: MeshPairId,
     round: usize,
     /// The pair's run, or why it could not start (its namespace, its plan).
-    report: std::result::Result<RunReport, String>,
+    report: std::result::Result<RunDocument, String>,
 }
 
 fn encode<T: Serialize>(m: &T) -> Vec<u8> {
@@ -202,7 +202,7 @@ fn measure_rounds(
     g: &dyn Group,
     decision: &Decision,
     addresses: &[String],
-    measure: &mut dyn FnMut(MeshPairId, &str) -> Result<RunReport>,
+    measure: &mut dyn FnMut(MeshPairId, &str) -> Result<RunDocument>,
     serve: &mut dyn FnMut(MeshPairId),
 ) -> Result<Option<Vec<Measured>>> {
     let round_timeout = Duration::from_millis(decision.round_timeout_ms);
@@ -309,7 +309,7 @@ fn start_server(request: &Request, bind: Option<IpAddr>) -> Result<SocketAddr> {
 
 /// One pair, measured from its client rank as `wirebench run --to SERVER` measures (in the
 /// rank's namespace): the report, complete or with the error that stopped it.
-fn measure_pair(mesh: &MeshRequest, rank: usize, server: &str) -> Result<RunReport> {
+fn measure_pair(mesh: &MeshRequest, rank: usize, server: &str) -> Result<RunDocument> {
     let mut request = mesh.request.clone();
     request.server.to = Some(server.to_owned());
     // The mesh is saved once, by rank 0.
@@ -325,7 +325,7 @@ fn measure_pair(mesh: &MeshRequest, rank: usize, server: &str) -> Result<RunRepo
 }
 
 /// One pair's run of `request`, `point_runner` measuring each point, printing nothing.
-fn measure(request: &Request, point_runner: &mut dyn runner::PointRunner) -> Result<RunReport> {
+fn measure(request: &Request, point_runner: &mut dyn runner::PointRunner) -> Result<RunDocument> {
     let plan = crate::plan::build(request)?;
     let mut report = runner::new_report(&plan, request);
     let result = runner::run_with(&plan, &mut report, &mut Silent, point_runner);
@@ -339,13 +339,13 @@ fn measure(request: &Request, point_runner: &mut dyn runner::PointRunner) -> Res
 struct Silent;
 
 impl crate::plan::sink::Sink for Silent {
-    fn begin(&mut self, _: &RunReport) -> Result<()> {
+    fn begin(&mut self, _: &RunDocument) -> Result<()> {
         Ok(())
     }
-    fn point(&mut self, _: &RunReport, _: &crate::model::PointResult) -> Result<()> {
+    fn point(&mut self, _: &RunDocument, _: &crate::model::PointResult) -> Result<()> {
         Ok(())
     }
-    fn finish(&mut self, _: &RunReport) -> Result<()> {
+    fn finish(&mut self, _: &RunDocument) -> Result<()> {
         Ok(())
     }
     fn progress(&self, _: u64) -> indicatif::ProgressBar {
@@ -356,12 +356,12 @@ impl crate::plan::sink::Sink for Silent {
 /// Rank 0: the mesh as one run document: `base` (the request's run, without points) with
 /// every pair and the matrices.
 fn assemble(
-    base: RunReport,
+    base: RunDocument,
     rounds: &[Vec<MeshPairId>],
     serial: bool,
     ranks: Vec<RankInfo>,
     mut measured: Vec<Measured>,
-) -> RunReport {
+) -> RunDocument {
     // In the order of the rounds, and within a round in the schedule's order.
     measured.sort_by_key(|m| {
         let at = rounds
@@ -456,7 +456,7 @@ mod tests {
     use crate::group::ThreadGroup;
 
     /// A pair's stand-in result: one ping-pong point whose mean RTT names the pair.
-    fn fake(client: usize, server: usize) -> RunReport {
+    fn fake(client: usize, server: usize) -> RunDocument {
         crate::store::db::tests::report("pingpong", 1, 1000.0 * (10 * client + server + 1) as f64)
     }
 

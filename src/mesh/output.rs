@@ -11,12 +11,12 @@ use crate::error::{one_line, EXIT_FAILURE};
 use crate::figures::mesh_figures::heatmaps;
 use crate::figures::plots::{self, Figure};
 use crate::model::mesh::{cell_of, in_pair_order, MeshResult};
-use crate::model::RunReport;
+use crate::model::RunDocument;
 use crate::request::Format;
 
 /// Prints, writes and saves the mesh's document; the exit code: a failure when a pair failed
 /// or any of the outputs could not be written.
-pub fn finish(mesh: &MeshRequest, report: RunReport) -> i32 {
+pub fn finish(mesh: &MeshRequest, report: RunDocument) -> i32 {
     let mut failures: Vec<anyhow::Error> = Vec::new();
     let out = &mesh.request.output;
     let shown = match out.format {
@@ -105,7 +105,7 @@ fn grid(out: &mut String, n: usize, value: &dyn Fn(usize, usize) -> Option<(f64,
 
 /// The matrices as text: a grid of each headline figure (rows: client or sending rank), then
 /// every cell's figures with units and sample counts, then each pair's sweep metrics.
-pub fn render_text(report: &RunReport) -> String {
+pub fn render_text(report: &RunDocument) -> String {
     let mut out = String::new();
     let Some(mesh) = &report.mesh else {
         return out;
@@ -321,7 +321,7 @@ mod tests {
     use super::*;
     use crate::model::mesh::{MeshPair, MeshRank};
 
-    fn two_rank_mesh() -> RunReport {
+    fn two_rank_mesh() -> RunDocument {
         let mut doc = crate::store::db::tests::report("pingpong", 1, 4000.0);
         let mut bad = doc.points.clone();
         bad[0].latency.as_mut().unwrap().validity =

@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::MeshRequest;
 use crate::model::mesh::MeshPairId;
-use crate::model::RunReport;
+use crate::model::RunDocument;
 use crate::plan::RunPlan;
 
 /// Whether the mesh's pairs measure over MPI.
@@ -27,7 +27,7 @@ mod with_mpi {
 
     use crate::mesh::MeshRequest;
     use crate::model::mesh::MeshPairId;
-    use crate::model::RunReport;
+    use crate::model::RunDocument;
     use crate::plan::mpi::{self, MpiPair, MpiRunner};
     use crate::plan::RunPlan;
     use crate::transport::mpi::{library, Rank, DEFAULT_WINDOW};
@@ -43,7 +43,7 @@ mod with_mpi {
 
     /// The pair's client rank: the pair measured as `wirebench mpi` measures (a stream with
     /// `wirebench mpi`'s default window).
-    pub fn measure(mesh: &MeshRequest, pair: MeshPairId) -> Result<RunReport> {
+    pub fn measure(mesh: &MeshRequest, pair: MeshPairId) -> Result<RunDocument> {
         let pair = pair_of(pair)?;
         let mut request = mesh.request.clone();
         request.output.save = false;
@@ -63,13 +63,13 @@ mod with_mpi {
 
     use crate::mesh::MeshRequest;
     use crate::model::mesh::MeshPairId;
-    use crate::model::RunReport;
+    use crate::model::RunDocument;
     use crate::plan::RunPlan;
 
     pub fn check(_: &RunPlan) -> Result<()> {
         bail!("{}", crate::transport::NO_MPI)
     }
-    pub fn measure(_: &MeshRequest, _: MeshPairId) -> Result<RunReport> {
+    pub fn measure(_: &MeshRequest, _: MeshPairId) -> Result<RunDocument> {
         bail!("{}", crate::transport::NO_MPI)
     }
     pub fn serve(_: MeshPairId) -> Result<()> {
@@ -94,7 +94,7 @@ pub fn check(mesh: &MeshRequest, plan: &RunPlan) -> Result<()> {
 }
 
 /// The client rank of `pair` measures it.
-pub fn measure(mesh: &MeshRequest, pair: MeshPairId) -> Result<RunReport> {
+pub fn measure(mesh: &MeshRequest, pair: MeshPairId) -> Result<RunDocument> {
     with_mpi::measure(mesh, pair)
 }
 

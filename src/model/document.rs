@@ -22,7 +22,7 @@ pub const SCHEMA: &str = "wirebench.run";
 pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct RunReport {
+pub struct RunDocument {
     pub schema: String,
     pub schema_version: u32,
     pub wirebench_version: String,
@@ -66,7 +66,7 @@ pub struct RunReport {
     pub mesh: Option<super::mesh::MeshResult>,
 }
 
-impl RunReport {
+impl RunDocument {
     /// "3 of 7 planned points measured": what an incomplete run holds, with the planned
     /// total when the document records it.
     pub fn points_of_planned(&self) -> String {
@@ -708,7 +708,7 @@ fn one() -> u32 {
 /// sweep).
 pub const ANOMALY_THRESHOLD: f64 = 0.5;
 
-/// A point whose headline is a peak or a dip along one swept axis (see [`RunReport::anomalies`]).
+/// A point whose headline is a peak or a dip along one swept axis (see [`RunDocument::anomalies`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Anomaly {
     /// The swept axis: "size", "sndbuf", "rcvbuf", "server_sndbuf" or "server_rcvbuf".
@@ -755,6 +755,6 @@ pub fn point_validity(p: &PointResult) -> Validity {
 
 /// The document's JSON text, as `--json`, `--output`, the results database and `export` all
 /// write it: one encoder, so what is stored is what was printed.
-pub fn to_json(report: &RunReport) -> serde_json::Result<String> {
+pub fn to_json(report: &RunDocument) -> serde_json::Result<String> {
     serde_json::to_string_pretty(report)
 }

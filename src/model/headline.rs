@@ -3,7 +3,7 @@
 //! `stats::validity`) are left out of them, and said to be; a run with no valid figure
 //! shows its figures marked with the reason.
 
-use crate::model::{PointResult, RunReport};
+use crate::model::{PointResult, RunDocument};
 use crate::stats::Validity;
 use crate::units::{mbit, us};
 
@@ -37,7 +37,7 @@ struct Candidate<'a> {
     valid: Validity,
 }
 
-fn candidates(r: &RunReport) -> Vec<Candidate<'_>> {
+fn candidates(r: &RunDocument) -> Vec<Candidate<'_>> {
     r.points
         .iter()
         .filter(|p| p.latency.is_some() || p.stream.is_some())
@@ -61,7 +61,7 @@ fn stream_total(p: &PointResult) -> Option<f64> {
     Some(s.totals.iter().map(|t| t.receiver_bits_per_s).sum())
 }
 
-pub fn headline(r: &RunReport) -> RunHeadline {
+pub fn headline(r: &RunDocument) -> RunHeadline {
     let all = candidates(r);
     let valid: Vec<&PointResult> = all
         .iter()

@@ -3,14 +3,14 @@
 //! schema is committed as `schema/wirebench.run.schema.json`, and a test fails when the types
 //! and the file disagree, so a change of the document is a visible change of that file.
 
-use crate::model::RunReport;
+use crate::model::RunDocument;
 
 /// Where the committed schema lives, from the crate's root.
 pub const PATH: &str = "schema/wirebench.run.schema.json";
 
 /// The schema of the run document, as pretty JSON with a final line end.
 pub fn run_document() -> String {
-    let schema = schemars::schema_for!(RunReport);
+    let schema = schemars::schema_for!(RunDocument);
     serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"
 }
 

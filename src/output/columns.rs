@@ -4,7 +4,7 @@
 //! the CSV read every figure through the same function and can not disagree on which number
 //! it is.
 
-use crate::model::{DirectionTotal, PointResult, RunReport, StreamPair};
+use crate::model::{DirectionTotal, PointResult, RunDocument, StreamPair};
 use crate::stats::validity::Validity;
 use crate::units::{mbit, us};
 
@@ -79,7 +79,7 @@ impl From<String> for Cell {
 /// What a row is about: a point of a run, or one stream of a stream point.
 #[derive(Clone, Copy)]
 pub struct Row<'a> {
-    pub report: &'a RunReport,
+    pub report: &'a RunDocument,
     /// The run's id in the results database it was saved in, if it was.
     pub run_id: Option<i64>,
     pub point: &'a PointResult,
@@ -91,7 +91,7 @@ pub struct Row<'a> {
 
 impl<'a> Row<'a> {
     /// A point's row.
-    pub fn point(report: &'a RunReport, run_id: Option<i64>, point: &'a PointResult) -> Self {
+    pub fn point(report: &'a RunDocument, run_id: Option<i64>, point: &'a PointResult) -> Self {
         Row {
             report,
             run_id,
@@ -103,7 +103,7 @@ impl<'a> Row<'a> {
 
     /// The point's row, then, when it has more than one stream, a row for each stream.
     pub fn all_of(
-        report: &'a RunReport,
+        report: &'a RunDocument,
         run_id: Option<i64>,
         point: &'a PointResult,
     ) -> Vec<Row<'a>> {

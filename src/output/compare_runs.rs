@@ -7,7 +7,7 @@
 use anyhow::{bail, Result};
 
 use crate::figures::series::describe_point;
-use crate::model::{PointResult, RunReport};
+use crate::model::{PointResult, RunDocument};
 use crate::stats::between_runs::{self, Judgement, NoTest};
 use crate::stats::validity::{self, Validity};
 
@@ -249,7 +249,7 @@ fn leaves(
 /// What a run was measured with, as dotted paths: the transport, every setting of the run but
 /// how its statistics were gathered, the one-port path and middlebox, and the lab link. Hosts,
 /// addresses and times are left out: they are what a comparison is usually for.
-fn measured_with(r: &RunReport) -> std::collections::BTreeMap<String, serde_json::Value> {
+fn measured_with(r: &RunDocument) -> std::collections::BTreeMap<String, serde_json::Value> {
     let mut settings = serde_json::to_value(&r.settings).unwrap_or_default();
     if let Some(map) = settings.as_object_mut() {
         map.retain(|k, _| !STATISTICAL.contains(&k.as_str()));
@@ -269,7 +269,7 @@ fn measured_with(r: &RunReport) -> std::collections::BTreeMap<String, serde_json
 }
 
 /// The settings in which two runs differ, as "name: A -> B" (see [`measured_with`]).
-pub fn setting_differences(a: &RunReport, b: &RunReport) -> Vec<String> {
+pub fn setting_differences(a: &RunDocument, b: &RunDocument) -> Vec<String> {
     let (ma, mb) = (measured_with(a), measured_with(b));
     let null = serde_json::Value::Null;
     let mut names: Vec<&String> = ma.keys().chain(mb.keys()).collect();
@@ -288,8 +288,8 @@ pub fn setting_differences(a: &RunReport, b: &RunReport) -> Vec<String> {
 /// `--nodelay`, one without) are refused unless `allow_different`: their difference is the
 /// setting's, and calling it better or worse would judge a change that was not made.
 pub fn compare(
-    a: &RunReport,
-    b: &RunReport,
+    a: &RunDocument,
+    b: &RunDocument,
     allow_different: bool,
     margin_percent: f64,
 ) -> Result<Comparison> {
@@ -440,7 +440,7 @@ fn fmt_p(p: f64) -> String {
 }
 
 /// The comparison as a table with a summary line.
-pub fn format(c: &Comparison, a_id: i64, b_id: i64, a: &RunReport, b: &RunReport) -> String {
+pub fn format(c: &Comparison, a_id: i64, b_id: i64, a: &RunDocument, b: &RunDocument) -> String {
     let mut out = format!(
         "# compare run {a_id} (A, baseline: {} over {}, {}) with run {b_id} (B: {} over {}, {})\n",
         a.pattern, a.transport, a.started_at, b.pattern, b.transport, b.started_at
@@ -572,7 +572,7 @@ mod tests {
     use crate::store::db::tests::report;
 
     /// `r` as if measured `factors.len()` times, each run's headline the point's times a factor.
-    fn repeated(mut r: RunReport, factors: &[f64]) -> RunReport {
+    fn repeated(mut r: RunDocument, factors: &[f64]) -> RunDocument {
         for p in &mut r.points {
             let v = p.headline.values[0];
             p.runs = factors.len() as u32;

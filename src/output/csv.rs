@@ -5,7 +5,7 @@
 
 use super::columns::{self, Row};
 use super::Output;
-use crate::model::{PointResult, RunReport};
+use crate::model::{PointResult, RunDocument};
 use crate::plan::sink::Sink;
 
 /// Rows, each written and flushed as its point completes.
@@ -29,7 +29,7 @@ impl Default for CsvSink {
 
 /// The header and the rows of every point of `report`, as one CSV text (`export --csv`);
 /// `run_id` is its id in the results database.
-pub fn to_string(report: &RunReport, run_id: Option<i64>) -> anyhow::Result<String> {
+pub fn to_string(report: &RunDocument, run_id: Option<i64>) -> anyhow::Result<String> {
     let mut text = encode(header())?;
     for p in &report.points {
         text.extend(rows(report, run_id, p)?);
@@ -43,7 +43,7 @@ pub fn header() -> Vec<&'static str> {
 }
 
 /// A point's row and, when it has several streams, each stream's, as CSV text.
-fn rows(report: &RunReport, run_id: Option<i64>, point: &PointResult) -> anyhow::Result<Vec<u8>> {
+fn rows(report: &RunDocument, run_id: Option<i64>, point: &PointResult) -> anyhow::Result<Vec<u8>> {
     let mut text = Vec::new();
     for r in Row::all_of(report, run_id, point) {
         text.extend(encode(columns::CSV.iter().map(|c| (c.get)(&r).csv()))?);
@@ -63,16 +63,16 @@ where
 }
 
 impl Sink for CsvSink {
-    fn begin(&mut self, _: &RunReport) -> anyhow::Result<()> {
+    fn begin(&mut self, _: &RunDocument) -> anyhow::Result<()> {
         self.out.write_all(&encode(header())?)
     }
-    fn point(&mut self, report: &RunReport, p: &PointResult) -> anyhow::Result<()> {
+    fn point(&mut self, report: &RunDocument, p: &PointResult) -> anyhow::Result<()> {
         self.out.write_all(&rows(report, self.run_id, p)?)
     }
     fn saved_as(&mut self, id: i64) {
         self.run_id = Some(id);
     }
-    fn finish(&mut self, _: &RunReport) -> anyhow::Result<()> {
+    fn finish(&mut self, _: &RunDocument) -> anyhow::Result<()> {
         Ok(())
     }
 }

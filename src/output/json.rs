@@ -6,7 +6,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use super::Output;
-use crate::model::{PointResult, RunReport};
+use crate::model::{PointResult, RunDocument};
 use crate::pattern::stream::IntervalEvent;
 use crate::plan::sink::{IntervalPrinter, Sink};
 
@@ -28,13 +28,13 @@ impl Default for JsonSink {
 }
 
 impl Sink for JsonSink {
-    fn begin(&mut self, _: &RunReport) -> anyhow::Result<()> {
+    fn begin(&mut self, _: &RunDocument) -> anyhow::Result<()> {
         Ok(())
     }
-    fn point(&mut self, _: &RunReport, _: &PointResult) -> anyhow::Result<()> {
+    fn point(&mut self, _: &RunDocument, _: &PointResult) -> anyhow::Result<()> {
         Ok(())
     }
-    fn finish(&mut self, report: &RunReport) -> anyhow::Result<()> {
+    fn finish(&mut self, report: &RunDocument) -> anyhow::Result<()> {
         let text = to_string(report).context("encoding the result as JSON")?;
         self.out.line(&text)
     }
@@ -65,7 +65,7 @@ enum Line<'a> {
     Begin {
         schema: &'static str,
         schema_version: u32,
-        run: &'a RunReport,
+        run: &'a RunDocument,
     },
     Interval {
         stream: u32,
@@ -77,7 +77,7 @@ enum Line<'a> {
     },
     /// The whole document, as --json prints it.
     End {
-        run: &'a RunReport,
+        run: &'a RunDocument,
     },
 }
 
@@ -88,7 +88,7 @@ fn emit(out: &Output, line: &Line<'_>) -> anyhow::Result<()> {
 }
 
 impl Sink for JsonStreamSink {
-    fn begin(&mut self, report: &RunReport) -> anyhow::Result<()> {
+    fn begin(&mut self, report: &RunDocument) -> anyhow::Result<()> {
         emit(
             &self.out,
             &Line::Begin {
@@ -99,11 +99,11 @@ impl Sink for JsonStreamSink {
             },
         )
     }
-    fn point(&mut self, _: &RunReport, point: &PointResult) -> anyhow::Result<()> {
+    fn point(&mut self, _: &RunDocument, point: &PointResult) -> anyhow::Result<()> {
         // The point carries its own index in the sweep.
         emit(&self.out, &Line::Point { point })
     }
-    fn finish(&mut self, report: &RunReport) -> anyhow::Result<()> {
+    fn finish(&mut self, report: &RunDocument) -> anyhow::Result<()> {
         emit(&self.out, &Line::End { run: report })
     }
     fn wants_intervals(&self) -> bool {
@@ -126,7 +126,7 @@ impl Sink for JsonStreamSink {
 
 /// Pretty JSON. serde_json refuses NaN and infinities by writing null, and the model keeps
 /// unknowns as null, so the document always parses.
-pub fn to_string(report: &RunReport) -> serde_json::Result<String> {
+pub fn to_string(report: &RunDocument) -> serde_json::Result<String> {
     crate::model::to_json(report)
 }
 
@@ -148,7 +148,7 @@ mod tests {
             p.headline.values = vec![x];
         }
         for text in [to_string(&r).unwrap(), serde_json::to_string(&r).unwrap()] {
-            let back: RunReport = serde_json::from_str(&text).unwrap();
+            let back: RunDocument = serde_json::from_str(&text).unwrap();
             for (p, &x) in back.points.iter().zip(&awkward) {
                 let l = p.latency.as_ref().unwrap();
                 for y in [

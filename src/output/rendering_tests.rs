@@ -5,7 +5,7 @@ use super::csv::CsvSink;
 use super::handle::Capture;
 use super::json::{JsonSink, JsonStreamSink};
 use super::table::TableSink;
-use crate::model::{DirectionTotal, RunReport, StreamPair, StreamResult};
+use crate::model::{DirectionTotal, RunDocument, StreamPair, StreamResult};
 use crate::pattern::stream::StreamStats;
 use crate::plan::sink::Sink;
 use crate::stats::sweep::{derive, SweepPoint};
@@ -13,7 +13,7 @@ use crate::store::db::tests::report;
 
 /// Feeds `r` through `sink` as the runner does: begin with no points, then each point, then
 /// the whole run.
-fn render(sink: &mut dyn Sink, r: &RunReport) {
+fn render(sink: &mut dyn Sink, r: &RunDocument) {
     let mut so_far = r.clone();
     so_far.points.clear();
     sink.begin(&so_far).unwrap();
@@ -26,7 +26,7 @@ fn render(sink: &mut dyn Sink, r: &RunReport) {
 
 /// A ping-pong sweep of three sizes, each slower than the one before, with its derived
 /// metrics.
-fn pingpong_sweep() -> RunReport {
+fn pingpong_sweep() -> RunDocument {
     let mut r = report("pingpong", 3, 20_000.0);
     for i in 0..3 {
         r.points[i] = report("pingpong", 3, 20_000.0 + 3000.0 * i as f64).points[i].clone();
@@ -69,7 +69,7 @@ fn side(bytes: u64, io_path: &str) -> StreamStats {
 }
 
 /// A TCP stream of two streams (`-P 2`), 1 and 2 MB each in one second.
-fn stream_p2() -> RunReport {
+fn stream_p2() -> RunDocument {
     let mut r = report("stream", 1, 1.0);
     r.settings.streams = 2;
     let p = &mut r.points[0];
@@ -115,7 +115,7 @@ fn stream_p2() -> RunReport {
 }
 
 /// A UDP stream both ways with two streams each (`--bidir -P 2`), datagrams lost in one.
-fn udp_bidir_p2() -> RunReport {
+fn udp_bidir_p2() -> RunDocument {
     let mut r = stream_p2();
     r.transport = crate::transport::TransportKind::Udp;
     r.settings.direction = crate::pattern::Direction::Bidir;
@@ -157,7 +157,7 @@ fn udp_bidir_p2() -> RunReport {
     r
 }
 
-fn table(r: &RunReport) -> String {
+fn table(r: &RunDocument) -> String {
     let c = Capture::default();
     render(&mut TableSink::to(c.output()), r);
     c.text()
@@ -245,7 +245,7 @@ const RR_THINK_TABLE: &str = r#"# wirebench 0.1.0 rr over tcp, server 192.0.2.7:
 /// `r` as version 1 of the document held it: seconds where version 2 has nanoseconds, bytes
 /// per second where it has bits per second (the sweep metrics). Written here by name, apart
 /// from `report::upgrade`, so that the one checks the other.
-fn as_version_1(r: &RunReport) -> serde_json::Value {
+fn as_version_1(r: &RunDocument) -> serde_json::Value {
     const SECONDS: [&str; 14] = [
         "duration",
         "interval",
@@ -412,7 +412,7 @@ fn json_is_the_whole_document_once() {
     let c = Capture::default();
     render(&mut JsonSink::new(c.output()), &r);
     assert_eq!(c.text(), super::json::to_string(&r).unwrap() + "\n");
-    let back: RunReport = serde_json::from_str(&c.text()).unwrap();
+    let back: RunDocument = serde_json::from_str(&c.text()).unwrap();
     assert_eq!(back, r);
 }
 

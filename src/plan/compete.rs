@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use super::runner::{PointRunner, RunOutcome};
 use super::{PlannedPoint, RunPlan};
 use crate::control::client::{ClientSide, PointOutcome, Session};
-use crate::model::RunReport;
+use crate::model::RunDocument;
 use crate::pattern::stream::{IntervalEvent, StreamStats};
 use crate::pattern::{Direction, PatternKind, Role};
 use crate::request::Request;
@@ -92,7 +92,7 @@ impl<'a> CompetingRunner<'a> {
 }
 
 impl PointRunner for CompetingRunner<'_> {
-    fn open(&mut self, plan: &RunPlan, report: &mut RunReport) -> Result<()> {
+    fn open(&mut self, plan: &RunPlan, report: &mut RunDocument) -> Result<()> {
         self.inner.open(plan, report)?;
         let server: SocketAddr = report
             .server

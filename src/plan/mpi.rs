@@ -37,11 +37,11 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::control::client::{ClientSide, PointOutcome};
-use crate::control::protocol::{PointSpec, ServerReport, TestSpec};
+use crate::control::protocol::{PointSpec, ServerMeasurement, TestSpec};
 use crate::control::worker::{run_worker, WorkerPlan, WorkerResult};
 use crate::env::Environment;
 use crate::error::one_line;
-use crate::model::RunReport;
+use crate::model::RunDocument;
 use crate::pattern::stream::{EndSignal, IntervalEvent};
 use crate::pattern::{self, CpuTime, DataChannel, Role, Side};
 use crate::plan::runner::{PointRunner, RunOutcome};
@@ -127,7 +127,7 @@ enum Answer {
 /// Rank 1's side of one run of a point.
 #[derive(Debug, Serialize, Deserialize)]
 struct RankReport {
-    report: ServerReport,
+    report: ServerMeasurement,
     socket: Vec<EffectiveOptions>,
 }
 
@@ -199,7 +199,7 @@ fn recv(pair: MpiPair, from: Rank, timeout: Duration) -> std::io::Result<Vec<u8>
 }
 
 impl PointRunner for MpiRunner {
-    fn open(&mut self, plan: &RunPlan, report: &mut RunReport) -> Result<()> {
+    fn open(&mut self, plan: &RunPlan, report: &mut RunDocument) -> Result<()> {
         let test = &plan.test;
         let server = self.pair.server;
         check(test)?;
@@ -419,7 +419,7 @@ fn serve_point(
         },
     )
     .context("data connection 1")?;
-    let mut report = ServerReport::default();
+    let mut report = ServerMeasurement::default();
     match result {
         WorkerResult::Stream(mut s) => {
             s.io_path = io_path;

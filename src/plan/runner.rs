@@ -13,7 +13,7 @@ use crate::control::admission::AccessConfig;
 use crate::control::auth::Psk;
 use crate::control::client::{resolve, ClientSide, PointOutcome, Session};
 use crate::control::server::{Server, ServerConfig, DEFAULT_PORT};
-use crate::model::{RunReport, ServerInfo, Settings, SweepGroup, SCHEMA, SCHEMA_VERSION};
+use crate::model::{RunDocument, ServerInfo, Settings, SweepGroup, SCHEMA, SCHEMA_VERSION};
 use crate::pattern::stream::IntervalEvent;
 use crate::pattern::PatternKind;
 use crate::plan::point_result::{headline_value, summarize};
@@ -47,10 +47,10 @@ pub fn stop_on_ctrl_c(before_exit: fn()) {
 /// Minimum runs before --until-ci may stop (netperf's -i default minimum is 3 too).
 const UNTIL_CI_MIN_RUNS: u32 = 3;
 
-pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
+pub fn new_report(plan: &RunPlan, request: &Request) -> RunDocument {
     let args = request;
     let t = &plan.test;
-    RunReport {
+    RunDocument {
         schema: SCHEMA.into(),
         schema_version: SCHEMA_VERSION,
         wirebench_version: env!("CARGO_PKG_VERSION").into(),
@@ -120,7 +120,7 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunReport {
 /// other rank of an MPI job). The runner around it (repeats, summaries, output) is the same.
 pub trait PointRunner {
     /// Before the first point: reaches the other side and fills in the report's server part.
-    fn open(&mut self, plan: &RunPlan, report: &mut RunReport) -> Result<()>;
+    fn open(&mut self, plan: &RunPlan, report: &mut RunDocument) -> Result<()>;
     /// One run of one point, with what was measured beside it. `live` receives this side's
     /// interval reports as they happen.
     fn run_point(
@@ -180,7 +180,7 @@ impl<'a> ControlRunner<'a> {
 }
 
 impl PointRunner for ControlRunner<'_> {
-    fn open(&mut self, plan: &RunPlan, report: &mut RunReport) -> Result<()> {
+    fn open(&mut self, plan: &RunPlan, report: &mut RunDocument) -> Result<()> {
         let args = self.args;
         let psk = Psk::load(args.server.psk_file.as_deref())?.map(Arc::new);
         let addr = match &args.server.to {
@@ -262,7 +262,7 @@ impl PointRunner for ControlRunner<'_> {
 /// before it.
 pub fn run_with(
     plan: &RunPlan,
-    report: &mut RunReport,
+    report: &mut RunDocument,
     sink: &mut dyn Sink,
     runner: &mut dyn PointRunner,
 ) -> Result<()> {
@@ -273,7 +273,7 @@ pub fn run_with(
 
 fn run_points(
     plan: &RunPlan,
-    report: &mut RunReport,
+    report: &mut RunDocument,
     sink: &mut dyn Sink,
     runner: &mut dyn PointRunner,
 ) -> Result<()> {
@@ -444,7 +444,7 @@ fn add_theoretical_goodput(
 /// What the physics guard knows of this run besides a point's own figures.
 fn guard_facts<'a>(
     plan: &RunPlan,
-    report: &'a RunReport,
+    report: &'a RunDocument,
     same_host: bool,
 ) -> super::guard::Facts<'a> {
     super::guard::Facts {
@@ -501,7 +501,7 @@ type SweepGroupKey = (
 /// t0, r_max, n_1/2 and the Hockney fit for each group of points that differ only in size.
 /// The points that stand out from both neighbours along each swept axis, among points that
 /// share every other parameter; only valid headlines are compared.
-fn anomalies(plan: &RunPlan, report: &RunReport) -> Vec<crate::model::Anomaly> {
+fn anomalies(plan: &RunPlan, report: &RunDocument) -> Vec<crate::model::Anomaly> {
     use crate::plan::PointKey;
     use crate::transport::sockopt::CcName;
     type Axis = (&'static str, bool, fn(&PointKey) -> u64);
@@ -570,7 +570,7 @@ fn anomalies(plan: &RunPlan, report: &RunReport) -> Vec<crate::model::Anomaly> {
     out
 }
 
-fn sweep_metrics(plan: &RunPlan, report: &RunReport) -> Vec<SweepGroup> {
+fn sweep_metrics(plan: &RunPlan, report: &RunDocument) -> Vec<SweepGroup> {
     if plan.test.pattern != PatternKind::Pingpong || !plan.swept.size {
         return Vec::new();
     }

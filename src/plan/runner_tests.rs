@@ -11,8 +11,8 @@ use anyhow::{bail, Result};
 use super::runner::{new_report, run_with, PointRunner, RunOutcome};
 use super::{build, PlannedPoint, RunPlan};
 use crate::control::client::{ClientSide, PointOutcome};
-use crate::control::protocol::ServerReport;
-use crate::model::{PointResult, RunReport};
+use crate::control::protocol::ServerMeasurement;
+use crate::model::{PointResult, RunDocument};
 use crate::pattern::exchange::ExchangeStats;
 use crate::pattern::stream::IntervalEvent;
 use crate::pattern::{CpuTime, PatternKind};
@@ -49,7 +49,7 @@ impl Scripted {
 }
 
 impl PointRunner for Scripted {
-    fn open(&mut self, _: &RunPlan, report: &mut RunReport) -> Result<()> {
+    fn open(&mut self, _: &RunPlan, report: &mut RunDocument) -> Result<()> {
         self.opened += 1;
         report.lab = self.lab.clone();
         Ok(())
@@ -97,7 +97,7 @@ impl PointRunner for Scripted {
                 series: Vec::new(),
             }],
             crr: None,
-            server: ServerReport::default(),
+            server: ServerMeasurement::default(),
             client_socket: Vec::new(),
             server_socket: Vec::new(),
             client_cpu: CpuTime::default(),
@@ -119,7 +119,7 @@ struct Traced<'a> {
 }
 
 impl PointRunner for Traced<'_> {
-    fn open(&mut self, plan: &RunPlan, report: &mut RunReport) -> Result<()> {
+    fn open(&mut self, plan: &RunPlan, report: &mut RunDocument) -> Result<()> {
         self.inner.open(plan, report)
     }
 
@@ -156,17 +156,17 @@ struct Recorded {
 struct RecordingSink(Rc<RefCell<Recorded>>);
 
 impl Sink for RecordingSink {
-    fn begin(&mut self, r: &RunReport) -> Result<()> {
+    fn begin(&mut self, r: &RunDocument) -> Result<()> {
         let n = r.planned_points.unwrap_or(0);
         self.0.borrow_mut().events.push(format!("begin {n}"));
         Ok(())
     }
-    fn point(&mut self, _: &RunReport, p: &PointResult) -> Result<()> {
+    fn point(&mut self, _: &RunDocument, p: &PointResult) -> Result<()> {
         let e = format!("point {} size {}", p.index, p.key.size);
         self.0.borrow_mut().events.push(e);
         Ok(())
     }
-    fn finish(&mut self, _: &RunReport) -> Result<()> {
+    fn finish(&mut self, _: &RunDocument) -> Result<()> {
         self.0.borrow_mut().events.push("finish".into());
         Ok(())
     }
@@ -179,7 +179,10 @@ fn pingpong(sizes: &[u64]) -> Request {
     r
 }
 
-fn run(request: &Request, runner: &mut Scripted) -> (RunReport, Result<()>, Rc<RefCell<Recorded>>) {
+fn run(
+    request: &Request,
+    runner: &mut Scripted,
+) -> (RunDocument, Result<()>, Rc<RefCell<Recorded>>) {
     let plan = build(request).unwrap();
     let mut report = new_report(&plan, request);
     let recorded = Rc::new(RefCell::new(Recorded::default()));
@@ -322,17 +325,17 @@ struct FailingSink {
 }
 
 impl Sink for FailingSink {
-    fn begin(&mut self, _: &RunReport) -> Result<()> {
+    fn begin(&mut self, _: &RunDocument) -> Result<()> {
         Ok(())
     }
-    fn point(&mut self, _: &RunReport, _: &PointResult) -> Result<()> {
+    fn point(&mut self, _: &RunDocument, _: &PointResult) -> Result<()> {
         self.points += 1;
         if self.points == self.fail_at {
             anyhow::bail!("writing the output: No space left on device");
         }
         Ok(())
     }
-    fn finish(&mut self, _: &RunReport) -> Result<()> {
+    fn finish(&mut self, _: &RunDocument) -> Result<()> {
         Ok(())
     }
 }

@@ -5,7 +5,7 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::model::{PointResult, RunReport};
+use crate::model::{PointResult, RunDocument};
 use crate::pattern::stream::IntervalEvent;
 
 /// Prints interval reports from the thread that receives them.
@@ -15,11 +15,11 @@ pub type IntervalPrinter = Box<dyn FnMut(&IntervalEvent) -> anyhow::Result<()> +
 /// failure (a full disk, a closed file); a closed stdout is not one (see [`Output`]).
 pub trait Sink {
     /// Once the session is open and the server's environment is known.
-    fn begin(&mut self, report: &RunReport) -> anyhow::Result<()>;
+    fn begin(&mut self, report: &RunDocument) -> anyhow::Result<()>;
     /// After each point.
-    fn point(&mut self, report: &RunReport, point: &PointResult) -> anyhow::Result<()>;
+    fn point(&mut self, report: &RunDocument, point: &PointResult) -> anyhow::Result<()>;
     /// At the end, complete or not.
-    fn finish(&mut self, report: &RunReport) -> anyhow::Result<()>;
+    fn finish(&mut self, report: &RunDocument) -> anyhow::Result<()>;
     /// Before `begin`, when the run is saved: its id in the results database, for outputs
     /// that name the run.
     fn saved_as(&mut self, _id: i64) {}

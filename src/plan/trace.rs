@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 
 use super::RunPlan;
 use crate::control::client::{PointOutcome, Session};
-use crate::model::RunReport;
+use crate::model::RunDocument;
 use crate::pattern::Direction;
 use crate::request::Request;
 use crate::trace::capture::{self, Capture, PortFilter};
@@ -57,7 +57,7 @@ impl Tracer {
         t: &TraceRequest,
         plan: &RunPlan,
         args: &Request,
-        report: &RunReport,
+        report: &RunDocument,
         session: &Session,
     ) -> Result<Tracer> {
         let Some((data_port, exclude_port)) = session.data_ports() else {

@@ -58,7 +58,7 @@ pub const MIN_FIT_SIZES: usize = 3;
 ///
 /// `valid` is null only in documents written before wirebench judged figures; reading such a
 /// document fills it in from the counts it always stored (see
-/// [`crate::model::RunReport::fill_validity`]), and leaves it null only where the
+/// [`crate::model::RunDocument::fill_validity`]), and leaves it null only where the
 /// counts are not there (earlier runs of a repeated point).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Validity {

@@ -10,7 +10,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::migrations::{HEADLINE_NOTE, LATEST, MIGRATIONS};
 use crate::model::headline;
-use crate::model::{RunReport, SCHEMA, SCHEMA_VERSION};
+use crate::model::{RunDocument, SCHEMA, SCHEMA_VERSION};
 
 /// How long a writer waits for another wirebench process holding the database.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -69,7 +69,7 @@ pub struct RunRow {
     pub client_host: Option<String>,
     pub points: i64,
     /// The points an incomplete run set out to measure, when its document says (see
-    /// [`RunReport::planned_points`]); None for complete runs.
+    /// [`RunDocument::planned_points`]); None for complete runs.
     pub planned_points: Option<i64>,
     pub complete: bool,
     pub source: String,
@@ -200,7 +200,7 @@ impl Db {
     }
 
     /// Saves a new run and returns its id.
-    pub fn insert(&self, report: &RunReport, source: Source) -> Result<i64> {
+    pub fn insert(&self, report: &RunDocument, source: Source) -> Result<i64> {
         let json = serde_json::to_string(report).context("encoding the result")?;
         self.insert_row(RunColumns::of(report), &json, source)
     }
@@ -208,7 +208,7 @@ impl Db {
     /// [`Db::insert`] of a report no longer needed: it is freed once its columns and its JSON
     /// are taken, before SQLite copies the JSON, so that an import of a large document holds
     /// two of the three (report, JSON, SQLite's copy) at a time, never all three.
-    pub fn insert_owned(&self, report: RunReport, source: Source) -> Result<i64> {
+    pub fn insert_owned(&self, report: RunDocument, source: Source) -> Result<i64> {
         let json = serde_json::to_string(&report).context("encoding the result")?;
         let columns = RunColumns::of(&report);
         drop(report);
@@ -291,7 +291,7 @@ impl Db {
     }
 
     /// Replaces a run's document (a run in progress, after each point and at the end).
-    pub fn update(&self, id: i64, report: &RunReport) -> Result<()> {
+    pub fn update(&self, id: i64, report: &RunDocument) -> Result<()> {
         let json = serde_json::to_string(report).context("encoding the result")?;
         let h = headline::headline(report);
         let n = self.conn.execute(
@@ -328,7 +328,7 @@ impl Db {
     }
 
     /// The stored result document of a run.
-    pub fn load(&self, id: i64) -> Result<RunReport> {
+    pub fn load(&self, id: i64) -> Result<RunDocument> {
         let json: Option<String> = self
             .conn
             .query_row("SELECT report_json FROM runs WHERE id = ?1", [id], |r| {
@@ -510,7 +510,7 @@ struct RunColumns {
 }
 
 impl RunColumns {
-    fn of(r: &RunReport) -> RunColumns {
+    fn of(r: &RunDocument) -> RunColumns {
         RunColumns {
             started_at: r.started_at.clone(),
             finished_at: r.finished_at.clone(),
@@ -525,7 +525,7 @@ impl RunColumns {
     }
 }
 
-pub fn parse_report(json: &str) -> Result<RunReport> {
+pub fn parse_report(json: &str) -> Result<RunDocument> {
     // A document that names a field twice is refused: a reader takes one of the two, and
     // which one differs between tools (serde's maps kept the last silently).
     no_duplicate_keys(json)?;
@@ -548,7 +548,7 @@ pub fn parse_report(json: &str) -> Result<RunReport> {
         );
     }
     let version = head.schema_version.as_ref().and_then(|v| v.as_u64());
-    let mut report: RunReport = match version {
+    let mut report: RunDocument = match version {
         // Version 1 documents are upgraded as a tree; they come from the first releases.
         Some(1) => {
             let value: serde_json::Value =
@@ -643,9 +643,9 @@ pub(crate) mod tests {
 
     /// A small, valid result document with `points` one-byte-apart ping-pong points, its
     /// figures judged as reading it does.
-    pub(crate) fn report(pattern: &str, points: usize, mean_ns: f64) -> RunReport {
+    pub(crate) fn report(pattern: &str, points: usize, mean_ns: f64) -> RunDocument {
         let v1 = report_json(pattern, points, mean_ns);
-        let mut r: RunReport = serde_json::from_value(crate::model::upgrade::v1_to_v2(v1))
+        let mut r: RunDocument = serde_json::from_value(crate::model::upgrade::v1_to_v2(v1))
             .expect("the test document matches the model");
         r.fill_validity();
         r

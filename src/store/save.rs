@@ -16,7 +16,7 @@ use indicatif::ProgressBar;
 
 use super::db::{self, Db, Source};
 use super::recovery;
-use crate::model::{PointResult, RunReport};
+use crate::model::{PointResult, RunDocument};
 use crate::plan::sink::{IntervalPrinter, Sink};
 use crate::request::Output;
 
@@ -36,7 +36,7 @@ impl SaveStatus {
 
 /// A run the database does not hold as it stands: its latest document, and why.
 struct Unsaved {
-    report: RunReport,
+    report: RunDocument,
     db: PathBuf,
     /// The last write's error, one line.
     reason: String,
@@ -124,7 +124,7 @@ impl SavingSink {
     /// Writes the run as it stands. Each write holds the whole document, so one that succeeds
     /// makes up for any that failed before it; one that fails keeps the document for the
     /// recovery file.
-    fn store(&mut self, report: RunReport) {
+    fn store(&mut self, report: RunDocument) {
         let written = match self.id {
             Some(id) => self.db.update(id, &report),
             None => self.db.insert(&report, Source::Run).map(|id| {
@@ -229,7 +229,7 @@ fn recover(u: &Unsaved) -> (String, String) {
 
 /// For a run saved whole once it is over (a mesh): when the database at `db` could not take
 /// `report` (`reason`), writes its recovery file and says where on stderr.
-pub fn recover_document(report: &RunReport, db: &std::path::Path, reason: &str) {
+pub fn recover_document(report: &RunDocument, db: &std::path::Path, reason: &str) {
     let u = Unsaved {
         report: report.clone(),
         db: db.to_owned(),
@@ -250,7 +250,7 @@ impl Drop for SavingSink {
 /// The run is saved whether or not its output could be written: a failed write is returned
 /// after the saving, so what was measured is kept.
 impl Sink for SavingSink {
-    fn begin(&mut self, report: &RunReport) -> Result<()> {
+    fn begin(&mut self, report: &RunDocument) -> Result<()> {
         self.began = true;
         // Saved first, so the output can name the run by its id.
         self.store(report.clone());
@@ -260,7 +260,7 @@ impl Sink for SavingSink {
         self.inner.begin(report)
     }
 
-    fn point(&mut self, report: &RunReport, point: &PointResult) -> Result<()> {
+    fn point(&mut self, report: &RunDocument, point: &PointResult) -> Result<()> {
         // The runner adds the point to the report after showing it. Kept before it is shown:
         // a second Ctrl-C right after the point appears (while a failing database write was
         // still under way) once wrote a recovery file without it.
@@ -270,7 +270,7 @@ impl Sink for SavingSink {
         self.inner.point(report, point)
     }
 
-    fn finish(&mut self, report: &RunReport) -> Result<()> {
+    fn finish(&mut self, report: &RunDocument) -> Result<()> {
         let shown = self.inner.finish(report);
         // A run whose session never opened measured nothing and is not kept.
         if !self.began {
@@ -368,7 +368,7 @@ mod tests {
     }
 
     /// The recovery files in `dir`, parsed as `wirebench import` reads them.
-    fn recovered(dir: &std::path::Path) -> Vec<RunReport> {
+    fn recovered(dir: &std::path::Path) -> Vec<RunDocument> {
         let mut files: Vec<_> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -390,9 +390,9 @@ mod tests {
     /// run as complete.
     fn measure(
         sink: &mut SavingSink,
-        full: &RunReport,
+        full: &RunDocument,
         mut between: impl FnMut(&SavingSink, usize),
-    ) -> RunReport {
+    ) -> RunDocument {
         let mut r = full.clone();
         r.points.clear();
         r.complete = false;

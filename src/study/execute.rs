@@ -20,7 +20,7 @@ use super::store::{self, Kind, Status, StudyRun};
 use super::summary;
 use crate::lab::config::LinkSpec;
 use crate::lab::Lab;
-use crate::model::RunReport;
+use crate::model::RunDocument;
 use crate::request::{Format, Request};
 use crate::store::db::{self, Db, Source};
 use crate::units::Rate;
@@ -181,7 +181,7 @@ fn remove_stale_labs() {
 }
 
 /// One run of `request` in a child process (on host a of `lab` if given), ended at `timeout`.
-fn measure(request: &Request, lab: Option<&LabRun>, timeout: Duration) -> Result<RunReport> {
+fn measure(request: &Request, lab: Option<&LabRun>, timeout: Duration) -> Result<RunDocument> {
     // This very binary, even if its file was replaced or removed while the study runs (a
     // rebuild): the kernel keeps the running image reachable through /proc/self/exe.
     let exe = PathBuf::from("/proc/self/exe");
@@ -314,7 +314,7 @@ impl Study<'_> {
         &mut self,
         request: &Request,
         timeout: Duration,
-    ) -> (Result<(i64, RunReport)>, u32) {
+    ) -> (Result<(i64, RunDocument)>, u32) {
         let attempts = match self.file.on_timeout {
             OnFailure::Retry => 1 + self.file.retries,
             OnFailure::Skip => 1,
@@ -557,7 +557,7 @@ fn time_left(secs: f64) -> String {
 
 /// What a run at `asked` bit/s delivered: messages received of messages sent (datagram
 /// streams), and how far the sender fell short of the rate.
-pub fn delivery(r: &RunReport, asked: f64) -> Option<Delivery> {
+pub fn delivery(r: &RunDocument, asked: f64) -> Option<Delivery> {
     let s = r.points.first()?.stream.as_ref()?;
     let sent_bits: f64 = s.totals.iter().map(|t| t.sender_bits_per_s).sum();
     let (sent, received) = s.totals.iter().fold((0, 0), |(a, b), t| match &t.loss {

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::apply::{value_label, value_number};
 use super::file::StudyFile;
 use super::store::{Kind, Status, StudyRun};
-use crate::model::RunReport;
+use crate::model::RunDocument;
 use crate::pattern::PatternKind;
 use crate::stats::ci::MeanCi;
 
@@ -44,7 +44,7 @@ impl RunFigure {
 }
 
 /// The figures a study compares, from a run of one point: the headline first.
-pub fn run_figures(r: &RunReport) -> Vec<RunFigure> {
+pub fn run_figures(r: &RunDocument) -> Vec<RunFigure> {
     let Some(p) = r.points.first() else {
         return Vec::new();
     };
@@ -201,7 +201,7 @@ pub struct PointSummary {
 }
 
 /// Every counter delta of the runs, summed, by side.
-fn counters(reports: &[RunReport]) -> Vec<(String, i64)> {
+fn counters(reports: &[RunDocument]) -> Vec<(String, i64)> {
     let mut sum: std::collections::BTreeMap<String, i64> = Default::default();
     for r in reports {
         let Some(c) = r.points.first().and_then(|p| p.counters.as_ref()) else {
@@ -229,7 +229,7 @@ fn counters(reports: &[RunReport]) -> Vec<(String, i64)> {
 }
 
 /// "link 31, receiver socket 300 of 331 lost; TCP: 12 segments retransmitted, 1 RTO".
-fn loss_where(reports: &[RunReport]) -> Option<String> {
+fn loss_where(reports: &[RunDocument]) -> Option<String> {
     use crate::instruments::attribution::Place;
     let places = [
         Place::SenderSocket,
@@ -300,7 +300,7 @@ pub fn points(
     coords: &[Vec<usize>],
     rows: &[StudyRun],
     confidence: f64,
-    mut load: impl FnMut(i64) -> Option<RunReport>,
+    mut load: impl FnMut(i64) -> Option<RunDocument>,
 ) -> Vec<PointSummary> {
     coords
         .iter()
@@ -321,7 +321,8 @@ pub fn points(
             } else {
                 searches.iter().filter_map(|r| r.run_id).collect()
             };
-            let reports: Vec<RunReport> = measured_ids.iter().filter_map(|&id| load(id)).collect();
+            let reports: Vec<RunDocument> =
+                measured_ids.iter().filter_map(|&id| load(id)).collect();
             let docs: Vec<Vec<RunFigure>> = reports.iter().map(run_figures).collect();
             let search = (!searches.is_empty()).then(|| {
                 let best: Vec<Option<f64>> = searches.iter().map(|r| r.rate_bits_per_s).collect();

@@ -14,7 +14,7 @@ use super::{Outbox, PointRoles};
 use crate::control::auth::{Nonce, Psk, NEEDS_KEY, PSK_ENV};
 use crate::control::limits::Limits;
 use crate::control::protocol::{
-    ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
+    ClientMessage, PointSpec, ServerMeasurement, ServerMessage, TestSpec, MAGIC, PROTOCOL_VERSION,
 };
 use crate::control::refusal::{RefusalKind, ServerRefusal};
 use crate::env::Environment;
@@ -70,7 +70,7 @@ pub enum ClientAction {
         sent: Vec<u64>,
     },
     /// The server's side of the point.
-    PointDone(Box<ServerReport>),
+    PointDone(Box<ServerMeasurement>),
     /// The session ends on this error.
     Close {
         reason: String,

@@ -16,7 +16,7 @@ use crate::control::auth::{Nonce, Psk, AUTH_FAILED, NEEDS_KEY};
 use crate::control::budget::Footprint;
 use crate::control::limits::Limits;
 use crate::control::protocol::{
-    ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
+    ClientMessage, PointSpec, ServerMeasurement, ServerMessage, TestSpec, MAGIC, PROTOCOL_VERSION,
 };
 use crate::control::refusal::Refusal;
 use crate::env::Environment;
@@ -672,7 +672,7 @@ impl ServerMachine {
     }
 
     /// The workers are joined and this is the server's side of the point.
-    pub fn point_finished(&mut self, now: Instant, report: ServerReport) {
+    pub fn point_finished(&mut self, now: Instant, report: ServerMeasurement) {
         if !matches!(self.state, State::Ending) {
             return self.misuse("point_finished");
         }

@@ -9,7 +9,7 @@ use crate::control::auth::{Nonce, Psk, AUTH_FAILED, NEEDS_KEY};
 use crate::control::framing::{receive, write_frame, Received};
 use crate::control::limits::Limits;
 use crate::control::protocol::{
-    ClientMessage, PointSpec, ServerMessage, ServerReport, TestSpec, MAGIC, PROTOCOL_VERSION,
+    ClientMessage, PointSpec, ServerMeasurement, ServerMessage, TestSpec, MAGIC, PROTOCOL_VERSION,
 };
 use crate::control::refusal::{Refusal, RefusalKind, ServerRefusal};
 use crate::env::Environment;
@@ -201,7 +201,7 @@ impl Pair {
     }
 
     /// Ends a running point: the server's report goes to the client.
-    fn finish(&mut self, report: ServerReport) -> ServerReport {
+    fn finish(&mut self, report: ServerMeasurement) -> ServerMeasurement {
         self.c.workers_finished(self.now);
         self.run();
         assert!(matches!(self.server.pop(), Some(ServerAction::EndData)));
@@ -336,12 +336,12 @@ fn a_whole_session_of_several_points_runs_between_the_machines() {
             }
             other => panic!("{other:?}"),
         }
-        let report = ServerReport {
+        let report = ServerMeasurement {
             cpu: crate::pattern::CpuTime {
                 user_ns: i as u64,
                 system_ns: 0,
             },
-            ..ServerReport::default()
+            ..ServerMeasurement::default()
         };
         assert_eq!(p.finish(report.clone()), report);
     }
@@ -365,7 +365,10 @@ fn a_reverse_point_ends_after_the_servers_send_done() {
         Some(ClientAction::PeerSendersDone { sent }) => assert_eq!(sent, vec![42]),
         other => panic!("{other:?}"),
     }
-    assert_eq!(p.finish(ServerReport::default()), ServerReport::default());
+    assert_eq!(
+        p.finish(ServerMeasurement::default()),
+        ServerMeasurement::default()
+    );
 }
 
 #[test]
@@ -387,7 +390,7 @@ fn in_a_bidirectional_point_the_clients_early_send_done_waits_for_the_servers_se
         Some(ClientAction::PeerSendersDone { sent }) => assert_eq!(sent, vec![6]),
         other => panic!("{other:?}"),
     }
-    p.finish(ServerReport::default());
+    p.finish(ServerMeasurement::default());
 }
 
 #[test]
@@ -1148,7 +1151,7 @@ fn a_driver_calling_out_of_turn_ends_the_session_instead_of_panicking() {
     let reason = client_closed(&mut c).unwrap();
     assert!(reason.contains("start_point out of turn"), "{reason}");
     let mut s = server_at(t, Limits::default(), None);
-    s.point_finished(t, ServerReport::default());
+    s.point_finished(t, ServerMeasurement::default());
     let reason = server_closed(&mut s).unwrap();
     assert_eq!(reason.kind, RefusalKind::Internal);
     assert!(

@@ -1,7 +1,7 @@
 //! A ping-pong or request/response point's row, or the line that says none completed.
 
 use super::{columns_line, Rows, TableSink};
-use crate::model::{PointResult, RunReport};
+use crate::model::{PointResult, RunDocument};
 use crate::output::columns::{self, Row, TableColumn};
 use crate::pattern::PatternKind;
 
@@ -37,7 +37,7 @@ impl TableSink {
     /// exchange, a line that says "no completed WHAT" at its `size`.
     pub(super) fn exchange_row(
         &self,
-        r: &RunReport,
+        r: &RunDocument,
         p: &PointResult,
         bufs: &str,
         size: u64,

@@ -1,13 +1,13 @@
 //! The run's header: what was run, where and how, and the column header under its notes.
 
 use super::{columns_line, TableSink};
-use crate::model::RunReport;
+use crate::model::RunDocument;
 use crate::pattern::PatternKind;
 
 impl TableSink {
     /// The lines that say what was run and where: version, pattern and transport, the hosts
     /// and the lab, and the settings that shape every figure.
-    pub(super) fn run_lines(&self, r: &RunReport) -> anyhow::Result<()> {
+    pub(super) fn run_lines(&self, r: &RunDocument) -> anyhow::Result<()> {
         let server = r.server.address.clone().unwrap_or_default();
         self.line(&format!(
             "# wirebench {} {} over {}, server {}{}",
@@ -106,7 +106,7 @@ impl TableSink {
     }
 
     /// The notes on what the pattern's columns count, then the column header.
-    pub(super) fn column_header(&self, r: &RunReport) -> anyhow::Result<()> {
+    pub(super) fn column_header(&self, r: &RunDocument) -> anyhow::Result<()> {
         let bufs = self.buffer_headers();
         match r.pattern {
             PatternKind::Pingpong => {

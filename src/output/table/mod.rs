@@ -15,7 +15,7 @@ mod summary;
 
 use super::columns::TableColumn;
 use super::Output;
-use crate::model::{PointResult, RunReport};
+use crate::model::{PointResult, RunDocument};
 use crate::pattern::stream::IntervalEvent;
 use crate::pattern::PatternKind;
 use crate::plan::sink::{IntervalPrinter, Sink};
@@ -170,7 +170,7 @@ impl TableSink {
 }
 
 impl Sink for TableSink {
-    fn begin(&mut self, r: &RunReport) -> anyhow::Result<()> {
+    fn begin(&mut self, r: &RunDocument) -> anyhow::Result<()> {
         self.pattern = Some(r.pattern);
         self.swept = r.swept;
         // Loss, jitter and reordering columns for every transport that may lose messages.
@@ -183,7 +183,7 @@ impl Sink for TableSink {
         self.column_header(r)
     }
 
-    fn point(&mut self, r: &RunReport, p: &PointResult) -> anyhow::Result<()> {
+    fn point(&mut self, r: &RunDocument, p: &PointResult) -> anyhow::Result<()> {
         let bufs = self.buffer_columns(p);
         let rows = match self.pattern {
             Some(PatternKind::Pingpong) => {
@@ -202,7 +202,7 @@ impl Sink for TableSink {
         }
     }
 
-    fn finish(&mut self, r: &RunReport) -> anyhow::Result<()> {
+    fn finish(&mut self, r: &RunDocument) -> anyhow::Result<()> {
         self.anomalies(r)?;
         self.sweep_metrics(r)?;
         self.run_notes(r)

@@ -2,7 +2,7 @@
 
 use super::intervals::sum_interval_lines;
 use super::{columns_line, marked, Rows, TableSink};
-use crate::model::{DirectionTotal, PointResult, RunReport, StreamResult};
+use crate::model::{DirectionTotal, PointResult, RunDocument, StreamResult};
 use crate::output::columns::{self, Row, TableColumn};
 use crate::pattern::RcvLowat;
 use crate::stats::Validity;
@@ -32,7 +32,7 @@ impl TableSink {
     /// A stream point's rows; nothing without a stream result.
     pub(super) fn stream_rows(
         &self,
-        r: &RunReport,
+        r: &RunDocument,
         p: &PointResult,
         bufs: &str,
     ) -> anyhow::Result<Rows> {
@@ -65,7 +65,7 @@ impl TableSink {
 
     /// The i/o paths the streams used, with what was asked for and not used; said only when
     /// they are not plain writes and reads.
-    fn io_line(&self, r: &RunReport, s: &StreamResult) -> anyhow::Result<()> {
+    fn io_line(&self, r: &RunDocument, s: &StreamResult) -> anyhow::Result<()> {
         let Some(st) = s.streams.first() else {
             return Ok(());
         };
@@ -122,7 +122,7 @@ impl TableSink {
     /// its intervals, the senders' notes, the link's frames and the lab's goodput.
     fn total_rows(
         &self,
-        r: &RunReport,
+        r: &RunDocument,
         p: &PointResult,
         s: &StreamResult,
         t: &DirectionTotal,
@@ -204,7 +204,7 @@ fn span_line(t: &DirectionTotal) -> Option<String> {
 
 /// " less its 2% loss per frame (...)" when the lab's direction loses frames: the goodput
 /// then counts only messages whose every frame arrives (for TCP, an upper bound).
-fn goodput_loss_note(r: &RunReport, direction: &str) -> String {
+fn goodput_loss_note(r: &RunDocument, direction: &str) -> String {
     let Some(lab) = &r.lab else {
         return String::new();
     };

@@ -1,12 +1,12 @@
 //! The run's summary at the end: anomalies, each sweep group's metrics, and the run's notes.
 
 use super::TableSink;
-use crate::model::RunReport;
+use crate::model::RunDocument;
 use crate::units::{mbit, us};
 
 impl TableSink {
     /// A line per point flagged as an anomaly along the sweep.
-    pub(super) fn anomalies(&self, r: &RunReport) -> anyhow::Result<()> {
+    pub(super) fn anomalies(&self, r: &RunDocument) -> anyhow::Result<()> {
         for a in &r.anomalies {
             let Some(p) = r.points.get(a.point) else {
                 continue;
@@ -42,7 +42,7 @@ impl TableSink {
     }
 
     /// Each sweep group's t0, r_max, n_1/2 and fit, with what was left out of them.
-    pub(super) fn sweep_metrics(&self, r: &RunReport) -> anyhow::Result<()> {
+    pub(super) fn sweep_metrics(&self, r: &RunDocument) -> anyhow::Result<()> {
         for g in &r.sweep_metrics {
             let m = &g.metrics;
             if self.swept.sndbuf
@@ -121,7 +121,7 @@ impl TableSink {
 
     /// The data connections' setup time, the last point's warm-up transaction, and whether
     /// the run is incomplete.
-    pub(super) fn run_notes(&self, r: &RunReport) -> anyhow::Result<()> {
+    pub(super) fn run_notes(&self, r: &RunDocument) -> anyhow::Result<()> {
         let setups: Vec<u64> = r
             .points
             .iter()

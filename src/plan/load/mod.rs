@@ -25,7 +25,7 @@ use crate::control::client::{ClientSide, PointOutcome, Session};
 use crate::model::load::{
     LatencyFigures, LoadInterval, LoadResult, RttSeries, UnderLoad, RPM_STATISTIC,
 };
-use crate::model::RunReport;
+use crate::model::RunDocument;
 use crate::pattern::stream::{IntervalEvent, Pace};
 use crate::pattern::{PatternKind, Role};
 use crate::request::{LoadRequest, Request};
@@ -160,7 +160,7 @@ fn chunk_length(spec: LoadSpec, measured: Option<Duration>) -> Duration {
 }
 
 impl PointRunner for LoadedRunner<'_> {
-    fn open(&mut self, plan: &RunPlan, report: &mut RunReport) -> Result<()> {
+    fn open(&mut self, plan: &RunPlan, report: &mut RunDocument) -> Result<()> {
         self.inner.open(plan, report)?;
         let server: SocketAddr = report
             .server
