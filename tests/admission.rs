@@ -307,8 +307,8 @@ fn one_client_holds_at_most_its_share() {
     drop(b);
 }
 
-/// Issue 26, item 7: 64 sessions from 8 addresses (hello, open, then nothing) fill
-/// --max-sessions within the per-client share, and every other client was "busy" for the
+/// 64 sessions from 8 addresses (hello, open, then nothing) once filled
+/// --max-sessions within the per-client share, and every other client was then "busy" for the
 /// minute of the idle timeout. Now a full server gives the slot of the session that has waited
 /// longest for its client (2 s or more) to the newcomer, and that session is told why.
 #[test]
@@ -407,8 +407,8 @@ fn denied_clients_are_refused_at_accept_with_the_reason() {
     );
 }
 
-/// Issue 26 item 1: on a dual-stack listener an IPv4 client arrives as ::ffff:a.b.c.d, and a
-/// rule written that way named it but never matched it.
+/// On a dual-stack listener an IPv4 client arrives as ::ffff:a.b.c.d, and a
+/// rule written that way once named it but never matched it.
 #[test]
 fn rules_written_as_mapped_ipv6_match_ipv4_clients_of_a_dual_stack_listener() {
     let server = Server::start_on("::", &["--deny", "::ffff:127.0.0.1"]);

@@ -1,4 +1,4 @@
-//! The server's budgets and the stopping of tests (issue 13, defects 1, 2, 5 and 6): whatever a
+//! The server's budgets and the stopping of tests: whatever a
 //! client asks, `wirebench serve` refuses what would exhaust it with a readable error, ends
 //! every point within its duration limit, stops its senders when the client leaves, and keeps
 //! serving the next client. Every bound here is generous: these tests assert outcomes and

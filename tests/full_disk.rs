@@ -1,4 +1,4 @@
-//! Nothing measured is lost when the results database cannot take a run (issue 26, item 4):
+//! Nothing measured is lost when the results database cannot take a run:
 //! `wirebench run` against a database on a small, full tmpfs (in a private mount namespace,
 //! so nothing outside the test sees it) still prints every point, fails, and leaves the whole
 //! run in a recovery file that `wirebench import` brings into a database. Needs root for
@@ -22,7 +22,7 @@ use nix::unistd::Pid;
 use serde_json::Value;
 use wirebench::store::db::{Db, Filter};
 
-/// The issue's sweep: 7 sizes, 1 to 64 bytes.
+/// The sweep that lost a run on a full disk: 7 sizes, 1 to 64 bytes.
 const SIZES: [u64; 7] = [1, 2, 4, 8, 16, 32, 64];
 
 /// Room left on the full filesystem for the database to grow: its first row and point fit,
@@ -194,7 +194,7 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// The issue's case: the database takes the run's first point(s), then the disk is full.
+/// The case that lost data: the database takes the run's first point(s), then the disk is full.
 #[test]
 fn a_disk_that_fills_mid_sweep_loses_no_measured_point() {
     if !require(&[Need::Root, Need::PrivateMount]) {

@@ -68,7 +68,7 @@ fn pingpong_over_a_delayed_link_reports_the_delay() {
     let one_way = u(&v["points"][0]["latency"]["rtt"]["median_ns"]) as f64 / 2.0;
     // The delay line never releases a frame early, so one-way >= d. Above d + baseline, the
     // only addition is how late the delay line's timer wakes after a 10 ms sleep: under
-    // 0.3 ms even on a busy 2-CPU VM; 1 ms of margin.
+    // 0.3 ms even on a busy two-CPU virtual machine; 1 ms of margin.
     assert!(one_way >= d, "one-way {one_way} ns below the delay");
     assert!(
         one_way <= d + base_one_way + 1e6,

@@ -170,7 +170,7 @@ fn two_competing_flows_are_what_the_link_carried() {
     );
 }
 
-/// Issue 25's competing flows (`--rate 50mbit --delay 2ms`, `--compete tcp:reno`), timed on one
+/// The competing flows that once added up to more than the link (`--rate 50mbit --delay 2ms`, `--compete tcp:reno`), timed on one
 /// clock: the report has the span every flow was timed in, its intervals lie within it, and
 /// the bytes the flows received in it add up to no more than the delay line forwarded (the
 /// lab's own counter). Nothing here is a rate a loaded host could break.

@@ -113,9 +113,9 @@ fn pingpong_over_mpi_tcp_agrees_with_tcp() {
     // Both cross the kernel's TCP loopback once each way with a tiny segment. MPI adds its
     // own header and event loop but polls, where wirebench's blocking socket sleeps and is
     // woken; on a quiet machine the two are within a factor of 2 either way (measured on
-    // this 2-CPU VM: MPI 5.0-5.7 us fastest and 5.2-6.3 us median; TCP 6.4-7.2 us fastest
+    // a small two-CPU virtual machine: MPI 5.0-5.7 us fastest and 5.2-6.3 us median; TCP 6.4-7.2 us fastest
     // and 6.4-7.9 us median, but 34 us median at times, when waking a sleeping process
-    // costs the VM more). The fastest round trips are compared: they are each stack's floor
+    // costs that machine more). The fastest round trips are compared: they are each stack's floor
     // on the path, which neither a loaded machine nor a slow wake-up moves. The bound leaves
     // room for a different CI machine and still catches a unit or a timing mistake (1000x).
     let ratio = mpi.min / tcp.min;
@@ -306,7 +306,7 @@ fn lab_mpi_json(lab: &Lab, args: &[&str]) -> Value {
     m
 }
 
-/// The test proper: MPI over TCP between two lab hosts (network namespaces joined by
+/// The test proper: MPI over TCP between two lab hosts (network namespaces joined by
 /// a 1 Gbit/s link with 1 ms each way) against TCP over the same link.
 #[test]
 fn pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp() {

@@ -15,7 +15,7 @@
 //! prints it; default: [`CI_SEED`]), WIREBENCH_ORACLE_SCENARIOS (how many; default [`CI_SCENARIOS`]),
 //! WIREBENCH_ORACLE_ONLY (run only scenario I of the seed: each scenario is drawn from the
 //! seed and its index alone), WIREBENCH_ORACLE_COMMAND (check this one command instead,
-//! `[wirebench lab run] LINK -- TEST`, e.g. a reproduction from an issue), WIREBENCH_ORACLE_SUMMARY (where to write the JSON summary;
+//! `[wirebench lab run] LINK -- TEST`, e.g. a reproduction from bench/reproductions), WIREBENCH_ORACLE_SUMMARY (where to write the JSON summary;
 //! default target/tmp/oracle-summary.json), WIREBENCH_ORACLE_KEEP (a directory to keep each
 //! run's document and stderr in). It prints one line
 //! `oracle: seed=.. scenarios=.. figures=.. violations=.. flagged=..` that bench/oracle reads.
@@ -895,7 +895,7 @@ fn mbit(x: f64) -> String {
 /// reading thread relative to the frame's arrival (tens of microseconds on a quiet host) and
 /// the link's own pacing rounds each frame's wire time to its nanosecond clock; 2% of a
 /// 300 ms phase is 6 ms, far more than either, and far less than the errors the oracle is for
-/// (the issue's 9% to 30%).
+/// (9% to 30%, seen under load).
 const RATE_TOL: f64 = 0.02;
 
 /// The bytes a receiver may legitimately count at its phase's start that crossed the wire
@@ -928,7 +928,7 @@ fn rate_bound(s: &Scenario, size: u64, phase_s: f64, streams: u64) -> f64 {
 const WAKEUP_S: f64 = 0.025;
 
 /// Below this R^2 a straight line explains less than half of the times' variance: a fit
-/// marked valid with it is not a model of the sweep (the issue's 0.48 and 0.0004).
+/// marked valid with it is not a model of the sweep (0.48 and 0.0004, printed under load).
 const R2_FLOOR: f64 = 0.5;
 
 /// Hockney's r_inf is fitted from the means of noisy times; it may exceed the asymptotic

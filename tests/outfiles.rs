@@ -1,4 +1,4 @@
-//! Files wirebench writes for the user (issue 26, item 5): a symbolic link at the path is
+//! Files wirebench writes for the user: a symbolic link at the path is
 //! refused in one line and its target left alone, even with --force; a file that exists is
 //! refused without --force and replaced with it; a new path is written as before. Through
 //! the real binary, on loopback, into temporary directories.

@@ -1,4 +1,4 @@
-//! Issue 13's defects 3, 5 (one-port queue), 7, 8 and 9: the server sends a test's traffic to
+//! The server sends a test's traffic to
 //! no address the client has not shown it owns; silent connections to a data port do not
 //! make a test fail; the relay is bounded; the client counts a sweep before building it,
 //! imports no unbounded file and prints no peer's or file's escape sequence.
@@ -368,7 +368,7 @@ fn the_relay_caps_connections_and_closes_idle_ones() {
     }
 }
 
-/// Issue 26, item 2: 400 connections that sent nothing pinned the relay. The server hung up
+/// 400 connections that sent nothing once pinned the relay. The server hung up
 /// on each at its 5 s hello deadline, but the relay only passed that end on and waited for the
 /// client's: it held 513 threads until its idle timeout two minutes later, and closed every
 /// new client on accept meanwhile. Now a pair ends when either side closes, one source holds

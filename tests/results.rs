@@ -215,7 +215,7 @@ fn an_interrupted_run_keeps_the_points_it_finished() {
         .unwrap();
     assert!(!rows[0].complete && rows[0].points >= 2 && rows[0].points < 10);
     // Killed, the run never said how far it got: what it saved says so, with the planned
-    // total (issue 26: "3 of the planned points measured" left the total to guess).
+    // total (it once said "3 of the planned points measured" and left the total to guess).
     let n = rows[0].points;
     assert_eq!(rows[0].planned_points, Some(10));
     let shown = ok(&["show", "last", "--db", &db]);

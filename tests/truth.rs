@@ -351,7 +351,7 @@ fn udp_paced_below_the_link_arrives_at_its_pace_and_above_it_at_the_goodput() {
     );
 }
 
-/// The physics guard (issue 25): a figure the physics rules out is marked invalid with the
+/// The physics guard: a figure the physics rules out is marked invalid with the
 /// reason, and a true one is never called impossible. Every assertion is one the physics or
 /// the counts force, whatever the host's load: no rate or time is compared with a bound.
 #[test]
@@ -493,7 +493,7 @@ fn a_raw_receiver_never_reads_more_than_the_link_carried_in_its_phase() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // The issue's reproduction: 1000-byte raw messages pushed at a 130 Mbit/s link, up to
+    // A reproduction from the truth-under-stress work (bench/RESULTS.md): 1000-byte raw messages pushed at a 130 Mbit/s link, up to
     // 4 MiB of frames waiting in the receiver's packet socket. Timed at its reads, the
     // receiver read 136.6 Mbit/s, 109% of the goodput; timed at the kernel's arrival stamps
     // it cannot exceed what the wire carried between its first and last stamp.
@@ -541,7 +541,7 @@ fn a_tcp_warm_up_stall_splits_neither_side_s_phase() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // The issue's reproduction: an 8 KiB window, smaller than one 9000-byte segment, stalled
+    // A reproduction from the truth-under-stress work (bench/RESULTS.md): an 8 KiB window, smaller than one 9000-byte segment, stalled
     // the warm-up bytes in flight for 400 ms; the sender's clock ran through the stall, the
     // receiver's started after it, and the same bytes read 11.05 Mbit/s sent and 64.96
     // received. Both phases now begin after the warm-up is delivered. (A document keeps the

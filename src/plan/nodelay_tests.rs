@@ -85,7 +85,7 @@ fn nagle_stays_where_it_is_the_study() {
     let mut r = stream(TransportKind::Tcp);
     r.sizes.size = Some(vec![1024, 128 * 1024]);
     assert!(!auto(&r, "bbr"));
-    // A socket buffer fixed anywhere in the run, on either end: the seeds' stalls.
+    // A socket buffer fixed anywhere in the run, on either end: the stalls of the studies in REFERENCES.md.
     for set in [
         |r: &mut Request| r.buffers.sndbuf = Some(vec![0, 16 * 1024]),
         |r: &mut Request| r.buffers.window = Some(vec![1 << 20]),
