@@ -688,6 +688,12 @@ pub fn mbit(bits_per_s: f64) -> String {
     format!("{:.2}", bits_per_s / 1e6)
 }
 
+/// A bit rate as text with its unit, the one form every message, note and summary gives a
+/// rate in: [`mbit`]'s number and " Mbit/s" ("95.64 Mbit/s").
+pub fn format_mbit_s(bits_per_s: f64) -> String {
+    format!("{} Mbit/s", mbit(bits_per_s))
+}
+
 /// Formats nanoseconds as microseconds for tables (two decimals, no unit: the column header carries it).
 pub fn us(ns: f64) -> String {
     format!("{:.2}", ns / 1e3)

@@ -495,7 +495,7 @@ fn the_bit_rate_limit_holds_both_directions() {
         &[
             "run", "stream", "-R", "-d", "1s", "--to", &server.addr,
         ],
-        "the server would send unpaced; this server sends at most 10.000 Mbit/s per test (--max-rate)",
+        "the server would send unpaced; this server sends at most 10.00 Mbit/s per test (--max-rate)",
     );
     fails_with(
         &[
@@ -539,7 +539,7 @@ fn the_bit_rate_limit_holds_both_directions() {
         let started = Instant::now();
         fails_with(
             args,
-            "above the 10.000 Mbit/s it may move on this server (--max-rate)",
+            "above the 10.00 Mbit/s it may move on this server (--max-rate)",
         );
         assert!(started.elapsed() < FINISH);
     }
@@ -601,7 +601,7 @@ fn rate_reservations_hold_the_total_and_each_clients_share() {
     let e = c.point(&point(1250, 65_536)).unwrap_err();
     assert!(e.is(RefusalKind::Busy), "{e}");
     assert!(
-        e.message.contains("this point may move 20.000 Mbit/s"),
+        e.message.contains("this point may move 20.00 Mbit/s"),
         "{e}"
     );
     drop((a, b, c));

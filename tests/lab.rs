@@ -315,7 +315,7 @@ fn lab_up_status_exec_down() {
         "{text}"
     );
     assert!(
-        text.contains("theoretical TCP goodput a -> b: 95.641 Mbit/s"),
+        text.contains("theoretical TCP goodput a -> b: 95.64 Mbit/s"),
         "{text}"
     );
 

@@ -139,8 +139,8 @@ pub fn print_state(s: &LabState) {
     ] {
         if let Some(g) = g {
             println!(
-                "  theoretical TCP goodput {dir}: {:.3} Mbit/s ({:.2}% of the rate: {}-byte segments in {}-byte frames)",
-                g.tcp_bits_per_s / 1e6,
+                "  theoretical TCP goodput {dir}: {} ({:.2}% of the rate: {}-byte segments in {}-byte frames)",
+                crate::units::format_mbit_s(g.tcp_bits_per_s),
                 g.tcp_efficiency * 100.0,
                 g.mtu - 52,
                 g.mtu + 14

@@ -72,7 +72,7 @@ pub fn point_limit(l: &Limits, t: &TestSpec, p: &PointSpec) -> Option<(f64, &'st
 
 /// Bits/s as Mbit/s for a message.
 pub(super) fn mbit(bps: f64) -> String {
-    format!("{:.3} Mbit/s", bps / 1e6)
+    crate::units::format_mbit_s(bps)
 }
 
 /// The rates all running points of a server hold, in all and per client.

@@ -682,7 +682,7 @@ mod tests {
         assert_eq!(e.kind, RefusalKind::Limit);
         assert!(
             e.message
-                .contains("above the 8.000 Mbit/s it may move on this server (--max-rate)"),
+                .contains("above the 8.00 Mbit/s it may move on this server (--max-rate)"),
             "{e}"
         );
         let e = w.check(w.deadline, 0).unwrap_err();

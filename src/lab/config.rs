@@ -55,7 +55,7 @@ impl DirectionConfig {
         format!(
             "rate {}{}, one-way delay {:.3} ms, jitter {:.3} ms, loss {:.4}%",
             self.rate_bits_per_s
-                .map(|r| format!("{} Mbit/s", r / 1e6))
+                .map(crate::units::format_mbit_s)
                 .unwrap_or_else(|| "unlimited".into()),
             self.effective_queue(mtu)
                 .map(|q| format!(" (queue {})", q.describe()))

@@ -93,7 +93,7 @@ pub const PERCENTILE_TAIL: f64 = 10.0;
 const ROUNDING: f64 = 1e-9;
 
 fn mbit(b: f64) -> String {
-    format!("{:.2} Mbit/s", b / 1e6)
+    crate::units::format_mbit_s(b)
 }
 
 /// One direction of an emulated link, as the guard needs it.

@@ -448,11 +448,12 @@ impl Study<'_> {
             probe_no += 1;
             let mut req = request.clone();
             req.traffic.rate = Some(Rate::BitsPerSecond(r));
-            req.output.label = req
-                .output
-                .label
-                .as_ref()
-                .map(|l| format!("{l}, probe {probe_no} at {:.3} Mbit/s", r / 1e6));
+            req.output.label = req.output.label.as_ref().map(|l| {
+                format!(
+                    "{l}, probe {probe_no} at {}",
+                    crate::units::format_mbit_s(r)
+                )
+            });
             let (result, attempts) = self.run_once(&req, timeout);
             let row = |status, run_id, error| StudyRun {
                 slot: index,
@@ -479,8 +480,8 @@ impl Study<'_> {
             store::record(&self.db, self.id, &row(Status::Done, Some(id), None))?;
             let misses = delivery.misses(&target);
             eprintln!(
-                "  probe {probe_no} at {:.3} Mbit/s: {:.2}% delivered, sender {:.2}% short of the rate: {}",
-                r / 1e6,
+                "  probe {probe_no} at {}: {:.2}% delivered, sender {:.2}% short of the rate: {}",
+                crate::units::format_mbit_s(r),
                 delivery.delivered * 100.0,
                 delivery.sender_shortfall * 100.0,
                 if misses.is_empty() {
@@ -508,8 +509,8 @@ impl Study<'_> {
                 let best = o.best.as_ref();
                 match best {
                     Some(b) => eprintln!(
-                        "  search: {:.3} Mbit/s meets the target ({:.2}% delivered){}",
-                        b.rate_bits_per_s / 1e6,
+                        "  search: {} meets the target ({:.2}% delivered){}",
+                        crate::units::format_mbit_s(b.rate_bits_per_s),
                         b.delivery.delivered * 100.0,
                         if o.first_failing.is_none() {
                             "; so does the upper end: the answer is at least that"

@@ -535,7 +535,7 @@ pub fn anomalies(file: &StudyFile, points: &[PointSummary], threshold: f64) -> V
 /// A figure in its usual unit for people.
 pub fn format_value(value: f64, unit: &str) -> String {
     match unit {
-        "bit/s" => format!("{:.3} Mbit/s", value / 1e6),
+        "bit/s" => crate::units::format_mbit_s(value),
         "ns" if value.abs() >= 1e6 => format!("{:.3} ms", value / 1e6),
         "ns" => format!("{:.2} us", value / 1e3),
         "1/s" if value.abs() < 100.0 => format!("{value:.3}/s"),

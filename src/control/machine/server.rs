@@ -173,9 +173,9 @@ impl PointWatch {
         // 1% above the limit, for the step a paced sender lets out at once.
         if bps > limit * 1.01 {
             return Err(Refusal::limit(format!(
-                "the test moved {:.3} Mbit/s on average, above the {:.3} Mbit/s it may move on this server ({what})",
-                bps / 1e6,
-                limit / 1e6
+                "the test moved {} on average, above the {} it may move on this server ({what})",
+                crate::units::format_mbit_s(bps),
+                crate::units::format_mbit_s(limit)
             )));
         }
         Ok(())

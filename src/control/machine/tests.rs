@@ -887,7 +887,7 @@ fn a_client_over_the_servers_rate_is_ended() {
     assert!(
         reason
             .message
-            .contains("above the 8.000 Mbit/s it may move on this server (--max-rate)"),
+            .contains("above the 8.00 Mbit/s it may move on this server (--max-rate)"),
         "{reason}"
     );
 }
