@@ -11,7 +11,7 @@
 //! document of [`model`], which only [`output`] (table, CSV, JSON as the run goes, and
 //! `compare A B`), [`store`] (the SQLite history) and [`figures`] (SVG, PNG and the HTML
 //! report) read. [`app`] runs application kernels over P ranks (local processes or an MPI
-//! job) over a [`group`]. [`stats`], [`units`], [`text`] and [`error`] are leaves; so is
+//! job) over a [`group`]. [`units`] and [`text`] are leaves, [`stats`] and [`error`] stand on them; so is
 //! [`outfile`]: how every file written for the user is created (no link followed, nothing
 //! replaced without --force).
 
