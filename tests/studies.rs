@@ -65,10 +65,18 @@ fn the_repository_has_a_study_file_per_seed_experiment_and_each_reads() {
     assert!(files.len() >= 6, "{files:?}");
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
-        // Each file says what it reproduces and what it showed when it was run here.
+        // Each file opens by citing the study it reproduces by its REFERENCES.md key, and says
+        // what it showed when it was run here.
+        let key = text
+            .strip_prefix("# [")
+            .and_then(|rest| rest.split_once(']'))
+            .map(|(key, _)| key)
+            .unwrap_or_else(|| panic!("{}: no opening citation", f.display()));
+        let references =
+            std::fs::read_to_string(studies_dir().join("..").join("REFERENCES.md")).unwrap();
         assert!(
-            text.starts_with("# Seed"),
-            "{}: no opening comment",
+            references.contains(&format!("### [{key}]")),
+            "{}: [{key}] is not a study of REFERENCES.md",
             f.display()
         );
         assert!(
