@@ -6,11 +6,11 @@
 use super::budget::{footprint, mib, server_roles, Footprint};
 use super::limits::Limits;
 use super::protocol::{PointSpec, TestSpec};
-use super::rate::mbit;
 use super::refusal::Refusal;
 use crate::pattern::DATAGRAM_READ;
 use crate::pattern::{PatternKind, Role};
 use crate::transport::Capabilities;
+use crate::units::format_mbit_s as mbit;
 
 impl Limits {
     pub fn check_test(&self, t: &TestSpec) -> Result<(), Refusal> {

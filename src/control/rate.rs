@@ -7,6 +7,7 @@
 //! point whose data arrives faster than its reservation is ended (server.rs, `PointWatch`):
 //! a client that asked for 10 Mbit/s and sends 100 cannot take the others' share.
 
+use crate::units::format_mbit_s as mbit;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -68,11 +69,6 @@ pub fn point_limit(l: &Limits, t: &TestSpec, p: &PointSpec) -> Option<(f64, &'st
     } else {
         (cap, option)
     })
-}
-
-/// Bits/s as Mbit/s for a message.
-pub(super) fn mbit(bps: f64) -> String {
-    crate::units::format_mbit_s(bps)
 }
 
 /// The rates all running points of a server hold, in all and per client.

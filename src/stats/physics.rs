@@ -13,6 +13,7 @@
 //! `src/plan/guard.rs` applies these to a point's result and to a sweep's metrics.
 
 use super::validity::{fmt_seconds, Validity};
+use crate::units::format_mbit_s as mbit;
 
 /// How late the delay line may release a frame without counting it late (its `LATE`, 100 us).
 ///
@@ -91,10 +92,6 @@ pub const PERCENTILE_TAIL: f64 = 10.0;
 /// Within floating-point rounding of a bound: the figure and the bound come from different
 /// sums of the same quantities.
 const ROUNDING: f64 = 1e-9;
-
-fn mbit(b: f64) -> String {
-    crate::units::format_mbit_s(b)
-}
 
 /// One direction of an emulated link, as the guard needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
