@@ -1,19 +1,6 @@
 //! The environment a result was measured in, recorded with every result.
 
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Environment {
-    pub hostname: String,
-    /// Kernel name and release, e.g. "Linux 6.1.0".
-    pub kernel: String,
-    pub cpu_model: String,
-    /// CPUs this process may run on.
-    pub cpus: usize,
-    pub wirebench_version: String,
-    /// Congestion control the kernel uses by default.
-    pub default_cc: Option<String>,
-}
+pub use crate::model::host::Environment;
 
 pub fn hostname() -> String {
     nix::unistd::gethostname()

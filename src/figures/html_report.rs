@@ -5,8 +5,8 @@ use anyhow::Result;
 
 use super::plots::{fmt_num, render_svg, Figure};
 use super::series::{self, DistributionKind, IntervalKind, Run};
-use crate::env::Environment;
 use crate::model::headline::{describe, headline};
+use crate::model::host::Environment;
 
 /// Interval time series drawn per run: a long sweep with --interval would otherwise bury the
 /// report under near-identical figures.

@@ -8,9 +8,9 @@ use super::plots::{
     fmt_bytes_param, Axis, Band, Chart, Figure, HLine, HeatCell, Heatmap, LegendAt, Line, Scale,
     Ticks,
 };
+use crate::model::vocab::CcName;
 use crate::model::PointKey;
 use crate::model::{PointResult, RunDocument};
-use crate::transport::sockopt::CcName;
 
 /// A run with the name it has in legends.
 #[derive(Debug, Clone, Copy)]
@@ -842,7 +842,7 @@ pub fn intervals(run: &Run, p: &PointResult, kind: IntervalKind) -> Option<Figur
                 }
             }
             IntervalKind::Cwnd | IntervalKind::Rtt => {
-                let infos: Vec<(f64, crate::sys::TcpInfo)> = st
+                let infos: Vec<(f64, crate::model::socket::TcpInfo)> = st
                     .sender
                     .intervals
                     .iter()

@@ -109,7 +109,7 @@ pub fn figure(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::flow::FlowSummary;
+    use crate::model::trace::FlowSummary;
 
     fn flow() -> Flow {
         let summary: FlowSummary = serde_json::from_value(serde_json::json!({

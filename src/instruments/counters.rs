@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use crate::model::host::HostCounters;
 
 /// Counters kept in a delta even when they did not change: the ones that say where a message
 /// or a segment was lost or recovered, so that a 0 reads as "none were", not "not looked at".
@@ -57,36 +57,6 @@ pub struct Snapshot {
     pub kernel: BTreeMap<String, i64>,
     /// Interface name -> statistic (`rx_dropped`) -> value.
     pub interfaces: BTreeMap<String, BTreeMap<String, i64>>,
-}
-
-/// What changed on one host over a point: after - before of every counter that changed, and of
-/// the loss-relevant ones ([`ALWAYS_KEPT`], interface drops and errors) always.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct HostCounters {
-    /// "Table.Name" of /proc/net/snmp and /proc/net/netstat (`Udp.RcvbufErrors`,
-    /// `TcpExt.TCPTimeouts`) -> its increase.
-    pub kernel: BTreeMap<String, i64>,
-    /// Interface -> statistic of /sys/class/net/IF/statistics (`rx_dropped`) -> its increase.
-    pub interfaces: BTreeMap<String, BTreeMap<String, i64>>,
-}
-
-impl HostCounters {
-    /// One kernel counter's increase; 0 when it is not in the delta (unchanged, or absent from
-    /// this kernel).
-    pub fn get(&self, name: &str) -> u64 {
-        self.kernel
-            .get(name)
-            .map_or(0, |v| u64::try_from(*v).unwrap_or(0))
-    }
-
-    /// Sum over interfaces of one statistic's increase.
-    pub fn interfaces_sum(&self, field: &str) -> u64 {
-        self.interfaces
-            .values()
-            .filter_map(|f| f.get(field))
-            .map(|v| u64::try_from(*v).unwrap_or(0))
-            .sum()
-    }
 }
 
 /// Adds the pairs of lines of a /proc/net/snmp or /proc/net/netstat text ("Udp: names..."

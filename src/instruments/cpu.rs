@@ -2,7 +2,7 @@
 //! the whole host was (softirq and system time apart), next to the service demand of the
 //! data threads alone.
 
-use serde::{Deserialize, Serialize};
+use crate::model::host::CpuShare;
 
 /// Clock ticks of one CPU line of /proc/stat ("cpu" for all, "cpuN" for one), by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,27 +49,6 @@ impl Ticks {
 pub struct CpuSnapshot {
     pub total: Ticks,
     pub per_cpu: Vec<Ticks>,
-}
-
-/// What share of the host's CPU time (all CPUs together) each kind took over a point: 0..1,
-/// summing to 1 over the kinds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct CpuShare {
-    /// CPUs of the host (lines of /proc/stat), not only those this process may use.
-    pub cpus: u32,
-    pub user: f64,
-    pub nice: f64,
-    pub system: f64,
-    pub irq: f64,
-    /// Network receive and transmit processing mostly runs here.
-    pub softirq: f64,
-    pub iowait: f64,
-    /// Time a hypervisor gave to someone else.
-    pub steal: f64,
-    pub idle: f64,
-    /// The busiest CPU's share not idle (nor iowait) over the point: one saturated CPU shows
-    /// here when the host's average does not.
-    pub busiest_cpu: f64,
 }
 
 fn ticks(fields: &[u64]) -> Ticks {

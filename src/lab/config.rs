@@ -8,36 +8,10 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use super::link::QueueLimit;
+pub use crate::model::lab::{DirectionConfig, LinkConfig, Mechanism};
 
-/// One direction of the link.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct DirectionConfig {
-    /// Bits per second; None = unlimited.
-    pub rate_bits_per_s: Option<f64>,
-    /// One-way delay added in this direction, nanoseconds (`delay` in lab state files and
-    /// run documents written before times were all in nanoseconds still reads).
-    #[serde(
-        rename = "delay_ns",
-        alias = "delay",
-        with = "crate::units::duration_ns"
-    )]
-    #[schemars(with = "u64")]
-    pub delay: Duration,
-    /// Uniform jitter of the delay, +/- this much (frames may then be reordered), nanoseconds.
-    #[serde(
-        rename = "jitter_ns",
-        alias = "jitter",
-        with = "crate::units::duration_ns"
-    )]
-    #[schemars(with = "u64")]
-    pub jitter: Duration,
-    /// Probability that a frame is dropped, 0..1.
-    pub loss: f64,
-    /// The queue in front of the wire; None: the default for the rate and MTU (absent in
-    /// state files of labs made before queues were configurable).
-    #[serde(default)]
-    pub queue: Option<QueueLimit>,
-}
+// The link's settings are values of the result model (`model::lab`), which records them with
+// every run; how they are parsed, described and judged is the lab's, here.
 
 impl DirectionConfig {
     /// The queue in front of the wire, as configured or by default; None on a link without a
@@ -65,20 +39,6 @@ impl DirectionConfig {
             self.loss * 100.0
         )
     }
-}
-
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum, schemars::JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mechanism {
-    /// wirebench's delay line (the emulation the tests check); the same as delay-line.
-    Auto,
-    /// The kernel's netem qdisc with its own `rate` and `limit` (fails where the kernel lacks
-    /// netem; not exercised by wirebench's tests).
-    Netem,
-    /// wirebench's own delay line in a middle namespace.
-    DelayLine,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
@@ -254,16 +214,6 @@ pub fn jitter_above_delay(d: &DirectionConfig, back: &str) -> Option<String> {
         (jitter - delay) / (2.0 * jitter) * 100.0,
         (delay + jitter).powi(2) / (4.0 * jitter) * 1e3
     ))
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct LinkConfig {
-    /// Host a to host b.
-    pub forward: DirectionConfig,
-    /// Host b to host a.
-    pub back: DirectionConfig,
-    pub mtu: u64,
-    pub mechanism: Mechanism,
 }
 
 impl LinkConfig {

@@ -3,7 +3,7 @@
 //! inter-frame gap: the lab's wire, src/lab/link.rs, meters the frame as the kernel holds it).
 //! [HARP thesis n.d.] (see REFERENCES.md) did the same for ATM cells.
 
-use serde::{Deserialize, Serialize};
+pub use crate::model::lab::Goodput;
 
 pub const ETHERNET_HEADER: u64 = 14;
 pub const IPV4_HEADER: u64 = 20;
@@ -11,15 +11,6 @@ pub const TCP_HEADER: u64 = 20;
 /// TCP timestamps option with padding, on by default in Linux.
 pub const TCP_TIMESTAMPS: u64 = 12;
 pub const UDP_HEADER: u64 = 8;
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Goodput {
-    /// Payload bits per second a bulk TCP transfer can reach (full-size segments).
-    pub tcp_bits_per_s: f64,
-    /// Payload share of a full TCP segment's frame.
-    pub tcp_efficiency: f64,
-    pub mtu: u64,
-}
 
 /// TCP over IPv4 with timestamps: MSS = MTU - 52 payload bytes per MTU + 14 frame bytes.
 pub fn tcp(rate_bits_per_s: f64, mtu: u64) -> Goodput {

@@ -15,20 +15,8 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
-
 use super::goodput::ETHERNET_HEADER;
-
-/// How much the queue in front of the wire holds: frames waiting for the wire and the one on
-/// it. Overflow drops the arriving frame, as a router's tail-drop queue does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum QueueLimit {
-    /// Segments (a GSO super-frame counts as its segments).
-    Packets(u64),
-    /// Wire bytes.
-    Bytes(u64),
-}
+pub use crate::model::lab::QueueLimit;
 
 /// The default queue: 50 ms at the link's rate (a router buffer of common size), but at least
 /// 100 full frames so that a slow link still holds a few GSO super-frames.

@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use config::{LinkConfig, Mechanism};
 use delayline::{Counters, CountersSnapshot};
 
+pub use crate::model::lab::{HostInfo, LabState};
 pub use host::in_netns;
 
 /// Addresses of the two hosts: private addresses that exist only inside the lab's namespaces.
@@ -116,28 +117,6 @@ fn last_request(bytes: &[u8]) -> Option<u64> {
 
 pub fn ns(name: &str, host: &str) -> String {
     format!("wb-{name}-{host}")
-}
-
-/// What a running lab is, as recorded on disk and reported with results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct LabState {
-    pub name: String,
-    pub config: LinkConfig,
-    /// "bridge" (no delay), "netem" or "delay-line".
-    pub mechanism: String,
-    pub delay_line_pid: Option<u32>,
-    pub created_at: String,
-    pub host_a: HostInfo,
-    pub host_b: HostInfo,
-    /// Theoretical TCP goodput a->b and b->a (rate times payload share), when rate-limited.
-    pub tcp_goodput_forward: Option<goodput::Goodput>,
-    pub tcp_goodput_back: Option<goodput::Goodput>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct HostInfo {
-    pub netns: String,
-    pub address: String,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,13 +10,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::host::Environment;
+use super::socket::{CpuTime, EffectiveOptions};
+use super::stream::{LinkCounters, LossStats, StreamStats};
 use super::{PointKey, Swept};
-use crate::env::Environment;
-use crate::pattern::stream::{LossStats, StreamStats};
-use crate::pattern::CpuTime;
 use crate::stats::validity::{self, Timed};
 use crate::stats::{LatencySummary, MeanCi, SweepMetrics, Validity};
-use crate::transport::{EffectiveOptions, LinkCounters};
 
 pub const SCHEMA: &str = "wirebench.run";
 pub const SCHEMA_VERSION: u32 = 2;
@@ -29,8 +28,8 @@ pub struct RunDocument {
     pub started_at: String,
     pub finished_at: Option<String>,
     pub command: Vec<String>,
-    pub pattern: crate::pattern::PatternKind,
-    pub transport: crate::transport::TransportKind,
+    pub pattern: super::vocab::PatternKind,
+    pub transport: super::vocab::TransportKind,
     pub server: ServerInfo,
     pub client_environment: Environment,
     pub server_environment: Option<Environment>,
@@ -41,7 +40,7 @@ pub struct RunDocument {
     /// other swept parameters.
     pub sweep_metrics: Vec<SweepGroup>,
     /// The emulated link the run crossed (`wirebench lab run`), with its theoretical goodput.
-    pub lab: Option<crate::lab::LabState>,
+    pub lab: Option<super::lab::LabState>,
     /// False when the run stopped early; `points` holds what was measured before that.
     pub complete: bool,
     pub error: Option<String>,
@@ -191,7 +190,7 @@ pub struct ServerInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Settings {
     pub streams: u32,
-    pub direction: crate::pattern::Direction,
+    pub direction: super::vocab::Direction,
     pub burst: u32,
     pub warmup: u64,
     /// The timed phase's length asked for (-d), nanoseconds.
@@ -239,7 +238,7 @@ pub struct Settings {
     pub loss_timeout_ns: u64,
     /// Fast paths asked for; what actually ran is in each stream's `io_path` and `fallbacks`.
     #[serde(default)]
-    pub fast: crate::pattern::FastPaths,
+    pub fast: super::socket::FastPaths,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -270,11 +269,11 @@ pub struct PointResult {
     /// Where each direction's lost messages (or TCP's dropped segments) were lost, from
     /// `counters`. Absent without counters.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub loss_attribution: Vec<crate::instruments::LossAttribution>,
+    pub loss_attribution: Vec<super::host::LossAttribution>,
     /// With --trace: the last run's segment-flow trace, its cost and its pcap file. Absent
     /// without --trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::trace::TraceSummary>,
+    pub trace: Option<super::trace::TraceSummary>,
     /// With --load: the background load the last run achieved beside its figures. Absent
     /// without --load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -293,23 +292,23 @@ pub struct PointResult {
 /// point.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PointCounters {
-    pub client: Option<crate::instruments::HostCounters>,
+    pub client: Option<super::host::HostCounters>,
     /// Null when the server did not send its own (an older server), or when it runs on the
     /// client's host (`same_host`), whose counters are the client's.
-    pub server: Option<crate::instruments::HostCounters>,
+    pub server: Option<super::host::HostCounters>,
     /// Client and server are in one network namespace (loopback): `client` holds both ends'
     /// counters, once.
     pub same_host: bool,
     /// The lab link's drops over the point, when the run crossed a lab.
-    pub lab: Option<crate::instruments::LabCounters>,
+    pub lab: Option<super::lab::LabCounters>,
 }
 
 /// Shares of each host's CPU time over a point.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostCpu {
-    pub client: Option<crate::instruments::CpuShare>,
+    pub client: Option<super::host::CpuShare>,
     /// Null from an older server, or on one host (`same_host`: `client` is both ends').
-    pub server: Option<crate::instruments::CpuShare>,
+    pub server: Option<super::host::CpuShare>,
     pub same_host: bool,
 }
 
@@ -500,7 +499,7 @@ impl StreamPair {
         direction: String,
         sender: StreamStats,
         receiver: StreamStats,
-        transport: crate::transport::TransportKind,
+        transport: super::vocab::TransportKind,
     ) -> StreamPair {
         let mut pair = StreamPair {
             index,
@@ -521,7 +520,7 @@ impl StreamPair {
     }
 
     /// (Re)judges both sides from their counts.
-    pub fn judge(&mut self, transport: crate::transport::TransportKind) {
+    pub fn judge(&mut self, transport: super::vocab::TransportKind) {
         let (s, r) = (self.sender.timed(), self.receiver.timed());
         self.sender.validity =
             validity::rate(s, transport.call_noun(true), Some(("receiver", r.seconds)));
@@ -693,7 +692,7 @@ pub struct SweepGroup {
     /// The algorithm of the group's points in a congestion-control sweep; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
-    pub cc: Option<crate::transport::sockopt::CcName>,
+    pub cc: Option<super::vocab::CcName>,
     pub metrics: SweepMetrics,
 }
 

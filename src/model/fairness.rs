@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::pattern::stream::StreamStats;
+use super::stream::StreamStats;
 use crate::stats::fairness::{jain, shares};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -363,7 +363,7 @@ impl FairnessResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pattern::stream::Interval;
+    use crate::model::stream::Interval;
 
     fn receiver(intervals: &[u64]) -> StreamStats {
         receiver_every(1_000_000_000, intervals)

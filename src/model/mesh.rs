@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::host::Environment;
 use super::PointKey;
-use crate::env::Environment;
 use crate::model::{PointResult, SweepGroup};
 use crate::stats::{MeanCi, Validity};
 

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::transport::sockopt::CcName;
+use super::vocab::CcName;
 
 /// The parameters that identify a point in a sweep (requested values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

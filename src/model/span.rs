@@ -26,7 +26,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::pattern::stream::{Interval, StreamStats};
+use super::stream::{Interval, StreamStats};
 
 /// How a direction's total over several streams was taken (see the module).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -6,8 +6,8 @@
 
 use serde::Serialize;
 
+use super::vocab::TransportKind;
 use crate::stats::ci::MeanCi;
-use crate::transport::TransportKind;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Estimate {
@@ -85,5 +85,5 @@ pub struct Comparison {
     pub confidence: f64,
     pub baseline: Option<TransportKind>,
     pub transports: Vec<TransportRow>,
-    pub client_environment: crate::env::Environment,
+    pub client_environment: super::host::Environment,
 }

@@ -405,7 +405,7 @@ pub const SERVER_US_PER_KIB: Column = Column {
 };
 
 /// One end's host CPU shares; on one host the server's are the client's.
-fn host_cpu(p: &PointResult, server: bool) -> Option<&crate::instruments::CpuShare> {
+fn host_cpu(p: &PointResult, server: bool) -> Option<&crate::model::host::CpuShare> {
     let h = p.host_cpu.as_ref()?;
     if server && !h.same_host {
         h.server.as_ref()

@@ -705,7 +705,7 @@ mod tests {
     /// algorithm only one run measured is listed as such.
     #[test]
     fn a_congestion_control_sweep_is_an_axis_not_a_setting_difference() {
-        use crate::transport::sockopt::CcName;
+        use crate::model::vocab::CcName;
         let sweep = |names: [&str; 2], rtt: f64| {
             let mut r = report("pingpong", 2, rtt);
             r.swept.cc = true;

@@ -6,8 +6,8 @@ use anyhow::Context;
 use serde::Serialize;
 
 use super::Output;
+use crate::model::stream::IntervalEvent;
 use crate::model::{PointResult, RunDocument};
-use crate::pattern::stream::IntervalEvent;
 use crate::plan::sink::{IntervalPrinter, Sink};
 
 /// `--json`: the whole document once the run ends.
@@ -69,8 +69,8 @@ enum Line<'a> {
     },
     Interval {
         stream: u32,
-        role: crate::pattern::Role,
-        interval: &'a crate::pattern::stream::Interval,
+        role: crate::model::vocab::Role,
+        interval: &'a crate::model::stream::Interval,
     },
     Point {
         point: &'a PointResult,

@@ -5,8 +5,8 @@ use super::csv::CsvSink;
 use super::handle::Capture;
 use super::json::{JsonSink, JsonStreamSink};
 use super::table::TableSink;
+use crate::model::stream::StreamStats;
 use crate::model::{DirectionTotal, RunDocument, StreamPair, StreamResult};
-use crate::pattern::stream::StreamStats;
 use crate::plan::sink::Sink;
 use crate::stats::sweep::{derive, SweepPoint};
 use crate::store::db::tests::report;
@@ -89,7 +89,7 @@ fn stream_p2() -> RunDocument {
                 "client_to_server".into(),
                 side(b, "write"),
                 side(b, "read"),
-                crate::transport::TransportKind::Tcp,
+                crate::model::vocab::TransportKind::Tcp,
             );
             pair.sender.tcp_info = None;
             pair
@@ -117,7 +117,7 @@ fn stream_p2() -> RunDocument {
 /// A UDP stream both ways with two streams each (`--bidir -P 2`), datagrams lost in one.
 fn udp_bidir_p2() -> RunDocument {
     let mut r = stream_p2();
-    r.transport = crate::transport::TransportKind::Udp;
+    r.transport = crate::model::vocab::TransportKind::Udp;
     r.settings.direction = crate::pattern::Direction::Bidir;
     let mut pairs = Vec::new();
     for (i, dir) in [
@@ -145,7 +145,7 @@ fn udp_bidir_p2() -> RunDocument {
             dir.to_string(),
             side(b, "write"),
             receiver,
-            crate::transport::TransportKind::Udp,
+            crate::model::vocab::TransportKind::Udp,
         ));
     }
     let totals = crate::plan::point_result::totals(&pairs);

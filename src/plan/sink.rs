@@ -5,8 +5,8 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::model::stream::IntervalEvent;
 use crate::model::{PointResult, RunDocument};
-use crate::pattern::stream::IntervalEvent;
 
 /// Prints interval reports from the thread that receives them.
 pub type IntervalPrinter = Box<dyn FnMut(&IntervalEvent) -> anyhow::Result<()> + Send>;

@@ -819,7 +819,7 @@ pub(crate) mod tests {
             let mut r = report(pattern, 1, 10_000.0);
             r.started_at = format!("2025-03-0{}T10:00:00.000Z", i + 1);
             if i == 2 {
-                r.transport = crate::transport::TransportKind::Udp;
+                r.transport = crate::model::vocab::TransportKind::Udp;
                 r.client_environment.hostname = "beta".into();
                 r.server.address = Some("10.9.8.7:5320".into());
             }
@@ -991,9 +991,9 @@ pub(crate) mod tests {
 
     #[test]
     fn stream_results_keep_link_frames_and_acked_rates_and_older_ones_still_read() {
+        use crate::model::stream::LinkCounters;
+        use crate::model::stream::StreamStats;
         use crate::model::{DirectionTotal, StreamPair, StreamResult};
-        use crate::pattern::stream::StreamStats;
-        use crate::transport::LinkCounters;
         let frames = LinkCounters {
             received: 950,
             lost: 50,
@@ -1016,7 +1016,7 @@ pub(crate) mod tests {
                 frames: Some(frames),
                 ..StreamStats::default()
             },
-            crate::transport::TransportKind::Raw,
+            crate::model::vocab::TransportKind::Raw,
         );
         let mut total = DirectionTotal {
             direction: "client_to_server".into(),

@@ -230,7 +230,7 @@ fn counters(reports: &[RunDocument]) -> Vec<(String, i64)> {
 
 /// "link 31, receiver socket 300 of 331 lost; TCP: 12 segments retransmitted, 1 RTO".
 fn loss_where(reports: &[RunDocument]) -> Option<String> {
-    use crate::instruments::attribution::Place;
+    use crate::instruments::Place;
     let places = [
         Place::SenderSocket,
         Place::Queue,

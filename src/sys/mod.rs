@@ -17,115 +17,66 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::time::Duration;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use serde::{Deserialize, Serialize};
-
-/// The part of the kernel's `struct tcp_info` that a benchmark user asks for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(default)]
-pub struct TcpInfo {
-    /// Smoothed round-trip time, microseconds (kernel's estimate). The three TCP_INFO times
-    /// stay in the kernel's microseconds: it keeps them in whole microseconds, and
-    /// nanoseconds would claim a resolution they do not have.
-    pub rtt_us: u32,
-    /// Round-trip time variance, microseconds (the kernel's unit, see `rtt_us`).
-    pub rttvar_us: u32,
-    /// Congestion window, in segments.
-    pub snd_cwnd: u32,
-    /// Sender maximum segment size, bytes.
-    pub snd_mss: u32,
-    /// Retransmitted segments over the connection's lifetime.
-    pub total_retrans: u32,
-    /// Segments sent but not yet acknowledged.
-    pub unacked: u32,
-    /// Unacknowledged segments times the MSS: an upper bound on bytes in flight.
-    pub unacked_bytes: u64,
-    /// The kernel's delivery-rate estimate, bits per second (decimal).
-    pub delivery_rate_bits_per_s: u64,
-    /// Path MTU as the kernel sees it, bytes.
-    pub pmtu: u32,
-    /// Bytes written by the application but not yet sent.
-    pub notsent_bytes: u32,
-    /// Bytes acknowledged by the peer over the connection's lifetime.
-    pub bytes_acked: u64,
-    /// Bytes received over the connection's lifetime.
-    pub bytes_received: u64,
-    /// The receive window the peer last advertised, bytes (0 on kernels before 5.4).
-    pub snd_wnd: u32,
-    /// Smallest RTT the kernel has seen, microseconds (the kernel's unit, see `rtt_us`).
-    pub min_rtt_us: u32,
-    /// The rate the kernel paces this connection at, bits per second (decimal); 0 where it
-    /// sets none. BBR paces by itself (an hrtimer, without an fq qdisc); other algorithms'
-    /// rate is applied only by fq.
-    pub pacing_rate_bits_per_s: u64,
-    /// Time the connection had data to send or unacknowledged, microseconds, over its
-    /// lifetime (the kernel's "busy" chrono). The kernel counts these three in jiffies:
-    /// whole milliseconds at HZ=1000, coarser below.
-    pub busy_time_us: u64,
-    /// Of that, time the receiver's window held the sender back, microseconds.
-    pub rwnd_limited_us: u64,
-    /// Of that, time the send buffer held the sender back: it was full, so the application's
-    /// writes waited (a buffer too small for the path), microseconds.
-    pub sndbuf_limited_us: u64,
-}
 
 /// Linux's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_snd_wnd`. libc's copy stops
 /// at `tcpi_total_retrans`, so the extended fields (delivery rate, bytes sent) are declared here.
 #[repr(C)]
 #[derive(Default)]
-struct RawTcpInfo {
-    state: [u8; 8],
-    rto: u32,
-    ato: u32,
-    snd_mss: u32,
-    rcv_mss: u32,
-    unacked: u32,
-    sacked: u32,
-    lost: u32,
-    retrans: u32,
-    fackets: u32,
-    last_data_sent: u32,
-    last_ack_sent: u32,
-    last_data_recv: u32,
-    last_ack_recv: u32,
-    pmtu: u32,
-    rcv_ssthresh: u32,
-    rtt: u32,
-    rttvar: u32,
-    snd_ssthresh: u32,
-    snd_cwnd: u32,
-    advmss: u32,
-    reordering: u32,
-    rcv_rtt: u32,
-    rcv_space: u32,
-    total_retrans: u32,
-    pacing_rate: u64,
-    max_pacing_rate: u64,
-    bytes_acked: u64,
-    bytes_received: u64,
-    segs_out: u32,
-    segs_in: u32,
-    notsent_bytes: u32,
-    min_rtt: u32,
-    data_segs_in: u32,
-    data_segs_out: u32,
-    delivery_rate: u64,
-    busy_time: u64,
-    rwnd_limited: u64,
-    sndbuf_limited: u64,
-    delivered: u32,
-    delivered_ce: u32,
-    bytes_sent: u64,
-    bytes_retrans: u64,
-    dsack_dups: u32,
-    reord_seen: u32,
-    rcv_ooopack: u32,
-    snd_wnd: u32,
+pub struct KernelTcpInfo {
+    pub state: [u8; 8],
+    pub rto: u32,
+    pub ato: u32,
+    pub snd_mss: u32,
+    pub rcv_mss: u32,
+    pub unacked: u32,
+    pub sacked: u32,
+    pub lost: u32,
+    pub retrans: u32,
+    pub fackets: u32,
+    pub last_data_sent: u32,
+    pub last_ack_sent: u32,
+    pub last_data_recv: u32,
+    pub last_ack_recv: u32,
+    pub pmtu: u32,
+    pub rcv_ssthresh: u32,
+    pub rtt: u32,
+    pub rttvar: u32,
+    pub snd_ssthresh: u32,
+    pub snd_cwnd: u32,
+    pub advmss: u32,
+    pub reordering: u32,
+    pub rcv_rtt: u32,
+    pub rcv_space: u32,
+    pub total_retrans: u32,
+    pub pacing_rate: u64,
+    pub max_pacing_rate: u64,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub segs_out: u32,
+    pub segs_in: u32,
+    pub notsent_bytes: u32,
+    pub min_rtt: u32,
+    pub data_segs_in: u32,
+    pub data_segs_out: u32,
+    pub delivery_rate: u64,
+    pub busy_time: u64,
+    pub rwnd_limited: u64,
+    pub sndbuf_limited: u64,
+    pub delivered: u32,
+    pub delivered_ce: u32,
+    pub bytes_sent: u64,
+    pub bytes_retrans: u64,
+    pub dsack_dups: u32,
+    pub reord_seen: u32,
+    pub rcv_ooopack: u32,
+    pub snd_wnd: u32,
 }
 
-/// Reads TCP_INFO from a TCP socket. `None` if the socket is not TCP or the call fails.
-pub fn tcp_info(fd: BorrowedFd<'_>) -> Option<TcpInfo> {
-    let mut raw = RawTcpInfo::default();
-    let mut len = std::mem::size_of::<RawTcpInfo>() as libc::socklen_t;
+/// Reads TCP_INFO from a TCP socket, as the kernel lays it out. `None` if the socket is not TCP
+/// or the call fails.
+pub fn tcp_info(fd: BorrowedFd<'_>) -> Option<KernelTcpInfo> {
+    let mut raw = KernelTcpInfo::default();
+    let mut len = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
     // SAFETY: `fd` is a live descriptor borrowed for the call; `raw` is a writable, initialised
     // #[repr(C)] buffer of exactly `len` bytes; the kernel writes at most `len` bytes and sets
     // `len` to what it wrote. Older kernels write less; the rest stays zero.
@@ -134,38 +85,14 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> Option<TcpInfo> {
             fd.as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_INFO,
-            (&mut raw as *mut RawTcpInfo).cast(),
+            (&mut raw as *mut KernelTcpInfo).cast(),
             &mut len,
         )
     };
     if rc != 0 || len == 0 {
         return None;
     }
-    Some(TcpInfo {
-        rtt_us: raw.rtt,
-        rttvar_us: raw.rttvar,
-        snd_cwnd: raw.snd_cwnd,
-        snd_mss: raw.snd_mss,
-        total_retrans: raw.total_retrans,
-        unacked: raw.unacked,
-        unacked_bytes: u64::from(raw.unacked) * u64::from(raw.snd_mss),
-        delivery_rate_bits_per_s: raw.delivery_rate.saturating_mul(8),
-        pmtu: raw.pmtu,
-        notsent_bytes: raw.notsent_bytes,
-        bytes_acked: raw.bytes_acked,
-        bytes_received: raw.bytes_received,
-        snd_wnd: raw.snd_wnd,
-        min_rtt_us: raw.min_rtt,
-        // ~0 is the kernel's "no limit".
-        pacing_rate_bits_per_s: if raw.pacing_rate == u64::MAX {
-            0
-        } else {
-            raw.pacing_rate.saturating_mul(8)
-        },
-        busy_time_us: raw.busy_time,
-        rwnd_limited_us: raw.rwnd_limited,
-        sndbuf_limited_us: raw.sndbuf_limited,
-    })
+    Some(raw)
 }
 
 /// CPU time used by the calling thread so far: (user, system).

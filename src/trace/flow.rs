@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 
-use serde::{Deserialize, Serialize};
+use crate::model::trace::FlowSummary;
 
 use super::segment::{Segment, ACK, SYN};
 
@@ -18,62 +18,6 @@ pub const STOP_GO_FACTOR: u64 = 10;
 /// ...and at least this long: on loopback the median gap is microseconds, and a thread
 /// descheduled for a moment is not a stop of the TCP flow.
 pub const STOP_GO_MIN_NS: u64 = 1_000_000;
-
-/// One connection's summary, as the run's JSON and `trace show` give it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct FlowSummary {
-    /// The end that sent the payload (the one that sent more of it), as ADDR:PORT.
-    pub sender: String,
-    pub receiver: String,
-    /// From the flow's first segment to its last in the capture, nanoseconds.
-    pub duration_ns: u64,
-    /// Segments from the sender with payload, as captured: a GSO/TSO super-segment, as the
-    /// capture point saw it, counts once.
-    pub data_segments: u64,
-    /// Payload bytes of those segments, retransmissions included.
-    pub data_bytes: u64,
-    /// Data segments that started below the highest sequence number seen before them
-    /// (retransmissions; on the receiver's side also those that fill a hole left by a loss).
-    pub retransmitted_segments: u64,
-    /// Of `data_bytes`, the bytes this capture had already seen (a hole filled on the
-    /// receiver's side is new bytes, not repeated ones).
-    pub repeated_bytes: u64,
-    /// `data_bytes` minus `repeated_bytes`: each byte of the stream once.
-    pub unique_data_bytes: u64,
-    /// Segments from the receiver with the ACK flag and no payload.
-    pub acks: u64,
-    /// Data segments per pure ACK (null without ACKs).
-    pub segments_per_ack: Option<f64>,
-    /// Payload bytes per pure ACK (null without ACKs).
-    pub bytes_per_ack: Option<f64>,
-    /// The payload of a full segment, which the small-segment share is measured against:
-    /// the MSS the receiver announced in its SYN, less the TCP options of the sender's data
-    /// segments (12 bytes with time stamps), when the handshake was captured; else the
-    /// largest data segment captured.
-    pub mss: u32,
-    /// Whether `mss` came from the receiver's SYN.
-    pub mss_from_syn: bool,
-    /// Data segments with fewer payload bytes than `mss`, and their share of `data_segments`.
-    pub sub_mss_segments: u64,
-    pub sub_mss_share: Option<f64>,
-    /// The receiver's window scale shift when both SYNs were captured (0 when either side
-    /// did not offer scaling); null when the handshake was not captured: the advertised
-    /// windows are then the raw 16-bit field, unscaled.
-    pub window_shift: Option<u8>,
-    /// ACKs that came at least 35 ms later than the flow's quickest ACK after data (its
-    /// round trip at the capture point), with no data in between: the receiver's
-    /// delayed-ACK timer.
-    pub delayed_acks: u64,
-    /// The quickest data-to-ACK gap seen, the baseline of `delayed_acks`, nanoseconds.
-    pub ack_baseline_ns: Option<u64>,
-    /// Median gap between consecutive data segments, nanoseconds.
-    pub median_gap_ns: Option<u64>,
-    /// Gaps in the data longer than `stop_threshold_ns` (10 median gaps, at least 1 ms):
-    /// how many, and their total time.
-    pub stops: u64,
-    pub stopped_ns: u64,
-    pub stop_threshold_ns: Option<u64>,
-}
 
 /// One connection's series for plots: (nanoseconds since the capture's first segment, value).
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -12,31 +12,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use flow::{analyse, Flow, FlowSeries, FlowSummary};
+pub use crate::model::trace::{FlowSummary, TraceSide, TraceSummary};
+pub use flow::{analyse, Flow, FlowSeries};
 
 /// Bytes of each packet kept by default: IP and TCP headers with options, no payload.
 pub const DEFAULT_SNAPLEN: u32 = 128;
-
-/// Where the capture runs.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum TraceSide {
-    /// In the client's network namespace.
-    Client,
-    /// In the server's (a self-hosted server's, or the lab's host b).
-    Server,
-}
-
-impl TraceSide {
-    pub fn name(self) -> &'static str {
-        match self {
-            TraceSide::Client => "client",
-            TraceSide::Server => "server",
-        }
-    }
-}
 
 /// `--trace` as asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,30 +26,6 @@ pub struct TraceRequest {
     /// None: the side that sends the data (the client's for --bidir).
     pub side: Option<TraceSide>,
     pub snaplen: u32,
-}
-
-/// A trace's summary: in the point's JSON, and what `trace show` prints for a file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct TraceSummary {
-    /// The pcap file.
-    pub file: String,
-    /// Where the capture ran (null for a file read back by `trace show`).
-    pub side: Option<TraceSide>,
-    /// Packets in the file (on loopback each once: the outgoing copy).
-    pub packets: u64,
-    /// Packets the kernel dropped because the capture fell behind (PACKET_STATISTICS); null
-    /// for a file read back.
-    pub dropped: Option<u64>,
-    /// CPU time of the capture thread, nanoseconds.
-    pub capture_cpu_ns: Option<u64>,
-    /// How long the capture ran, nanoseconds.
-    pub capture_elapsed_ns: Option<u64>,
-    /// `capture_cpu_ns` over `capture_elapsed_ns`: the share of one CPU the trace cost.
-    pub capture_cpu_share: Option<f64>,
-    /// `capture_cpu_ns` over the CPU time of the same side's data threads in the point.
-    pub capture_cpu_vs_data_threads: Option<f64>,
-    /// One summary per TCP connection captured, in order of first appearance.
-    pub flows: Vec<FlowSummary>,
 }
 
 impl TraceSummary {
@@ -86,96 +42,6 @@ impl TraceSummary {
             capture_cpu_vs_data_threads: None,
             flows: analyse(segments).into_iter().map(|f| f.summary).collect(),
         }
-    }
-
-    /// The line printed under the table, e.g. "trace: 12 345 segments, 0 dropped, capture
-    /// cost 2.1% of one CPU ...".
-    pub fn line(&self) -> String {
-        let sum = |f: fn(&FlowSummary) -> u64| self.flows.iter().map(f).sum::<u64>();
-        let (data, acks, sub) = (
-            sum(|f| f.data_segments),
-            sum(|f| f.acks),
-            sum(|f| f.sub_mss_segments),
-        );
-        let mut s = format!(
-            "trace: {} segments in {}, {} dropped",
-            self.packets,
-            self.file,
-            self.dropped.map_or("?".into(), |d| d.to_string())
-        );
-        if let Some(c) = self.capture_cpu_share {
-            s.push_str(&format!(", capture cost {:.1}% of one CPU", c * 100.0));
-            if let Some(d) = self.capture_cpu_vs_data_threads {
-                s.push_str(&format!(" ({:.1}% of the data threads' CPU)", d * 100.0));
-            }
-        }
-        s.push_str(&format!(
-            "; {} connection(s): {} data segments, {} bytes ({} retransmissions), {} ACKs{}, {} sub-MSS, {} delayed ACKs, {} stops ({:.1} ms)",
-            self.flows.len(),
-            data,
-            sum(|f| f.data_bytes),
-            sum(|f| f.retransmitted_segments),
-            acks,
-            if acks > 0 {
-                format!(" ({:.2} segments per ACK)", data as f64 / acks as f64)
-            } else {
-                String::new()
-            },
-            if data > 0 {
-                format!("{:.1}%", sub as f64 / data as f64 * 100.0)
-            } else {
-                "-".into()
-            },
-            sum(|f| f.delayed_acks),
-            sum(|f| f.stops),
-            sum(|f| f.stopped_ns) as f64 / 1e6
-        ));
-        if self.flows.iter().any(|f| f.window_shift.is_none()) {
-            s.push_str(", windows unscaled (handshake not captured)");
-        }
-        s
-    }
-}
-
-impl TraceSummary {
-    /// Several lines for `trace show`: the capture, then each connection.
-    pub fn text(&self) -> String {
-        let mut s = format!(
-            "{}: {} packets, {} TCP connection(s)\n",
-            self.file,
-            self.packets,
-            self.flows.len()
-        );
-        let ms = |ns: u64| ns as f64 / 1e6;
-        let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
-        for f in &self.flows {
-            s.push_str(&format!(
-                "{} -> {} over {:.3} s\n  data: {} segments, {} bytes, {} unique; {} retransmissions ({} bytes repeated)\n  ACKs: {} ({} segments, {} bytes per ACK); {} delayed ACKs (>= 35 ms beyond the quickest ACK, {} ms)\n  MSS {} ({}): {} segments below it ({})\n  window scale: {}\n  stops: {} gaps longer than {} ms (median gap {} ms), {:.3} ms in all\n",
-                f.sender,
-                f.receiver,
-                f.duration_ns as f64 / 1e9,
-                f.data_segments,
-                f.data_bytes,
-                f.unique_data_bytes,
-                f.retransmitted_segments,
-                f.repeated_bytes,
-                f.acks,
-                opt(f.segments_per_ack, &|v| format!("{v:.2}")),
-                opt(f.bytes_per_ack, &|v| format!("{v:.0}")),
-                f.delayed_acks,
-                opt(f.ack_baseline_ns.map(ms), &|v| format!("{v:.3}")),
-                f.mss,
-                if f.mss_from_syn { "from the SYN" } else { "largest segment: handshake not captured" },
-                f.sub_mss_segments,
-                opt(f.sub_mss_share, &|v| format!("{:.1}%", v * 100.0)),
-                f.window_shift.map_or("unscaled (handshake not captured)".into(), |w| format!("shift {w}")),
-                f.stops,
-                opt(f.stop_threshold_ns.map(ms), &|v| format!("{v:.3}")),
-                opt(f.median_gap_ns.map(ms), &|v| format!("{v:.3}")),
-                ms(f.stopped_ns),
-            ));
-        }
-        s
     }
 }
 

@@ -11,7 +11,8 @@ use anyhow::{Context, Result};
 use socket2::SockRef;
 
 use super::{remaining, sockopt, Connection, Cookie, EffectiveOptions, SocketOptions};
-use crate::sys::{self, TcpInfo};
+use crate::model::socket::TcpInfo;
+use crate::sys;
 
 /// How long a new data connection may take to present its cookie.
 const COOKIE_WAIT: Duration = Duration::from_secs(5);
@@ -80,7 +81,7 @@ impl<S: StreamSocket> Connection for ByteStream<S> {
     }
     fn tcp_info(&self) -> Option<TcpInfo> {
         if self.tcp {
-            sys::tcp_info(self.stream.as_fd())
+            sockopt::tcp_info(self.stream.as_fd())
         } else {
             None
         }

@@ -29,7 +29,8 @@ pub use kind::{names, Layer, TransportKind};
 pub use sockopt::{EffectiveOptions, SocketOptions};
 pub use tcp::{HandedOverListener, CONTROL_PORT_ENDPOINT, DATA_PREFIX};
 
-use crate::sys::TcpInfo;
+use crate::model::socket::TcpInfo;
+pub use crate::model::stream::LinkCounters;
 
 /// What a transport guarantees, so that patterns can adapt without naming a transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,57 +162,6 @@ pub trait Connection: Send {
     /// transports that number them (raw). Read it after the timed phase, not inside it.
     fn link_counters(&self) -> Option<LinkCounters> {
         None
-    }
-}
-
-/// The receive side's account of one connection's link-level frames, from the connection's
-/// first frame on (warm-up included), for transports whose frames carry a sequence number.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(default)]
-pub struct LinkCounters {
-    /// Distinct frames accepted for this connection.
-    pub received: u64,
-    /// Gaps in the frame sequence: highest number seen + 1 - received. Frames lost after the
-    /// last one that arrived leave no gap and are not counted.
-    pub lost: u64,
-    /// lost / (received + lost); 0 without frames.
-    pub loss_ratio: f64,
-    /// Frames that arrived after one with a higher sequence number.
-    pub reordered: u64,
-    pub duplicated: u64,
-    /// Frames of multi-frame messages dropped on arrival because a frame of a later message
-    /// had already come: their message had been given up. (A late one-frame message is whole
-    /// and is delivered, counted as reordered.)
-    pub late: u64,
-    /// Messages dropped whole because reassembly could not complete them: a frame of another
-    /// message came (or the counters were read) while one of theirs was still missing.
-    pub messages_incomplete: u64,
-}
-
-impl LinkCounters {
-    /// These counts with `loss_ratio` computed from them.
-    pub fn with_loss_ratio(mut self) -> LinkCounters {
-        let all = self.received + self.lost;
-        self.loss_ratio = if all > 0 {
-            self.lost as f64 / all as f64
-        } else {
-            0.0
-        };
-        self
-    }
-
-    /// The sum of these counts and `other`'s, with the loss ratio of the sum.
-    pub fn plus(&self, other: &LinkCounters) -> LinkCounters {
-        LinkCounters {
-            received: self.received + other.received,
-            lost: self.lost + other.lost,
-            loss_ratio: 0.0,
-            reordered: self.reordered + other.reordered,
-            duplicated: self.duplicated + other.duplicated,
-            late: self.late + other.late,
-            messages_incomplete: self.messages_incomplete + other.messages_incomplete,
-        }
-        .with_loss_ratio()
     }
 }
 

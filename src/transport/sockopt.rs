@@ -4,6 +4,10 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use socket2::SockRef;
 
+pub use crate::model::socket::EffectiveOptions;
+use crate::model::socket::TcpInfo;
+pub use crate::model::vocab::{CcName, CC_NAME_MAX};
+
 /// Options requested for one side's data sockets. Buffer sizes of 0 leave the kernel's
 /// autotuning on; any other value fixes the buffer (and turns autotuning off for it).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,86 +22,6 @@ pub struct SocketOptions {
     pub cc: Option<String>,
     /// TCP_MAXSEG request, bytes.
     pub mss: Option<u32>,
-}
-
-/// What the kernel reports after the options were applied, next to what was requested.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct EffectiveOptions {
-    /// Requested SO_SNDBUF in bytes (0 = autotuning).
-    pub sndbuf_requested: u64,
-    /// SO_SNDBUF as getsockopt reports it, bytes (Linux doubles a request for its bookkeeping).
-    pub sndbuf_bytes: Option<u64>,
-    pub rcvbuf_requested: u64,
-    pub rcvbuf_bytes: Option<u64>,
-    pub nodelay: Option<bool>,
-    pub cc: Option<String>,
-    pub mss_bytes: Option<u32>,
-    /// Client side: wall time from starting to connect until the connection could carry
-    /// data (handshakes and the test cookie included), nanoseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub setup_ns: Option<u64>,
-}
-
-/// Longest congestion-control name the kernel takes: TCP_CA_NAME_MAX is 16 bytes with the NUL.
-pub const CC_NAME_MAX: usize = 15;
-
-/// A congestion-control algorithm's name held in place, so that a sweep point's key that
-/// names one stays a plain `Copy` value. Written and read as its text.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CcName {
-    len: u8,
-    bytes: [u8; CC_NAME_MAX],
-}
-
-impl CcName {
-    /// None when the name is empty or longer than the kernel takes.
-    pub fn new(name: &str) -> Option<CcName> {
-        let len = name.len();
-        if len == 0 || len > CC_NAME_MAX {
-            return None;
-        }
-        let mut bytes = [0u8; CC_NAME_MAX];
-        bytes[..len].copy_from_slice(name.as_bytes());
-        Some(CcName {
-            len: len as u8,
-            bytes,
-        })
-    }
-
-    pub fn as_str(&self) -> &str {
-        // Always the bytes of a whole `&str` (see `new`).
-        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
-    }
-}
-
-impl std::fmt::Display for CcName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::fmt::Debug for CcName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", self.as_str())
-    }
-}
-
-impl Serialize for CcName {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for CcName {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<CcName, D::Error> {
-        let name = String::deserialize(d)?;
-        CcName::new(&name).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "congestion control name of {} bytes: names have 1 to {CC_NAME_MAX}",
-                name.len()
-            ))
-        })
-    }
 }
 
 /// The congestion control this host's new TCP sockets get (net.ipv4.tcp_congestion_control).
@@ -204,6 +128,37 @@ pub fn read_back(sock: &SockRef<'_>, requested: &SocketOptions, tcp: bool) -> Ef
         e.mss_bytes = sock.tcp_mss().ok();
     }
     e
+}
+
+/// The kernel's TCP_INFO of a TCP socket in the units run documents use (see [`TcpInfo`]);
+/// `None` if the socket is not TCP or the call fails.
+pub fn tcp_info(fd: std::os::fd::BorrowedFd<'_>) -> Option<TcpInfo> {
+    let raw = crate::sys::tcp_info(fd)?;
+    Some(TcpInfo {
+        rtt_us: raw.rtt,
+        rttvar_us: raw.rttvar,
+        snd_cwnd: raw.snd_cwnd,
+        snd_mss: raw.snd_mss,
+        total_retrans: raw.total_retrans,
+        unacked: raw.unacked,
+        unacked_bytes: u64::from(raw.unacked) * u64::from(raw.snd_mss),
+        delivery_rate_bits_per_s: raw.delivery_rate.saturating_mul(8),
+        pmtu: raw.pmtu,
+        notsent_bytes: raw.notsent_bytes,
+        bytes_acked: raw.bytes_acked,
+        bytes_received: raw.bytes_received,
+        snd_wnd: raw.snd_wnd,
+        min_rtt_us: raw.min_rtt,
+        // ~0 is the kernel's "no limit".
+        pacing_rate_bits_per_s: if raw.pacing_rate == u64::MAX {
+            0
+        } else {
+            raw.pacing_rate.saturating_mul(8)
+        },
+        busy_time_us: raw.busy_time,
+        rwnd_limited_us: raw.rwnd_limited,
+        sndbuf_limited_us: raw.sndbuf_limited,
+    })
 }
 
 #[cfg(test)]

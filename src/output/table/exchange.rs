@@ -1,9 +1,9 @@
 //! A ping-pong or request/response point's row, or the line that says none completed.
 
 use super::{columns_line, Rows, TableSink};
+use crate::model::vocab::PatternKind;
 use crate::model::{PointResult, RunDocument};
 use crate::output::columns::{self, Row, TableColumn};
-use crate::pattern::PatternKind;
 
 impl TableSink {
     /// The ping-pong and request/response tables' columns, and how many come before the

@@ -1,8 +1,8 @@
 //! The run's header: what was run, where and how, and the column header under its notes.
 
 use super::{columns_line, TableSink};
+use crate::model::vocab::PatternKind;
 use crate::model::RunDocument;
-use crate::pattern::PatternKind;
 
 impl TableSink {
     /// The lines that say what was run and where: version, pattern and transport, the hosts

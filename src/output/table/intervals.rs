@@ -1,10 +1,10 @@
 //! Interval lines: each stream's as it goes, the server's after the point, and their sums.
 
 use super::{marked, table_line, TableSink};
+use crate::model::stream::IntervalEvent;
+use crate::model::vocab::Role;
 use crate::model::{DirectionTotal, StreamResult};
 use crate::output::Output;
-use crate::pattern::stream::IntervalEvent;
-use crate::pattern::Role;
 use crate::units::mbit;
 
 impl TableSink {

@@ -15,11 +15,11 @@ mod summary;
 
 use super::columns::TableColumn;
 use super::Output;
+use crate::model::stream::IntervalEvent;
+use crate::model::vocab::PatternKind;
+use crate::model::Swept;
 use crate::model::{PointResult, RunDocument};
-use crate::pattern::stream::IntervalEvent;
-use crate::pattern::PatternKind;
 use crate::plan::sink::{IntervalPrinter, Sink};
-use crate::plan::Swept;
 use crate::stats::Validity;
 use crate::units::format_bytes;
 

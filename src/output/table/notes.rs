@@ -50,7 +50,7 @@ impl TableSink {
             let size = p.key.size;
             self.line(&format!(
                 "# {}",
-                crate::instruments::attribution::describe(a, size, &|n| n.to_string())
+                crate::model::host::describe(a, size, &|n| n.to_string())
             ))?;
         }
         if self.host_cpu {
@@ -65,7 +65,7 @@ impl TableSink {
 /// "# host cpu at 1400 B: client user 12.0% system 30.5% softirq 8.1% (2 CPUs, busiest 97%),
 /// server ..." (on one host: "client and server (one host) ...").
 fn host_cpu_line(size: u64, h: &crate::model::HostCpu) -> String {
-    let one = |c: &crate::instruments::CpuShare| {
+    let one = |c: &crate::model::host::CpuShare| {
         format!(
             "user {:.1}% system {:.1}% softirq {:.1}% ({} CPUs, busiest {:.0}%)",
             c.user * 100.0,
@@ -75,7 +75,7 @@ fn host_cpu_line(size: u64, h: &crate::model::HostCpu) -> String {
             c.busiest_cpu * 100.0
         )
     };
-    let show = |c: Option<&crate::instruments::CpuShare>| c.map_or("not read".to_owned(), one);
+    let show = |c: Option<&crate::model::host::CpuShare>| c.map_or("not read".to_owned(), one);
     if h.same_host {
         format!(
             "# host cpu at {size} B: client and server (one host) {}",

@@ -2,11 +2,11 @@
 
 use super::intervals::sum_interval_lines;
 use super::{columns_line, marked, Rows, TableSink};
+use crate::model::socket::RcvLowat;
+use crate::model::stream::LinkCounters;
 use crate::model::{DirectionTotal, PointResult, RunDocument, StreamResult};
 use crate::output::columns::{self, Row, TableColumn};
-use crate::pattern::RcvLowat;
 use crate::stats::Validity;
-use crate::transport::LinkCounters;
 use crate::units::mbit;
 
 impl TableSink {
@@ -217,7 +217,7 @@ fn goodput_loss_note(r: &RunDocument, direction: &str) -> String {
         format!(
             " less its {}% loss per frame ({})",
             d.loss * 100.0,
-            if r.transport == crate::transport::TransportKind::Tcp {
+            if r.transport == crate::model::vocab::TransportKind::Tcp {
                 "an upper bound: TCP resends what is lost and may slow down far below it"
             } else {
                 "messages lost whole when any frame is"

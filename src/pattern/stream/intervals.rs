@@ -106,7 +106,7 @@ impl<'a> IntervalClock<'a> {
     /// The kernel's TCP state at the start of the timed phase: each interval's retransmits and
     /// (for a sender, `acked`) acknowledged bytes are counted from it, so that nothing of the
     /// warm-up lands in the first interval.
-    pub(super) fn baseline(&mut self, info: Option<crate::sys::TcpInfo>, acked: bool) {
+    pub(super) fn baseline(&mut self, info: Option<crate::model::socket::TcpInfo>, acked: bool) {
         if let Some(t) = info {
             self.last_retrans = t.total_retrans;
             if acked {
@@ -117,7 +117,10 @@ impl<'a> IntervalClock<'a> {
     }
 
     /// Bytes acknowledged since the last record, by `info`, and the new mark.
-    fn acked_since(&self, info: Option<crate::sys::TcpInfo>) -> (Option<u64>, Option<u64>) {
+    fn acked_since(
+        &self,
+        info: Option<crate::model::socket::TcpInfo>,
+    ) -> (Option<u64>, Option<u64>) {
         match (self.last_acked, info) {
             (Some(last), Some(t)) => (
                 Some(t.bytes_acked.saturating_sub(last)),

@@ -1,0 +1,194 @@
+//! A segment trace as a run records it: the capture's own figures and one summary per TCP
+//! connection captured, with the lines `run` and `trace show` print from them.
+
+use serde::{Deserialize, Serialize};
+
+/// Where the capture runs.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceSide {
+    /// In the client's network namespace.
+    Client,
+    /// In the server's (a self-hosted server's, or the lab's host b).
+    Server,
+}
+
+impl TraceSide {
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceSide::Client => "client",
+            TraceSide::Server => "server",
+        }
+    }
+}
+
+/// A trace's summary: in the point's JSON, and what `trace show` prints for a file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TraceSummary {
+    /// The pcap file.
+    pub file: String,
+    /// Where the capture ran (null for a file read back by `trace show`).
+    pub side: Option<TraceSide>,
+    /// Packets in the file (on loopback each once: the outgoing copy).
+    pub packets: u64,
+    /// Packets the kernel dropped because the capture fell behind (PACKET_STATISTICS); null
+    /// for a file read back.
+    pub dropped: Option<u64>,
+    /// CPU time of the capture thread, nanoseconds.
+    pub capture_cpu_ns: Option<u64>,
+    /// How long the capture ran, nanoseconds.
+    pub capture_elapsed_ns: Option<u64>,
+    /// `capture_cpu_ns` over `capture_elapsed_ns`: the share of one CPU the trace cost.
+    pub capture_cpu_share: Option<f64>,
+    /// `capture_cpu_ns` over the CPU time of the same side's data threads in the point.
+    pub capture_cpu_vs_data_threads: Option<f64>,
+    /// One summary per TCP connection captured, in order of first appearance.
+    pub flows: Vec<FlowSummary>,
+}
+impl TraceSummary {
+    /// The line printed under the table, e.g. "trace: 12 345 segments, 0 dropped, capture
+    /// cost 2.1% of one CPU ...".
+    pub fn line(&self) -> String {
+        let sum = |f: fn(&FlowSummary) -> u64| self.flows.iter().map(f).sum::<u64>();
+        let (data, acks, sub) = (
+            sum(|f| f.data_segments),
+            sum(|f| f.acks),
+            sum(|f| f.sub_mss_segments),
+        );
+        let mut s = format!(
+            "trace: {} segments in {}, {} dropped",
+            self.packets,
+            self.file,
+            self.dropped.map_or("?".into(), |d| d.to_string())
+        );
+        if let Some(c) = self.capture_cpu_share {
+            s.push_str(&format!(", capture cost {:.1}% of one CPU", c * 100.0));
+            if let Some(d) = self.capture_cpu_vs_data_threads {
+                s.push_str(&format!(" ({:.1}% of the data threads' CPU)", d * 100.0));
+            }
+        }
+        s.push_str(&format!(
+            "; {} connection(s): {} data segments, {} bytes ({} retransmissions), {} ACKs{}, {} sub-MSS, {} delayed ACKs, {} stops ({:.1} ms)",
+            self.flows.len(),
+            data,
+            sum(|f| f.data_bytes),
+            sum(|f| f.retransmitted_segments),
+            acks,
+            if acks > 0 {
+                format!(" ({:.2} segments per ACK)", data as f64 / acks as f64)
+            } else {
+                String::new()
+            },
+            if data > 0 {
+                format!("{:.1}%", sub as f64 / data as f64 * 100.0)
+            } else {
+                "-".into()
+            },
+            sum(|f| f.delayed_acks),
+            sum(|f| f.stops),
+            sum(|f| f.stopped_ns) as f64 / 1e6
+        ));
+        if self.flows.iter().any(|f| f.window_shift.is_none()) {
+            s.push_str(", windows unscaled (handshake not captured)");
+        }
+        s
+    }
+
+    /// Several lines for `trace show`: the capture, then each connection.
+    pub fn text(&self) -> String {
+        let mut s = format!(
+            "{}: {} packets, {} TCP connection(s)\n",
+            self.file,
+            self.packets,
+            self.flows.len()
+        );
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
+        for f in &self.flows {
+            s.push_str(&format!(
+                "{} -> {} over {:.3} s\n  data: {} segments, {} bytes, {} unique; {} retransmissions ({} bytes repeated)\n  ACKs: {} ({} segments, {} bytes per ACK); {} delayed ACKs (>= 35 ms beyond the quickest ACK, {} ms)\n  MSS {} ({}): {} segments below it ({})\n  window scale: {}\n  stops: {} gaps longer than {} ms (median gap {} ms), {:.3} ms in all\n",
+                f.sender,
+                f.receiver,
+                f.duration_ns as f64 / 1e9,
+                f.data_segments,
+                f.data_bytes,
+                f.unique_data_bytes,
+                f.retransmitted_segments,
+                f.repeated_bytes,
+                f.acks,
+                opt(f.segments_per_ack, &|v| format!("{v:.2}")),
+                opt(f.bytes_per_ack, &|v| format!("{v:.0}")),
+                f.delayed_acks,
+                opt(f.ack_baseline_ns.map(ms), &|v| format!("{v:.3}")),
+                f.mss,
+                if f.mss_from_syn { "from the SYN" } else { "largest segment: handshake not captured" },
+                f.sub_mss_segments,
+                opt(f.sub_mss_share, &|v| format!("{:.1}%", v * 100.0)),
+                f.window_shift.map_or("unscaled (handshake not captured)".into(), |w| format!("shift {w}")),
+                f.stops,
+                opt(f.stop_threshold_ns.map(ms), &|v| format!("{v:.3}")),
+                opt(f.median_gap_ns.map(ms), &|v| format!("{v:.3}")),
+                ms(f.stopped_ns),
+            ));
+        }
+        s
+    }
+}
+
+/// One connection's summary, as the run's JSON and `trace show` give it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FlowSummary {
+    /// The end that sent the payload (the one that sent more of it), as ADDR:PORT.
+    pub sender: String,
+    pub receiver: String,
+    /// From the flow's first segment to its last in the capture, nanoseconds.
+    pub duration_ns: u64,
+    /// Segments from the sender with payload, as captured: a GSO/TSO super-segment, as the
+    /// capture point saw it, counts once.
+    pub data_segments: u64,
+    /// Payload bytes of those segments, retransmissions included.
+    pub data_bytes: u64,
+    /// Data segments that started below the highest sequence number seen before them
+    /// (retransmissions; on the receiver's side also those that fill a hole left by a loss).
+    pub retransmitted_segments: u64,
+    /// Of `data_bytes`, the bytes this capture had already seen (a hole filled on the
+    /// receiver's side is new bytes, not repeated ones).
+    pub repeated_bytes: u64,
+    /// `data_bytes` minus `repeated_bytes`: each byte of the stream once.
+    pub unique_data_bytes: u64,
+    /// Segments from the receiver with the ACK flag and no payload.
+    pub acks: u64,
+    /// Data segments per pure ACK (null without ACKs).
+    pub segments_per_ack: Option<f64>,
+    /// Payload bytes per pure ACK (null without ACKs).
+    pub bytes_per_ack: Option<f64>,
+    /// The payload of a full segment, which the small-segment share is measured against:
+    /// the MSS the receiver announced in its SYN, less the TCP options of the sender's data
+    /// segments (12 bytes with time stamps), when the handshake was captured; else the
+    /// largest data segment captured.
+    pub mss: u32,
+    /// Whether `mss` came from the receiver's SYN.
+    pub mss_from_syn: bool,
+    /// Data segments with fewer payload bytes than `mss`, and their share of `data_segments`.
+    pub sub_mss_segments: u64,
+    pub sub_mss_share: Option<f64>,
+    /// The receiver's window scale shift when both SYNs were captured (0 when either side
+    /// did not offer scaling); null when the handshake was not captured: the advertised
+    /// windows are then the raw 16-bit field, unscaled.
+    pub window_shift: Option<u8>,
+    /// ACKs that came at least 35 ms later than the flow's quickest ACK after data (its
+    /// round trip at the capture point), with no data in between: the receiver's
+    /// delayed-ACK timer.
+    pub delayed_acks: u64,
+    /// The quickest data-to-ACK gap seen, the baseline of `delayed_acks`, nanoseconds.
+    pub ack_baseline_ns: Option<u64>,
+    /// Median gap between consecutive data segments, nanoseconds.
+    pub median_gap_ns: Option<u64>,
+    /// Gaps in the data longer than `stop_threshold_ns` (10 median gaps, at least 1 ms):
+    /// how many, and their total time.
+    pub stops: u64,
+    pub stopped_ns: u64,
+    pub stop_threshold_ns: Option<u64>,
+}
