@@ -1,5 +1,4 @@
-//! What the line charts share: one curve per run, group and side, the axes they are drawn
-//! on, and which of a point's figures are valid to draw.
+//! What the line charts share: curves per run, group and side, their axes, and valid values.
 
 use crate::figures::plots::{Axis, HLine, Line, Scale, Ticks};
 use crate::model::PointResult;

@@ -1,5 +1,5 @@
-//! Turns saved results into figures: which values go on which axis, with which label and
-//! unit. Drawing is [`super::plots`]' job.
+//! Turns saved results into figures: which values go on which axis, with which label and unit.
+//! Drawing is [`super::plots`]' job.
 //!
 //! The figures of one call describe runs of one pattern: a latency and a throughput are not
 //! put on the same axis.

@@ -1,5 +1,4 @@
-//! The parameters a run can sweep: which one is the x axis, and how the others split a run's
-//! points into curves.
+//! The parameters a run can sweep: the x axis, and the curves the others split points into.
 
 use crate::figures::plots::fmt_bytes_param;
 use crate::model::{PointKey, PointResult, RunDocument};

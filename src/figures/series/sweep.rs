@@ -1,5 +1,7 @@
-//! Line charts against the swept parameter: throughput, latency with its percentile band, and
-//! NetPIPE's signature (throughput against transfer time).
+//! Line charts against the swept parameter: throughput, latency and NetPIPE's signature.
+//!
+//! Latency with a band from the median to the 99th percentile; the signature is throughput
+//! against transfer time.
 
 use crate::figures::plots::{Axis, Band, Chart, Figure, LegendAt, Line, Scale, Ticks};
 use crate::model::PointResult;

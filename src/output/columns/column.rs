@@ -1,5 +1,4 @@
-//! The figures the CSV and the tables share, each a [`Column`]: its CSV name (with its unit)
-//! and how to read it from a row.
+//! The figures the CSV and the tables share, each a [`Column`]: its CSV name and its reader.
 
 use super::cell::text;
 use super::{Cell, Row};

@@ -1,5 +1,6 @@
-//! Every column of the CSV (`--csv`, `export --csv`) in order: the shared figures and the
-//! CSV's own.
+//! Every column of the CSV (`--csv`, `export --csv`), in order.
+//!
+//! The figures shared with the tables, and the CSV's own.
 
 use crate::model::PointResult;
 

@@ -1,8 +1,8 @@
-//! A point's figures, each described once: its CSV name (which carries its unit) and how to
-//! read it from a result. The CSV is these columns in order; the ping-pong and request/response
-//! tables lay out some of them ([`TableColumn`]) in the units a reader scans, so the table and
-//! the CSV read every figure through the same function and can not disagree on which number
-//! it is.
+//! A point's figures, each described once: its CSV name (with its unit) and how to read it.
+//!
+//! The CSV is these columns in order; the ping-pong and request/response tables lay out some
+//! of them ([`TableColumn`]) in the units a reader scans, so the table and the CSV read every
+//! figure through the same function and can not disagree on which number it is.
 //!
 //! A file per job: the value of a cell (`cell`), what a row is about and how a figure is read
 //! from it (`row`), the figures the CSV and the tables share (`column`), the CSV's columns in

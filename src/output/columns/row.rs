@@ -1,5 +1,6 @@
-//! What a row is about (a point, one of its streams, or a direction's sum) and how a column
-//! reads a figure from it: the stream's own, the direction's, or the sum over directions.
+//! What a row is about (a point, a stream, a direction's sum) and how a figure is read from it.
+//!
+//! A figure is the stream's own, the direction's, or the sum over the directions.
 
 use crate::model::{DirectionTotal, PointResult, RunDocument, StreamPair};
 use crate::stats::validity::Validity;

@@ -1,5 +1,4 @@
-//! How a table shows a column's value: in the unit a reader scans, marked "!" when the figure
-//! is not a valid measurement.
+//! How a table shows a column's value: in a reader's unit, marked "!" when not valid.
 
 use crate::stats::validity::Validity;
 use crate::units::{mbit, us};

@@ -1,5 +1,4 @@
-//! Which columns the ping-pong, request/response and stream tables lay out, with their
-//! headers, widths and units.
+//! Which columns each table (ping-pong, request/response, stream) lays out, and how wide.
 
 use super::{
     Column, Judged, Show, TableColumn, ACKED_BITS, BYTES_RECEIVED, BYTES_SENT, CLIENT_US_PER_KIB,

@@ -1,5 +1,4 @@
-//! What a comparison holds: each figure's change between the runs, how it was tested and the
-//! verdict on it.
+//! What a comparison holds: each figure's change, how it was tested, and the verdict on it.
 
 use crate::stats::between_runs;
 

@@ -1,5 +1,6 @@
-//! Which figures of a point are compared, in the units shown, with their per-run values (when
-//! kept) and their verdicts as measurements.
+//! Which figures of a point are compared, in the units shown, with their per-run values.
+//!
+//! Each with its verdict as a measurement.
 
 use crate::model::PointResult;
 use crate::stats::validity::Validity;

@@ -1,5 +1,6 @@
-//! Tests one figure of a pair of points between the runs (Welch's t on the per-run values)
-//! and judges its confidence interval against the equivalence margin.
+//! Tests one figure of a pair of points between the runs and judges it against the margin.
+//!
+//! Welch's t on the per-run values, its confidence interval against the equivalence margin.
 
 use crate::stats::between_runs::{self, Judgement, NoTest};
 use crate::stats::validity;

@@ -1,9 +1,10 @@
-//! `wirebench compare A B`: the points two runs have in common, the change of each figure in
-//! percent, and whether it is a change at all: judged between the RUNS of each side (`run
-//! --repeat N` keeps every run's headline), with a confidence interval of B / A against an
-//! equivalence margin ([`between_runs`](crate::stats::between_runs)). With one run on a side
-//! nothing can tell a change from the difference between two runs of the same command, and the
-//! verdict says so.
+//! `wirebench compare A B`: the change of each figure two runs have in common, and its verdict.
+//!
+//! The points two runs have in common, the change of each figure in percent, and whether it is
+//! a change at all: judged between the RUNS of each side (`run --repeat N` keeps every run's
+//! headline), with a confidence interval of B / A against an equivalence margin
+//! ([`between_runs`](crate::stats::between_runs)). With one run on a side nothing can tell a
+//! change from the difference between two runs of the same command, and the verdict says so.
 //!
 //! A file per job: what a comparison holds (`change`), which figures of a point are compared
 //! (`figures`), the settings two runs differ in (`settings`), pairing the points two runs have

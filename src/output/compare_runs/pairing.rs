@@ -1,5 +1,7 @@
-//! Pairs the points two runs have in common (same key and sizes), refusing runs of different
-//! patterns or settings, and collects each pair's judged figures and the points left over.
+//! Pairs the points two runs have in common and collects the judged figures of each pair.
+//!
+//! Points pair on the same key and sizes. Runs of different patterns, or of different
+//! settings unless allowed, are refused.
 
 use anyhow::{bail, Result};
 

@@ -1,5 +1,4 @@
-//! The settings two runs were measured with and differ in: a comparison across them compares
-//! the settings, not a change.
+//! The settings two runs differ in: a comparison across them compares settings, not a change.
 
 use crate::model::RunDocument;
 
