@@ -1,0 +1,228 @@
+//! Every column of the CSV (`--csv`, `export --csv`), in order.
+//!
+//! The figures shared with the tables, and the CSV's own.
+
+use crate::model::PointResult;
+
+use super::cell::text;
+use super::{
+    Cell, Column, ACKED_BITS, BYTES_RECEIVED, BYTES_SENT, CLIENT_US_PER_KIB, DATAGRAMS_LOST,
+    DIRECTION, JITTER, LOSS_RATIO, LOST_TRANSACTIONS, RECEIVER_BITS, REQUEST_SIZE, RESPONSE_SIZE,
+    RETRANSMITS, RTT_CI, RTT_MAX, RTT_MEAN, RTT_MIN, RTT_P50, RTT_P99, RTT_SAMPLES, SENDER_BITS,
+    SERVER_US_PER_KIB, SETUP_MEAN, SIZE, STREAM, THINK_CORRECTED_TPS, THINK_WAITED, THROUGHPUT,
+    TRANSACTIONS, TRANSACTIONS_PER_S,
+};
+
+/// One end's host CPU shares; on one host the server's are the client's.
+fn host_cpu(p: &PointResult, server: bool) -> Option<&crate::model::host::CpuShare> {
+    let h = p.host_cpu.as_ref()?;
+    if server && !h.same_host {
+        h.server.as_ref()
+    } else {
+        h.client.as_ref()
+    }
+}
+
+/// Every column of `--csv` and `export --csv`, in order.
+pub const CSV: &[Column] = &[
+    Column {
+        name: "index",
+        get: |r| (r.point.index as u64).into(),
+    },
+    STREAM,
+    DIRECTION,
+    Column {
+        name: "pattern",
+        get: |r| Cell::Text(r.report.pattern.to_string()),
+    },
+    Column {
+        name: "transport",
+        get: |r| Cell::Text(r.report.transport.to_string()),
+    },
+    Column {
+        name: "run_started_at",
+        get: |r| text(&r.report.started_at),
+    },
+    Column {
+        name: "run_id",
+        get: |r| r.run_id.map(|id| id.to_string()).into(),
+    },
+    Column {
+        name: "client_host",
+        get: |r| text(&r.report.client_environment.hostname),
+    },
+    Column {
+        name: "server_host",
+        get: |r| {
+            r.report
+                .server_environment
+                .as_ref()
+                .map(|e| e.hostname.clone())
+                .into()
+        },
+    },
+    SIZE,
+    REQUEST_SIZE,
+    RESPONSE_SIZE,
+    Column {
+        name: "sndbuf_bytes",
+        get: |r| r.point.key.sndbuf.into(),
+    },
+    Column {
+        name: "rcvbuf_bytes",
+        get: |r| r.point.key.rcvbuf.into(),
+    },
+    Column {
+        name: "server_sndbuf_bytes",
+        get: |r| r.point.key.server_sndbuf.into(),
+    },
+    Column {
+        name: "server_rcvbuf_bytes",
+        get: |r| r.point.key.server_rcvbuf.into(),
+    },
+    // The point's algorithm in a sweep, else the run's (empty: the kernel's default).
+    Column {
+        name: "cc",
+        get: |r| {
+            r.point
+                .key
+                .cc
+                .map(|c| c.to_string())
+                .or_else(|| r.report.settings.cc.clone())
+                .into()
+        },
+    },
+    Column {
+        name: "runs",
+        get: |r| r.point.runs.into(),
+    },
+    Column {
+        name: "headline_mean",
+        get: |r| r.whole(|p| p.headline.over_runs.as_ref().map(|m| m.mean)),
+    },
+    Column {
+        name: "headline_ci_half_width",
+        get: |r| r.whole(|p| p.headline.over_runs.as_ref().and_then(|m| m.half_width)),
+    },
+    Column {
+        name: "headline_unit",
+        get: |r| r.whole(|p| p.headline.unit.clone()),
+    },
+    RTT_SAMPLES,
+    RTT_MEAN,
+    Column {
+        name: "rtt_stddev_ns",
+        get: |r| r.latency(|l| l.rtt.stddev_ns),
+    },
+    RTT_CI,
+    RTT_MIN,
+    RTT_P50,
+    Column {
+        name: "rtt_p90_ns",
+        get: |r| r.latency(|l| l.rtt.p90_ns),
+    },
+    RTT_P99,
+    Column {
+        name: "rtt_p999_ns",
+        get: |r| r.latency(|l| l.rtt.p999_ns),
+    },
+    Column {
+        name: "rtt_p9999_ns",
+        get: |r| r.latency(|l| l.rtt.p9999_ns),
+    },
+    // The percentiles' sample floors (10 / (1 - p), the physics guard): whether every printed
+    // percentile stands on enough samples, and which do not, by name.
+    Column {
+        name: "rtt_percentiles_valid",
+        get: |r| {
+            r.point
+                .latency
+                .as_ref()
+                .filter(|l| !l.percentiles.is_empty())
+                .map(|l| l.percentiles.iter().all(|p| !p.validity.is_invalid()))
+                .into()
+        },
+    },
+    Column {
+        name: "rtt_percentiles_invalid",
+        get: |r| {
+            r.point
+                .latency
+                .as_ref()
+                .filter(|l| !l.percentiles.is_empty())
+                .map(crate::model::LatencyResult::invalid_percentiles)
+                .into()
+        },
+    },
+    RTT_MAX,
+    Column {
+        name: "one_way_mean_ns",
+        get: |r| r.latency(|l| l.one_way_mean_ns),
+    },
+    THROUGHPUT,
+    TRANSACTIONS_PER_S,
+    TRANSACTIONS,
+    LOST_TRANSACTIONS,
+    THINK_CORRECTED_TPS,
+    THINK_WAITED,
+    SETUP_MEAN,
+    SENDER_BITS,
+    ACKED_BITS,
+    RECEIVER_BITS,
+    BYTES_SENT,
+    BYTES_RECEIVED,
+    Column {
+        name: "datagrams_sent",
+        get: |r| r.loss().map(|l| l.0).into(),
+    },
+    DATAGRAMS_LOST,
+    LOSS_RATIO,
+    JITTER,
+    Column {
+        name: "send_failures",
+        get: |r| r.count(|p| p.sender.send_failures, |d| d.send_failures),
+    },
+    RETRANSMITS,
+    Column {
+        name: "client_cpu_s",
+        get: |r| r.whole(|p| p.cpu.client.total_s()),
+    },
+    Column {
+        name: "server_cpu_s",
+        get: |r| r.whole(|p| p.cpu.server.total_s()),
+    },
+    CLIENT_US_PER_KIB,
+    SERVER_US_PER_KIB,
+    Column {
+        name: "client_host_user_share",
+        get: |r| r.whole(|p| host_cpu(p, false).map(|c| c.user)),
+    },
+    Column {
+        name: "client_host_system_share",
+        get: |r| r.whole(|p| host_cpu(p, false).map(|c| c.system)),
+    },
+    Column {
+        name: "client_host_softirq_share",
+        get: |r| r.whole(|p| host_cpu(p, false).map(|c| c.softirq)),
+    },
+    Column {
+        name: "server_host_user_share",
+        get: |r| r.whole(|p| host_cpu(p, true).map(|c| c.user)),
+    },
+    Column {
+        name: "server_host_system_share",
+        get: |r| r.whole(|p| host_cpu(p, true).map(|c| c.system)),
+    },
+    Column {
+        name: "server_host_softirq_share",
+        get: |r| r.whole(|p| host_cpu(p, true).map(|c| c.softirq)),
+    },
+    Column {
+        name: "valid",
+        get: |r| r.validity().valid.into(),
+    },
+    Column {
+        name: "invalid_reason",
+        get: |r| text(r.validity().reason()),
+    },
+];
