@@ -1,3 +1,6 @@
+//! The `wirebench` binary: parses the command line, prints a usage error on one line, and
+//! hands the typed command to the library's command layer (`wirebench::cmd`).
+
 use clap::Parser;
 
 fn main() {
