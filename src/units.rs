@@ -568,6 +568,19 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
     })
 }
 
+/// A rate typed on a command line: as [`parse_rate`], but a bare number (no prefix, no unit)
+/// is refused. `-b 100` is far likelier a slip for 100M than a wish for 100 bit/s, which
+/// iperf3 would send without a word; documents keep reading bare numbers as bit/s.
+pub fn parse_rate_typed(s: &str) -> Result<Rate, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(format!(
+            "invalid rate {s:?}: no unit; did you mean {t}M ({t} Mbit/s)? {t} bit/s is written {t}bit; {RATE_ACCEPTED}"
+        ));
+    }
+    parse_rate(s)
+}
+
 /// Parses a percentage (`2%` or `2`) into a fraction (0.02). The value must
 /// lie strictly between 0 and 100.
 pub fn parse_percent(s: &str) -> Result<f64, String> {
@@ -1054,6 +1067,20 @@ mod tests {
         }
         let huge = format!("{}T", "9".repeat(400));
         assert_err(parse_rate(&huge), &huge, "too large");
+    }
+
+    /// A bare number typed as a rate is refused with the likely meaning, and documents that
+    /// hold one still read.
+    #[test]
+    fn a_typed_rate_needs_a_unit() {
+        let e = parse_rate_typed("100").unwrap_err();
+        assert!(e.contains("did you mean 100M (100 Mbit/s)?"), "{e}");
+        assert!(e.contains("100bit"), "{e}");
+        assert!(!e.contains('\n'));
+        assert_eq!(parse_rate_typed("100bit"), Ok(Rate::BitsPerSecond(100.0)));
+        assert_eq!(parse_rate_typed("100M"), Ok(Rate::BitsPerSecond(100e6)));
+        assert_eq!(parse_rate_typed("2.5k"), Ok(Rate::BitsPerSecond(2500.0)));
+        assert_eq!(parse_rate("100"), Ok(Rate::BitsPerSecond(100.0)));
     }
 
     #[test]

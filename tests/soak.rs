@@ -48,7 +48,8 @@ fn client_args(i: usize, addr: &str) -> Vec<String> {
 fn vanishing(i: usize, addr: &str) -> Child {
     let args: &[&str] = if i.is_multiple_of(2) {
         &[
-            "run", "stream", "-R", "--bytes", "2M", "--size", "1M", "--rate", "1", "--warmup", "0",
+            "run", "stream", "-R", "--bytes", "2M", "--size", "1M", "--rate", "1bit", "--warmup",
+            "0",
         ]
     } else {
         &["run", "stream", "-d", "30s"]

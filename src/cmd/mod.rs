@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod compare_transports;
+mod habits;
 pub mod lab;
 #[cfg(feature = "mpi")]
 pub mod mesh;
@@ -243,9 +244,37 @@ pub fn usage_error_line(e: &clap::Error, args: &[String]) -> String {
     if parts.is_empty() {
         parts.push("invalid arguments".to_owned());
     }
+    if let Some(h) = habit_hint(e, args) {
+        // clap's tips ("to pass '-u' as a value, use '-- -u'", "a similar argument exists:
+        // '--compete'" for --omit) are beside the point then.
+        parts.retain(|p| !p.starts_with("tip:"));
+        parts.push(h);
+    }
     let line = parts.join("; ");
     let line = crate::text::printable(&line).into_owned();
     format!("{line} (see '{} --help')", command_path(args))
+}
+
+/// The name here of another tool's option that `e` refused (see [`habits`]).
+fn habit_hint(e: &clap::Error, args: &[String]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let context = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    let path = command_path(args);
+    let subcommand = path.strip_prefix("wirebench").unwrap_or("").trim();
+    match e.kind() {
+        ErrorKind::UnknownArgument => {
+            habits::hint(subcommand, context(ContextKind::InvalidArg)?).map(str::to_owned)
+        }
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+            if context(ContextKind::InvalidArg)?.starts_with("--iterations") =>
+        {
+            habits::iterations_hint(context(ContextKind::InvalidValue)?)
+        }
+        _ => None,
+    }
 }
 
 /// "wirebench" and the subcommands that lead `args`, e.g. "wirebench lab up": whose help to

@@ -64,7 +64,7 @@ pub struct MpiArgs {
     #[arg(long, short = 'R')]
     pub reverse: bool,
     /// Stream: pace the sender, bits/s with DECIMAL suffixes (100M = 10^8 bit/s) or "10kpps".
-    #[arg(long, short = 'b', value_parser = crate::units::parse_rate)]
+    #[arg(long, short = 'b', value_parser = crate::units::parse_rate_typed)]
     pub rate: Option<Rate>,
     /// rr: transactions kept in flight.
     #[arg(long, default_value_t = 1)]

@@ -139,7 +139,7 @@ pub enum Permit {
 }
 
 fn parse_bit_rate(s: &str) -> Result<u64, String> {
-    match crate::units::parse_rate(s)? {
+    match crate::units::parse_rate_typed(s)? {
         crate::units::Rate::BitsPerSecond(b) if b >= 1.0 => Ok(b.min(u64::MAX as f64) as u64),
         crate::units::Rate::BitsPerSecond(_) => Err("a rate below 1 bit/s".into()),
         crate::units::Rate::PacketsPerSecond(_) => {

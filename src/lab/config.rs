@@ -100,7 +100,7 @@ pub struct LinkSpec {
 }
 
 fn bits(s: &str, what: &str) -> Result<f64> {
-    match crate::units::parse_rate(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))? {
+    match crate::units::parse_rate_typed(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))? {
         crate::units::Rate::BitsPerSecond(b) => Ok(b),
         crate::units::Rate::PacketsPerSecond(_) => {
             bail!("--{what}: a link rate is in bits per second, not packets")
