@@ -461,7 +461,7 @@ pub fn run(c: RelayConfig) -> Result<()> {
     relay.set_limits(c.limits)?;
     relay.log = c.log;
     eprintln!(
-        "wirebench relay on {} forwarding to {forward} (user-space copy, {} B per call; clients need --one-port; at most {} connections, {} per source, idle timeout {:?}, write timeout {:?})",
+        "wirebench relay on {} forwarding to {forward} (user-space copy, {} B per call; clients switch to one port by themselves; at most {} connections, {} per source, idle timeout {:?}, write timeout {:?})",
         relay.local_addr()?,
         relay.buffer,
         relay.limits.max_connections,

@@ -405,7 +405,8 @@ pub struct StatsArgs {
 /// What is printed and saved, shared by `run` and `mpi`.
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
-    /// One JSON document on stdout (schema "wirebench.run", version 1), nothing else there.
+    /// One JSON document on stdout (schema "wirebench.run", its version in `schema_version`;
+    /// schema/wirebench.run.schema.json), nothing else there.
     /// iperf3: -J.
     #[arg(long, short = 'J', conflicts_with = "csv")]
     pub json: bool,
