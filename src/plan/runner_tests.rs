@@ -435,7 +435,7 @@ fn a_point_faster_than_its_lab_link_is_invalid_before_it_is_kept() {
         let floor_us = 1000.0 + (p.key.size + 66) as f64 * 8.0 / 10.0;
         let reason = format!(
             "fastest one-way time 0.5 us is below the link's delay + wire time {}: faster than the link",
-            crate::stats::validity::fmt_seconds(floor_us / 1e6)
+            crate::units::format_seconds(floor_us / 1e6)
         );
         assert!(l.validity.reason().starts_with(&reason), "{:?}", l.validity);
         assert_eq!(p.headline.validity, l.validity);

@@ -12,8 +12,8 @@
 //!
 //! `src/plan/guard.rs` applies these to a point's result and to a sweep's metrics.
 
-use super::validity::{fmt_seconds, Validity};
-use crate::units::format_mbit_s as mbit;
+use super::validity::Validity;
+use crate::units::{format_mbit_s as mbit, format_seconds};
 
 /// How late the delay line may release a frame without counting it late (its `LATE`, 100 us).
 ///
@@ -160,7 +160,7 @@ pub fn within_goodput(what: &str, rate: f64, bound: RateBound) -> Validity {
             rate / bound.goodput_bits_per_s * 100.0,
             mbit(bound.goodput_bits_per_s),
             mbit(allowed),
-            fmt_seconds(bound.seconds)
+            format_seconds(bound.seconds)
         )
     }))
 }
@@ -185,7 +185,7 @@ pub fn flows_within_goodput(flows: &[(String, f64)], bound: RateBound) -> Validi
             parts.join(" + "),
             mbit(bound.goodput_bits_per_s),
             mbit(allowed),
-            fmt_seconds(bound.seconds)
+            format_seconds(bound.seconds)
         )
     }))
 }
@@ -218,7 +218,7 @@ pub fn interval_within_goodput(
         format!(
             "{what} add up to {} in this {} interval over a link whose goodput is {} (at most {} with what their receive buffers held at its start): they cannot all be true",
             mbit(sum),
-            fmt_seconds(seconds),
+            format_seconds(seconds),
             mbit(goodput),
             mbit(allowed)
         )
@@ -263,8 +263,8 @@ pub fn round_trip_floor(min_rtt_s: f64, floor_s: f64, one_way: bool) -> Validity
         };
         format!(
             "fastest {what} {} is below the link's delay + wire time {}: faster than the link",
-            fmt_seconds(got),
-            fmt_seconds(floor)
+            format_seconds(got),
+            format_seconds(floor)
         )
     }))
 }
@@ -312,8 +312,8 @@ pub fn ends_agree(sender: End, receiver: End, held_bytes: u64) -> Validity {
             mbit(sender.bits_per_s),
             mbit(receiver.bits_per_s),
             sender.bytes_total,
-            fmt_seconds(sender.seconds),
-            fmt_seconds(receiver.seconds),
+            format_seconds(sender.seconds),
+            format_seconds(receiver.seconds),
         )
     }))
 }
@@ -455,8 +455,8 @@ pub fn lab_faithful(direction: &str, l: Lateness) -> Validity {
             "lab unfaithful: {} of {} frames {direction} released more than 100 us late (mean lateness {}, max {}), more than {:.0}%{excess}: the delay line fell behind the link's schedule",
             l.late_frames,
             l.frames,
-            fmt_seconds(l.late_sum_ns as f64 / l.frames.max(1) as f64 / 1e9),
-            fmt_seconds(l.late_max_ns as f64 / 1e9),
+            format_seconds(l.late_sum_ns as f64 / l.frames.max(1) as f64 / 1e9),
+            format_seconds(l.late_max_ns as f64 / 1e9),
             MAX_LATE_SHARE * 100.0
         )
     }))
