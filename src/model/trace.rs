@@ -108,7 +108,7 @@ impl TraceSummary {
         let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
         for f in &self.flows {
             s.push_str(&format!(
-                "{} -> {} over {:.3} s\n  data: {} segments, {} bytes, {} unique; {} retransmissions ({} bytes repeated)\n  ACKs: {} ({} segments, {} bytes per ACK); {} delayed ACKs (>= 35 ms beyond the quickest ACK, {} ms)\n  MSS {} ({}): {} segments below it ({})\n  window scale: {}\n  stops: {} gaps longer than {} ms (median gap {} ms), {:.3} ms in all\n",
+                "{} -> {} over {:.3} s\n  data: {} segments, {} bytes, {} unique; {} retransmissions ({} bytes repeated)\n  ACKs: {} ({} segments, {} bytes per ACK); {} delayed ACKs (>= 35 ms beyond the quickest ACK, {})\n  MSS {} ({}): {} segments below it ({})\n  window scale: {}\n  stops: {} gaps longer than {} ms (median gap {} ms), {:.3} ms in all\n",
                 f.sender,
                 f.receiver,
                 f.duration_ns as f64 / 1e9,
@@ -121,7 +121,7 @@ impl TraceSummary {
                 opt(f.segments_per_ack, &|v| format!("{v:.2}")),
                 opt(f.bytes_per_ack, &|v| format!("{v:.0}")),
                 f.delayed_acks,
-                opt(f.ack_baseline_ns.map(ms), &|v| format!("{v:.3}")),
+                opt(f.ack_baseline_ns.map(|ns| ns as f64), &crate::units::format_us),
                 f.mss,
                 if f.mss_from_syn { "from the SYN" } else { "largest segment: handshake not captured" },
                 f.sub_mss_segments,

@@ -13,7 +13,7 @@
 //! `src/plan/guard.rs` applies these to a point's result and to a sweep's metrics.
 
 use super::validity::Validity;
-use crate::units::{format_mbit_s as mbit, format_seconds};
+use crate::units::{format_mbit_s as mbit, format_seconds, format_us};
 
 /// How late the delay line may release a frame without counting it late (its `LATE`, 100 us).
 ///
@@ -263,8 +263,8 @@ pub fn round_trip_floor(min_rtt_s: f64, floor_s: f64, one_way: bool) -> Validity
         };
         format!(
             "fastest {what} {} is below the link's delay + wire time {}: faster than the link",
-            format_seconds(got),
-            format_seconds(floor)
+            format_us(got * 1e9),
+            format_us(floor * 1e9)
         )
     }))
 }
@@ -455,8 +455,8 @@ pub fn lab_faithful(direction: &str, l: Lateness) -> Validity {
             "lab unfaithful: {} of {} frames {direction} released more than 100 us late (mean lateness {}, max {}), more than {:.0}%{excess}: the delay line fell behind the link's schedule",
             l.late_frames,
             l.frames,
-            format_seconds(l.late_sum_ns as f64 / l.frames.max(1) as f64 / 1e9),
-            format_seconds(l.late_max_ns as f64 / 1e9),
+            format_us(l.late_sum_ns as f64 / l.frames.max(1) as f64),
+            format_us(l.late_max_ns as f64),
             MAX_LATE_SHARE * 100.0
         )
     }))
@@ -613,7 +613,7 @@ mod tests {
         let v = round_trip_floor(2.0 * 39e-6, floor, true);
         assert_eq!(
             v.reason(),
-            "fastest one-way time 39.0 us is below the link's delay + wire time 1.01 ms: faster than the link"
+            "fastest one-way time 39.00 us is below the link's delay + wire time 1010.72 us: faster than the link"
         );
         assert!(!round_trip_floor(floor + 1e-6, floor, true).is_invalid());
         // Within the clock's 2 us a round trip may read short.
@@ -766,7 +766,7 @@ mod tests {
         };
         assert_eq!(
             lab_faithful("a->b", late).reason(),
-            "lab unfaithful: 3109 of 15000 frames a->b released more than 100 us late (mean lateness 5.50 ms, max 21.0 ms), more than 1%: the delay line fell behind the link's schedule"
+            "lab unfaithful: 3109 of 15000 frames a->b released more than 100 us late (mean lateness 5500.00 us, max 21000.00 us), more than 1%: the delay line fell behind the link's schedule"
         );
         let few = Lateness {
             late_frames: 150,
@@ -802,7 +802,7 @@ mod tests {
         };
         assert_eq!(
             lab_faithful("a->b", pingpong).reason(),
-            "lab unfaithful: 5 of 248 frames a->b released more than 100 us late (mean lateness 24.3 us, max 0.27 ms), more than 1%, which can lengthen the round trips by 0.6%: the delay line fell behind the link's schedule"
+            "lab unfaithful: 5 of 248 frames a->b released more than 100 us late (mean lateness 24.30 us, max 270.00 us), more than 1%, which can lengthen the round trips by 0.6%: the delay line fell behind the link's schedule"
         );
         // The same frames, of which the latest in each window of the round-trip hold add up
         // to 2.1 ms (with the largest once more for the window the point's start cut): 0.24%.
