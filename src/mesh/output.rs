@@ -13,7 +13,7 @@ use crate::figures::plots::{self, Figure};
 use crate::model::mesh::{cell_of, in_pair_order, MeshResult};
 use crate::model::RunDocument;
 use crate::request::Format;
-use crate::units::format_us;
+use crate::units::{format_seconds, format_us};
 
 /// Prints, writes and saves the mesh's document; the exit code: a failure when a pair failed
 /// or any of the outputs could not be written.
@@ -131,7 +131,7 @@ pub fn render_text(report: &RunDocument) -> String {
         out,
         "  each pair: {}warm-up {} iterations, {}% confidence, {} run(s) per point",
         st.duration_ns
-            .map(|ns| format!("timed phase {} s, ", ns as f64 / 1e9))
+            .map(|ns| format!("timed phase {}, ", format_seconds(ns as f64 / 1e9)))
             .unwrap_or_default(),
         st.warmup,
         (st.confidence * 100.0).round(),
@@ -205,15 +205,15 @@ pub fn render_text(report: &RunDocument) -> String {
             for c in in_pair_order(&b.cells) {
                 let _ = writeln!(
                     out,
-                    "  {}->{}: sender {} Mbit/s ({} bytes in {:.3} s), receiver {} Mbit/s ({} bytes in {:.3} s), {} stream{}{}{}",
+                    "  {}->{}: sender {} Mbit/s ({} bytes in {}), receiver {} Mbit/s ({} bytes in {}), {} stream{}{}{}",
                     c.from,
                     c.to,
                     crate::units::mbit(c.sender_bits_per_s),
                     c.sender_bytes_timed,
-                    c.sender_elapsed_ns as f64 / 1e9,
+                    format_seconds(c.sender_elapsed_ns as f64 / 1e9),
                     crate::units::mbit(c.receiver_bits_per_s),
                     c.receiver_bytes_timed,
-                    c.receiver_elapsed_ns as f64 / 1e9,
+                    format_seconds(c.receiver_elapsed_ns as f64 / 1e9),
                     c.streams,
                     if c.streams == 1 { "" } else { "s" },
                     c.over_runs

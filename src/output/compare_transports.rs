@@ -1,7 +1,7 @@
 //! The table of `wirebench compare-transports`: t0, r_max, n_1/2 and overhead per transport.
 
 use crate::model::transports::{Comparison, Estimate};
-use crate::units::format_us;
+use crate::units::{format_seconds, format_us};
 
 /// A mean with its interval, after `prefix` (">=" for a lower bound, "~" for an estimate).
 fn with_ci(e: &Option<Estimate>, scale: f64, decimals: usize, prefix: &str) -> String {
@@ -22,8 +22,8 @@ fn with_ci(e: &Option<Estimate>, scale: f64, decimals: usize, prefix: &str) -> S
 
 pub fn print(c: &Comparison) {
     println!(
-        "# wirebench compare-transports: ping-pong size sweep per transport, {} ms per size, {} run(s) interleaved; server {}",
-        (c.duration_per_size_ns as f64 / 1e6).round(),
+        "# wirebench compare-transports: ping-pong size sweep per transport, {} per size, {} run(s) interleaved; server {}",
+        format_seconds(c.duration_per_size_ns as f64 / 1e9),
         c.runs,
         c.server.as_deref().unwrap_or("self-hosted on loopback")
     );

@@ -156,7 +156,7 @@ pub struct Timed {
 pub fn rate(t: Timed, noun: &str, other: Option<(&str, f64)>) -> Validity {
     let mut below = Vec::new();
     if t.seconds.is_nan() || t.seconds < MIN_TIMED_S {
-        below.push(format!("{:.0} ms", MIN_TIMED_S * 1e3));
+        below.push(format_seconds(MIN_TIMED_S));
     }
     if t.messages < MIN_TIMED_MESSAGES {
         below.push(format!("{MIN_TIMED_MESSAGES} {noun}s"));
@@ -221,7 +221,7 @@ mod tests {
         assert!(v.is_invalid());
         assert_eq!(
             v.reason(),
-            "timed phase 0.30 ms, 160 B in 1 read: below the floor of 10 ms and 10 reads; \
+            "timed phase 0.30 ms, 160 B in 1 read: below the floor of 10.0 ms and 10 reads; \
              timed phase 0.30 ms is 0.1% of the sender's 300.0 ms: under the floor of 10%, \
              it timed a burst, not the transfer"
         );
@@ -242,12 +242,12 @@ mod tests {
         );
         assert_eq!(
             rate(at(5_000_000, 400, 0.0099), "datagram", None).reason(),
-            "timed phase 9.90 ms, 5000000 B in 400 datagrams: below the floor of 10 ms"
+            "timed phase 9.90 ms, 5000000 B in 400 datagrams: below the floor of 10.0 ms"
         );
         // Nothing timed at all.
         assert_eq!(
             rate(at(0, 0, 0.0), "read", Some(("sender", 1.0))).reason(),
-            "timed phase 0.0 us, 0 B in 0 reads: below the floor of 10 ms and 10 reads"
+            "timed phase 0.0 us, 0 B in 0 reads: below the floor of 10.0 ms and 10 reads"
         );
         // Exactly 10% of the other side is enough; a little less is not.
         assert!(!rate(at(1, 100, 0.1), "read", Some(("sender", 1.0))).is_invalid());
