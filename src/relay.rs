@@ -461,13 +461,13 @@ pub fn run(c: RelayConfig) -> Result<()> {
     relay.set_limits(c.limits)?;
     relay.log = c.log;
     eprintln!(
-        "wirebench relay on {} forwarding to {forward} (user-space copy, {} B per call; clients switch to one port by themselves; at most {} connections, {} per source, idle timeout {:?}, write timeout {:?})",
+        "wirebench relay on {} forwarding to {forward} (user-space copy, {} B per call; clients switch to one port by themselves; at most {} connections, {} per source, idle timeout {}, write timeout {})",
         relay.local_addr()?,
         relay.buffer,
         relay.limits.max_connections,
         relay.limits.max_per_source,
-        relay.limits.idle_timeout,
-        relay.limits.write_timeout
+        crate::units::format_seconds(relay.limits.idle_timeout.as_secs_f64()),
+        crate::units::format_seconds(relay.limits.write_timeout.as_secs_f64())
     );
     relay.serve()
 }

@@ -707,9 +707,44 @@ pub fn format_mbit_s(bits_per_s: f64) -> String {
     format!("{} Mbit/s", mbit(bits_per_s))
 }
 
-/// Formats nanoseconds as microseconds for tables (two decimals, no unit: the column header carries it).
+/// A latency figure (a one-way time, a round trip, a fitted t0, their intervals and
+/// percentiles) as the number of a table column headed in us: microseconds, two decimals, no
+/// unit (the column header carries it). A value that is not finite prints as Rust prints it.
 pub fn us(ns: f64) -> String {
     format!("{:.2}", ns / 1e3)
+}
+
+/// A latency figure as text with its unit, the one form every message, note and summary line
+/// gives a measured latency, round trip or one-way time in: [`us`]'s number and " us"
+/// ("43.47 us"), whatever its size, so that figures side by side compare at a glance. "-"
+/// when the value is not finite.
+pub fn format_us(ns: f64) -> String {
+    if !ns.is_finite() {
+        return "-".into();
+    }
+    format!("{} us", us(ns))
+}
+
+/// A span of time as text, from seconds: a timed phase, a configured delay, jitter or timeout,
+/// an interval, a stop, a limit. In the unit that suits its size: one decimal of us below 0.1
+/// ms ("4.2 us"), two of ms below 10 ms ("0.30 ms"), one of ms below 1 s ("312.4 ms"), three
+/// of s from 1 s on ("2.003 s"); the unit is chosen by the magnitude, so a negative span reads
+/// as its positive one with a minus. "-" when the value is not finite. For a duration that
+/// must read back as a setting (a command line, a study file), [`format_duration`].
+pub fn format_seconds(s: f64) -> String {
+    if !s.is_finite() {
+        return "-".into();
+    }
+    let a = s.abs();
+    if a < 1e-4 {
+        format!("{:.1} us", s * 1e6)
+    } else if a < 0.01 {
+        format!("{:.2} ms", s * 1e3)
+    } else if a < 1.0 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{s:.3} s")
+    }
 }
 
 #[cfg(test)]
@@ -1175,6 +1210,50 @@ mod tests {
             assert_eq!(parse_duration(text), Ok(d));
         }
     }
+
+    /// A latency as text is the table's number and " us" at every size; a span takes the
+    /// unit that suits its size; neither prints NaN or inf.
+    #[test]
+    fn time_formatters_give_their_unit_at_every_size() {
+        for (ns, text) in [
+            (0.0, "0.00 us"),
+            (0.4, "0.00 us"),
+            (5.0, "0.01 us"),
+            (999.0, "1.00 us"),
+            (43_471.0, "43.47 us"),
+            (1_500_000.0, "1500.00 us"),
+            (2.5e12, "2500000000.00 us"),
+            (-1_234.0, "-1.23 us"),
+        ] {
+            assert_eq!(format_us(ns), text, "{ns}");
+            assert_eq!(format!("{} us", us(ns)), text, "{ns}");
+        }
+        for (s, text) in [
+            (0.0, "0.0 us"),
+            (4.2e-9, "0.0 us"),
+            (4.2e-6, "4.2 us"),
+            (99.9e-6, "99.9 us"),
+            (1e-4, "0.10 ms"),
+            (3e-4, "0.30 ms"),
+            (9.9e-3, "9.90 ms"),
+            (0.01, "10.0 ms"),
+            (0.3124, "312.4 ms"),
+            (0.996, "996.0 ms"),
+            (1.0, "1.000 s"),
+            (2.003, "2.003 s"),
+            (7200.0, "7200.000 s"),
+            (3.0e9, "3000000000.000 s"),
+            (-0.25, "-250.0 ms"),
+            (-2.0, "-2.000 s"),
+        ] {
+            assert_eq!(format_seconds(s), text, "{s}");
+        }
+        for v in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert_eq!(format_us(v), "-");
+            assert_eq!(format_seconds(v), "-");
+        }
+    }
+
     #[test]
     fn display_units_pick_one_prefix_for_a_figure() {
         let u = DisplayUnit::for_values("bit/s", 9.41e9);

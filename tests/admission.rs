@@ -171,7 +171,7 @@ fn a_dribbled_hello_is_cut_off_at_its_deadline() {
         "the dribbler was welcomed: {reply}"
     );
     assert!(
-        reply.contains("no complete hello within 5 s"),
+        reply.contains("no complete hello within 5.000 s"),
         "reply: {reply}"
     );
     assert!(

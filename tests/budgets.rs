@@ -345,7 +345,7 @@ fn a_pacing_step_of_days_is_refused_and_the_slot_stays_free() {
             "--to",
             &server.addr,
         ],
-        "this server paces at most 1 s per step",
+        "this server paces at most 1.000 s per step",
     );
     assert!(started.elapsed() < FINISH);
     still_serves(&server.addr);
@@ -412,7 +412,7 @@ fn a_killed_clients_paced_test_frees_its_slot() {
 #[test]
 fn the_duration_limit_ends_byte_and_iteration_bound_points() {
     let server = Server::start(&["--max-duration", "1s", "--io-timeout", "1s"]);
-    let limit = "the server's duration limit of 1 s was reached";
+    let limit = "the server's duration limit of 1.000 s was reached";
     for args in [
         // Forward: the client sends 100 GB (paced, to spare the machine's CPUs).
         &[
@@ -481,7 +481,7 @@ fn the_duration_limit_ends_byte_and_iteration_bound_points() {
             "--to",
             &server.addr,
         ],
-        "exceeds this server's duration limit of 1 s",
+        "exceeds this server's duration limit of 1.000 s",
     );
     still_serves(&server.addr);
 }

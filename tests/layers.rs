@@ -219,7 +219,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "output",
         &["figures", "model", "plan", "stats", "text", "units"],
     ),
-    ("relay", &["control"]),
+    ("relay", &["control", "units"]),
     (
         "plan",
         &[
@@ -254,16 +254,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "units",
         ],
     ),
-    ("app", &["figures", "group", "lab", "stats", "transport"]),
+    (
+        "app",
+        &["figures", "group", "lab", "stats", "transport", "units"],
+    ),
     ("pattern", &["model", "stats", "sys", "transport", "units"]),
-    ("group", &["lab", "transport"]),
+    ("group", &["lab", "transport", "units"]),
     (
         "figures",
         &["env", "model", "outfile", "stats", "text", "trace", "units"],
     ),
     (
         "transport",
-        &["env", "error", "model", "stats", "sys", "text"],
+        &["env", "error", "model", "stats", "sys", "text", "units"],
     ),
     (
         "lab",

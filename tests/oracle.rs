@@ -1693,7 +1693,7 @@ fn a_seed_draws_the_same_scenarios_and_the_framing_matches_the_link() {
     assert_eq!(Transport::Raw.wire_bytes(1477, 1500), 1477 + 2 * 38);
     assert_eq!(Transport::Tcp.wire_bytes(1449, 1500), 1449 + 2 * 66);
     // The closing line of `lab run`, as src/cmd/lab.rs prints it.
-    let l = parse_link_line("# lab link a -> b: 1000 frames (1200 segments, 1500000 wire bytes) forwarded; queue drops 3 frames (3 segments), peak 30000 bytes; refused by the link 0, over the memory bound 0; released late (>100 us) 25, lateness mean 12.5 us, max 800.0 us").unwrap();
+    let l = parse_link_line("# lab link a -> b: 1000 frames (1200 segments, 1500000 wire bytes) forwarded; queue drops 3 frames (3 segments), peak 30000 bytes; refused by the link 0, over the memory bound 0; released late (>100 us) 25, lateness mean 12.50 us, max 800.00 us").unwrap();
     assert_eq!(
         (l.frames_out, l.wire_bytes_out, l.late_frames),
         (1000, 1_500_000, 25)

@@ -161,7 +161,7 @@ fn requests_over_the_server_limits_are_refused_with_the_reason() {
     );
     fails_with(
         &["run", "pingpong", "--to", &server.addr, "-d", "5s"],
-        "at most 2 s",
+        "at most 2.000 s",
     );
     fails_with(
         &[

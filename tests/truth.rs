@@ -381,7 +381,7 @@ fn the_physics_guard_marks_an_unfaithful_or_impossible_figure_and_passes_true_on
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(
-        err.contains("--jitter 3.000 ms is above --delay 1.000 ms"),
+        err.contains("--jitter 3.00 ms is above --delay 1.00 ms"),
         "{err}"
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");

@@ -106,8 +106,8 @@ pub fn connect(group: &dyn Group, w: &Wiring) -> Result<Peers> {
         listener.configure(&w.options)?;
         let conn = listener.accept(cookie, w.io_timeout)?.ok_or_else(|| {
             anyhow!(
-                "rank {lower} did not connect to rank {me} within {:?}",
-                w.io_timeout
+                "rank {lower} did not connect to rank {me} within {}",
+                crate::units::format_seconds(w.io_timeout.as_secs_f64())
             )
         })?;
         conns[lower] = Some(conn);

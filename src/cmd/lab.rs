@@ -240,7 +240,7 @@ fn status(name: Option<String>, json: bool) -> Result<i32> {
 pub fn describe_counters(c: &crate::lab::delayline::CountersSnapshot) -> String {
     format!(
         "{} frames ({} segments, {} wire bytes) forwarded; queue drops {} frames ({} segments), peak {} bytes; \
-         refused by the link {}, over the memory bound {}; released late (>100 us) {}, lateness mean {:.1} us, max {:.1} us",
+         refused by the link {}, over the memory bound {}; released late (>100 us) {}, lateness mean {}, max {}",
         c.frames_out,
         c.segments_out,
         c.wire_bytes_out,
@@ -250,8 +250,8 @@ pub fn describe_counters(c: &crate::lab::delayline::CountersSnapshot) -> String 
         c.dropped_send,
         c.dropped_memory,
         c.late_frames,
-        c.late_mean_ns() / 1e3,
-        c.late_max_ns as f64 / 1e3
+        crate::units::format_us(c.late_mean_ns()),
+        crate::units::format_us(c.late_max_ns as f64)
     )
 }
 

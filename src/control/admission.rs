@@ -26,6 +26,7 @@ use super::oneport::DataRoutes;
 use super::protocol::ServerMessage;
 use super::refusal::Refusal;
 use crate::transport::DATA_PREFIX;
+use crate::units::format_seconds;
 
 /// How long after accept a connection has to send its whole hello (or, for a one-port data
 /// connection, its prefix and cookie), however slowly its bytes come.
@@ -252,8 +253,8 @@ impl SessionSlot {
         match st.yielded {
             None => Ok(()),
             Some(idle) => Err(Refusal::busy(format!(
-                "server busy: this session's slot went to another client after {:.1} s without a request from this one (the server was at its --max-sessions)",
-                idle.as_secs_f64()
+                "server busy: this session's slot went to another client after {} without a request from this one (the server was at its --max-sessions)",
+                format_seconds(idle.as_secs_f64())
             ))),
         }
     }
@@ -478,8 +479,8 @@ impl<'a> Acceptor<'a> {
                     p.stream,
                     p.peer,
                     Refusal::invalid(format!(
-                        "no complete hello within {} s of connecting",
-                        HELLO_DEADLINE.as_secs()
+                        "no complete hello within {} of connecting",
+                        format_seconds(HELLO_DEADLINE.as_secs_f64())
                     )),
                 );
             } else {

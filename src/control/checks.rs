@@ -10,7 +10,7 @@ use super::refusal::Refusal;
 use crate::pattern::DATAGRAM_READ;
 use crate::pattern::{PatternKind, Role};
 use crate::transport::Capabilities;
-use crate::units::format_mbit_s as mbit;
+use crate::units::{format_mbit_s as mbit, format_seconds};
 
 impl Limits {
     pub fn check_test(&self, t: &TestSpec) -> Result<(), Refusal> {
@@ -91,9 +91,9 @@ impl Limits {
         match p.duration_ms {
             Some(d) if d > self.max_duration_ms => {
                 return Err(Refusal::limit(format!(
-                    "duration of {} s; this server allows at most {} s",
-                    d as f64 / 1000.0,
-                    secs(self.max_duration_ms)
+                    "duration of {}; this server allows at most {}",
+                    format_seconds(d as f64 / 1e3),
+                    format_seconds(self.max_duration_ms as f64 / 1e3)
                 )))
             }
             None if p.bytes.is_none() && p.iterations.is_none() => {
@@ -136,11 +136,11 @@ impl Limits {
             let step = pace.interval_ns * pace.burst as f64;
             if step > self.max_pace_step_ns as f64 {
                 return Err(Refusal::limit(format!(
-                    "pacing of one step every {:.3} s ({} writes of {} bytes); this server paces at most {} s per step: ask for a higher --rate or smaller writes",
-                    step / 1e9,
+                    "pacing of one step every {} ({} writes of {} bytes); this server paces at most {} per step: ask for a higher --rate or smaller writes",
+                    format_seconds(step / 1e9),
                     pace.burst,
                     p.request_size,
-                    self.max_pace_step_ns as f64 / 1e9
+                    format_seconds(self.max_pace_step_ns as f64 / 1e9)
                 )));
             }
         }
@@ -193,11 +193,11 @@ impl Limits {
             let timed_ms = p.duration_ms.unwrap_or(0) as f64;
             if warm_ms + timed_ms > self.max_duration_ms as f64 {
                 return Err(Refusal::limit(format!(
-                    "a warm-up of {} paced writes takes {:.1} s, which with the point's {:.1} s exceeds this server's duration limit of {} s",
+                    "a warm-up of {} paced writes takes {}, which with the point's {} exceeds this server's duration limit of {}",
                     p.warmup,
-                    warm_ms / 1e3,
-                    timed_ms / 1e3,
-                    secs(self.max_duration_ms)
+                    format_seconds(warm_ms / 1e3),
+                    format_seconds(timed_ms / 1e3),
+                    format_seconds(self.max_duration_ms as f64 / 1e3)
                 )));
             }
         }
@@ -228,15 +228,6 @@ impl Limits {
             )));
         }
         Ok(())
-    }
-}
-
-/// Whole seconds of a millisecond limit, for messages (never "0 s" for a short limit).
-fn secs(ms: u64) -> String {
-    if ms.is_multiple_of(1000) {
-        format!("{}", ms / 1000)
-    } else {
-        format!("{:.3}", ms as f64 / 1000.0)
     }
 }
 
@@ -334,7 +325,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.kind, RefusalKind::Limit);
         let e = e.message;
-        assert!(e.contains("paces at most 1 s per step"), "{e}");
+        assert!(e.contains("paces at most 1.000 s per step"), "{e}");
         assert!(l.check_point(&paced(1e300, 1)).is_err());
         assert!(l.check_point(&paced(3e8, 4)).is_err());
     }
@@ -484,7 +475,7 @@ mod tests {
         let e = l.check_fit(&t, &p, &caps(false)).unwrap_err();
         assert_eq!(e.kind, RefusalKind::Limit);
         let e = e.message;
-        assert!(e.contains("duration limit of 2 s"), "{e}");
+        assert!(e.contains("duration limit of 2.000 s"), "{e}");
         p.warmup = 50;
         assert!(l.check_fit(&t, &p, &caps(false)).is_ok());
     }

@@ -141,16 +141,17 @@ impl ServerRefusal {
 }
 
 /// One line naming the kind, and for busy when to try again: `server (busy, try again in
-/// 1.5 s): server busy: ...` (the server's estimate) or `server (busy, try again later): ...`,
-/// `server (over a limit): duration of 7200 s; ...`; `server: ...` when the server gave no kind.
+/// 1.500 s): server busy: ...` (the server's estimate) or `server (busy, try again later):
+/// ...`, `server (over a limit): duration of 7200.000 s; ...`; `server: ...` when the server
+/// gave no kind.
 impl fmt::Display for ServerRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.kind, self.retry_after) {
             (None, _) => write!(f, "server: {}", self.message),
             (Some(RefusalKind::Busy), Some(wait)) => write!(
                 f,
-                "server (busy, try again in {:.1} s): {}",
-                wait.as_secs_f64(),
+                "server (busy, try again in {}): {}",
+                crate::units::format_seconds(wait.as_secs_f64()),
                 self.message
             ),
             (Some(RefusalKind::Busy), None) => {
@@ -176,7 +177,7 @@ mod tests {
         };
         assert_eq!(
             busy.to_string(),
-            "server (busy, try again in 1.5 s): server busy: 3 tests running, the limit is 3"
+            "server (busy, try again in 1.500 s): server busy: 3 tests running, the limit is 3"
         );
         let later = ServerRefusal {
             retry_after: None,
@@ -188,12 +189,12 @@ mod tests {
         );
         let limit = ServerRefusal {
             kind: Some(RefusalKind::Limit),
-            message: "duration of 7200 s; this server allows at most 3600 s".into(),
+            message: "duration of 7200.000 s; this server allows at most 3600.000 s".into(),
             retry_after: None,
         };
         assert_eq!(
             limit.to_string(),
-            "server (over a limit): duration of 7200 s; this server allows at most 3600 s"
+            "server (over a limit): duration of 7200.000 s; this server allows at most 3600.000 s"
         );
         let old = ServerRefusal {
             kind: None,
@@ -201,7 +202,7 @@ mod tests {
         };
         assert_eq!(
             old.to_string(),
-            "server: duration of 7200 s; this server allows at most 3600 s"
+            "server: duration of 7200.000 s; this server allows at most 3600.000 s"
         );
     }
 

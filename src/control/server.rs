@@ -688,7 +688,7 @@ mod tests {
         let e = w.check(w.deadline, 0).unwrap_err();
         assert_eq!(
             e,
-            Refusal::limit("the server's duration limit of 2 s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)")
+            Refusal::limit("the server's duration limit of 2.000 s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)")
         );
     }
 

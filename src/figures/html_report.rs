@@ -128,8 +128,8 @@ fn metrics_table(runs: &[Run]) -> Option<String> {
             // fitted numbers stay in the JSON for inspection).
             let fit = match m.valid_fit() {
                 Some(f) => esc(&format!(
-                    "t0 {} µs, r_inf {} Mbit/s, n_1/2 {} B, R² {:.5} ({} sizes)",
-                    fmt_num(f.t0_ns / 1e3),
+                    "t0 {}, r_inf {} Mbit/s, n_1/2 {} B, R² {:.5} ({} sizes)",
+                    crate::units::format_us(f.t0_ns),
                     fmt_num(f.r_inf_bits_per_s / 1e6),
                     fmt_num(f.n_half_bytes),
                     f.r_squared,
@@ -279,7 +279,8 @@ fn environment(run: &Run) -> String {
     }
     s.push_str("</table>\n");
     let stop: Vec<String> = [
-        st.duration_ns.map(|d| format!("{} s", d as f64 / 1e9)),
+        st.duration_ns
+            .map(|d| crate::units::format_seconds(d as f64 / 1e9)),
         st.bytes.map(|b| format!("{b} bytes")),
         st.iterations.map(|n| format!("{n} iterations")),
     ]

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::Group;
+use crate::units::format_seconds;
 
 /// How long one control message may take to be written.
 const SEND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -51,7 +52,8 @@ impl SocketGroup {
                     Err(_) if Instant::now() < deadline => std::thread::sleep(RETRY),
                     Err(e) => {
                         return Err(anyhow!(e).context(format!(
-                            "rank {rank} reaching rank {lower} within {timeout:?}"
+                            "rank {rank} reaching rank {lower} within {}",
+                            format_seconds(timeout.as_secs_f64())
                         )))
                     }
                 }
@@ -79,7 +81,8 @@ impl SocketGroup {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     if Instant::now() >= deadline {
                         bail!(
-                            "rank {rank}: {waiting} higher ranks did not join within {timeout:?}"
+                            "rank {rank}: {waiting} higher ranks did not join within {}",
+                            format_seconds(timeout.as_secs_f64())
                         );
                     }
                     std::thread::sleep(RETRY);
@@ -123,7 +126,10 @@ impl Group for SocketGroup {
         let rank = self.rank;
         let named = |e: std::io::Error| match e.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                anyhow!("rank {from} sent nothing to rank {rank} within {timeout:?}")
+                anyhow!(
+                    "rank {from} sent nothing to rank {rank} within {}",
+                    format_seconds(timeout.as_secs_f64())
+                )
             }
             _ => anyhow!("rank {from} has left the group"),
         };

@@ -47,8 +47,9 @@ impl Group for MpiGroup<'_> {
     fn recv(&self, from: usize, timeout: Duration) -> Result<Vec<u8>> {
         mpi::recv_control(rank_of(from, self.size())?, timeout).with_context(|| {
             format!(
-                "rank {from} sent nothing to rank {} within {timeout:?}",
-                self.rank()
+                "rank {from} sent nothing to rank {} within {}",
+                self.rank(),
+                crate::units::format_seconds(timeout.as_secs_f64())
             )
         })
     }

@@ -69,8 +69,9 @@ impl Group for ThreadGroup {
         rx.recv_timeout(timeout).map_err(|e| match e {
             RecvTimeoutError::Timeout => {
                 anyhow!(
-                    "rank {from} sent nothing to rank {} within {timeout:?}",
-                    self.rank
+                    "rank {from} sent nothing to rank {} within {}",
+                    self.rank,
+                    crate::units::format_seconds(timeout.as_secs_f64())
                 )
             }
             RecvTimeoutError::Disconnected => anyhow!("rank {from} has left the group"),

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::link::QueueLimit;
 pub use crate::model::lab::{DirectionConfig, LinkConfig, Mechanism};
+use crate::units::format_seconds;
 
 // The link's settings are values of the result model (`model::lab`), which records them with
 // every run; how they are parsed, described and judged is the lab's, here.
@@ -27,15 +28,15 @@ impl DirectionConfig {
     /// One line for people: rate, queue, one-way delay, jitter and loss.
     pub fn describe(&self, mtu: u64) -> String {
         format!(
-            "rate {}{}, one-way delay {:.3} ms, jitter {:.3} ms, loss {:.4}%",
+            "rate {}{}, one-way delay {}, jitter {}, loss {:.4}%",
             self.rate_bits_per_s
                 .map(crate::units::format_mbit_s)
                 .unwrap_or_else(|| "unlimited".into()),
             self.effective_queue(mtu)
                 .map(|q| format!(" (queue {})", q.describe()))
                 .unwrap_or_default(),
-            self.delay.as_secs_f64() * 1e3,
-            self.jitter.as_secs_f64() * 1e3,
+            format_seconds(self.delay.as_secs_f64()),
+            format_seconds(self.jitter.as_secs_f64()),
             self.loss * 100.0
         )
     }
@@ -208,11 +209,11 @@ pub fn jitter_above_delay(d: &DirectionConfig, back: &str) -> Option<String> {
     }
     let (delay, jitter) = (d.delay.as_secs_f64(), d.jitter.as_secs_f64());
     Some(format!(
-        "--jitter{back} {:.3} ms is above --delay{back} {:.3} ms: a frame cannot leave before it arrived, so {:.0}% of the frames would not be delayed at all and the mean delay would be {:.3} ms; give a jitter of at most the delay",
-        jitter * 1e3,
-        delay * 1e3,
+        "--jitter{back} {} is above --delay{back} {}: a frame cannot leave before it arrived, so {:.0}% of the frames would not be delayed at all and the mean delay would be {}; give a jitter of at most the delay",
+        format_seconds(jitter),
+        format_seconds(delay),
         (jitter - delay) / (2.0 * jitter) * 100.0,
-        (delay + jitter).powi(2) / (4.0 * jitter) * 1e3
+        format_seconds((delay + jitter).powi(2) / (4.0 * jitter))
     ))
 }
 
@@ -248,7 +249,7 @@ mod tests {
         let e = spec("1ms", "3ms").to_config().unwrap_err().to_string();
         assert_eq!(
             e,
-            "--jitter 3.000 ms is above --delay 1.000 ms: a frame cannot leave before it arrived, so 33% of the frames would not be delayed at all and the mean delay would be 1.333 ms; give a jitter of at most the delay"
+            "--jitter 3.00 ms is above --delay 1.00 ms: a frame cannot leave before it arrived, so 33% of the frames would not be delayed at all and the mean delay would be 1.33 ms; give a jitter of at most the delay"
         );
         assert!(spec("1ms", "1ms").to_config().is_ok());
         assert!(spec("5ms", "2ms").to_config().is_ok());
@@ -260,7 +261,7 @@ mod tests {
             .to_config()
             .unwrap_err()
             .to_string()
-            .starts_with("--jitter-back 2.000 ms is above --delay-back 1.000 ms"));
+            .starts_with("--jitter-back 2.00 ms is above --delay-back 1.00 ms"));
     }
 
     #[test]

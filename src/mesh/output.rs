@@ -13,6 +13,7 @@ use crate::figures::plots::{self, Figure};
 use crate::model::mesh::{cell_of, in_pair_order, MeshResult};
 use crate::model::RunDocument;
 use crate::request::Format;
+use crate::units::{format_seconds, format_us};
 
 /// Prints, writes and saves the mesh's document; the exit code: a failure when a pair failed
 /// or any of the outputs could not be written.
@@ -130,7 +131,7 @@ pub fn render_text(report: &RunDocument) -> String {
         out,
         "  each pair: {}warm-up {} iterations, {}% confidence, {} run(s) per point",
         st.duration_ns
-            .map(|ns| format!("timed phase {} s, ", ns as f64 / 1e9))
+            .map(|ns| format!("timed phase {}, ", format_seconds(ns as f64 / 1e9)))
             .unwrap_or_default(),
         st.warmup,
         (st.confidence * 100.0).round(),
@@ -166,15 +167,16 @@ pub fn render_text(report: &RunDocument) -> String {
                 cell_of(&l.cells, f, t).map(|c| (c.mean_ns / 1e3, !c.validity.is_invalid()))
             });
             for c in in_pair_order(&l.cells) {
-                let _ = writeln!(
+                let _ =
+                    writeln!(
                     out,
-                    "  {}->{}: mean {} us +- {} ({level}% CI), p50 {} us, p99 {} us{}, n={} samples{}{}{}",
+                    "  {}->{}: mean {} +- {} ({level}% CI), p50 {}, p99 {}{}, n={} samples{}{}{}",
                     c.from,
                     c.to,
-                    crate::units::us(c.mean_ns),
+                    format_us(c.mean_ns),
                     c.ci_ns.map_or("-".to_owned(), crate::units::us),
-                    crate::units::us(c.p50_ns),
-                    crate::units::us(c.p99_ns),
+                    format_us(c.p50_ns),
+                    format_us(c.p99_ns),
                     c.p99_validity().mark(),
                     c.samples,
                     if c.runs > 1 { format!(" over {} runs", c.runs) } else { String::new() },
@@ -203,15 +205,15 @@ pub fn render_text(report: &RunDocument) -> String {
             for c in in_pair_order(&b.cells) {
                 let _ = writeln!(
                     out,
-                    "  {}->{}: sender {} Mbit/s ({} bytes in {:.3} s), receiver {} Mbit/s ({} bytes in {:.3} s), {} stream{}{}{}",
+                    "  {}->{}: sender {} Mbit/s ({} bytes in {}), receiver {} Mbit/s ({} bytes in {}), {} stream{}{}{}",
                     c.from,
                     c.to,
                     crate::units::mbit(c.sender_bits_per_s),
                     c.sender_bytes_timed,
-                    c.sender_elapsed_ns as f64 / 1e9,
+                    format_seconds(c.sender_elapsed_ns as f64 / 1e9),
                     crate::units::mbit(c.receiver_bits_per_s),
                     c.receiver_bytes_timed,
-                    c.receiver_elapsed_ns as f64 / 1e9,
+                    format_seconds(c.receiver_elapsed_ns as f64 / 1e9),
                     c.streams,
                     if c.streams == 1 { "" } else { "s" },
                     c.over_runs
@@ -243,10 +245,10 @@ pub fn render_text(report: &RunDocument) -> String {
             let m = &g.metrics;
             let _ = writeln!(
                 out,
-                "  {}->{}: t0 {} us +- {} (at {} B), r_max {} Mbit/s (at {} B), n_1/2 {}, over {} sizes{}",
+                "  {}->{}: t0 {} +- {} (at {} B), r_max {} Mbit/s (at {} B), n_1/2 {}, over {} sizes{}",
                 p.client,
                 p.server,
-                crate::units::us(m.t0_ns),
+                format_us(m.t0_ns),
                 m.t0_ci_ns.map_or("-".to_owned(), crate::units::us),
                 m.t0_size,
                 crate::units::mbit(m.r_max_bits_per_s),

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::stream::StreamStats;
 use crate::stats::fairness::{jain, shares};
+use crate::units::format_seconds;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FairnessResult {
@@ -307,10 +308,10 @@ impl FairnessResult {
             .collect();
         out.push(match self.common_span {
             Some(c) => format!(
-                "over the common span: {:.3} s that every flow was timed, from +{:.3} s to +{:.3} s of the measured stream's timed phase",
-                (c.end_ns - c.start_ns) as f64 / 1e9,
-                c.start_ns as f64 / 1e9,
-                c.end_ns as f64 / 1e9
+                "over the common span: {} that every flow was timed, from +{} to +{} of the measured stream's timed phase",
+                format_seconds((c.end_ns - c.start_ns) as f64 / 1e9),
+                format_seconds(c.start_ns as f64 / 1e9),
+                format_seconds(c.end_ns as f64 / 1e9)
             ),
             None => "each flow over its own timed phase (no common clock): their rates may add up to more than the path carried".to_owned(),
         });
@@ -349,10 +350,10 @@ impl FairnessResult {
         ));
         if let (Some(first), false) = (flagged.first(), whole) {
             out.push(format!(
-                "{} of {} intervals not valid (first at +{:.3} s: {})",
+                "{} of {} intervals not valid (first at +{}: {})",
                 flagged.len(),
                 self.intervals.len(),
-                first.start_ns as f64 / 1e9,
+                format_seconds(first.start_ns as f64 / 1e9),
                 first.validity.reason()
             ));
         }

@@ -175,13 +175,14 @@ fn plural(n: u32) -> &'static str {
 impl UnderLoad {
     /// Idle and loaded round trips for the table, a line each.
     pub fn lines(&self) -> Vec<String> {
+        use crate::units::format_us;
         let line = |phase: &str, f: &LatencyFigures| {
             format!(
-                "RTT {phase:<6} p50 {} p90 {} p99 {} max {} us ({} samples{}), {:.0} RPM",
-                crate::units::us(f.p50_ns as f64),
-                crate::units::us(f.p90_ns as f64),
-                crate::units::us(f.p99_ns as f64),
-                crate::units::us(f.max_ns as f64),
+                "RTT {phase:<6} p50 {} p90 {} p99 {} max {} ({} samples{}), {:.0} RPM",
+                format_us(f.p50_ns as f64),
+                format_us(f.p90_ns as f64),
+                format_us(f.p99_ns as f64),
+                format_us(f.max_ns as f64),
                 f.samples,
                 if f.valid { "" } else { ", too few" },
                 f.rpm
@@ -263,7 +264,9 @@ mod tests {
         let lines = u.lines();
         assert_eq!(lines.len(), 2);
         assert!(
-            lines[0].starts_with("RTT idle   p50 100.00 p90"),
+            lines[0].starts_with(
+                "RTT idle   p50 100.00 us p90 200.00 us p99 300.00 us max 400.00 us (1000 samples)"
+            ),
             "{}",
             lines[0]
         );

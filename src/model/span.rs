@@ -27,6 +27,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::stream::{Interval, StreamStats};
+use crate::units::format_seconds;
 
 /// How a direction's total over several streams was taken (see the module).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -54,17 +55,17 @@ impl TotalSpan {
         self.end_ns.saturating_sub(self.start_ns) as f64 / 1e9
     }
 
-    /// The span in one phrase, for the table: "common span 0.498 s (from 2.1 ms after the
-    /// first start)".
+    /// The span in one phrase, for the table: "common span (...) 498.0 ms, from 2.10 ms after
+    /// the first start".
     pub fn phrase(&self) -> String {
         let what = match self.method {
             SpanMethod::Common => "common span (all streams running, between interval edges)",
             SpanMethod::Union => "union span (earliest start to latest end)",
         };
         format!(
-            "{what} {:.3} s, from {:.1} ms after the first start",
-            self.seconds(),
-            self.start_ns as f64 / 1e6
+            "{what} {}, from {} after the first start",
+            format_seconds(self.seconds()),
+            format_seconds(self.start_ns as f64 / 1e9)
         )
     }
 }

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::units::{format_seconds, format_us};
+
 /// Where the capture runs.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, schemars::JsonSchema,
@@ -70,7 +72,7 @@ impl TraceSummary {
             }
         }
         s.push_str(&format!(
-            "; {} connection(s): {} data segments, {} bytes ({} retransmissions), {} ACKs{}, {} sub-MSS, {} delayed ACKs, {} stops ({:.1} ms)",
+            "; {} connection(s): {} data segments, {} bytes ({} retransmissions), {} ACKs{}, {} sub-MSS, {} delayed ACKs, {} stops ({})",
             self.flows.len(),
             data,
             sum(|f| f.data_bytes),
@@ -88,7 +90,7 @@ impl TraceSummary {
             },
             sum(|f| f.delayed_acks),
             sum(|f| f.stops),
-            sum(|f| f.stopped_ns) as f64 / 1e6
+            format_seconds(sum(|f| f.stopped_ns) as f64 / 1e9)
         ));
         if self.flows.iter().any(|f| f.window_shift.is_none()) {
             s.push_str(", windows unscaled (handshake not captured)");
@@ -104,14 +106,14 @@ impl TraceSummary {
             self.packets,
             self.flows.len()
         );
-        let ms = |ns: u64| ns as f64 / 1e6;
+        let seconds = |ns: u64| ns as f64 / 1e9;
         let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
         for f in &self.flows {
             s.push_str(&format!(
-                "{} -> {} over {:.3} s\n  data: {} segments, {} bytes, {} unique; {} retransmissions ({} bytes repeated)\n  ACKs: {} ({} segments, {} bytes per ACK); {} delayed ACKs (>= 35 ms beyond the quickest ACK, {} ms)\n  MSS {} ({}): {} segments below it ({})\n  window scale: {}\n  stops: {} gaps longer than {} ms (median gap {} ms), {:.3} ms in all\n",
+                "{} -> {} over {}\n  data: {} segments, {} bytes, {} unique; {} retransmissions ({} bytes repeated)\n  ACKs: {} ({} segments, {} bytes per ACK); {} delayed ACKs (>= 35 ms beyond the quickest ACK, {})\n  MSS {} ({}): {} segments below it ({})\n  window scale: {}\n  stops: {} gaps longer than {} (median gap {}), {} in all\n",
                 f.sender,
                 f.receiver,
-                f.duration_ns as f64 / 1e9,
+                format_seconds(f.duration_ns as f64 / 1e9),
                 f.data_segments,
                 f.data_bytes,
                 f.unique_data_bytes,
@@ -121,16 +123,16 @@ impl TraceSummary {
                 opt(f.segments_per_ack, &|v| format!("{v:.2}")),
                 opt(f.bytes_per_ack, &|v| format!("{v:.0}")),
                 f.delayed_acks,
-                opt(f.ack_baseline_ns.map(ms), &|v| format!("{v:.3}")),
+                opt(f.ack_baseline_ns.map(|ns| ns as f64), &format_us),
                 f.mss,
                 if f.mss_from_syn { "from the SYN" } else { "largest segment: handshake not captured" },
                 f.sub_mss_segments,
                 opt(f.sub_mss_share, &|v| format!("{:.1}%", v * 100.0)),
                 f.window_shift.map_or("unscaled (handshake not captured)".into(), |w| format!("shift {w}")),
                 f.stops,
-                opt(f.stop_threshold_ns.map(ms), &|v| format!("{v:.3}")),
-                opt(f.median_gap_ns.map(ms), &|v| format!("{v:.3}")),
-                ms(f.stopped_ns),
+                opt(f.stop_threshold_ns.map(seconds), &format_seconds),
+                opt(f.median_gap_ns.map(seconds), &format_seconds),
+                format_seconds(seconds(f.stopped_ns)),
             ));
         }
         s

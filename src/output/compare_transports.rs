@@ -1,7 +1,7 @@
 //! The table of `wirebench compare-transports`: t0, r_max, n_1/2 and overhead per transport.
 
 use crate::model::transports::{Comparison, Estimate};
-use crate::units::us;
+use crate::units::{format_seconds, format_us};
 
 /// A mean with its interval, after `prefix` (">=" for a lower bound, "~" for an estimate).
 fn with_ci(e: &Option<Estimate>, scale: f64, decimals: usize, prefix: &str) -> String {
@@ -22,8 +22,8 @@ fn with_ci(e: &Option<Estimate>, scale: f64, decimals: usize, prefix: &str) -> S
 
 pub fn print(c: &Comparison) {
     println!(
-        "# wirebench compare-transports: ping-pong size sweep per transport, {} ms per size, {} run(s) interleaved; server {}",
-        (c.duration_per_size_ns as f64 / 1e6).round(),
+        "# wirebench compare-transports: ping-pong size sweep per transport, {} per size, {} run(s) interleaved; server {}",
+        format_seconds(c.duration_per_size_ns as f64 / 1e9),
         c.runs,
         c.server.as_deref().unwrap_or("self-hosted on loopback")
     );
@@ -63,7 +63,12 @@ pub fn print(c: &Comparison) {
                 format!("{:.2}", o.r_max_ratio),
             ),
             Some(o) => (
-                format!("{:+} us", us(o.t0_extra_ns)),
+                // A sign on every difference: `{:+}` does not give one to text.
+                format!(
+                    "{}{}",
+                    if o.t0_extra_ns > 0.0 { "+" } else { "" },
+                    format_us(o.t0_extra_ns)
+                ),
                 format!("{:.2}", o.t0_ratio),
                 format!("{:.2}", o.r_max_ratio),
             ),
@@ -110,9 +115,9 @@ pub fn print(c: &Comparison) {
         );
         match (r.fit_valid, r.fit_t0_ns, r.fit_r_inf_bits_per_s) {
             (true, Some(t0), Some(ri)) => println!(
-                "# {} fit t(n) = t0 + n/r_inf: t0 = {} us, r_inf = {:.1} MB/s, {sizes}",
+                "# {} fit t(n) = t0 + n/r_inf: t0 = {}, r_inf = {:.1} MB/s, {sizes}",
                 r.transport,
-                us(t0),
+                format_us(t0),
                 ri / 8e6,
             ),
             _ => println!(

@@ -233,7 +233,7 @@ fn an_rr_table_with_think_time_and_split_writes() {
 
 const RR_THINK_TABLE: &str = r#"# wirebench 0.1.0 rr over tcp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
-# 1 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# 1 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
 # every request and response written in pieces of at most 300 bytes, on both ends (Nagle's algorithm on: --nodelay turns it off)
 # think time 80ms before each timed transaction: txn/s over the raw time, txn/s-think over the time without the waits; RTTs exclude them
 # transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)
@@ -401,7 +401,7 @@ fn table_says_the_window_of_a_sum_over_streams() {
     });
     let text = table(&r);
     assert!(
-        text.contains("sum of 2 streams on one clock: receivers over their common span (all streams running, between interval edges) 0.996 s, from 2.5 ms after the first start"),
+        text.contains("sum of 2 streams on one clock: receivers over their common span (all streams running, between interval edges) 995.5 ms, from 2.50 ms after the first start"),
         "{text}"
     );
 }
@@ -440,7 +440,7 @@ fn json_stream_is_one_object_a_line() {
 
 const PINGPONG_TABLE: &str = r#"# wirebench 0.1.0 pingpong over tcp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
-# 1 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# 1 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
 # latency = RTT/2 (one-way), microseconds; throughput = 2n/RTT in Mbit/s (10^6 bit/s); CI = confidence interval half-width of the mean
   size(B)   samples    mean(us)   ±CI(us)   min(us)   p50(us)   p99(us)   max(us)      Mbit/s
         1      1000       10.00      0.05      0.50     10.00     20.00     45.00        0.80
@@ -455,7 +455,7 @@ const PINGPONG_TABLE: &str = r#"# wirebench 0.1.0 pingpong over tcp, server 192.
 "#;
 const STREAM_TABLE: &str = r#"# wirebench 0.1.0 stream over tcp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
-# 2 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# 2 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
 # rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved
 # sender = bytes written to the transport over the sender's timed phase (bytes still in its socket buffer at the end count); receiver = bytes read over the receiver's timed phase
 # acked = bytes the peer acknowledged over the sender's timed phase (TCP_INFO): what reached the receiver's kernel
@@ -466,7 +466,7 @@ const STREAM_TABLE: &str = r#"# wirebench 0.1.0 stream over tcp, server 192.0.2.
 "#;
 const CRR_TABLE: &str = r#"# wirebench 0.1.0 crr over tcp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
-# 1 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# 1 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
 # transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)
    req(B)   resp(B)      txns       txn/s   mean(us)   ±CI(us)   p50(us)   p99(us)   max(us)    Mbit/s   setup(us)
         1         1      1000     33333.3      30.00      0.10     30.00     60.00     90.00      0.53           -
@@ -480,7 +480,7 @@ const STREAM_CSV: &str = r#"index,stream,direction,pattern,transport,run_started
 "#;
 const UDP_BIDIR_TABLE: &str = r#"# wirebench 0.1.0 stream over udp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
-# 2 stream(s), warm-up 10 iterations, stop after 1 s, 95% confidence, 1 run(s) per point
+# 2 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
 # rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved
 # sender = bytes written to the transport over the sender's timed phase (bytes still in its socket buffer at the end count); receiver = bytes read over the receiver's timed phase
   size(B)  stream         direction       sender     receiver        sent(B)    received(B)  lost(dgr)  loss(%) jitter(ms)   cpu_cli   cpu_srv

@@ -434,8 +434,8 @@ fn a_point_faster_than_its_lab_link_is_invalid_before_it_is_kept() {
         // One TCP segment of n + 66 bytes each way at 10 Mbit/s, after 1 ms.
         let floor_us = 1000.0 + (p.key.size + 66) as f64 * 8.0 / 10.0;
         let reason = format!(
-            "fastest one-way time 0.5 us is below the link's delay + wire time {}: faster than the link",
-            crate::stats::validity::fmt_seconds(floor_us / 1e6)
+            "fastest one-way time 0.50 us is below the link's delay + wire time {}: faster than the link",
+            crate::units::format_us(floor_us * 1e3)
         );
         assert!(l.validity.reason().starts_with(&reason), "{:?}", l.validity);
         assert_eq!(p.headline.validity, l.validity);

@@ -12,8 +12,8 @@
 //!
 //! `src/plan/guard.rs` applies these to a point's result and to a sweep's metrics.
 
-use super::validity::{fmt_seconds, Validity};
-use crate::units::format_mbit_s as mbit;
+use super::validity::Validity;
+use crate::units::{format_mbit_s as mbit, format_seconds, format_us};
 
 /// How late the delay line may release a frame without counting it late (its `LATE`, 100 us).
 ///
@@ -160,7 +160,7 @@ pub fn within_goodput(what: &str, rate: f64, bound: RateBound) -> Validity {
             rate / bound.goodput_bits_per_s * 100.0,
             mbit(bound.goodput_bits_per_s),
             mbit(allowed),
-            fmt_seconds(bound.seconds)
+            format_seconds(bound.seconds)
         )
     }))
 }
@@ -185,7 +185,7 @@ pub fn flows_within_goodput(flows: &[(String, f64)], bound: RateBound) -> Validi
             parts.join(" + "),
             mbit(bound.goodput_bits_per_s),
             mbit(allowed),
-            fmt_seconds(bound.seconds)
+            format_seconds(bound.seconds)
         )
     }))
 }
@@ -218,7 +218,7 @@ pub fn interval_within_goodput(
         format!(
             "{what} add up to {} in this {} interval over a link whose goodput is {} (at most {} with what their receive buffers held at its start): they cannot all be true",
             mbit(sum),
-            fmt_seconds(seconds),
+            format_seconds(seconds),
             mbit(goodput),
             mbit(allowed)
         )
@@ -263,8 +263,8 @@ pub fn round_trip_floor(min_rtt_s: f64, floor_s: f64, one_way: bool) -> Validity
         };
         format!(
             "fastest {what} {} is below the link's delay + wire time {}: faster than the link",
-            fmt_seconds(got),
-            fmt_seconds(floor)
+            format_us(got * 1e9),
+            format_us(floor * 1e9)
         )
     }))
 }
@@ -312,8 +312,8 @@ pub fn ends_agree(sender: End, receiver: End, held_bytes: u64) -> Validity {
             mbit(sender.bits_per_s),
             mbit(receiver.bits_per_s),
             sender.bytes_total,
-            fmt_seconds(sender.seconds),
-            fmt_seconds(receiver.seconds),
+            format_seconds(sender.seconds),
+            format_seconds(receiver.seconds),
         )
     }))
 }
@@ -455,8 +455,8 @@ pub fn lab_faithful(direction: &str, l: Lateness) -> Validity {
             "lab unfaithful: {} of {} frames {direction} released more than 100 us late (mean lateness {}, max {}), more than {:.0}%{excess}: the delay line fell behind the link's schedule",
             l.late_frames,
             l.frames,
-            fmt_seconds(l.late_sum_ns as f64 / l.frames.max(1) as f64 / 1e9),
-            fmt_seconds(l.late_max_ns as f64 / 1e9),
+            format_us(l.late_sum_ns as f64 / l.frames.max(1) as f64),
+            format_us(l.late_max_ns as f64),
             MAX_LATE_SHARE * 100.0
         )
     }))
@@ -613,7 +613,7 @@ mod tests {
         let v = round_trip_floor(2.0 * 39e-6, floor, true);
         assert_eq!(
             v.reason(),
-            "fastest one-way time 39.0 us is below the link's delay + wire time 1.01 ms: faster than the link"
+            "fastest one-way time 39.00 us is below the link's delay + wire time 1010.72 us: faster than the link"
         );
         assert!(!round_trip_floor(floor + 1e-6, floor, true).is_invalid());
         // Within the clock's 2 us a round trip may read short.
@@ -766,7 +766,7 @@ mod tests {
         };
         assert_eq!(
             lab_faithful("a->b", late).reason(),
-            "lab unfaithful: 3109 of 15000 frames a->b released more than 100 us late (mean lateness 5.50 ms, max 21.0 ms), more than 1%: the delay line fell behind the link's schedule"
+            "lab unfaithful: 3109 of 15000 frames a->b released more than 100 us late (mean lateness 5500.00 us, max 21000.00 us), more than 1%: the delay line fell behind the link's schedule"
         );
         let few = Lateness {
             late_frames: 150,
@@ -802,7 +802,7 @@ mod tests {
         };
         assert_eq!(
             lab_faithful("a->b", pingpong).reason(),
-            "lab unfaithful: 5 of 248 frames a->b released more than 100 us late (mean lateness 24.3 us, max 0.27 ms), more than 1%, which can lengthen the round trips by 0.6%: the delay line fell behind the link's schedule"
+            "lab unfaithful: 5 of 248 frames a->b released more than 100 us late (mean lateness 24.30 us, max 270.00 us), more than 1%, which can lengthen the round trips by 0.6%: the delay line fell behind the link's schedule"
         );
         // The same frames, of which the latest in each window of the round-trip hold add up
         // to 2.1 ms (with the largest once more for the window the point's start cut): 0.24%.

@@ -11,6 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::units::format_seconds;
+
 /// The shortest timed phase a stream side's rate is computed over: 10 ms.
 ///
 /// Each end of a timed phase is a read or a write returning, and a blocked thread runs again
@@ -140,19 +142,6 @@ pub fn all<'a>(parts: impl IntoIterator<Item = (String, &'a Validity)>) -> Valid
     }
 }
 
-/// A duration for a reason: "4.2 us", "0.30 ms", "312.4 ms", "2.003 s".
-pub fn fmt_seconds(s: f64) -> String {
-    if s < 1e-4 {
-        format!("{:.1} us", s * 1e6)
-    } else if s < 0.01 {
-        format!("{:.2} ms", s * 1e3)
-    } else if s < 1.0 {
-        format!("{:.1} ms", s * 1e3)
-    } else {
-        format!("{s:.3} s")
-    }
-}
-
 /// What one side of a stream counted in its timed phase: the basis of its rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timed {
@@ -167,7 +156,7 @@ pub struct Timed {
 pub fn rate(t: Timed, noun: &str, other: Option<(&str, f64)>) -> Validity {
     let mut below = Vec::new();
     if t.seconds.is_nan() || t.seconds < MIN_TIMED_S {
-        below.push(format!("{:.0} ms", MIN_TIMED_S * 1e3));
+        below.push(format_seconds(MIN_TIMED_S));
     }
     if t.messages < MIN_TIMED_MESSAGES {
         below.push(format!("{MIN_TIMED_MESSAGES} {noun}s"));
@@ -176,7 +165,7 @@ pub fn rate(t: Timed, noun: &str, other: Option<(&str, f64)>) -> Validity {
     if !below.is_empty() {
         reasons.push(format!(
             "timed phase {}, {} B in {} {noun}{}: below the floor of {}",
-            fmt_seconds(t.seconds.max(0.0)),
+            format_seconds(t.seconds.max(0.0)),
             t.bytes,
             t.messages,
             if t.messages == 1 { "" } else { "s" },
@@ -187,9 +176,9 @@ pub fn rate(t: Timed, noun: &str, other: Option<(&str, f64)>) -> Validity {
         if t.seconds > 0.0 && other_s > 0.0 && t.seconds < MIN_PHASE_RATIO * other_s {
             reasons.push(format!(
                 "timed phase {} is {:.1}% of the {name}'s {}: under the floor of {:.0}%, it timed a burst, not the transfer",
-                fmt_seconds(t.seconds),
+                format_seconds(t.seconds),
                 t.seconds / other_s * 100.0,
-                fmt_seconds(other_s),
+                format_seconds(other_s),
                 MIN_PHASE_RATIO * 100.0
             ));
         }
@@ -232,7 +221,7 @@ mod tests {
         assert!(v.is_invalid());
         assert_eq!(
             v.reason(),
-            "timed phase 0.30 ms, 160 B in 1 read: below the floor of 10 ms and 10 reads; \
+            "timed phase 0.30 ms, 160 B in 1 read: below the floor of 10.0 ms and 10 reads; \
              timed phase 0.30 ms is 0.1% of the sender's 300.0 ms: under the floor of 10%, \
              it timed a burst, not the transfer"
         );
@@ -253,12 +242,12 @@ mod tests {
         );
         assert_eq!(
             rate(at(5_000_000, 400, 0.0099), "datagram", None).reason(),
-            "timed phase 9.90 ms, 5000000 B in 400 datagrams: below the floor of 10 ms"
+            "timed phase 9.90 ms, 5000000 B in 400 datagrams: below the floor of 10.0 ms"
         );
         // Nothing timed at all.
         assert_eq!(
             rate(at(0, 0, 0.0), "read", Some(("sender", 1.0))).reason(),
-            "timed phase 0.0 us, 0 B in 0 reads: below the floor of 10 ms and 10 reads"
+            "timed phase 0.0 us, 0 B in 0 reads: below the floor of 10.0 ms and 10 reads"
         );
         // Exactly 10% of the other side is enough; a little less is not.
         assert!(!rate(at(1, 100, 0.1), "read", Some(("sender", 1.0))).is_invalid());

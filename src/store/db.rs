@@ -1177,7 +1177,7 @@ pub(crate) mod tests {
         let r = parse_report(&old_tiny_stream().to_string()).unwrap();
         let p = &r.points[0];
         let s = p.stream.as_ref().unwrap();
-        let why = "timed phase 0.30 ms, 160 B in 1 read: below the floor of 10 ms and 10 reads; \
+        let why = "timed phase 0.30 ms, 160 B in 1 read: below the floor of 10.0 ms and 10 reads; \
                    timed phase 0.30 ms is 0.1% of the sender's 300.0 ms: under the floor of 10%, \
                    it timed a burst, not the transfer";
         assert_eq!(s.streams[0].receiver.validity.reason(), why);

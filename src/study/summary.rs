@@ -536,8 +536,7 @@ pub fn anomalies(file: &StudyFile, points: &[PointSummary], threshold: f64) -> V
 pub fn format_value(value: f64, unit: &str) -> String {
     match unit {
         "bit/s" => crate::units::format_mbit_s(value),
-        "ns" if value.abs() >= 1e6 => format!("{:.3} ms", value / 1e6),
-        "ns" => format!("{:.2} us", value / 1e3),
+        "ns" => crate::units::format_us(value),
         "1/s" if value.abs() < 100.0 => format!("{value:.3}/s"),
         "1/s" => format!("{value:.0}/s"),
         "share" => format!("{:.3}%", value * 100.0),

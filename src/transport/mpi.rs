@@ -208,7 +208,10 @@ fn send_message(peer: Rank, tag: Tag, buf: &[u8], timeout: Option<Duration>) {
 fn stuck(peer: Rank, e: Stuck, timeout: Option<Duration>) -> ! {
     match e {
         Stuck::Timeout { bytes } => abort_job(&format!(
-            "a {bytes}-byte MPI send to rank {peer} did not complete within {timeout:?}"
+            "a {bytes}-byte MPI send to rank {peer} did not complete{}",
+            timeout
+                .map(|t| format!(" within {}", crate::units::format_seconds(t.as_secs_f64())))
+                .unwrap_or_default()
         )),
         Stuck::WrongThread => {
             abort_job("an MPI send window was used from another thread than its own")

@@ -118,7 +118,10 @@ impl Transport for Udp {
         let mut buf = [0u8; 64];
         'retry: loop {
             if remaining(deadline).is_none() {
-                bail!("timed out after {timeout:?} waiting for the UDP handshake with {listener}");
+                bail!(
+                    "timed out after {} waiting for the UDP handshake with {listener}",
+                    crate::units::format_seconds(timeout.as_secs_f64())
+                );
             }
             socket
                 .send_to(&hello, listener)

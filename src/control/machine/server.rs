@@ -22,6 +22,7 @@ use crate::control::refusal::Refusal;
 use crate::env::Environment;
 use crate::pattern::{self, Side};
 use crate::transport::{Capabilities, Cookie, EffectiveOptions};
+use crate::units::format_seconds;
 
 /// How long after accept a session has to finish its handshake: the hello (which must come
 /// within admission::HELLO_DEADLINE), the key exchange and the test request. Each is a
@@ -149,13 +150,13 @@ impl PointWatch {
         }
         if self.limit_reached {
             return Err(Refusal::limit(format!(
-                "the server's duration limit of {} s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)",
-                self.max_duration_ms as f64 / 1000.0
+                "the server's duration limit of {} was reached (--max-duration; warm-up and byte- or iteration-bound points count too)",
+                format_seconds(self.max_duration_ms as f64 / 1e3)
             )));
         }
         Err(Refusal::invalid(format!(
-            "the client did not end the point within {} s after its duration (the warm-up counts: an unpaced warm-up is not given time of its own)",
-            (3 * self.io_timeout).as_secs_f64()
+            "the client did not end the point within {} after its duration (the warm-up counts: an unpaced warm-up is not given time of its own)",
+            format_seconds((3 * self.io_timeout).as_secs_f64())
         )))
     }
 
@@ -351,8 +352,8 @@ impl ServerMachine {
         }
         let refusal = match &self.state {
             State::Hello => Refusal::invalid(format!(
-                "no complete hello within {} s of connecting",
-                HELLO_DEADLINE.as_secs()
+                "no complete hello within {} of connecting",
+                format_seconds(HELLO_DEADLINE.as_secs_f64())
             )),
             State::Setup { arrived, .. } => {
                 let n = self.test.as_ref().map_or(0, |t| t.connections);

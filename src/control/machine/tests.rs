@@ -703,7 +703,7 @@ fn a_duration_over_max_duration_is_refused() {
     assert_eq!(
         server_sent(&mut s),
         vec![ServerMessage::from(Refusal::limit(
-            "duration of 7200 s; this server allows at most 3600 s"
+            "duration of 7200.000 s; this server allows at most 3600.000 s"
         ))]
     );
 }
@@ -753,7 +753,7 @@ fn a_hello_not_in_time_and_a_handshake_not_in_time_are_refused() {
     assert_eq!(
         server_closed(&mut s),
         Some(Refusal::invalid(
-            "no complete hello within 5 s of connecting"
+            "no complete hello within 5.000 s of connecting"
         ))
     );
     // The test request is due 15 s after accept, however early the hello was.
@@ -845,7 +845,7 @@ fn a_point_past_its_deadline_is_ended_with_the_reason() {
     s.handle_timeout(deadline);
     assert_eq!(
         server_closed(&mut s),
-        Some(Refusal::invalid("the client did not end the point within 6 s after its duration (the warm-up counts: an unpaced warm-up is not given time of its own)"))
+        Some(Refusal::invalid("the client did not end the point within 6.000 s after its duration (the warm-up counts: an unpaced warm-up is not given time of its own)"))
     );
     // A point longer than the server allows ends at the server's limit, which says so.
     let limits = Limits {
@@ -864,7 +864,7 @@ fn a_point_past_its_deadline_is_ended_with_the_reason() {
     s.handle_timeout(t + Duration::from_millis(500) + 3 * IO);
     assert_eq!(
         server_closed(&mut s),
-        Some(Refusal::limit("the server's duration limit of 0.5 s was reached (--max-duration; warm-up and byte- or iteration-bound points count too)"))
+        Some(Refusal::limit("the server's duration limit of 500.0 ms was reached (--max-duration; warm-up and byte- or iteration-bound points count too)"))
     );
 }
 
@@ -1173,7 +1173,7 @@ fn a_client_says_bye_once_even_after_the_server_refused_a_point() {
             assert!(r.is(RefusalKind::Limit), "{r}");
             assert!(
                 r.to_string()
-                    .starts_with("server (over a limit): duration of 7200 s"),
+                    .starts_with("server (over a limit): duration of 7200.000 s"),
                 "{r}"
             );
         }
@@ -1271,6 +1271,6 @@ fn a_busy_refusal_tells_the_client_when_to_try_again() {
     assert_eq!(r.retry_after, Some(Duration::from_millis(1200)));
     assert_eq!(
         r.to_string(),
-        "server (busy, try again in 1.2 s): server busy: 64 tests running, the limit is 64"
+        "server (busy, try again in 1.200 s): server busy: 64 tests running, the limit is 64"
     );
 }

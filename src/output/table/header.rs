@@ -62,7 +62,8 @@ impl TableSink {
             st.streams,
             st.warmup,
             [
-                st.duration_ns.map(|d| format!("{} s", d as f64 / 1e9)),
+                st.duration_ns
+                    .map(|d| crate::units::format_seconds(d as f64 / 1e9)),
                 st.bytes.map(|b| format!("{b} bytes")),
                 st.iterations.map(|n| format!("{n} iterations")),
             ]

@@ -5,7 +5,7 @@ use crate::model::stream::IntervalEvent;
 use crate::model::vocab::Role;
 use crate::model::{DirectionTotal, StreamResult};
 use crate::output::Output;
-use crate::units::mbit;
+use crate::units::{format_us, mbit};
 
 impl TableSink {
     /// The server's intervals of each stream, which arrive with the point's result.
@@ -67,9 +67,9 @@ pub(super) fn print_interval(out: &Output, ev: &IntervalEvent) -> anyhow::Result
         .tcp_info
         .map(|t| {
             format!(
-                "{acked}  rtt {:.3} ms rttvar {:.3} ms cwnd {} seg retr {} unacked {} B delivery {} Mbit/s{}",
-                f64::from(t.rtt_us) / 1e3,
-                f64::from(t.rttvar_us) / 1e3,
+                "{acked}  rtt {} rttvar {} cwnd {} seg retr {} unacked {} B delivery {} Mbit/s{}",
+                format_us(f64::from(t.rtt_us) * 1e3),
+                format_us(f64::from(t.rttvar_us) * 1e3),
                 t.snd_cwnd,
                 iv.retransmits.unwrap_or(0),
                 t.unacked_bytes,

@@ -2,7 +2,7 @@
 
 use super::TableSink;
 use crate::model::RunDocument;
-use crate::units::{mbit, us};
+use crate::units::{format_us, mbit, us};
 
 impl TableSink {
     /// A line per point flagged as an anomaly along the sweep.
@@ -71,9 +71,9 @@ impl TableSink {
                 ))?;
             }
             self.line(&format!(
-                "# t0 = RTT/2 of the smallest message ({} B) = {} us{}",
+                "# t0 = RTT/2 of the smallest message ({} B) = {}{}",
                 m.t0_size,
-                us(m.t0_ns),
+                format_us(m.t0_ns),
                 m.t0_ci_ns
                     .map(|c| format!(" ±{}", us(c)))
                     .unwrap_or_default()
@@ -102,9 +102,9 @@ impl TableSink {
             }
             match m.valid_fit() {
                 Some(f) => self.line(&format!(
-                    "# fit t(n) = t0 + n/r_inf over {} sizes: t0 = {} us, r_inf = {} Mbit/s, n_1/2 = r_inf*t0 = {:.0} B, R^2 = {:.5}",
+                    "# fit t(n) = t0 + n/r_inf over {} sizes: t0 = {}, r_inf = {} Mbit/s, n_1/2 = r_inf*t0 = {:.0} B, R^2 = {:.5}",
                     f.points,
-                    us(f.t0_ns),
+                    format_us(f.t0_ns),
                     mbit(f.r_inf_bits_per_s),
                     f.n_half_bytes,
                     f.r_squared
@@ -130,17 +130,17 @@ impl TableSink {
         if let (Some(min), false) = (setups.iter().min(), setups.is_empty()) {
             let mean = setups.iter().sum::<u64>() as f64 / setups.len() as f64;
             self.line(&format!(
-                "# data connection setup, client side (connect, handshake, test cookie; not in the figures above): mean {} us, min {} us over {} connections",
-                us(mean),
-                us(*min as f64),
+                "# data connection setup, client side (connect, handshake, test cookie; not in the figures above): mean {}, min {} over {} connections",
+                format_us(mean),
+                format_us(*min as f64),
                 setups.len()
             ))?;
         }
         if let Some(p) = r.points.last() {
             if let Some(first) = p.latency.as_ref().and_then(|l| l.first_ns) {
                 self.line(&format!(
-                    "# first (warm-up) transaction of the last point: {} us round trip, not in the statistics",
-                    us(first as f64)
+                    "# first (warm-up) transaction of the last point: {} round trip, not in the statistics",
+                    format_us(first as f64)
                 ))?;
             }
         }

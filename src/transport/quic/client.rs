@@ -89,13 +89,13 @@ pub(super) fn connect(
         }
         Err(_) if shook_hands => bail!(
             "QUIC data connection to {addr} not admitted: the server did not accept it within {}",
-            humantime::format_duration(timeout)
+            crate::units::format_seconds(timeout.as_secs_f64())
         ),
         Err(_) => {
             return Err(handshake_failed(recorded().unwrap_or_else(|| {
                 format!(
                     "no answer within {} (is a wirebench server reachable over UDP there?)",
-                    humantime::format_duration(timeout)
+                    crate::units::format_seconds(timeout.as_secs_f64())
                 )
             })));
         }

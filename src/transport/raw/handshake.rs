@@ -44,9 +44,10 @@ pub(super) fn connect(
     loop {
         let Some(left) = remaining(deadline) else {
             bail!(
-                "no answer from the raw endpoint {} on {} within {timeout:?} (is the server on the same Ethernet segment?)",
+                "no answer from the raw endpoint {} on {} within {} (is the server on the same Ethernet segment?)",
                 format_mac(server_mac),
-                iface.name
+                iface.name,
+                crate::units::format_seconds(timeout.as_secs_f64())
             );
         };
         packet::send_to(fd.as_fd(), &hello, iface.index, ETHERTYPE, server_mac)
