@@ -728,7 +728,7 @@ pub fn format_us(ns: f64) -> String {
 /// A span of time as text, from seconds: a timed phase, a configured delay, jitter or timeout,
 /// an interval, a stop, a limit. In the unit that suits its size: one decimal of us below 0.1
 /// ms ("4.2 us"), two of ms below 10 ms ("0.30 ms"), one of ms below 1 s ("312.4 ms"), three
-/// of s from 1 s on ("2.003 s"); the unit is chosen by the magnitude, so a negative span reads
+/// of s from 1 s on ("2.003 s"), whole seconds from 100 s ("7200 s"); the unit is chosen by the magnitude, so a negative span reads
 /// as its positive one with a minus. "-" when the value is not finite. For a duration that
 /// must read back as a setting (a command line, a study file), [`format_duration`].
 pub fn format_seconds(s: f64) -> String {
@@ -742,8 +742,10 @@ pub fn format_seconds(s: f64) -> String {
         format!("{:.2} ms", s * 1e3)
     } else if a < 1.0 {
         format!("{:.1} ms", s * 1e3)
-    } else {
+    } else if a < 100.0 {
         format!("{s:.3} s")
+    } else {
+        format!("{s:.0} s")
     }
 }
 
@@ -1241,8 +1243,10 @@ mod tests {
             (0.996, "996.0 ms"),
             (1.0, "1.000 s"),
             (2.003, "2.003 s"),
-            (7200.0, "7200.000 s"),
-            (3.0e9, "3000000000.000 s"),
+            (99.9994, "99.999 s"),
+            (100.0, "100 s"),
+            (7200.0, "7200 s"),
+            (3.0e9, "3000000000 s"),
             (-0.25, "-250.0 ms"),
             (-2.0, "-2.000 s"),
         ] {

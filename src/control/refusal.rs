@@ -142,7 +142,7 @@ impl ServerRefusal {
 
 /// One line naming the kind, and for busy when to try again: `server (busy, try again in
 /// 1.500 s): server busy: ...` (the server's estimate) or `server (busy, try again later):
-/// ...`, `server (over a limit): duration of 7200.000 s; ...`; `server: ...` when the server
+/// ...`, `server (over a limit): duration of 7200 s; ...`; `server: ...` when the server
 /// gave no kind.
 impl fmt::Display for ServerRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -189,12 +189,12 @@ mod tests {
         );
         let limit = ServerRefusal {
             kind: Some(RefusalKind::Limit),
-            message: "duration of 7200.000 s; this server allows at most 3600.000 s".into(),
+            message: "duration of 7200 s; this server allows at most 3600 s".into(),
             retry_after: None,
         };
         assert_eq!(
             limit.to_string(),
-            "server (over a limit): duration of 7200.000 s; this server allows at most 3600.000 s"
+            "server (over a limit): duration of 7200 s; this server allows at most 3600 s"
         );
         let old = ServerRefusal {
             kind: None,
@@ -202,7 +202,7 @@ mod tests {
         };
         assert_eq!(
             old.to_string(),
-            "server: duration of 7200.000 s; this server allows at most 3600.000 s"
+            "server: duration of 7200 s; this server allows at most 3600 s"
         );
     }
 
