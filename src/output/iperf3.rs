@@ -551,3 +551,249 @@ fn cpu_utilization(p: &PointResult, pairs: &[&StreamPair]) -> Option<Value> {
         "remote_total": rt, "remote_user": ru, "remote_system": rs,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::socket::TcpInfo;
+    use crate::model::stream::LossStats;
+    use crate::model::StreamResult;
+    use crate::store::db::tests::report;
+
+    /// One side of a stream: `bytes` timed over `elapsed_ns`, at wirebench's rate.
+    fn side(bytes: u64, elapsed_ns: u64, messages: u64) -> StreamStats {
+        StreamStats {
+            bytes_timed: bytes,
+            messages_timed: messages,
+            elapsed_ns,
+            bits_per_s: bytes as f64 * 8.0 / (elapsed_ns as f64 / 1e9),
+            ..StreamStats::default()
+        }
+    }
+
+    fn interval(start_ns: u64, end_ns: u64, bytes: u64, retransmits: Option<u32>) -> Interval {
+        Interval {
+            start_ns,
+            end_ns,
+            bytes,
+            messages: bytes / 1000,
+            bits_per_s: bytes as f64 * 8.0 / ((end_ns - start_ns) as f64 / 1e9),
+            tcp_info: None,
+            retransmits,
+            acked_bytes: None,
+        }
+    }
+
+    /// A TCP stream run of one stream: 3 MB sent in 1.5 s, 2.9 MB received in 1.45 s, two
+    /// interval reports on the sender, 3 retransmissions.
+    fn tcp_run(direction: &str) -> RunDocument {
+        let mut r = report("stream", 1, 1.0);
+        r.settings.duration_ns = Some(1_500_000_000);
+        let p = &mut r.points[0];
+        p.key.size = 131_072;
+        p.latency = None;
+        let mut sender = side(3_000_000, 1_500_000_000, 23);
+        sender.tcp_info = Some(TcpInfo {
+            total_retrans: 3,
+            ..TcpInfo::default()
+        });
+        let mut receiver = side(2_900_000, 1_450_000_000, 40);
+        let reports = vec![
+            interval(0, 1_000_000_000, 2_000_000, Some(1)),
+            interval(1_000_000_000, 1_500_000_000, 1_000_000, Some(2)),
+        ];
+        if direction == CLIENT_TO_SERVER {
+            sender.intervals = reports;
+        } else {
+            receiver.intervals = reports;
+        }
+        let pair = StreamPair::judged(0, direction.into(), sender, receiver, TransportKind::Tcp);
+        let mut total = DirectionTotal {
+            direction: direction.into(),
+            streams: 1,
+            sender_bits_per_s: pair.sender.bits_per_s,
+            receiver_bits_per_s: pair.receiver.bits_per_s,
+            retransmits: Some(3),
+            ..DirectionTotal::default()
+        };
+        total.judge_from(&[&pair]);
+        p.stream = Some(StreamResult {
+            streams: vec![pair],
+            totals: vec![total],
+        });
+        p.cpu.client = CpuTime {
+            user_ns: 150_000_000,
+            system_ns: 450_000_000,
+        };
+        p.cpu.server = CpuTime {
+            user_ns: 29_000_000,
+            system_ns: 0,
+        };
+        r
+    }
+
+    fn doc(r: &RunDocument, point: Option<usize>) -> Value {
+        serde_json::to_value(document(r, point).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_tcp_stream_maps_to_iperf3_fields_and_units() {
+        let r = tcp_run(CLIENT_TO_SERVER);
+        let d = doc(&r, None);
+        let start = &d["start"];
+        assert_eq!(start["version"], "wirebench 0.1.0");
+        assert_eq!(start["system_info"], "Linux alpha 6.1");
+        assert_eq!(start["timestamp"]["timesecs"], 1_740_823_200u64);
+        assert_eq!(start["timestamp"]["time"], "Sat, 01 Mar 2025 10:00:00 GMT");
+        assert_eq!(
+            start["connecting_to"],
+            json!({"host": "192.0.2.7", "port": 5320})
+        );
+        // Data connections went to a port of their own: not known, not written.
+        assert_eq!(start["connected"], json!([{"socket": 0, "remote_host": "192.0.2.7"}]));
+        assert_eq!(
+            start["test_start"],
+            json!({"protocol": "TCP", "num_streams": 1, "blksize": 131_072, "omit": 0,
+                   "duration": 1, "bytes": 0, "blocks": 0, "reverse": 0, "target_bitrate": 0})
+        );
+
+        let intervals = d["intervals"].as_array().unwrap();
+        assert_eq!(intervals.len(), 2);
+        let second = &intervals[1]["sum"];
+        assert_eq!(second["start"], 1.0);
+        assert_eq!(second["end"], 1.5);
+        assert_eq!(second["seconds"], 0.5);
+        assert_eq!(second["bytes"], 1_000_000);
+        assert_eq!(second["bits_per_second"], 16e6);
+        assert_eq!(second["retransmits"], 2);
+        assert_eq!(second["omitted"], false);
+        assert_eq!(second["sender"], true);
+        assert_eq!(intervals[1]["streams"][0]["bytes"], 1_000_000);
+        assert_eq!(intervals[0]["streams"][0]["retransmits"], 1);
+
+        let end = &d["end"];
+        assert_eq!(
+            end["sum_sent"],
+            json!({"start": 0.0, "end": 1.5, "seconds": 1.5, "bytes": 3_000_000,
+                   "bits_per_second": 16e6, "retransmits": 3, "sender": true})
+        );
+        let received = &end["sum_received"];
+        assert_eq!(received["seconds"], 1.45);
+        assert_eq!(received["bytes"], 2_900_000);
+        let total = &r.points[0].stream.as_ref().unwrap().totals[0];
+        assert_eq!(
+            received["bits_per_second"].as_f64().unwrap(),
+            total.receiver_bits_per_s
+        );
+        assert!(received.get("retransmits").is_none());
+        assert_eq!(end["streams"][0]["sender"]["retransmits"], 3);
+        assert_eq!(end["streams"][0]["receiver"]["bytes"], 2_900_000);
+        // 0.6 s of the client's CPU over its 1.5 s phase; 29 ms of the server's over 1.45 s.
+        let cpu = &end["cpu_utilization_percent"];
+        assert!((cpu["host_total"].as_f64().unwrap() - 40.0).abs() < 1e-9);
+        assert!((cpu["host_user"].as_f64().unwrap() - 10.0).abs() < 1e-9);
+        assert!((cpu["host_system"].as_f64().unwrap() - 30.0).abs() < 1e-9);
+        assert!((cpu["remote_total"].as_f64().unwrap() - 2.0).abs() < 1e-9);
+        assert_eq!(cpu["remote_system"], 0.0);
+    }
+
+    #[test]
+    fn a_reverse_run_reports_the_client_receivers_intervals() {
+        let mut r = tcp_run("server_to_client");
+        r.settings.direction = Direction::Reverse;
+        let d = doc(&r, None);
+        assert_eq!(d["start"]["test_start"]["reverse"], 1);
+        let sum = &d["intervals"][0]["sum"];
+        assert_eq!(sum["sender"], false);
+        assert_eq!(sum["bytes"], 2_000_000);
+        // A receiver's interval has no retransmissions, nor TCP_INFO.
+        assert!(sum.get("retransmits").is_none());
+        assert_eq!(d["end"]["sum_received"]["sender"], false);
+        // The client received: its CPU over its receiver's 1.45 s.
+        let host = d["end"]["cpu_utilization_percent"]["host_total"]
+            .as_f64()
+            .unwrap();
+        assert!((host - 0.6 / 1.45 * 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn without_interval_reports_each_stream_has_its_phase_as_one() {
+        let mut r = tcp_run(CLIENT_TO_SERVER);
+        let s = r.points[0].stream.as_mut().unwrap();
+        s.streams[0].sender.intervals.clear();
+        let d = doc(&r, None);
+        let intervals = d["intervals"].as_array().unwrap();
+        assert_eq!(intervals.len(), 1);
+        assert_eq!(intervals[0]["sum"]["seconds"], 1.5);
+        assert_eq!(intervals[0]["sum"]["bits_per_second"], 16e6);
+    }
+
+    #[test]
+    fn udp_loss_and_jitter_in_iperf3_units() {
+        let mut r = tcp_run(CLIENT_TO_SERVER);
+        r.transport = TransportKind::Udp;
+        let loss = LossStats {
+            sent: 1000,
+            received: 975,
+            lost: 25,
+            loss_ratio: 0.025,
+            reordered: 2,
+            jitter_ns: 125_000.0,
+            ..LossStats::default()
+        };
+        let s = r.points[0].stream.as_mut().unwrap();
+        s.streams[0].receiver.loss = Some(loss);
+        s.streams[0].sender.tcp_info = None;
+        s.totals[0].loss = Some(loss);
+        s.totals[0].retransmits = None;
+        let d = doc(&r, None);
+        assert_eq!(d["start"]["test_start"]["protocol"], "UDP");
+        let end = &d["end"];
+        for sum in [&end["sum"], &end["sum_received"], &end["streams"][0]["udp"]] {
+            assert_eq!(sum["jitter_ms"], 0.125);
+            assert_eq!(sum["lost_packets"], 25);
+            assert_eq!(sum["packets"], 1000);
+            assert_eq!(sum["lost_percent"], 2.5);
+            assert_eq!(sum["bytes"], 2_900_000);
+        }
+        assert_eq!(end["streams"][0]["udp"]["out_of_order"], 2);
+        assert_eq!(end["sum_sent"]["packets"], 23);
+        assert!(end["sum_sent"].get("retransmits").is_none());
+        assert!(d["intervals"][0]["sum"].get("retransmits").is_none());
+        assert_eq!(d["intervals"][0]["sum"]["packets"], 2000);
+    }
+
+    #[test]
+    fn other_runs_are_refused_in_one_line() {
+        let err = |r: &RunDocument, point| document(r, point).unwrap_err().to_string();
+        let e = err(&report("pingpong", 1, 1.0), None);
+        assert!(e.contains("the iperf3 format holds stream runs"), "{e}");
+        assert!(e.contains("use --format json"), "{e}");
+        let mut quic = tcp_run(CLIENT_TO_SERVER);
+        quic.transport = TransportKind::Quic;
+        assert!(err(&quic, None).contains("over quic"));
+
+        let mut sweep = tcp_run(CLIENT_TO_SERVER);
+        let mut second = sweep.points[0].clone();
+        second.index = 1;
+        second.key.size = 65_536;
+        sweep.points.push(second);
+        let e = err(&sweep, None);
+        assert!(e.contains("--point") && e.contains("2 points"), "{e}");
+        assert!(!e.contains('\n'));
+        assert_eq!(doc(&sweep, Some(1))["start"]["test_start"]["blksize"], 65_536);
+        assert!(err(&sweep, Some(2)).contains("0 to 1"));
+    }
+
+    #[test]
+    fn dates_and_addresses() {
+        assert_eq!(rfc1123(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(rfc1123(951_782_400), "Tue, 29 Feb 2000 00:00:00 GMT");
+        // As iperf3 3.12 wrote it for that second.
+        assert_eq!(rfc1123(1_795_759_094), "Fri, 27 Nov 2026 05:58:14 GMT");
+        assert_eq!(split_address("[::1]:5320"), ("::1".into(), Some(5320)));
+        assert_eq!(split_address("host:80"), ("host".into(), Some(80)));
+        assert_eq!(split_address("::1"), ("::1".into(), None));
+        assert_eq!(split_address("host"), ("host".into(), None));
+    }
+}
