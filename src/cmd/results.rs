@@ -330,7 +330,9 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                 bail!("export needs --json or --csv (or --format json, csv or iperf3)");
             };
             if a.point.is_some() && format != ExportFormat::Iperf3 {
-                bail!("--point chooses the point of --format iperf3; json and csv hold every point");
+                bail!(
+                    "--point chooses the point of --format iperf3; json and csv hold every point"
+                );
             }
             let db = open_existing(&a.db)?;
             let (id, report) = load(&db, &a.id)?;

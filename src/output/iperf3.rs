@@ -100,7 +100,10 @@ pub fn document(report: &RunDocument, point: Option<usize>) -> Result<Document> 
             end.insert(format!("sum{suffix}"), udp_sum(t, client_sent));
         }
         end.insert(format!("sum_sent{suffix}"), sum_sent(t, client_sent, tcp));
-        end.insert(format!("sum_received{suffix}"), sum_received(t, client_sent, tcp));
+        end.insert(
+            format!("sum_received{suffix}"),
+            sum_received(t, client_sent, tcp),
+        );
     };
     sums("", main);
     if let Some(t) = reverse {
@@ -650,7 +653,10 @@ mod tests {
             json!({"host": "192.0.2.7", "port": 5320})
         );
         // Data connections went to a port of their own: not known, not written.
-        assert_eq!(start["connected"], json!([{"socket": 0, "remote_host": "192.0.2.7"}]));
+        assert_eq!(
+            start["connected"],
+            json!([{"socket": 0, "remote_host": "192.0.2.7"}])
+        );
         assert_eq!(
             start["test_start"],
             json!({"protocol": "TCP", "num_streams": 1, "blksize": 131_072, "omit": 0,
@@ -781,7 +787,10 @@ mod tests {
         let e = err(&sweep, None);
         assert!(e.contains("--point") && e.contains("2 points"), "{e}");
         assert!(!e.contains('\n'));
-        assert_eq!(doc(&sweep, Some(1))["start"]["test_start"]["blksize"], 65_536);
+        assert_eq!(
+            doc(&sweep, Some(1))["start"]["test_start"]["blksize"],
+            65_536
+        );
         assert!(err(&sweep, Some(2)).contains("0 to 1"));
     }
 
