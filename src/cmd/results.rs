@@ -23,7 +23,7 @@ pub enum ResultsCommand {
     History(HistoryArgs),
     /// Print a saved run as `run` printed it.
     Show(ShowArgs),
-    /// Write a saved run as JSON (the `run --json` document) or CSV.
+    /// Write a saved run as JSON (the `run --json` document), CSV or iperf3's JSON.
     Export(ExportArgs),
     /// Save a run's JSON document (e.g. measured on another machine) in the database.
     Import(ImportArgs),
@@ -95,17 +95,50 @@ pub struct ExportArgs {
     pub db: DbArg,
     /// Run id, 'last' or 'last-N'.
     pub id: String,
-    /// The JSON result document (schema "wirebench.run").
-    #[arg(long, conflicts_with = "csv")]
+    /// The JSON result document (schema "wirebench.run"); as --format json.
+    #[arg(long, conflicts_with_all = ["csv", "format"])]
     pub json: bool,
-    /// CSV: a header and one row per point, as `run --csv`.
-    #[arg(long)]
+    /// CSV: a header and one row per point, as `run --csv`; as --format csv.
+    #[arg(long, conflicts_with = "format")]
     pub csv: bool,
+    /// What to write: json (as --json), csv (as --csv), or iperf3: one point of a stream run
+    /// over tcp, mptcp or udp as the document `iperf3 -c ... -J` writes (start, intervals,
+    /// end; seconds, bits_per_second, bytes, jitter_ms as iperf3 has them), for tools that
+    /// read iperf3's JSON. One document per export: a sweep's point is chosen with --point.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<ExportFormat>,
+    /// --format iperf3: the point to write (0 = the first, as in the JSON); needed when the
+    /// run has several points, which are refused otherwise.
+    #[arg(long, value_name = "INDEX")]
+    pub point: Option<usize>,
     /// Write to this file instead of stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub force: super::ForceArg,
+}
+
+/// What `export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// The JSON result document (schema "wirebench.run").
+    Json,
+    /// A header and one row per point, as `run --csv`.
+    Csv,
+    /// One point of a stream run as iperf3's `-J` document.
+    Iperf3,
+}
+
+impl ExportArgs {
+    /// The format asked for, by --format, --json or --csv.
+    fn chosen(&self) -> Option<ExportFormat> {
+        match (self.format, self.json, self.csv) {
+            (Some(f), _, _) => Some(f),
+            (None, true, _) => Some(ExportFormat::Json),
+            (None, false, true) => Some(ExportFormat::Csv),
+            (None, false, false) => None,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -272,7 +305,7 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             print!("{}", crate::app::speedup::table(&load_app(&db, &a.id)?));
         }
         ResultsCommand::Export(a) if app_id(&a.id).is_some() => {
-            if a.csv || !a.json {
+            if a.chosen() != Some(ExportFormat::Json) {
                 bail!("an application run exports as JSON only (--json)");
             }
             let db = open_existing(&a.db)?;
@@ -293,15 +326,20 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             }
         }
         ResultsCommand::Export(a) => {
-            if !a.json && !a.csv {
-                bail!("export needs --json or --csv");
+            let Some(format) = a.chosen() else {
+                bail!("export needs --json or --csv (or --format json, csv or iperf3)");
+            };
+            if a.point.is_some() && format != ExportFormat::Iperf3 {
+                bail!(
+                    "--point chooses the point of --format iperf3; json and csv hold every point"
+                );
             }
             let db = open_existing(&a.db)?;
             let (id, report) = load(&db, &a.id)?;
-            let text = if a.csv {
-                crate::glue::stored::export_csv(&report, id)?
-            } else {
-                crate::glue::stored::export_json(&report)?
+            let text = match format {
+                ExportFormat::Csv => crate::glue::stored::export_csv(&report, id)?,
+                ExportFormat::Json => crate::glue::stored::export_json(&report)?,
+                ExportFormat::Iperf3 => crate::glue::stored::export_iperf3(&report, a.point)?,
             };
             match &a.output {
                 Some(path) => crate::outfile::write(path, text.as_bytes(), a.force.force)?,

@@ -1,5 +1,5 @@
 //! A stored run printed and exported through the same sinks as a live one: `show` prints it
-//! as `run` did, `export` writes its document as JSON or CSV.
+//! as `run` did, `export` writes its document as JSON, CSV or iperf3's JSON.
 
 use anyhow::{Context, Result};
 
@@ -32,4 +32,9 @@ pub fn export_json(r: &RunDocument) -> Result<String> {
 /// The `run --csv` rows of run `id`.
 pub fn export_csv(r: &RunDocument, id: i64) -> Result<String> {
     crate::output::csv::to_string(r, Some(id)).context("encoding the result as CSV")
+}
+
+/// Point `point` of a stream run (the only one when None) as iperf3's `-J` document.
+pub fn export_iperf3(r: &RunDocument, point: Option<usize>) -> Result<String> {
+    crate::output::iperf3::to_string(r, point)
 }

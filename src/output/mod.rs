@@ -1,12 +1,14 @@
 //! Output: the renderings of the result document as a run goes (table, CSV, JSON, the
-//! `compare-transports` table) and of two stored runs compared (`compare A B`). Every sink
-//! here implements [`crate::plan::sink::Sink`] and reads the document alone.
+//! `compare-transports` table), of a stored stream run as iperf3's JSON (`export --format
+//! iperf3`) and of two stored runs compared (`compare A B`). Every sink here implements
+//! [`crate::plan::sink::Sink`] and reads the document alone.
 
 pub mod columns;
 pub mod compare_runs;
 pub mod compare_transports;
 pub mod csv;
 pub mod handle;
+pub mod iperf3;
 pub mod json;
 #[cfg(test)]
 mod rendering_tests;

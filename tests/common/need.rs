@@ -1,5 +1,5 @@
 //! What a test needs from the machine beyond loopback sockets, checked in one place: root,
-//! iproute2, nftables, Open MPI, Chromium and a few tools. A test that finds something
+//! iproute2, nftables, Open MPI, Chromium, iperf3 and a few tools. A test that finds something
 //! missing says so on stderr, `SKIPPED <test>: <reason>`, and returns, so that a developer's
 //! machine runs what it can and the output says what it did not run. With
 //! `WIREBENCH_REQUIRE_ALL=1` (CI sets it: it installs everything and runs as root) a missing
@@ -34,6 +34,8 @@ pub enum Need {
     Setpriv,
     /// `unshare -m` with a tmpfs mounted inside: a small filesystem of the test's own.
     PrivateMount,
+    /// `iperf3` on PATH: its own JSON, the ground truth of `export --format iperf3`.
+    Iperf3,
 }
 
 impl Need {
@@ -75,6 +77,9 @@ impl Need {
                 (!executable(Path::new(SETPRIV))).then(|| format!("needs {SETPRIV} (util-linux)"))
             }
             Need::PrivateMount => private_mount_fails(),
+            Need::Iperf3 => on_path("iperf3")
+                .is_none()
+                .then(|| "needs `iperf3` (apt-get install iperf3) on PATH".into()),
         }
     }
 }
