@@ -308,6 +308,9 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             if a.chosen() != Some(ExportFormat::Json) {
                 bail!("an application run exports as JSON only (--json)");
             }
+            if a.point.is_some() {
+                bail!("--point chooses the point of --format iperf3; an application run exports whole");
+            }
             let db = open_existing(&a.db)?;
             let text = serde_json::to_string_pretty(&load_app(&db, &a.id)?)? + "\n";
             match &a.output {
