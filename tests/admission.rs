@@ -15,7 +15,7 @@ use std::net::TcpStream;
 use std::process::{Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{bin, connect_from, refusal, u, Server};
 use serde_json::Value;
@@ -119,12 +119,8 @@ fn descriptors(server: &Server) -> usize {
 }
 
 /// Waits for `cond`; [`common::FINISH`] without it is a hang.
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !cond() {
-        assert!(t.elapsed() < common::FINISH, "never: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn eventually(what: &str, cond: impl FnMut() -> bool) {
+    assert!(common::wait_until(common::FINISH, cond), "never: {what}");
 }
 
 fn key_file(dir: &tempfile::TempDir, name: &str, key: &str) -> String {
@@ -365,8 +361,10 @@ fn a_client_told_when_a_full_server_has_room_tries_once_more_and_gets_in() {
         if err.contains("server (busy, try again in ") && err.contains("; trying once more") {
             break;
         }
-        // A host so loaded that the client came after those 2 s was let in at once: again.
-        assert!(attempt < 3, "never told when to try again: {err}");
+        // A host so loaded that the client came after those 2 s was let in at once: again,
+        // with a fresh held session. Each attempt is a success either way; only a server
+        // that never says when it has room fails all ten.
+        assert!(attempt < 10, "never told when to try again: {err}");
         drop(held);
     }
 }
