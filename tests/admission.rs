@@ -83,7 +83,8 @@ fn hold_session(from: &str, server: &str) -> TcpStream {
     use common::hostile::{read_frame, test_spec, write_frame};
     let mut s = connect_from(from, server);
     s.write_all(&hello()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    // A hang guard: the welcome and the opened come at once.
+    s.set_read_timeout(Some(common::FINISH)).unwrap();
     let welcome = read_frame(&mut s).unwrap();
     assert_eq!(welcome["type"], "welcome", "{welcome}");
     let open = serde_json::json!({"type": "open", "spec": test_spec("pingpong", "tcp", "forward")});
@@ -93,9 +94,9 @@ fn hold_session(from: &str, server: &str) -> TcpStream {
     s
 }
 
-/// Reads one frame (its JSON text).
+/// Reads one frame (its JSON text), failing the test after [`common::FINISH`] without one.
 fn frame_of(s: &mut TcpStream) -> String {
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.set_read_timeout(Some(common::FINISH)).unwrap();
     let mut len = [0u8; 4];
     s.read_exact(&mut len).expect("a frame");
     let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
