@@ -124,21 +124,28 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
             (expected_r_inf / goodput - 1.0).abs() < 0.01,
             "the physics' own slope {expected_r_inf} is the goodput {goodput}"
         );
-        // Why up to three measurements, and the least mean of each size over them: a mean
+        // Why up to three measurements, and the least figures of each size over them: a mean
         // one-way time holds every wake-up the hosts were late for, and on a loaded 2-CPU host
         // (load average 8) a few hundred microseconds more at one size than at another tilt
         // the fitted slope by more than 3% (at 1 Gbit/s the largest message is 4.4 ms on the
-        // wire). Load only ever adds time, never takes it away, so of several measurements of
-        // a size the least disturbed is the one with the least mean, and it is no less than
-        // the undisturbed mean: the line through those least means approaches the line of a
-        // quiet host from above, the further the more measurements. A real fault (a wrong
-        // rate, a slope or unit mistake, the fit over the wrong figures) is the same in every
-        // measurement and fails all three. The fit itself is checked exactly each time: it is
-        // the least-squares line through the very means the document reports. A quiet host
-        // passes at the first measurement, which is then the only one.
+        // wire); even the fastest of tens of round trips can miss its floor by more than the
+        // 100 us allowed below. Load only ever adds time, never takes it away, so of several
+        // measurements of a size the least disturbed is the one with the least figure, and it
+        // is no less than the undisturbed one: the line through the least means approaches the
+        // line of a quiet host from above, the further the more measurements. A real fault (a
+        // wrong rate, a slope or unit mistake, the fit over the wrong figures) is the same in
+        // every measurement and fails all three. So the bounds a loaded host can break (an
+        // upper bound on a time, the fit against the physics, the document's own verdict that
+        // its fit is valid, which a loaded host's scattered means fail) are judged on the
+        // least figures so far, and another measurement is made while they fail; the bounds
+        // no load can break (a floor, a rate ceiling, the fit's arithmetic) hold in every
+        // measurement. A quiet host passes at the first measurement, which is then the only one.
         const MEASUREMENTS: usize = 3;
         let mut least_means = vec![f64::INFINITY; size_list.len()];
+        let mut least_mins = vec![f64::INFINITY; size_list.len()];
+        let mut least_base_mins = vec![f64::INFINITY; size_list.len()];
         let mut least_base_t0 = f64::INFINITY;
+        let mut a_valid_fit = false;
         let mut verdict = String::new();
         for measurement in 1..=MEASUREMENTS {
             // The baseline: the same delay line with no rate and a delay of 1 us, i.e. what
@@ -152,7 +159,9 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
                 size_list,
                 "one point per size, in order"
             );
-            for (&(n, min, mean, tput), &(_, base_min, _, _)) in points.iter().zip(&base) {
+            for (i, (&(n, min, mean, tput), &(_, base_min, _, _))) in
+                points.iter().zip(&base).enumerate()
+            {
                 let physics = delay + tcp_wire_s(n, rate);
                 println!(
                     "{} Mbit/s, {n} B: one-way min {:.1} us, mean {:.1} us; delay + wire {:.1} us; baseline min {:.1} us",
@@ -168,15 +177,6 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
                     min >= physics - 1e-6,
                     "{n} B at {rate}: one-way {min} s below delay + wire time {physics} s"
                 );
-                // And it is not slower than that plus what the hosts cost without the link, by
-                // more than a few percent: the fastest of tens of round trips meets no
-                // descheduling. 3% of the physics for TCP's own pauses (delayed ACKs between
-                // GSO frames), plus 100 us for a loaded host's slower fastest wake-ups.
-                assert!(
-                    min <= physics * 1.03 + base_min + 100e-6,
-                    "{n} B at {rate}: one-way {min} s, far above delay + wire {physics} s + baseline {} s",
-                    base_min
-                );
                 // 2n/RTT (over the mean) and n over the fastest one-way time are below the
                 // link's goodput: a message cannot cross faster than its wire time.
                 assert!(
@@ -187,14 +187,18 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
                     n as f64 * 8.0 / min <= goodput,
                     "{n} B: n/min above goodput"
                 );
+                least_mins[i] = least_mins[i].min(min);
+                least_means[i] = least_means[i].min(mean);
+                least_base_mins[i] = least_base_mins[i].min(base_min);
             }
+            least_base_t0 = least_base_t0.min(base[0].2);
             let metrics = &v["sweep_metrics"][0]["metrics"];
-            assert_eq!(metrics["fit_valid"], true, "{metrics}");
+            a_valid_fit |= metrics["fit_valid"] == true;
             let fit = &metrics["fit"];
             let r_inf = f(&fit["r_inf_bits_per_s"]);
             let t0 = f(&fit["t0_ns"]) / 1e9;
-            // Exact, whatever the load: the document's fit is the least-squares line through
-            // its own mean one-way times (of the sizes it did not leave out).
+            // Exact, whatever the load: the document's fit (valid or not) is the least-squares
+            // line through its own mean one-way times (of the sizes it did not leave out).
             let left_out: Vec<u64> = metrics["left_out"]
                 .as_array()
                 .map(|l| l.iter().map(|o| u(&o["size"])).collect())
@@ -210,10 +214,24 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
                 "fit r_inf {r_inf}, t0 {t0} s: the least-squares line of the reported means has {}, {own_t0} s",
                 8.0 / own_slope
             );
-            for (least, p) in least_means.iter_mut().zip(&points) {
-                *least = least.min(p.2);
+
+            verdict.clear();
+            if !a_valid_fit {
+                verdict += &format!("the document's fit is not valid: {metrics}; ");
             }
-            least_base_t0 = least_base_t0.min(base[0].2);
+            for (i, &n) in size_list.iter().enumerate() {
+                // Not slower than the physics plus what the hosts cost without the link, by
+                // more than a few percent: the fastest of tens of round trips meets no
+                // descheduling. 3% of the physics for TCP's own pauses (delayed ACKs between
+                // GSO frames), plus 100 us for a loaded host's slower fastest wake-ups.
+                let physics = delay + tcp_wire_s(n, rate);
+                let (min, base_min) = (least_mins[i], least_base_mins[i]);
+                if min > physics * 1.03 + base_min + 100e-6 {
+                    verdict += &format!(
+                        "{n} B: one-way {min} s, far above delay + wire {physics} s + baseline {base_min} s; "
+                    );
+                }
+            }
             let least: Vec<(f64, f64)> = size_list
                 .iter()
                 .zip(&least_means)
@@ -231,7 +249,6 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
                 t0 * 1e6,
                 expected_t0 * 1e6
             );
-            verdict.clear();
             if (r_inf / goodput - 1.0).abs() >= 0.03 {
                 verdict += &format!("r_inf {r_inf} vs goodput {goodput}; ");
             }
@@ -241,10 +258,11 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
             if verdict.is_empty() {
                 break;
             }
+            println!("measurement {measurement} disturbed: {verdict}");
         }
         assert!(
             verdict.is_empty(),
-            "{} Mbit/s, fit of the least mean one-way times of {MEASUREMENTS} measurements: {verdict}",
+            "{} Mbit/s, the least figures of {MEASUREMENTS} measurements: {verdict}",
             rate / 1e6
         );
     }
