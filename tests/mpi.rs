@@ -362,7 +362,19 @@ fn pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp() {
     // transport that waits out more round trips than it should or a unit mistake, is in
     // every run and fails all three. The physics floor (1 ms each way) is checked on every
     // run: no load can break it. A quiet host passes with the first pair.
+    //
+    // Under load that does not let up (two CPU hogs), the ranks are not disturbed now and then
+    // but starved throughout: each yield hands the CPU to other work for a scheduler slice,
+    // and every MPI figure, the fastest too, measures the scheduler (6 ms one way where the
+    // link takes 1 ms). The document says so itself: a rank that polls is always runnable, so
+    // the CPU time it reports over the point is its share of a CPU, about a third of one
+    // here when the ranks run (measured on a host already busy with builds) and half a
+    // percent when starved. A run whose ranks had less than 5% of a CPU is not compared
+    // (its floor is still checked); if every run was starved, the comparison is not made
+    // and the test says so on stderr, as it does when mpirun is missing.
     const RUNS: usize = 3;
+    const STARVED: f64 = 0.05;
+    let mut compared = 0;
     // (size, MPI fastest, MPI median, TCP fastest, TCP median), least over the runs so far.
     let mut least: Vec<(u64, OneWay, OneWay)> = [1, 131072]
         .into_iter()
@@ -402,9 +414,23 @@ fn pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp() {
         let one_way = |v: &Value, size: u64, what: &str| {
             check_pingpong_point(point_with_size(v, size), &format!("lab {what} {size} B"))
         };
+        // Each rank's share of a CPU over each point: CPU time reported / the point's time.
+        let share = |p: &Value, rank: &str| {
+            let c = &p["cpu"][rank];
+            (u(&c["user_ns"]) + u(&c["system_ns"])) as f64 / f(&p["latency"]["elapsed_ns"])
+        };
+        let shares: Vec<f64> = m["points"]
+            .as_array()
+            .expect("points")
+            .iter()
+            .flat_map(|p| [share(p, "client"), share(p, "server")])
+            .collect();
+        let starved = shares.iter().any(|&s| s < STARVED);
         for (size, mpi_least, tcp_least) in &mut least {
             let (mpi, tcp) = (one_way(&m, *size, "mpi"), one_way(&t, *size, "tcp"));
-            eprintln!("run {run}, {size} B one-way: MPI {mpi:?}, TCP {tcp:?}");
+            eprintln!(
+                "run {run}, {size} B one-way: MPI {mpi:?}, TCP {tcp:?}; ranks' CPU shares {shares:.3?}"
+            );
             if *size == 1 {
                 // The physics: both wait out the link's 1 ms each way.
                 assert!(
@@ -412,11 +438,19 @@ fn pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp() {
                     "1 B: mpi {mpi:?}, tcp {tcp:?}"
                 );
             }
+            if starved {
+                continue;
+            }
             mpi_least.min = mpi_least.min.min(mpi.min);
             mpi_least.median = mpi_least.median.min(mpi.median);
             tcp_least.min = tcp_least.min.min(tcp.min);
             tcp_least.median = tcp_least.median.min(tcp.median);
         }
+        if starved {
+            eprintln!("run {run}: a rank had less than {STARVED} of a CPU: not compared");
+            continue;
+        }
+        compared += 1;
         failed.clear();
         let (_, mpi, tcp) = &least[0];
         // The fastest round trips are the path's floor, which a loaded machine leaves alone
@@ -450,9 +484,19 @@ fn pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp() {
     }
     let _ = server.kill();
     let _ = server.wait();
+    if compared == 0 {
+        // Written to the process's stderr itself: the harness shows a passing test's output
+        // only with --nocapture, and a comparison not made must be seen.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "NOT COMPARED pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp: the MPI ranks had less than {STARVED} of a CPU in all {RUNS} runs (other work held the CPUs); only the 1 ms floor was checked"
+        );
+        return;
+    }
     assert!(
         failed.is_empty(),
-        "the least figures of {RUNS} runs each:\n{}",
+        "the least figures of {compared} unstarved runs of {RUNS}:\n{}",
         failed.join("\n")
     );
 }
