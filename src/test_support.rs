@@ -25,3 +25,25 @@ pub fn require_root() -> bool {
     let _ = writeln!(std::io::stderr().lock(), "SKIPPED {name}: {why}");
     false
 }
+
+/// Polls `cond` (every 10 ms) until it holds: true once it does, false when `within` has
+/// passed without it. The unit tests' counterpart of `wait_until` in tests/common/mod.rs, for
+/// what another thread does in its own time (a handshake thread counting a datagram): the test
+/// waits for the condition, and `within` is a hang guard far beyond what a loaded host takes.
+pub fn wait_until(within: std::time::Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        if std::time::Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// How long a unit test waits for what must happen (an accept, a read, a collective of a
+/// group) before it calls the code hung: a minute, far beyond what a loaded host takes, so
+/// that only a real hang reaches it.
+pub const HUNG: std::time::Duration = std::time::Duration::from_secs(60);

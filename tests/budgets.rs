@@ -328,7 +328,8 @@ fn total_budgets_refuse_what_running_tests_leave_no_room_for() {
 #[test]
 fn a_pacing_step_of_days_is_refused_and_the_slot_stays_free() {
     let server = Server::start(&["--max-sessions", "1"]);
-    let started = Instant::now();
+    // Refused at once: fails_with bounds the client (run_bounded's minute, far short of a
+    // step of 97 days), with no wall-clock bound of its own.
     fails_with(
         &[
             "run",
@@ -347,7 +348,6 @@ fn a_pacing_step_of_days_is_refused_and_the_slot_stays_free() {
         ],
         "this server paces at most 1.000 s per step",
     );
-    assert!(started.elapsed() < FINISH);
     still_serves(&server.addr);
 }
 
@@ -411,9 +411,15 @@ fn a_killed_clients_paced_test_frees_its_slot() {
 /// warm-up included; the client prints the server's reason.
 #[test]
 fn the_duration_limit_ends_byte_and_iteration_bound_points() {
-    let server = Server::start(&["--max-duration", "1s", "--io-timeout", "1s"]);
+    // The duration limit must be what ends each point, not the I/O timeout: at 1 s a data
+    // connection made late, or a write or read held up by a host too loaded to run the client
+    // for a second, could end a point first with another error. 5 s leaves a loaded host that
+    // room; the limit then ends a point 16 s after it began (1 s plus 3 x --io-timeout), each
+    // client well within run_bounded's minute. One at a time, as before: run at once, the
+    // four (two of them unpaced) are a load of their own.
+    let server = Server::start(&["--max-duration", "1s", "--io-timeout", "5s"]);
     let limit = "the server's duration limit of 1.000 s was reached";
-    for args in [
+    let cases = [
         // Forward: the client sends 100 GB (paced, to spare the machine's CPUs).
         &[
             "run",
@@ -452,17 +458,14 @@ fn the_duration_limit_ends_byte_and_iteration_bound_points() {
             "--to",
             &server.addr,
         ][..],
-    ] {
-        let started = Instant::now();
+    ];
+    // fails_with runs each client bounded (run_bounded: a minute, then the test fails), which
+    // is the hang guard: no bound on how long the server took is asserted.
+    for args in cases {
         let line = fails_with(args, limit);
         assert!(
             line.contains("server (over a limit): the server's duration limit"),
             "{line}"
-        );
-        assert!(
-            started.elapsed() < FINISH,
-            "{args:?} took {:?}",
-            started.elapsed()
         );
     }
     // A paced warm-up that cannot fit is refused before it starts.
@@ -536,12 +539,12 @@ fn the_bit_rate_limit_holds_both_directions() {
             &server.addr,
         ][..],
     ] {
-        let started = Instant::now();
+        // Stopped by the server, as its error says; fails_with bounds the client (run_bounded's
+        // minute) instead of asserting how long it ran.
         fails_with(
             args,
             "above the 10.00 Mbit/s it may move on this server (--max-rate)",
         );
-        assert!(started.elapsed() < FINISH);
     }
     still_serves(&server.addr);
 }
@@ -556,8 +559,13 @@ fn rate_reservations_hold_the_total_and_each_clients_share() {
         "30M",
         "--max-rate-per-client",
         "20M",
+        // The accepted points below hold their reservations until their data connections,
+        // which never come, are given up on after --io-timeout, and they must still hold them
+        // at the last refusal: with 2 s a host too loaded to start the refused client in time
+        // could let them lapse first. 20 s (as in the test above) leaves it that room; the
+        // loop at the end then waits the reservations out (a minute is its hang guard).
         "--io-timeout",
-        "2s",
+        "20s",
     ]);
     // 1250-byte writes every 1 ms: 10 Mbit/s.
     let paced = |mbit: f64| PointSpec {

@@ -181,7 +181,9 @@ fn the_admission_path_survives_the_corpus_and_its_mutations() {
     );
     let v = run_json(&["pingpong", "--to", &server.addr, "-n", "50"]);
     assert_eq!(u(&v["points"][0]["latency"]["rtt"]["samples"]), 50);
-    let settled = settle(pid, baseline, Duration::from_secs(30));
+    // Settled once the server has ended every session: waited for up to a minute (the hang
+    // guard), then held to the baseline exactly.
+    let settled = settle(pid, baseline, common::FINISH);
     eprintln!(
         "fuzz: {total} connections; threads {} -> peak {} -> {}, descriptors {} -> peak {} -> {}, RSS {} -> peak {} -> {} KiB",
         baseline.threads, peak.threads, settled.threads, baseline.fds, peak.fds, settled.fds,

@@ -77,22 +77,11 @@ fn serve_everywhere(name: &str, addrs: &[String]) -> Servers {
             })
             .collect(),
     );
+    // Entered the namespace is not yet listening: each server is waited for until it listens
+    // (a minute without it is a server that never started, not a slow host).
     for i in 0..addrs.len() {
-        let ns = format!("wb-{name}-h{i}");
-        for attempt in 0.. {
-            let out = Command::new("ip")
-                .args(["netns", "pids", &ns])
-                .output()
-                .unwrap();
-            if !String::from_utf8_lossy(&out.stdout).trim().is_empty() {
-                break;
-            }
-            assert!(attempt < 200, "no server started in {ns}");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        common::lab::wait_listening(&format!("wb-{name}-h{i}"), common::lab::DEFAULT_PORT);
     }
-    // Entered the namespace is not yet listening: give the servers a moment to bind.
-    std::thread::sleep(std::time::Duration::from_millis(300));
     servers
 }
 
@@ -328,10 +317,13 @@ fn down_all_removes_this_sessions_labs_and_leaves_anothers() {
         String::from_utf8_lossy(&other.stderr)
     );
     // This session's: made and removed with --all in one new session, so that the test
-    // touches no lab but its own whatever else runs on the machine.
+    // touches no lab but its own whatever else runs on the machine. The shell waits up to a
+    // minute for the process to be in its namespace (10 s was short for a loaded host to
+    // start it; only one that never starts reaches the minute), and the process sleeps for
+    // longer than that: `lab down --all` must be what ends it.
     let script = format!(
-        "{EXE} lab up --name {} --hosts 3 >/dev/null && {EXE} lab exec --name {} h1 -- sleep 60 & \
-         for i in $(seq 100); do ip netns pids wb-{}-h1 2>/dev/null | grep -q . && break; sleep 0.1; done; \
+        "{EXE} lab up --name {} --hosts 3 >/dev/null && {EXE} lab exec --name {} h1 -- sleep 120 & \
+         for i in $(seq 600); do ip netns pids wb-{}-h1 2>/dev/null | grep -q . && break; sleep 0.1; done; \
          {EXE} lab down --all",
         mine.0, mine.0, mine.0
     );

@@ -90,38 +90,61 @@ fn pingpong_over_mpi_tcp_agrees_with_tcp() {
         return;
     }
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let v = mpi_json(&["pingpong", "--size", "1,1K,64K", "-d", "300ms"]);
-    assert_eq!(v["pattern"], "pingpong");
-    assert_eq!(v["points"].as_array().map(Vec::len), Some(3));
-    let mut mpi_1b = None;
-    for size in [1, 1024, 65536] {
-        let p = point_with_size(&v, size);
-        let one_way = check_pingpong_point(p, &format!("mpi {size} B"));
-        if size == 1 {
-            mpi_1b = Some(one_way);
-        }
-        // Rank 1 answered every request, warm-up included.
-        let r = &p["cpu"]["server"];
-        assert!(r["user_ns"].as_u64().is_some(), "rank 1's CPU time: {p}");
-    }
-    assert!(v["sweep_metrics"][0]["metrics"].is_object(), "t0, r_max");
-    let mpi = mpi_1b.expect("1 B point");
-
-    // The same path without MPI: a TCP ping-pong over loopback on this machine.
-    let t = run_json(&["pingpong", "--size", "1", "-d", "300ms"]);
-    let tcp = check_pingpong_point(&t["points"][0], "tcp 1 B");
     // Both cross the kernel's TCP loopback once each way with a tiny segment. MPI adds its
     // own header and event loop but polls, where wirebench's blocking socket sleeps and is
     // woken; on a quiet machine the two are within a factor of 2 either way (measured on
     // a small two-CPU virtual machine: MPI 5.0-5.7 us fastest and 5.2-6.3 us median; TCP 6.4-7.2 us fastest
     // and 6.4-7.9 us median, but 34 us median at times, when waking a sleeping process
     // costs that machine more). The fastest round trips are compared: they are each stack's floor
-    // on the path, which neither a loaded machine nor a slow wake-up moves. The bound leaves
-    // room for a different CI machine and still catches a unit or a timing mistake (1000x).
-    let ratio = mpi.min / tcp.min;
+    // on the path, which a slow wake-up does not move. The bound leaves room for a different
+    // CI machine and still catches a unit or a timing mistake (1000x).
+    //
+    // Why the least of up to three runs of each, MPI and TCP in turn: on a loaded 2-CPU host
+    // (load average 8) a run of 300 ms can go by without a single round trip in which both
+    // ends were on a CPU at once, MPI's two polling ranks above all, and then even its fastest
+    // round trip holds a scheduler's slice; the ratio of one run of each once left the bound
+    // so. Load only ever adds time to a round trip, so the least of several runs' fastest is
+    // the one nearest the floor, never below it; alternating gives both stacks the same host.
+    // A unit or timing mistake is in every run and fails all three. A quiet host passes with
+    // the first pair.
+    const RUNS: usize = 3;
+    let (mut mpi, mut tcp) = (f64::INFINITY, f64::INFINITY);
+    let (mut last_mpi, mut last_tcp) = (None, None);
+    for run in 1..=RUNS {
+        let v = mpi_json(&["pingpong", "--size", "1,1K,64K", "-d", "300ms"]);
+        assert_eq!(v["pattern"], "pingpong");
+        assert_eq!(v["points"].as_array().map(Vec::len), Some(3));
+        let mut mpi_1b = None;
+        for size in [1, 1024, 65536] {
+            let p = point_with_size(&v, size);
+            let one_way = check_pingpong_point(p, &format!("mpi {size} B"));
+            if size == 1 {
+                mpi_1b = Some(one_way);
+            }
+            // Rank 1 answered every request, warm-up included.
+            let r = &p["cpu"]["server"];
+            assert!(r["user_ns"].as_u64().is_some(), "rank 1's CPU time: {p}");
+        }
+        assert!(v["sweep_metrics"][0]["metrics"].is_object(), "t0, r_max");
+        let m = mpi_1b.expect("1 B point");
+        mpi = mpi.min(m.min);
+
+        // The same path without MPI: a TCP ping-pong over loopback on this machine.
+        let t = run_json(&["pingpong", "--size", "1", "-d", "300ms"]);
+        let t = check_pingpong_point(&t["points"][0], "tcp 1 B");
+        tcp = tcp.min(t.min);
+        eprintln!(
+            "run {run}: 1 B one-way, fastest: MPI {m:?}, TCP {t:?}; least so far MPI {mpi} ns, TCP {tcp} ns"
+        );
+        (last_mpi, last_tcp) = (Some(m), Some(t));
+        if (0.3..=5.0).contains(&(mpi / tcp)) {
+            break;
+        }
+    }
+    let ratio = mpi / tcp;
     assert!(
         (0.3..=5.0).contains(&ratio),
-        "1 B one-way over loopback, fastest: MPI over TCP {mpi:?} vs TCP {tcp:?} (x{ratio:.2})"
+        "1 B one-way over loopback, least fastest of {RUNS} runs: MPI over TCP {mpi} ns vs TCP {tcp} ns (x{ratio:.2}; last runs: {last_mpi:?}, {last_tcp:?})"
     );
 }
 
@@ -316,7 +339,6 @@ fn pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp() {
     };
     let exe = env!("CARGO_BIN_EXE_wirebench");
     let sizes = "1,128K";
-    let m = lab_mpi_json(&lab, &["pingpong", "--size", sizes, "-d", "1s"]);
 
     let mut server = common::bin()
         .args(["lab", "exec", "--name", &lab.0, "b", "--", exe, "serve"])
@@ -325,62 +347,157 @@ fn pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let tcp = common::run(&[
-        "lab",
-        "exec",
-        "--name",
-        &lab.0,
-        "a",
-        "--",
-        exe,
-        "run",
-        "pingpong",
-        "--to",
-        "10.77.0.2",
-        "--size",
-        sizes,
-        "-d",
-        "1s",
-        "--json",
-    ]);
+    // Waited for until it listens, not for a fixed 300 ms that a loaded host may not have run
+    // the server in.
+    common::lab::wait_listening(&format!("wb-{}-b", lab.0), common::lab::DEFAULT_PORT);
+
+    // Why the least of up to three runs of each, MPI and TCP in turn, of every figure
+    // compared: ranks that poll and yield lose the CPU to other work more often than a process
+    // that sleeps in the kernel, and on a loaded 2-CPU host (load average 8, with the delay
+    // line needing a CPU too) one run's median, even its fastest, can hold scheduler slices
+    // of milliseconds, against a link of 1 ms each way: the ratio of one run of each once
+    // left its bound so. Load only ever adds time to a round trip, so of several runs the
+    // one with the least figure is the least disturbed, and never below the undisturbed
+    // figure; alternating gives both the same host. What the bounds are there to catch, a
+    // transport that waits out more round trips than it should or a unit mistake, is in
+    // every run and fails all three. The physics floor (1 ms each way) is checked on every
+    // run: no load can break it. A quiet host passes with the first pair.
+    //
+    // Under load that does not let up (two CPU hogs), the ranks are not disturbed now and then
+    // but starved throughout: each yield hands the CPU to other work for a scheduler slice,
+    // and every MPI figure, the fastest too, measures the scheduler (6 ms one way where the
+    // link takes 1 ms). The document says so itself: a rank that polls is always runnable, so
+    // the CPU time it reports over the point is its share of a CPU, about a third of one
+    // here when the ranks run (measured on a host already busy with builds) and half a
+    // percent when starved. A run whose ranks had less than 5% of a CPU is not compared
+    // (its floor is still checked); if every run was starved, the comparison is not made
+    // and the test says so on stderr, as it does when mpirun is missing.
+    const RUNS: usize = 3;
+    const STARVED: f64 = 0.05;
+    let mut compared = 0;
+    // (size, MPI fastest, MPI median, TCP fastest, TCP median), least over the runs so far.
+    let mut least: Vec<(u64, OneWay, OneWay)> = [1, 131072]
+        .into_iter()
+        .map(|size| {
+            let inf = || OneWay {
+                min: f64::INFINITY,
+                median: f64::INFINITY,
+            };
+            (size, inf(), inf())
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for run in 1..=RUNS {
+        let m = lab_mpi_json(&lab, &["pingpong", "--size", sizes, "-d", "1s"]);
+        let tcp = common::run(&[
+            "lab",
+            "exec",
+            "--name",
+            &lab.0,
+            "a",
+            "--",
+            exe,
+            "run",
+            "pingpong",
+            "--to",
+            "10.77.0.2",
+            "--size",
+            sizes,
+            "-d",
+            "1s",
+            "--json",
+        ]);
+        let stderr = String::from_utf8_lossy(&tcp.stderr);
+        assert!(tcp.status.success(), "{stderr}");
+        let t: Value = serde_json::from_slice(&tcp.stdout).expect("one JSON document");
+
+        let one_way = |v: &Value, size: u64, what: &str| {
+            check_pingpong_point(point_with_size(v, size), &format!("lab {what} {size} B"))
+        };
+        // Each rank's share of a CPU over each point: CPU time reported / the point's time.
+        let share = |p: &Value, rank: &str| {
+            let c = &p["cpu"][rank];
+            (u(&c["user_ns"]) + u(&c["system_ns"])) as f64 / f(&p["latency"]["elapsed_ns"])
+        };
+        let shares: Vec<f64> = m["points"]
+            .as_array()
+            .expect("points")
+            .iter()
+            .flat_map(|p| [share(p, "client"), share(p, "server")])
+            .collect();
+        let starved = shares.iter().any(|&s| s < STARVED);
+        for (size, mpi_least, tcp_least) in &mut least {
+            let (mpi, tcp) = (one_way(&m, *size, "mpi"), one_way(&t, *size, "tcp"));
+            eprintln!(
+                "run {run}, {size} B one-way: MPI {mpi:?}, TCP {tcp:?}; ranks' CPU shares {shares:.3?}"
+            );
+            if *size == 1 {
+                // The physics: both wait out the link's 1 ms each way.
+                assert!(
+                    mpi.min >= 1.0e6 && tcp.min >= 1.0e6,
+                    "1 B: mpi {mpi:?}, tcp {tcp:?}"
+                );
+            }
+            if starved {
+                continue;
+            }
+            mpi_least.min = mpi_least.min.min(mpi.min);
+            mpi_least.median = mpi_least.median.min(mpi.median);
+            tcp_least.min = tcp_least.min.min(tcp.min);
+            tcp_least.median = tcp_least.median.min(tcp.median);
+        }
+        if starved {
+            eprintln!("run {run}: a rank had less than {STARVED} of a CPU: not compared");
+            continue;
+        }
+        compared += 1;
+        failed.clear();
+        let (_, mpi, tcp) = &least[0];
+        // The fastest round trips are the path's floor, which a loaded machine leaves alone
+        // but for the slices above. A small message goes out at once, as over TCP: both wait
+        // out the link's 1 ms each way and add tens of microseconds (measured: 1.035-1.055 ms
+        // MPI, 1.039 ms TCP).
+        for (what, ratio, bounds) in [
+            ("fastest", mpi.min / tcp.min, 0.8..=1.25),
+            ("median", mpi.median / tcp.median, 0.7..=2.5),
+        ] {
+            if !bounds.contains(&ratio) {
+                failed.push(format!(
+                    "1 B over the lab, {what} one-way: MPI {mpi:?} vs TCP {tcp:?} (x{ratio:.2})"
+                ));
+            }
+        }
+        // A message above Open MPI's TCP eager limit (64 KiB with its header) goes by
+        // rendezvous: the receiver's answer to the first fragment costs one more round trip
+        // (2 ms here) than TCP's send (measured: 3.79 ms against 1.68 ms, 1.05 round trips
+        // more).
+        let (_, mpi, tcp) = &least[1];
+        let extra_rtts = (mpi.min - tcp.min) / 2.0e6;
+        if !(0.5..=2.0).contains(&extra_rtts) {
+            failed.push(format!(
+                "128 KiB over the lab, fastest one-way: MPI {mpi:?} vs TCP {tcp:?} ({extra_rtts:.2} round trips more)"
+            ));
+        }
+        if failed.is_empty() {
+            break;
+        }
+    }
     let _ = server.kill();
     let _ = server.wait();
-    let stderr = String::from_utf8_lossy(&tcp.stderr);
-    assert!(tcp.status.success(), "{stderr}");
-    let t: Value = serde_json::from_slice(&tcp.stdout).expect("one JSON document");
-
-    let one_way = |v: &Value, size: u64, what: &str| {
-        check_pingpong_point(point_with_size(v, size), &format!("lab {what} {size} B"))
-    };
-    // The fastest round trips are the path's floor, which a loaded machine leaves alone
-    // (ranks that poll and yield lose the CPU to other work more often than a process that
-    // sleeps in the kernel, and that moves their medians, not their minimum).
-    //
-    // A small message goes out at once, as over TCP: both wait out the link's 1 ms each way
-    // and add tens of microseconds (measured: 1.035-1.055 ms MPI, 1.039 ms TCP).
-    let (mpi, tcp) = (one_way(&m, 1, "mpi"), one_way(&t, 1, "tcp"));
-    assert!(
-        mpi.min >= 1.0e6 && tcp.min >= 1.0e6,
-        "1 B: mpi {mpi:?}, tcp {tcp:?}"
-    );
-    for (what, ratio, bounds) in [
-        ("fastest", mpi.min / tcp.min, 0.8..=1.25),
-        ("median", mpi.median / tcp.median, 0.7..=2.5),
-    ] {
-        assert!(
-            bounds.contains(&ratio),
-            "1 B over the lab, {what} one-way: MPI {mpi:?} vs TCP {tcp:?} (x{ratio:.2})"
+    if compared == 0 {
+        // Written to the process's stderr itself: the harness shows a passing test's output
+        // only with --nocapture, and a comparison not made must be seen.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "NOT COMPARED pingpong_over_mpi_between_lab_hosts_sits_next_to_tcp: the MPI ranks had less than {STARVED} of a CPU in all {RUNS} runs (other work held the CPUs); only the 1 ms floor was checked"
         );
+        return;
     }
-    // A message above Open MPI's TCP eager limit (64 KiB with its header) goes by
-    // rendezvous: the receiver's answer to the first fragment costs one more round trip
-    // (2 ms here) than TCP's send (measured: 3.79 ms against 1.68 ms, 1.05 round trips more).
-    let (mpi, tcp) = (one_way(&m, 131072, "mpi"), one_way(&t, 131072, "tcp"));
-    let extra_rtts = (mpi.min - tcp.min) / 2.0e6;
     assert!(
-        (0.5..=2.0).contains(&extra_rtts),
-        "128 KiB over the lab, fastest one-way: MPI {mpi:?} vs TCP {tcp:?} ({extra_rtts:.2} round trips more)"
+        failed.is_empty(),
+        "the least figures of {compared} unstarved runs of {RUNS}:\n{}",
+        failed.join("\n")
     );
 }
 

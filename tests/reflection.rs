@@ -148,20 +148,31 @@ fn a_udp_data_hello_from_another_address_than_the_control_peer_gets_nothing_sent
     hello[20..28].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
     let mut received = 0usize;
     let mut buf = [0u8; 65536];
-    // Longer than the server's 3 s accept: a server that took the hello would be sending now.
-    let until = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < until {
-        let _ = victim.send_to(&hello, data_port);
-        if let Ok((n, _)) = victim.recv_from(&mut buf) {
-            received += n;
+    // The spoofed hellos go on until the server has given up on the data connection (its 3 s
+    // accept ran out and it said so on the control connection), however late a loaded host
+    // lets that happen: a server that took a hello would have been sending meanwhile. Not a
+    // fixed window, which a slow server could outlast.
+    let reply = std::thread::scope(|sc| {
+        let answer = sc.spawn(|| c.reply());
+        let until = Instant::now() + PATIENCE;
+        while !answer.is_finished() {
+            assert!(
+                Instant::now() < until,
+                "no answer on the control connection within {PATIENCE:?}"
+            );
+            let _ = victim.send_to(&hello, data_port);
+            if let Ok((n, _)) = victim.recv_from(&mut buf) {
+                received += n;
+            }
         }
-    }
+        answer.join().unwrap()
+    });
     assert_eq!(
         received, 0,
         "the server sent {received} bytes to the spoofed address"
     );
     // The server had no data connection when its accept ran out: it says so.
-    match c.reply() {
+    match reply {
         ServerMessage::Error { kind, message, .. } => {
             assert_eq!(kind, Some(RefusalKind::Invalid), "{message}");
             assert!(message.contains("did not arrive"), "{message}")
@@ -205,7 +216,10 @@ fn a_reverse_udp_test_from_the_control_peer_still_runs() {
 /// connection is admitted when its cookie comes: the server says Go.
 #[test]
 fn silent_connections_to_the_data_port_do_not_make_the_test_fail() {
-    let server = Server::start(&[]);
+    // A minute's accept, not the default 10 s, which a loaded host could use up before it
+    // admitted the client's connection: the squatters of the old code, waited on 5 s apiece,
+    // still take 250 s for 50 of them, far beyond it.
+    let server = Server::start(&["--io-timeout", "60s"]);
     for squatters in [2, 50] {
         let mut c = Control::connect(&server.addr);
         let (endpoint, cookie) = c.open("tcp", PatternKind::Stream, Direction::Forward);
@@ -333,9 +347,13 @@ fn the_relay_caps_connections_and_closes_idle_ones() {
             let _ = held_tx.send(s);
         }
     });
+    // The third connection must come while the first two pairs are held: with an idle timeout
+    // of 2 s, a host too loaded to relay two connections in that time could let it run out
+    // first, and the third would be relayed. 20 s leaves a loaded host room and keeps the test short; the idle
+    // timeout is then waited for as long as it takes (PATIENCE is the hang guard).
     let relay = Relay::start(
         &backend_addr,
-        &["--max-connections", "2", "--idle-timeout", "2s"],
+        &["--max-connections", "2", "--idle-timeout", "20s"],
     );
     let a = TcpStream::connect(&relay.addr).unwrap();
     let b = TcpStream::connect(&relay.addr).unwrap();

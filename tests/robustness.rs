@@ -9,7 +9,7 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::{run, run_json, u, Server};
 
@@ -280,11 +280,30 @@ fn a_client_that_vanishes_mid_test_does_not_hurt_others() {
     let server = Server::start(&[]);
     let mut victim = common::bin()
         .args(["run", "stream", "--to", &server.addr, "-d", "30s"])
-        .stdout(std::process::Stdio::null())
+        .args(["-i", "100ms", "--json-stream", "--no-save"])
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // Killed mid-test: once it has reported an interval (the server has taken its test and
+    // data flows), not after a fixed sleep, which a loaded host could spend before the test
+    // began.
+    let mut lines = BufReader::new(victim.stdout.take().unwrap()).lines();
+    let (tx, reports) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let first = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find(|l| l.contains(r#""type":"interval""#));
+        let _ = tx.send(first.is_some());
+        // Drained to the end, so that the victim never blocks on a full pipe.
+        lines.for_each(drop);
+    });
+    assert_eq!(
+        reports.recv_timeout(common::FINISH),
+        Ok(true),
+        "the victim never reported an interval"
+    );
     victim.kill().unwrap();
     victim.wait().unwrap();
     let v = run_json(&["stream", "--to", &server.addr, "-d", "300ms"]);
@@ -403,6 +422,8 @@ fn fast_paths_that_cannot_apply_are_refused() {
 
 #[test]
 fn ctrl_c_keeps_the_points_already_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
     let child = common::bin()
         .args([
             "run",
@@ -412,12 +433,28 @@ fn ctrl_c_keeps_the_points_already_measured() {
             "-d",
             "300ms",
             "--json",
+            "--db",
         ])
+        .arg(&db)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+    // Interrupted once a point is measured (saved in the results database as it finishes),
+    // not after a fixed 1.2 s, in which a loaded host may not have finished the first of the
+    // 17 points. The 16 left take 300 ms each: the interrupt comes long before the last.
+    let saved = || {
+        wirebench::store::db::Db::open_existing(&db)
+            .ok()
+            .and_then(|d| d.list(&wirebench::store::db::Filter::default()).ok())
+            .and_then(|rows| rows.first().map(|r| r.points))
+            .unwrap_or(0)
+    };
+    assert!(
+        common::wait_until(common::FINISH, || saved() >= 1),
+        "no point measured within {:?}",
+        common::FINISH
+    );
     let _ = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status();

@@ -106,88 +106,164 @@ fn pingpong_pays_the_delay_and_the_wire_time_of_every_size_on_10m_100m_and_1g_li
         (1e9, "1ms", 1e-3, "64,16K,128K,512K"),
     ];
     for (rate, delay_arg, delay, sizes) in links {
-        // The baseline: the same delay line with no rate and a delay of 1 us, i.e. what the
-        // two hosts' stacks, the packet sockets and the delay line's own wake-ups cost.
-        let base = pingpong_on(&["--delay", "1us"], "tb", sizes);
-        let base = pingpong_points(&base);
-        let base_t0 = base[0].2;
         let rate_arg = format!("{}bit", rate as u64);
-        let v = pingpong_on(&["--rate", &rate_arg, "--delay", delay_arg], "tp", sizes);
         let goodput = tcp_goodput(rate);
-        let points = pingpong_points(&v);
-        for (&(n, min, mean, tput), &(_, base_min, _, _)) in points.iter().zip(&base) {
-            let physics = delay + tcp_wire_s(n, rate);
-            println!(
-                "{} Mbit/s, {n} B: one-way min {:.1} us, mean {:.1} us; delay + wire {:.1} us; baseline min {:.1} us",
-                rate / 1e6,
-                min * 1e6,
-                mean * 1e6,
-                physics * 1e6,
-                base_min * 1e6
-            );
-            // Physics: no message arrives before its last bit crossed the wire and the
-            // propagation delay passed. 1 us for the clock's and the scheduler's granularity.
-            assert!(
-                min >= physics - 1e-6,
-                "{n} B at {rate}: one-way {min} s below delay + wire time {physics} s"
-            );
-            // And it is not slower than that plus what the hosts cost without the link, by
-            // more than a few percent: the fastest of tens of round trips meets no
-            // descheduling. 3% of the physics for TCP's own pauses (delayed ACKs between
-            // GSO frames), plus 100 us for a loaded host's slower fastest wake-ups.
-            assert!(
-                min <= physics * 1.03 + base_min + 100e-6,
-                "{n} B at {rate}: one-way {min} s, far above delay + wire {physics} s + baseline {} s",
-                base_min
-            );
-            // 2n/RTT (over the mean) and n over the fastest one-way time are below the
-            // link's goodput: a message cannot cross faster than its wire time.
-            assert!(
-                tput <= goodput,
-                "{n} B: 2n/RTT {tput} above goodput {goodput}"
-            );
-            assert!(
-                n as f64 * 8.0 / min <= goodput,
-                "{n} B: n/min above goodput"
-            );
-        }
         // Hockney's fit of the mean one-way times against the same fit of the physics at the
         // same sizes (delay + wire time: a staircase of 66 header bytes per 1448, whose line
         // has the goodput's slope and an intercept a little above the delay) plus the
         // baseline: r_inf within 3% (the means' noise over wire times of 10 ms and more), t0
         // within 10% (the delays of 1-2 ms are ten times the baseline and its noise).
-        let physics: Vec<(f64, f64)> = points
+        let size_list = wirebench::units::parse_size_spec(sizes).unwrap();
+        let physics: Vec<(f64, f64)> = size_list
             .iter()
-            .map(|p| (p.0 as f64, delay + tcp_wire_s(p.0, rate)))
+            .map(|&n| (n as f64, delay + tcp_wire_s(n, rate)))
             .collect();
         let (physics_t0, physics_slope) = line(&physics);
-        let expected_t0 = physics_t0 + base_t0;
         let expected_r_inf = 8.0 / physics_slope;
-        let metrics = &v["sweep_metrics"][0]["metrics"];
-        assert_eq!(metrics["fit_valid"], true, "{metrics}");
-        let fit = &metrics["fit"];
-        let r_inf = f(&fit["r_inf_bits_per_s"]);
-        let t0 = f(&fit["t0_ns"]) / 1e9;
-        println!(
-            "{} Mbit/s: fit r_inf {:.2} Mbit/s (physics {:.2}, goodput {:.2}), t0 {:.1} us (physics + baseline {:.1} us)",
-            rate / 1e6,
-            r_inf / 1e6,
-            expected_r_inf / 1e6,
-            goodput / 1e6,
-            t0 * 1e6,
-            expected_t0 * 1e6
-        );
         assert!(
             (expected_r_inf / goodput - 1.0).abs() < 0.01,
             "the physics' own slope {expected_r_inf} is the goodput {goodput}"
         );
+        // Why up to three measurements, and the least figures of each size over them: a mean
+        // one-way time holds every wake-up the hosts were late for, and on a loaded 2-CPU host
+        // (load average 8) a few hundred microseconds more at one size than at another tilt
+        // the fitted slope by more than 3% (at 1 Gbit/s the largest message is 4.4 ms on the
+        // wire); even the fastest of tens of round trips can miss its floor by more than the
+        // 100 us allowed below. Load only ever adds time, never takes it away, so of several
+        // measurements of a size the least disturbed is the one with the least figure, and it
+        // is no less than the undisturbed one: the line through the least means approaches the
+        // line of a quiet host from above, the further the more measurements. A real fault (a
+        // wrong rate, a slope or unit mistake, the fit over the wrong figures) is the same in
+        // every measurement and fails all three. So the bounds a loaded host can break (an
+        // upper bound on a time, the fit against the physics, the document's own verdict that
+        // its fit is valid, which a loaded host's scattered means fail) are judged on the
+        // least figures so far, and another measurement is made while they fail; the bounds
+        // no load can break (a floor, a rate ceiling, the fit's arithmetic) hold in every
+        // measurement. A quiet host passes at the first measurement, which is then the only one.
+        const MEASUREMENTS: usize = 3;
+        let mut least_means = vec![f64::INFINITY; size_list.len()];
+        let mut least_mins = vec![f64::INFINITY; size_list.len()];
+        let mut least_base_mins = vec![f64::INFINITY; size_list.len()];
+        let mut least_base_t0 = f64::INFINITY;
+        let mut a_valid_fit = false;
+        let mut verdict = String::new();
+        for measurement in 1..=MEASUREMENTS {
+            // The baseline: the same delay line with no rate and a delay of 1 us, i.e. what
+            // the two hosts' stacks, the packet sockets and the delay line's own wake-ups cost.
+            let base = pingpong_on(&["--delay", "1us"], "tb", sizes);
+            let base = pingpong_points(&base);
+            let v = pingpong_on(&["--rate", &rate_arg, "--delay", delay_arg], "tp", sizes);
+            let points = pingpong_points(&v);
+            assert_eq!(
+                points.iter().map(|p| p.0).collect::<Vec<_>>(),
+                size_list,
+                "one point per size, in order"
+            );
+            for (i, (&(n, min, mean, tput), &(_, base_min, _, _))) in
+                points.iter().zip(&base).enumerate()
+            {
+                let physics = delay + tcp_wire_s(n, rate);
+                println!(
+                    "{} Mbit/s, {n} B: one-way min {:.1} us, mean {:.1} us; delay + wire {:.1} us; baseline min {:.1} us",
+                    rate / 1e6,
+                    min * 1e6,
+                    mean * 1e6,
+                    physics * 1e6,
+                    base_min * 1e6
+                );
+                // Physics: no message arrives before its last bit crossed the wire and the
+                // propagation delay passed. 1 us for the clock's and the scheduler's granularity.
+                assert!(
+                    min >= physics - 1e-6,
+                    "{n} B at {rate}: one-way {min} s below delay + wire time {physics} s"
+                );
+                // 2n/RTT (over the mean) and n over the fastest one-way time are below the
+                // link's goodput: a message cannot cross faster than its wire time.
+                assert!(
+                    tput <= goodput,
+                    "{n} B: 2n/RTT {tput} above goodput {goodput}"
+                );
+                assert!(
+                    n as f64 * 8.0 / min <= goodput,
+                    "{n} B: n/min above goodput"
+                );
+                least_mins[i] = least_mins[i].min(min);
+                least_means[i] = least_means[i].min(mean);
+                least_base_mins[i] = least_base_mins[i].min(base_min);
+            }
+            least_base_t0 = least_base_t0.min(base[0].2);
+            let metrics = &v["sweep_metrics"][0]["metrics"];
+            a_valid_fit |= metrics["fit_valid"] == true;
+            let fit = &metrics["fit"];
+            let r_inf = f(&fit["r_inf_bits_per_s"]);
+            let t0 = f(&fit["t0_ns"]) / 1e9;
+            // Exact, whatever the load: the document's fit (valid or not) is the least-squares
+            // line through its own mean one-way times (of the sizes it did not leave out).
+            let left_out: Vec<u64> = metrics["left_out"]
+                .as_array()
+                .map(|l| l.iter().map(|o| u(&o["size"])).collect())
+                .unwrap_or_default();
+            let fitted: Vec<(f64, f64)> = points
+                .iter()
+                .filter(|p| !left_out.contains(&p.0))
+                .map(|p| (p.0 as f64, p.2))
+                .collect();
+            let (own_t0, own_slope) = line(&fitted);
+            assert!(
+                (r_inf / (8.0 / own_slope) - 1.0).abs() < 1e-9 && (t0 / own_t0 - 1.0).abs() < 1e-9,
+                "fit r_inf {r_inf}, t0 {t0} s: the least-squares line of the reported means has {}, {own_t0} s",
+                8.0 / own_slope
+            );
+
+            verdict.clear();
+            if !a_valid_fit {
+                verdict += &format!("the document's fit is not valid: {metrics}; ");
+            }
+            for (i, &n) in size_list.iter().enumerate() {
+                // Not slower than the physics plus what the hosts cost without the link, by
+                // more than a few percent: the fastest of tens of round trips meets no
+                // descheduling. 3% of the physics for TCP's own pauses (delayed ACKs between
+                // GSO frames), plus 100 us for a loaded host's slower fastest wake-ups.
+                let physics = delay + tcp_wire_s(n, rate);
+                let (min, base_min) = (least_mins[i], least_base_mins[i]);
+                if min > physics * 1.03 + base_min + 100e-6 {
+                    verdict += &format!(
+                        "{n} B: one-way {min} s, far above delay + wire {physics} s + baseline {base_min} s; "
+                    );
+                }
+            }
+            let least: Vec<(f64, f64)> = size_list
+                .iter()
+                .zip(&least_means)
+                .map(|(&n, &m)| (n as f64, m))
+                .collect();
+            let (t0, slope) = line(&least);
+            let r_inf = 8.0 / slope;
+            let expected_t0 = physics_t0 + least_base_t0;
+            println!(
+                "{} Mbit/s, measurement {measurement}: fit r_inf {:.2} Mbit/s (physics {:.2}, goodput {:.2}), t0 {:.1} us (physics + baseline {:.1} us)",
+                rate / 1e6,
+                r_inf / 1e6,
+                expected_r_inf / 1e6,
+                goodput / 1e6,
+                t0 * 1e6,
+                expected_t0 * 1e6
+            );
+            if (r_inf / goodput - 1.0).abs() >= 0.03 {
+                verdict += &format!("r_inf {r_inf} vs goodput {goodput}; ");
+            }
+            if (t0 / expected_t0 - 1.0).abs() >= 0.10 {
+                verdict += &format!("t0 {t0} vs physics + baseline {expected_t0}; ");
+            }
+            if verdict.is_empty() {
+                break;
+            }
+            println!("measurement {measurement} disturbed: {verdict}");
+        }
         assert!(
-            (r_inf / goodput - 1.0).abs() < 0.03,
-            "r_inf {r_inf} vs goodput {goodput}"
-        );
-        assert!(
-            (t0 / expected_t0 - 1.0).abs() < 0.10,
-            "t0 {t0} vs physics + baseline {expected_t0}"
+            verdict.is_empty(),
+            "{} Mbit/s, the least figures of {MEASUREMENTS} measurements: {verdict}",
+            rate / 1e6
         );
     }
 }

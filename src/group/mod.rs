@@ -100,7 +100,9 @@ mod tests {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     }
 
-    const T: Duration = Duration::from_secs(10);
+    /// Every collective of these tests' thread groups completes at once; a minute without it
+    /// is a hang, whatever the host's load.
+    const T: Duration = crate::test_support::HUNG;
 
     #[test]
     fn allgather_gives_every_rank_every_ranks_bytes_in_rank_order() {

@@ -89,7 +89,9 @@ mod tests {
     use super::*;
     use std::net::UdpSocket;
     use std::os::fd::AsFd;
-    use std::time::Duration;
+    // Hang guards: a datagram on loopback arrives at once; what must not arrive is checked
+    // without waiting (non-blocking), so no wait here is a window that a slow host could miss.
+    use crate::test_support::HUNG;
 
     /// The jumps land where the comments say: every path ends in one of the two returns.
     #[test]
@@ -114,7 +116,7 @@ mod tests {
     fn a_filtered_socket_receives_its_peer_alone_on_loopback() {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
         only_from(rx.as_fd(), "127.0.0.1".parse().unwrap()).unwrap();
-        rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        rx.set_read_timeout(Some(HUNG)).unwrap();
         let stranger = UdpSocket::bind("127.0.0.2:0").unwrap();
         let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
         let to = rx.local_addr().unwrap();
@@ -137,7 +139,7 @@ mod tests {
     fn mapped_and_ipv6_peers_on_loopback() {
         let rx = UdpSocket::bind("[::]:0").unwrap();
         only_from(rx.as_fd(), "::ffff:127.0.0.1".parse().unwrap()).unwrap();
-        rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        rx.set_read_timeout(Some(HUNG)).unwrap();
         let port = rx.local_addr().unwrap().port();
         let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
         peer.send_to(b"v4", ("127.0.0.1", port)).unwrap();
@@ -147,9 +149,7 @@ mod tests {
 
         let v6only = UdpSocket::bind("[::]:0").unwrap();
         only_from(v6only.as_fd(), "::1".parse().unwrap()).unwrap();
-        v6only
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
+        v6only.set_read_timeout(Some(HUNG)).unwrap();
         let port = v6only.local_addr().unwrap().port();
         peer.send_to(b"v4", ("127.0.0.1", port)).unwrap();
         let p6 = UdpSocket::bind("[::1]:0").unwrap();

@@ -347,7 +347,7 @@ mod loopback_tests {
         assert!(got.is_none());
         // Closed by the server: the client reads end of stream (or a reset).
         client
-            .set_read_timeout(Some(Duration::from_secs(10)))
+            .set_read_timeout(Some(crate::test_support::HUNG))
             .unwrap();
         let mut b = [0u8; 1];
         assert!(matches!(client.read(&mut b), Ok(0) | Err(_)));
@@ -373,7 +373,7 @@ mod loopback_tests {
         for i in 0..8 {
             assert!(
                 listener
-                    .accept(&cookie, Duration::from_secs(10))
+                    .accept(&cookie, crate::test_support::HUNG)
                     .unwrap()
                     .is_some(),
                 "connection {i}"

@@ -377,8 +377,9 @@ mod loopback_tests {
         let to = SocketAddr::new(local, listener.endpoint().parse().unwrap());
         let cookie = Cookie([7; 16]);
         let client = UdpSocket::bind(SocketAddr::new(local, 0)).unwrap();
+        // Hang guards: the ACKs come at once (the negative check below has its own 300 ms).
         client
-            .set_read_timeout(Some(Duration::from_secs(5)))
+            .set_read_timeout(Some(crate::test_support::HUNG))
             .unwrap();
         let mut hello = [0u8; HELLO_LEN];
         hello[..4].copy_from_slice(HELLO);
@@ -386,7 +387,7 @@ mod loopback_tests {
         hello[20..28].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
         client.send_to(&hello, to).unwrap();
         let _conn = listener
-            .accept(&cookie, Duration::from_secs(5))
+            .accept(&cookie, crate::test_support::HUNG)
             .unwrap()
             .expect("a connection");
         let mut first = [0u8; 64];
@@ -432,11 +433,17 @@ mod loopback_tests {
             stranger.recv_from(&mut buf).is_err(),
             "a stranger got an ACK"
         );
-        assert_eq!(listener.strangers(), 1);
+        // Counted by the listener's handshake thread, in its own time: waited for.
+        assert!(
+            crate::test_support::wait_until(crate::test_support::HUNG, || listener.strangers()
+                == 1),
+            "{} strangers counted",
+            listener.strangers()
+        );
 
         let client = UdpSocket::bind(SocketAddr::new(local, 0)).unwrap();
         client.send_to(&hello, to).unwrap();
-        let conn = listener.accept(&cookie, Duration::from_secs(5)).unwrap();
+        let conn = listener.accept(&cookie, crate::test_support::HUNG).unwrap();
         assert!(conn.is_some(), "the control peer's HELLO was not admitted");
     }
 }

@@ -95,7 +95,7 @@ pub fn run_on_lab_with(name: &str, serve: &[&str], test: &[&str]) -> Value {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    wait_listening(&format!("wb-{name}-b"), DEFAULT_PORT);
     let mut args = vec!["lab", "exec", "--name", name, "a", "--", exe, "run"];
     args.extend_from_slice(test);
     args.extend_from_slice(&["--to", "10.77.0.2", "--json"]);
@@ -110,6 +110,45 @@ pub fn run_on_lab_with(name: &str, serve: &[&str], test: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("one JSON document")
 }
 
+/// Waits until a TCP socket of network namespace `ns` listens on `port` (a server started
+/// there by `lab exec` has bound its control port), failing the test after [`super::FINISH`]:
+/// a process that has entered the namespace is not yet listening, and a client that came
+/// after a fixed short sleep was refused when a loaded host had not run the server yet.
+pub fn wait_listening(ns: &str, port: u16) {
+    let listening = || {
+        let out = std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                ns,
+                "cat",
+                "/proc/net/tcp",
+                "/proc/net/tcp6",
+            ])
+            .output()
+            .unwrap();
+        // "sl local_address rem_address st ...": the local port in hex, state 0A is LISTEN.
+        String::from_utf8_lossy(&out.stdout).lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3
+                && f[3] == "0A"
+                && f[1]
+                    .rsplit(':')
+                    .next()
+                    .and_then(|p| u16::from_str_radix(p, 16).ok())
+                    == Some(port)
+        })
+    };
+    assert!(
+        super::wait_until(super::FINISH, listening),
+        "nothing listened on port {port} in {ns} within {:?}",
+        super::FINISH
+    );
+}
+
+/// The control port a `wirebench serve` without --port listens on.
+pub const DEFAULT_PORT: u16 = wirebench::control::server::DEFAULT_PORT;
+
 /// UDP datagrams the kernel of namespace `ns` dropped for a full receive buffer so far.
 pub fn udp_receive_buffer_errors(ns: &str) -> u64 {
     let out = std::process::Command::new("ip")
@@ -121,23 +160,23 @@ pub fn udp_receive_buffer_errors(ns: &str) -> u64 {
 
 /// The delay line's counters of lab `name`, direction a->b (`lab status --json`), from the
 /// first report (it writes one every second) in which it has forwarded at least the
-/// `delivered` bytes the receiver got: a report written after the traffic.
+/// `delivered` bytes the receiver got: a report written after the traffic. A delay line that
+/// has not reported them within [`super::FINISH`] fails the test (a loaded host may write its
+/// report seconds late; only a lab that lost count never does).
 pub fn delay_line_forward_counters(name: &str, delivered: u64) -> Value {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
+    let mut fwd = Value::Null;
+    let reported = super::wait_until(super::FINISH, || {
         let out = super::run(&["lab", "status", "--name", name, "--json"]);
         let v: Value = serde_json::from_slice(&out.stdout).expect("lab status --json");
-        let fwd = v[0]["delay_line"]["forward"].clone();
-        let forwarded = fwd["bytes_out"].as_u64().unwrap_or(0);
-        if forwarded >= delivered || std::time::Instant::now() > until {
-            assert!(
-                forwarded >= delivered,
-                "the delay line reported {forwarded} bytes out, the receiver got {delivered}"
-            );
-            return fwd;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(250));
-    }
+        fwd = v[0]["delay_line"]["forward"].clone();
+        fwd["bytes_out"].as_u64().unwrap_or(0) >= delivered
+    });
+    assert!(
+        reported,
+        "the delay line reported {} bytes out, the receiver got {delivered}",
+        fwd["bytes_out"]
+    );
+    fwd
 }
 
 /// (frames forwarded, frames dropped) of [`delay_line_forward_counters`].

@@ -118,6 +118,26 @@ impl Server {
 /// A client finishes (or fails) within this, however loaded the machine.
 pub const FINISH: Duration = Duration::from_secs(60);
 
+/// Polls `cond` (every 50 ms) until it holds: true once it does, false when `within` has
+/// passed without it. For a wait on something that must happen: `within` is a hang guard
+/// (mostly [`FINISH`]), far beyond what a loaded host takes, never a time the test measures.
+///
+/// ```ignore
+/// assert!(wait_until(FINISH, || server_listens()), "the server never listened");
+/// ```
+pub fn wait_until(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + within;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Runs the binary, killing it and failing the test if it has not finished within
 /// [`FINISH`]: a server that never ends a point must fail the test, not hang it.
 pub fn run_bounded(args: &[&str]) -> Output {

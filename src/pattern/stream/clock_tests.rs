@@ -30,7 +30,7 @@ const HUNG: Duration = Duration::from_secs(60);
 /// the far end for the test.
 fn mem_channel(caps: transport::Capabilities) -> (DataChannel, MemConnection) {
     let (near, far) = mem::pair(caps, mem::perfect(), mem::perfect());
-    let ch = DataChannel::new(Box::new(near), caps, false, Duration::from_secs(5)).unwrap();
+    let ch = DataChannel::new(Box::new(near), caps, false, HUNG).unwrap();
     (ch, far)
 }
 
@@ -226,7 +226,7 @@ fn the_receiver_s_clock_starts_at_the_first_timed_sequence_number() {
     end.sent_datagrams.store(3, Ordering::SeqCst);
     end.done.store(true, Ordering::SeqCst);
     let plan = recv_plan(0, 3, Duration::from_secs(1));
-    let s = run_receiver(&mut ch, &plan, &end, Duration::from_secs(5), 0, None).unwrap();
+    let s = run_receiver(&mut ch, &plan, &end, HUNG, 0, None).unwrap();
     assert_eq!(
         (s.bytes_total, s.bytes_timed, s.messages_timed),
         (600, 200, 2)
@@ -260,7 +260,7 @@ fn the_datagram_receiver_s_phase_runs_from_the_first_to_the_last_arrival_stamp()
     end.sent_datagrams.store(11, Ordering::SeqCst);
     end.done.store(true, Ordering::SeqCst);
     let plan = recv_plan(0, 2, Duration::from_secs(1));
-    let s = run_receiver(&mut ch, &plan, &end, Duration::from_secs(5), 0, None).unwrap();
+    let s = run_receiver(&mut ch, &plan, &end, HUNG, 0, None).unwrap();
     assert_eq!(s.elapsed_ns, 30_000_000);
     // The first timed datagram starts the clock and is not counted.
     assert_eq!((s.bytes_timed, s.messages_timed), (1000, 10));
@@ -348,7 +348,7 @@ fn tcp_pair(opts: &SocketOptions, io_timeout: Duration) -> (DataChannel, Box<dyn
     listener.configure(opts).unwrap();
     let endpoint = listener.endpoint();
     let cookie = Cookie::random().unwrap();
-    let wait = Duration::from_secs(5);
+    let wait = HUNG;
     let control = SocketAddr::new(local, 1);
     let client = tcp
         .connect(control, &endpoint, opts, &cookie, wait)
@@ -604,8 +604,8 @@ mod loopback_a_stalled_warm_up_splits_neither_phase {
             rcvbuf: 8192,
             ..SocketOptions::default()
         };
-        let (mut tx, peer) = tcp_pair(&opts, Duration::from_secs(10));
-        let mut rx = DataChannel::new(peer, BYTES, false, Duration::from_secs(10)).unwrap();
+        let (mut tx, peer) = tcp_pair(&opts, HUNG);
+        let mut rx = DataChannel::new(peer, BYTES, false, HUNG).unwrap();
         let send = send_plan(
             4096,
             StopAt {
@@ -622,7 +622,7 @@ mod loopback_a_stalled_warm_up_splits_neither_phase {
             let receiver = sc.spawn(|| {
                 std::thread::sleep(Duration::from_millis(400));
                 let woke = Instant::now();
-                let s = run_receiver(&mut rx, &recv, &end, Duration::from_secs(10), 0, None);
+                let s = run_receiver(&mut rx, &recv, &end, HUNG, 0, None);
                 (s.unwrap(), woke)
             });
             let sent = run_sender(&mut tx, &send, 0, None).unwrap();

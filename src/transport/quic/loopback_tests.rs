@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::endpoint::{format_endpoint, parse_endpoint};
 use super::Quic;
+use crate::test_support::HUNG;
 use crate::transport::{Cookie, Listener, SocketOptions, Transport, TransportConfig};
 
 /// A listener on loopback and what a client needs to reach it.
@@ -27,13 +28,14 @@ fn serve() -> (Box<dyn Listener>, SocketAddr, String, Cookie) {
 
 #[test]
 fn bytes_flow_both_ways_and_end_cleanly() {
+    // Every timeout here is a hang guard: a handshake and a few bytes on loopback.
     let (mut listener, control, endpoint, cookie) = serve();
     let server = std::thread::spawn(move || {
         let mut conn = listener
-            .accept(&cookie, Duration::from_secs(5))
+            .accept(&cookie, HUNG)
             .unwrap()
             .expect("a connection");
-        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        conn.set_read_timeout(Some(HUNG)).unwrap();
         let mut got = Vec::new();
         let mut buf = [0u8; 7];
         loop {
@@ -48,15 +50,9 @@ fn bytes_flow_both_ways_and_end_cleanly() {
     });
     let quic = Quic::new(&TransportConfig::default()).unwrap();
     let mut conn = quic
-        .connect(
-            control,
-            &endpoint,
-            &SocketOptions::default(),
-            &cookie,
-            Duration::from_secs(5),
-        )
+        .connect(control, &endpoint, &SocketOptions::default(), &cookie, HUNG)
         .unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    conn.set_read_timeout(Some(HUNG)).unwrap();
     let msg = b"hello over quic";
     let mut off = 0;
     while off < msg.len() {
@@ -105,26 +101,44 @@ fn a_certificate_other_than_the_announced_one_is_refused() {
 
 #[test]
 fn a_wrong_cookie_is_not_admitted() {
+    // The listener checks a connection's cookie in its accept, so it accepts (and admits
+    // nothing) until the client has its answer: a single accept of 1.5 s, which a loaded host
+    // could spend before the client's handshake reached it, left the client waiting for an
+    // answer that never came. The client's own timeout is a hang guard: a refusal that waited
+    // for it would say so, not "refused the test cookie".
     let (mut listener, control, endpoint, cookie) = serve();
-    let server = std::thread::spawn(move || {
-        listener
-            .accept(&cookie, Duration::from_millis(1500))
-            .unwrap()
-            .is_none()
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = std::thread::spawn({
+        let answered = answered.clone();
+        move || {
+            let mut admitted = 0;
+            while !answered.load(std::sync::atomic::Ordering::SeqCst) {
+                if listener
+                    .accept(&cookie, Duration::from_millis(100))
+                    .unwrap()
+                    .is_some()
+                {
+                    admitted += 1;
+                }
+            }
+            admitted
+        }
     });
     let quic = Quic::new(&TransportConfig::default()).unwrap();
-    let err = match quic.connect(
+    let got = quic.connect(
         control,
         &endpoint,
         &SocketOptions::default(),
         &Cookie([0; 16]),
-        Duration::from_secs(5),
-    ) {
+        HUNG,
+    );
+    answered.store(true, std::sync::atomic::Ordering::SeqCst);
+    let err = match got {
         Ok(_) => panic!("a wrong cookie must not be admitted"),
         Err(e) => format!("{e:#}"),
     };
     assert!(err.contains("refused the test cookie"), "{err}");
-    assert!(server.join().unwrap(), "the listener admitted nothing");
+    assert_eq!(server.join().unwrap(), 0, "the listener admitted nothing");
 }
 
 /// Reflection: a QUIC connection from another address than the control peer gets no
