@@ -430,8 +430,15 @@ impl Session {
             }
             None => {}
         }
-        // A data-path failure explains a control failure better than the other way round,
-        // unless the server ended the point itself (a limit reached) and said why.
+        // The server ended the point itself (a limit reached) and said why on the control
+        // connection: that is the cause, and the data threads' errors ("stopped: the test was
+        // ended on the control connection") are its consequence.
+        let control = match control {
+            Err(e) if ServerRefusal::of(&e).is_some() => return Err(e),
+            other => other,
+        };
+        // Otherwise a data-path failure explains a control failure better than the other way
+        // round, unless the server's reason is still waiting on the control connection.
         if let Some(e) = first_error {
             return Err(server_reason(&mut self.ctrl).unwrap_or(e));
         }
