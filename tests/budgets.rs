@@ -340,7 +340,7 @@ fn a_pacing_step_of_days_is_refused_and_the_slot_stays_free() {
             "--size",
             "1M",
             "--rate",
-            "1",
+            "1bit",
             "--warmup",
             "0",
             "--to",
