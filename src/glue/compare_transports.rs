@@ -156,7 +156,11 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
             ));
             let quiet = Quiet::default();
             let id = quiet.0.clone();
-            let (mut sink, saving) = crate::store::save::attach(&output, Box::new(quiet))?;
+            let (mut sink, saving) = crate::store::save::attach_as(
+                &output,
+                Box::new(quiet),
+                crate::store::db::Source::CompareTransports,
+            )?;
             let mut report = runner::new_report(plan, args);
             report.label = output.label.clone();
             let mut control = runner::ControlRunner::new(args);
