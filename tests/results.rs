@@ -995,3 +995,39 @@ fn runs_are_labelled_and_deleted() {
         .collect();
     assert_eq!(ids, vec![2]);
 }
+
+/// `report`, `plot` and `export -o` each say on one line of stderr which file they wrote,
+/// and print nothing on stdout.
+#[test]
+fn writing_a_file_says_which_file() {
+    let t = Tmp::new();
+    let db = t.db();
+    ok(&[
+        "run", "pingpong", "--size", "1,1K", "-n", "100", "--db", &db,
+    ]);
+    let said = |args: &[&str]| {
+        let out = wb(args);
+        let err = text(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert_eq!(text(&out.stdout), "", "{args:?}");
+        err
+    };
+    let html = t.file("report.html");
+    let err = said(&["report", "last", "-o", &html, "--db", &db]);
+    let figures = std::fs::read_to_string(&html)
+        .unwrap()
+        .matches("<figcaption>Figure ")
+        .count();
+    assert!(figures > 1, "{figures}");
+    assert_eq!(err, format!("wrote {html} ({figures} figures)\n"));
+    let svg = t.file("t.svg");
+    let err = said(&["plot", "last", "-k", "latency", "-o", &svg, "--db", &db]);
+    assert_eq!(err, format!("wrote {svg} (latency)\n"));
+    let json = t.file("run.json");
+    let err = said(&["export", "1", "--json", "-o", &json, "--db", &db]);
+    assert_eq!(err, format!("wrote {json} (run 1, JSON)\n"));
+    let csv = t.file("run.csv");
+    let err = said(&["export", "last", "--csv", "-o", &csv, "--db", &db]);
+    assert_eq!(err, format!("wrote {csv} (run 1, CSV)\n"));
+    assert!(std::fs::metadata(&csv).unwrap().len() > 0);
+}

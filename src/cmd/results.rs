@@ -352,7 +352,13 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let db = open_existing(&a.db)?;
             let text = serde_json::to_string_pretty(&load_app(&db, &a.id)?)? + "\n";
             match &a.output {
-                Some(path) => crate::outfile::write(path, text.as_bytes(), a.force.force)?,
+                Some(path) => {
+                    crate::outfile::write(path, text.as_bytes(), a.force.force)?;
+                    eprintln!(
+                        "{}",
+                        wrote(path, &format!("application run {}, JSON", a.id))
+                    );
+                }
                 None => print!("{text}"),
             }
         }
@@ -378,7 +384,11 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                 crate::glue::stored::export_json(&report)?
             };
             match &a.output {
-                Some(path) => crate::outfile::write(path, text.as_bytes(), a.force.force)?,
+                Some(path) => {
+                    crate::outfile::write(path, text.as_bytes(), a.force.force)?;
+                    let format = if a.csv { "CSV" } else { "JSON" };
+                    eprintln!("{}", wrote(path, &format!("run {id}, {format}")));
+                }
                 None => print!("{text}"),
             }
         }
@@ -394,6 +404,15 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let runs = as_runs(&loaded);
             let html = report::build(&runs, a.point)?;
             crate::outfile::write(&a.output, html.as_bytes(), a.force.force)?;
+            // Each figure of the page has its numbered caption.
+            let figures = html.matches("<figcaption>Figure ").count();
+            eprintln!(
+                "{}",
+                wrote(
+                    &a.output,
+                    &format!("{figures} figure{}", if figures == 1 { "" } else { "s" })
+                )
+            );
         }
         ResultsCommand::Plot(a) => plot(a)?,
         ResultsCommand::Label(a) => {
@@ -660,7 +679,19 @@ fn plot(a: PlotArgs) -> Result<()> {
     } else {
         svg.into_bytes()
     };
-    crate::outfile::write(&a.output, &bytes, a.force.force)
+    crate::outfile::write(&a.output, &bytes, a.force.force)?;
+    let kind = a.kind.to_possible_value();
+    let kind = kind.as_ref().map_or("figure", |v| v.get_name());
+    eprintln!("{}", wrote(&a.output, kind));
+    Ok(())
+}
+
+/// The line on stderr that says which file a command wrote: "wrote report.html (3 figures)".
+pub fn wrote(path: &std::path::Path, what: &str) -> String {
+    format!(
+        "wrote {} ({what})",
+        crate::text::printable(&path.display().to_string())
+    )
 }
 
 /// Why a figure cannot be drawn from these runs.
