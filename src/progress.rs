@@ -28,7 +28,7 @@ pub struct Status<'a> {
 /// The time left when `done_work` of `total_work` took `elapsed`, assuming the rest goes at
 /// the same pace; None before any work is done or when the totals make no sense.
 pub fn eta(done_work: f64, total_work: f64, elapsed: Duration) -> Option<Duration> {
-    if !(done_work > 0.0) || !total_work.is_finite() || total_work < done_work {
+    if done_work.is_nan() || done_work <= 0.0 || !total_work.is_finite() || total_work < done_work {
         return None;
     }
     let left = elapsed.as_secs_f64() * (total_work - done_work) / done_work;

@@ -1031,3 +1031,53 @@ fn writing_a_file_says_which_file() {
     assert_eq!(err, format!("wrote {csv} (run 1, CSV)\n"));
     assert!(std::fs::metadata(&csv).unwrap().len() > 0);
 }
+
+/// `history --label`, `--source`, `--since` with an offset, and a bad date: one line, exit 1.
+#[test]
+fn history_filters_by_label_and_source() {
+    let t = Tmp::new();
+    let db = t.db();
+    ok(&[
+        "run",
+        "pingpong",
+        "--size",
+        "1",
+        "-n",
+        "50",
+        "--label",
+        "Before the update",
+        "--db",
+        &db,
+    ]);
+    ok(&["run", "pingpong", "--size", "1", "-n", "50", "--db", &db]);
+    let listed = ok(&["history", "--db", &db]);
+    let header = listed.lines().next().unwrap();
+    for column in ["source", "label", "pattern", "via", "points"] {
+        assert!(header.contains(column), "{listed}");
+    }
+    assert_eq!(listed.lines().count(), 3, "{listed}");
+    let found = ok(&["history", "--label", "BEFORE", "--db", &db]);
+    assert_eq!(found.lines().count(), 2, "{found}");
+    assert!(found.contains("Before the update"), "{found}");
+    let runs = ok(&["history", "--source", "run", "--all", "--db", &db]);
+    assert_eq!(runs.lines().count(), 3, "{runs}");
+    for none in [
+        vec!["history", "--source", "study"],
+        vec!["history", "--source", "mesh"],
+        vec!["history", "--since", "2999-01-01T00:00:00+02:00"],
+    ] {
+        let mut args = none.clone();
+        args.extend(["--db", &db]);
+        assert!(ok(&args).contains("no saved runs match"), "{none:?}");
+    }
+    assert!(ok(&["history", "--source", "app", "--db", &db]).contains("no saved application runs"));
+    fails(
+        &["history", "--until", "2025-02-30T00:00:00Z", "--db", &db],
+        1,
+        "--until: invalid time",
+    );
+    // --json names each run's source and label.
+    let h: Value = serde_json::from_str(&ok(&["history", "--json", "--db", &db])).unwrap();
+    assert_eq!(h["runs"][1]["label"], "Before the update");
+    assert_eq!(h["runs"][0]["source"], "run");
+}
