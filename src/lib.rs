@@ -13,7 +13,8 @@
 //! report) read. [`app`] runs application kernels over P ranks (local processes or an MPI
 //! job) over a [`group`]. [`units`] and [`text`] are leaves, [`stats`] and [`error`] stand on them; so is
 //! [`outfile`]: how every file written for the user is created (no link followed, nothing
-//! replaced without --force).
+//! replaced without --force). [`progress`] is a leaf too: the progress line the long commands
+//! (app, compare-transports, mesh) draw on a terminal's stderr.
 
 // `println!`, `print!`, `eprintln!` and `eprint!` of every module below write through
 // [`console`], which drops what a closed stdout or stderr no longer takes instead of
@@ -67,6 +68,7 @@ pub mod outfile;
 pub mod output;
 pub mod pattern;
 pub mod plan;
+pub mod progress;
 pub mod relay;
 pub mod request;
 pub mod stats;

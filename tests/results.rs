@@ -995,3 +995,89 @@ fn runs_are_labelled_and_deleted() {
         .collect();
     assert_eq!(ids, vec![2]);
 }
+
+/// `report`, `plot` and `export -o` each say on one line of stderr which file they wrote,
+/// and print nothing on stdout.
+#[test]
+fn writing_a_file_says_which_file() {
+    let t = Tmp::new();
+    let db = t.db();
+    ok(&[
+        "run", "pingpong", "--size", "1,1K", "-n", "100", "--db", &db,
+    ]);
+    let said = |args: &[&str]| {
+        let out = wb(args);
+        let err = text(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert_eq!(text(&out.stdout), "", "{args:?}");
+        err
+    };
+    let html = t.file("report.html");
+    let err = said(&["report", "last", "-o", &html, "--db", &db]);
+    let figures = std::fs::read_to_string(&html)
+        .unwrap()
+        .matches("<figcaption>Figure ")
+        .count();
+    assert!(figures > 1, "{figures}");
+    assert_eq!(err, format!("wrote {html} ({figures} figures)\n"));
+    let svg = t.file("t.svg");
+    let err = said(&["plot", "last", "-k", "latency", "-o", &svg, "--db", &db]);
+    assert_eq!(err, format!("wrote {svg} (latency)\n"));
+    let json = t.file("run.json");
+    let err = said(&["export", "1", "--json", "-o", &json, "--db", &db]);
+    assert_eq!(err, format!("wrote {json} (run 1, JSON)\n"));
+    let csv = t.file("run.csv");
+    let err = said(&["export", "last", "--csv", "-o", &csv, "--db", &db]);
+    assert_eq!(err, format!("wrote {csv} (run 1, CSV)\n"));
+    assert!(std::fs::metadata(&csv).unwrap().len() > 0);
+}
+
+/// `history --label`, `--source`, `--since` with an offset, and a bad date: one line, exit 1.
+#[test]
+fn history_filters_by_label_and_source() {
+    let t = Tmp::new();
+    let db = t.db();
+    ok(&[
+        "run",
+        "pingpong",
+        "--size",
+        "1",
+        "-n",
+        "50",
+        "--label",
+        "Before the update",
+        "--db",
+        &db,
+    ]);
+    ok(&["run", "pingpong", "--size", "1", "-n", "50", "--db", &db]);
+    let listed = ok(&["history", "--db", &db]);
+    let header = listed.lines().next().unwrap();
+    for column in ["source", "label", "pattern", "via", "points"] {
+        assert!(header.contains(column), "{listed}");
+    }
+    assert_eq!(listed.lines().count(), 3, "{listed}");
+    let found = ok(&["history", "--label", "BEFORE", "--db", &db]);
+    assert_eq!(found.lines().count(), 2, "{found}");
+    assert!(found.contains("Before the update"), "{found}");
+    let runs = ok(&["history", "--source", "run", "--all", "--db", &db]);
+    assert_eq!(runs.lines().count(), 3, "{runs}");
+    for none in [
+        vec!["history", "--source", "study"],
+        vec!["history", "--source", "mesh"],
+        vec!["history", "--since", "2999-01-01T00:00:00+02:00"],
+    ] {
+        let mut args = none.clone();
+        args.extend(["--db", &db]);
+        assert!(ok(&args).contains("no saved runs match"), "{none:?}");
+    }
+    assert!(ok(&["history", "--source", "app", "--db", &db]).contains("no saved application runs"));
+    fails(
+        &["history", "--until", "2025-02-30T00:00:00Z", "--db", &db],
+        1,
+        "--until: invalid time",
+    );
+    // --json names each run's source and label.
+    let h: Value = serde_json::from_str(&ok(&["history", "--json", "--db", &db])).unwrap();
+    assert_eq!(h["runs"][1]["label"], "Before the update");
+    assert_eq!(h["runs"][0]["source"], "run");
+}

@@ -53,6 +53,18 @@ impl Kernel {
         }
     }
 
+    /// The work of one repetition at size `n`, relative to the other sizes, for the time
+    /// left: n³ multiply-adds for matmul; n² cells times about n² sweeps to converge for
+    /// Jacobi; one unit for the one chunk plan.
+    fn work(&self, n: Option<usize>) -> f64 {
+        let n = n.unwrap_or(1) as f64;
+        match self {
+            Kernel::Matmul { .. } => n.powi(3),
+            Kernel::Jacobi { .. } => n.powi(4),
+            Kernel::Chunks(_) => 1.0,
+        }
+    }
+
     /// The points of the sweep: the sizes, or the one chunk plan.
     fn points(&self) -> Vec<Option<usize>> {
         match self {
@@ -108,11 +120,24 @@ pub fn run(group: &dyn Group, peers: &mut Peers, job: &Job) -> Result<Vec<AppPoi
         bail!("the group and the data connections disagree on the ranks");
     }
     let mut points = Vec::new();
-    for n in job.kernel.points() {
+    let per_point = job.warmup + job.repetitions;
+    let sizes = job.kernel.points();
+    // Rank 0 says where the sweep stands (on a terminal only).
+    let mut progress = crate::progress::Progress::new(
+        &format!("app {}", job.kernel.name()),
+        sizes.len() as u64 * per_point,
+        sizes.iter().map(|&n| job.kernel.work(n)).sum::<f64>() * per_point as f64,
+        group.rank() == ROOT,
+    );
+    let mut step = 0;
+    for n in sizes {
         let mut reps = Vec::new();
         let mut relaxed = None;
-        for rep in 0..job.warmup + job.repetitions {
+        for rep in 0..per_point {
+            step += 1;
+            progress.step(step, &step_text(n, rep, job));
             let (r, converged) = repetition(group, peers, job, n)?;
+            progress.done(job.kernel.work(n));
             if rep >= job.warmup {
                 reps.extend(r);
                 relaxed = converged.or(relaxed);
@@ -129,6 +154,19 @@ pub fn run(group: &dyn Group, peers: &mut Peers, job: &Job) -> Result<Vec<AppPoi
         }
     }
     Ok(points)
+}
+
+/// What repetition `rep` (from 0, warm-ups first) at size `n` is, for the progress line.
+fn step_text(n: Option<usize>, rep: u64, job: &Job) -> String {
+    let which = if rep < job.warmup {
+        format!("warm-up {} of {}", rep + 1, job.warmup)
+    } else {
+        format!("repetition {} of {}", rep - job.warmup + 1, job.repetitions)
+    };
+    match n {
+        Some(n) => format!("n={n}, {which}"),
+        None => which,
+    }
 }
 
 /// One checked repetition at size `n`: Some on rank 0.
@@ -375,5 +413,30 @@ mod tests {
             p.check,
             "the clients received the whole volume (1000 bytes)"
         );
+    }
+
+    #[test]
+    fn the_progress_line_names_the_size_and_repetition_and_weighs_them() {
+        let j = job(Kernel::Matmul { sizes: vec![8, 16] });
+        assert_eq!(step_text(Some(8), 0, &j), "n=8, warm-up 1 of 1");
+        assert_eq!(step_text(Some(16), 1, &j), "n=16, repetition 1 of 3");
+        assert_eq!(step_text(Some(16), 3, &j), "n=16, repetition 3 of 3");
+        let c = job(Kernel::Chunks(chunks::Plan {
+            chunk: 8,
+            volume: 64,
+            think: Duration::ZERO,
+        }));
+        assert_eq!(step_text(None, 2, &c), "repetition 2 of 3");
+        // Twice the size: 8 times the multiply's work, 16 times the relaxation's.
+        assert_eq!(j.kernel.work(Some(16)) / j.kernel.work(Some(8)), 8.0);
+        let jacobi = Kernel::Jacobi {
+            sizes: vec![8],
+            stop: jacobi::StopRule {
+                tolerance: 1e-6,
+                max_iterations: 10,
+            },
+        };
+        assert_eq!(jacobi.work(Some(16)) / jacobi.work(Some(8)), 16.0);
+        assert_eq!(c.kernel.work(None), 1.0);
     }
 }

@@ -63,15 +63,27 @@ pub struct HistoryArgs {
     /// Only runs measured from this client host name.
     #[arg(long)]
     pub host: Option<String>,
-    /// Only runs started at or after this UTC time: 2025-01-31 or 2025-01-31T12:00:00Z.
-    #[arg(long)]
+    /// Only runs started at or after this time: a UTC date 2025-01-31 or an RFC 3339 time
+    /// 2025-01-31T12:00:00Z (or with an offset, +02:00).
+    #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
-    /// Only runs started before this UTC time: 2025-02-01 or 2025-02-01T08:30:00Z.
-    #[arg(long)]
+    /// Only runs started before this time: a UTC date 2025-02-01 or an RFC 3339 time
+    /// 2025-02-01T08:30:00Z.
+    #[arg(long, value_name = "DATE")]
     pub until: Option<String>,
+    /// Only runs saved by this: run, import, study (its runs one by one), mesh,
+    /// compare-transports, or app (the application runs alone).
+    #[arg(long, value_enum)]
+    pub source: Option<HistorySource>,
+    /// Only runs whose label contains this text (in any case).
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
     /// Only runs that did not complete.
     #[arg(long)]
     pub incomplete: bool,
+    /// List every run of a study on its own line (by default a study's runs are one line).
+    #[arg(long)]
+    pub all: bool,
     /// Most runs listed (newest first).
     #[arg(long, short = 'n', default_value_t = 50)]
     pub limit: u32,
@@ -79,6 +91,37 @@ pub struct HistoryArgs {
     /// with its headline figures in ns and bit/s.
     #[arg(long)]
     pub json: bool,
+}
+
+/// What saved a run, for `history --source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistorySource {
+    /// `wirebench run` (and `lab run`).
+    Run,
+    /// `wirebench import`.
+    Import,
+    /// The runs of `wirebench study`.
+    Study,
+    /// `wirebench mesh`.
+    Mesh,
+    /// The sweeps of `wirebench compare-transports`.
+    CompareTransports,
+    /// `wirebench app` (listed apart: its runs are not run documents).
+    App,
+}
+
+impl HistorySource {
+    /// The value of the `source` column; None for application runs, which have their table.
+    fn stored(self) -> Option<db::Source> {
+        match self {
+            HistorySource::Run => Some(db::Source::Run),
+            HistorySource::Import => Some(db::Source::Import),
+            HistorySource::Study => Some(db::Source::Study),
+            HistorySource::Mesh => Some(db::Source::Mesh),
+            HistorySource::CompareTransports => Some(db::Source::CompareTransports),
+            HistorySource::App => None,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -271,8 +314,8 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let filter = Filter {
                 pattern: a.pattern.map(|p| p.name().to_owned()),
                 transport: a.transport,
-                peer: a.peer,
-                host: a.host,
+                peer: a.peer.clone(),
+                host: a.host.clone(),
                 since: a
                     .since
                     .as_deref()
@@ -283,11 +326,29 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                     .as_deref()
                     .map(|s| time_bound(s, "--until"))
                     .transpose()?,
+                source: a
+                    .source
+                    .and_then(HistorySource::stored)
+                    .map(|s| s.as_str().to_owned()),
+                label: a.label.clone(),
                 incomplete_only: a.incomplete,
                 limit: Some(a.limit),
             };
+            let apps_only = a.source == Some(HistorySource::App);
+            // Application runs have a kernel, a transport and a start time, nothing else the
+            // filters ask for.
+            let apps_too = a.source.is_none()
+                && a.pattern.is_none()
+                && a.peer.is_none()
+                && a.host.is_none()
+                && a.label.is_none()
+                && !a.incomplete;
             if a.json {
-                let runs = db.list(&filter)?;
+                let runs = if apps_only {
+                    Vec::new()
+                } else {
+                    db.list(&filter)?
+                };
                 let doc = serde_json::json!({
                     "schema": "wirebench.history",
                     "schema_version": 1,
@@ -295,9 +356,22 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                     "runs": runs,
                 });
                 println!("{}", serde_json::to_string_pretty(&doc)?);
+            } else if apps_only {
+                let apps = app_history(&db, &filter)?;
+                if apps.is_empty() {
+                    println!(
+                        "# no saved application runs match in {}",
+                        db.path().display()
+                    );
+                }
+                print!("{apps}");
             } else {
-                print!("{}", history::history(&db, &filter)?);
-                print!("{}", app_history(&db, a.limit as usize)?);
+                // A study's runs are one line unless asked for one by one.
+                let fold = !a.all && a.source.is_none();
+                print!("{}", history::history(&db, &filter, fold)?);
+                if apps_too {
+                    print!("{}", app_history(&db, &filter)?);
+                }
             }
         }
         ResultsCommand::Show(a) if app_id(&a.id).is_some() => {
@@ -314,7 +388,13 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let db = open_existing(&a.db)?;
             let text = serde_json::to_string_pretty(&load_app(&db, &a.id)?)? + "\n";
             match &a.output {
-                Some(path) => crate::outfile::write(path, text.as_bytes(), a.force.force)?,
+                Some(path) => {
+                    crate::outfile::write(path, text.as_bytes(), a.force.force)?;
+                    eprintln!(
+                        "{}",
+                        wrote(path, &format!("application run {}, JSON", a.id))
+                    );
+                }
                 None => print!("{text}"),
             }
         }
@@ -345,7 +425,11 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                 ExportFormat::Iperf3 => crate::glue::stored::export_iperf3(&report, a.point)?,
             };
             match &a.output {
-                Some(path) => crate::outfile::write(path, text.as_bytes(), a.force.force)?,
+                Some(path) => {
+                    crate::outfile::write(path, text.as_bytes(), a.force.force)?;
+                    let format = if a.csv { "CSV" } else { "JSON" };
+                    eprintln!("{}", wrote(path, &format!("run {id}, {format}")));
+                }
                 None => print!("{text}"),
             }
         }
@@ -361,6 +445,15 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let runs = as_runs(&loaded);
             let html = report::build(&runs, a.point)?;
             crate::outfile::write(&a.output, html.as_bytes(), a.force.force)?;
+            // Each figure of the page has its numbered caption.
+            let figures = html.matches("<figcaption>Figure ").count();
+            eprintln!(
+                "{}",
+                wrote(
+                    &a.output,
+                    &format!("{figures} figure{}", if figures == 1 { "" } else { "s" })
+                )
+            );
         }
         ResultsCommand::Plot(a) => plot(a)?,
         ResultsCommand::Label(a) => {
@@ -481,8 +574,8 @@ fn load_app(db: &Db, spec: &str) -> Result<crate::app::speedup::AppReport> {
 }
 
 /// The application runs below the history, when there are any.
-fn app_history(db: &Db, limit: usize) -> Result<String> {
-    let apps = db.list_apps(limit)?;
+fn app_history(db: &Db, filter: &Filter) -> Result<String> {
+    let apps = db.list_app_runs(filter)?;
     if apps.is_empty() {
         return Ok(String::new());
     }
@@ -491,8 +584,12 @@ fn app_history(db: &Db, limit: usize) -> Result<String> {
     );
     for a in apps {
         out.push_str(&format!(
-            "{:>5}  {:<24} {:<7} {:<10} {:>5}\n",
-            a.id, a.started_at, a.kernel, a.transport, a.ranks
+            "{:>5}  {:<24} {} {} {:>5}\n",
+            a.id,
+            crate::text::printable(&a.started_at),
+            history::cell(&a.kernel, 7),
+            history::cell(&a.transport, 10),
+            a.ranks
         ));
     }
     Ok(out)
@@ -526,18 +623,40 @@ pub fn parse_percent(s: &str) -> Result<f64> {
 }
 
 /// A time bound as stored times are written (RFC 3339, UTC, milliseconds), so that text
-/// order is time order.
+/// order is time order: from a UTC date (2025-01-31) or an RFC 3339 date-time, in UTC (Z, or
+/// no zone) or with an offset (+02:00, -05:30).
 pub fn time_bound(s: &str, what: &str) -> Result<String> {
-    let t = s.trim();
-    let full = if t.len() == 10 {
-        format!("{t}T00:00:00Z")
-    } else {
-        t.to_owned()
+    let bad = || {
+        anyhow!("{what}: invalid time \"{s}\": expected a UTC date 2025-01-31 or an RFC 3339 time 2025-01-31T12:00:00Z")
     };
-    let time = humantime::parse_rfc3339_weak(&full).map_err(|_| {
-        anyhow!("{what}: invalid time \"{s}\": expected a UTC date 2025-01-31 or time 2025-01-31T12:00:00Z")
-    })?;
-    Ok(humantime::format_rfc3339_millis(time).to_string())
+    let t = s.trim();
+    if t.len() == 10 {
+        let time = humantime::parse_rfc3339_weak(&format!("{t}T00:00:00Z")).map_err(|_| bad())?;
+        return Ok(humantime::format_rfc3339_millis(time).to_string());
+    }
+    // An offset east of UTC is subtracted, one west of it added.
+    let (local, offset_s) = match t.len().checked_sub(6).and_then(|i| t.split_at_checked(i)) {
+        Some((head, zone))
+            if head.len() >= 19 && matches!(zone.as_bytes(), [b'+' | b'-', _, _, b':', _, _]) =>
+        {
+            let h: i64 = zone[1..3].parse().map_err(|_| bad())?;
+            let m: i64 = zone[4..6].parse().map_err(|_| bad())?;
+            if h > 23 || m > 59 {
+                return Err(bad());
+            }
+            let sign = if zone.starts_with('-') { -1 } else { 1 };
+            (head, sign * (h * 3600 + m * 60))
+        }
+        _ => (t, 0),
+    };
+    let time = humantime::parse_rfc3339_weak(local).map_err(|_| bad())?;
+    let utc = if offset_s >= 0 {
+        time.checked_sub(std::time::Duration::from_secs(offset_s.unsigned_abs()))
+    } else {
+        time.checked_add(std::time::Duration::from_secs(offset_s.unsigned_abs()))
+    }
+    .ok_or_else(bad)?;
+    Ok(humantime::format_rfc3339_millis(utc).to_string())
 }
 
 fn plot(a: PlotArgs) -> Result<()> {
@@ -601,7 +720,19 @@ fn plot(a: PlotArgs) -> Result<()> {
     } else {
         svg.into_bytes()
     };
-    crate::outfile::write(&a.output, &bytes, a.force.force)
+    crate::outfile::write(&a.output, &bytes, a.force.force)?;
+    let kind = a.kind.to_possible_value();
+    let kind = kind.as_ref().map_or("figure", |v| v.get_name());
+    eprintln!("{}", wrote(&a.output, kind));
+    Ok(())
+}
+
+/// The line on stderr that says which file a command wrote: "wrote report.html (3 figures)".
+pub fn wrote(path: &std::path::Path, what: &str) -> String {
+    format!(
+        "wrote {} ({what})",
+        crate::text::printable(&path.display().to_string())
+    )
 }
 
 /// Why a figure cannot be drawn from these runs.
@@ -618,5 +749,32 @@ fn missing(kind: PlotKind, pattern: &str, point: Option<usize>) -> String {
         ),
         PlotKind::Histogram | PlotKind::Cdf => format!("no latency distribution{at} in these runs"),
         _ => "the runs have no measured point to plot".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_bounds_read_dates_utc_times_and_offsets() {
+        let b = |s| time_bound(s, "--since").unwrap();
+        assert_eq!(b("2025-01-31"), "2025-01-31T00:00:00.000Z");
+        assert_eq!(b("2025-01-31T12:00:00Z"), "2025-01-31T12:00:00.000Z");
+        assert_eq!(b("2025-01-31T12:00:00"), "2025-01-31T12:00:00.000Z");
+        assert_eq!(b("2025-01-31T12:00:00.250Z"), "2025-01-31T12:00:00.250Z");
+        assert_eq!(b("2025-01-31T12:00:00+02:00"), "2025-01-31T10:00:00.000Z");
+        assert_eq!(b("2025-01-31T23:30:00-05:30"), "2025-02-01T05:00:00.000Z");
+        for bad in [
+            "yesterday",
+            "2025-13-01",
+            "2025-01-31T25:00:00Z",
+            "2025-01-31T12:00:00+24:00",
+            "",
+        ] {
+            let e = time_bound(bad, "--until").unwrap_err().to_string();
+            assert!(e.starts_with("--until: invalid time"), "{bad}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
     }
 }

@@ -3,7 +3,6 @@
 //! intervals over independent runs, and each one's overhead against the lowest layer measured.
 
 use crate::model::transports::{Comparison, Estimate, Overhead, TransportRow};
-use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -95,6 +94,11 @@ fn sweep_request(c: &CompareRequest, kind: TransportKind, sizes: &[u64]) -> Resu
     Ok(r)
 }
 
+/// What one sweep is, for the progress line: "tcp, 12 sizes, run 2 of 3".
+fn sweep_text(kind: TransportKind, sizes: &[u64], run: u32, runs: u32) -> String {
+    format!("{kind}, {} sizes, run {} of {runs}", sizes.len(), run + 1)
+}
+
 /// Runs the comparison; transports that fail are reported with their error, the others
 /// keep their figures.
 pub fn compare(c: &CompareRequest) -> Result<Comparison> {
@@ -128,7 +132,15 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
         setups.push((kind, sizes, request, plan));
     }
     runner::stop_on_ctrl_c(crate::store::save::recover_before_exit);
-    let show_progress = c.progress && std::io::stderr().is_terminal();
+    // A sweep takes about as long as it has sizes.
+    let per_run: usize = setups.iter().map(|(_, sizes, _, _)| sizes.len()).sum();
+    let mut progress = crate::progress::Progress::new(
+        "compare-transports",
+        u64::from(c.runs) * setups.len() as u64,
+        (u64::from(c.runs) * per_run as u64) as f64,
+        c.progress,
+    );
+    let mut step = 0;
     let mut metrics: Vec<Vec<SweepMetrics>> = vec![Vec::new(); setups.len()];
     let mut errors: Vec<Option<String>> = vec![None; setups.len()];
     let mut saved: Vec<Vec<i64>> = vec![Vec::new(); setups.len()];
@@ -136,17 +148,14 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
     // Interleaved: run r of every transport before run r + 1 of any, so that a slow spell of
     // the host falls on all of them alike.
     for run in 0..c.runs {
-        for (i, (name, _, args, plan)) in setups.iter().enumerate() {
+        for (i, (name, sizes, args, plan)) in setups.iter().enumerate() {
+            step += 1;
             if errors[i].is_some() {
+                // A transport that failed is not measured again: its work is done.
+                progress.done(sizes.len() as f64);
                 continue;
             }
-            if show_progress {
-                eprint!(
-                    "\r\x1b[Kcompare-transports: run {} of {}, {name}",
-                    run + 1,
-                    c.runs
-                );
-            }
+            progress.step(step, &sweep_text(*name, sizes, run, c.runs));
             // Saved like every run, each sweep labelled with what it was part of.
             let mut output = args.output.clone();
             output.label = Some(format!(
@@ -156,7 +165,11 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
             ));
             let quiet = Quiet::default();
             let id = quiet.0.clone();
-            let (mut sink, saving) = crate::store::save::attach(&output, Box::new(quiet))?;
+            let (mut sink, saving) = crate::store::save::attach_as(
+                &output,
+                Box::new(quiet),
+                crate::store::db::Source::CompareTransports,
+            )?;
             let mut report = runner::new_report(plan, args);
             report.label = output.label.clone();
             let mut control = runner::ControlRunner::new(args);
@@ -167,6 +180,7 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
             sink.finish(&report)?;
             saving.outcome()?;
             saved[i].extend(id.get());
+            progress.done(sizes.len() as f64);
             match result {
                 Ok(()) => match report.sweep_metrics.first() {
                     Some(g) => metrics[i].push(g.metrics.clone()),
@@ -176,9 +190,7 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
             }
         }
     }
-    if show_progress {
-        eprint!("\r\x1b[K");
-    }
+    progress.finish();
     let mut rows: Vec<TransportRow> = setups
         .iter()
         .enumerate()
@@ -374,5 +386,13 @@ mod tests {
             0.95,
         );
         assert!(!none.fit_valid && !none.r_max_at_largest);
+    }
+
+    #[test]
+    fn the_progress_line_names_the_transport_and_run() {
+        assert_eq!(
+            sweep_text(TransportKind::Mptcp, &[1, 2, 4], 1, 3),
+            "mptcp, 3 sizes, run 2 of 3"
+        );
     }
 }

@@ -207,7 +207,17 @@ fn measure_rounds(
 ) -> Result<Option<Vec<Measured>>> {
     let round_timeout = Duration::from_millis(decision.round_timeout_ms);
     let mut measured = Vec::new();
+    // Rank 0 says which round is under way (on a terminal only); rounds take about as long
+    // as each other, each pair measuring the same plan.
+    let rounds = decision.rounds.len() as u64;
+    let mut progress = crate::progress::Progress::new(
+        "mesh",
+        rounds,
+        rounds as f64,
+        g.rank() == crate::group::ROOT,
+    );
     for (i, round) in decision.rounds.iter().enumerate() {
+        progress.step(i as u64 + 1, &round_text(round));
         if let Some(pair) = round.iter().find(|p| p.client == g.rank()) {
             let report = match addresses.get(pair.server) {
                 Some(a) => measure(*pair, a).map_err(|e| one_line(&e)),
@@ -224,7 +234,9 @@ fn measure_rounds(
         // Nobody starts the next round before every pair of this one is done.
         g.barrier(round_timeout)
             .with_context(|| format!("at the end of round {}", i + 1))?;
+        progress.done(1.0);
     }
+    progress.finish();
     let Some(all) = g.gather(&encode(&measured), CONTROL)? else {
         return Ok(None);
     };
@@ -233,6 +245,22 @@ fn measure_rounds(
         by_pair.extend(decode::<Vec<Measured>>(bytes, "results")?);
     }
     Ok(Some(by_pair))
+}
+
+/// What a round measures, for the progress line: "2 pairs: 0->1, 2->3".
+fn round_text(round: &[MeshPairId]) -> String {
+    let pairs: Vec<String> = round
+        .iter()
+        .map(|p| format!("{}->{}", p.client, p.server))
+        .collect();
+    let shown = pairs.len().min(4);
+    let more = if pairs.len() > shown { ", ..." } else { "" };
+    format!(
+        "round of {} pair{}: {}{more}",
+        pairs.len(),
+        if pairs.len() == 1 { "" } else { "s" },
+        pairs[..shown].join(", ")
+    )
 }
 
 /// Rank 0: the rounds and how long one may take.
@@ -653,5 +681,15 @@ mod tests {
             d
         });
         assert!(text.starts_with("mesh: pingpong over tcp"), "{text}");
+    }
+
+    #[test]
+    fn the_progress_line_names_the_pairs_of_a_round() {
+        let p = |client, server| MeshPairId { client, server };
+        assert_eq!(round_text(&[p(0, 1)]), "round of 1 pair: 0->1");
+        assert_eq!(
+            round_text(&[p(0, 1), p(2, 3), p(4, 5), p(6, 7), p(8, 9)]),
+            "round of 5 pairs: 0->1, 2->3, 4->5, 6->7, ..."
+        );
     }
 }

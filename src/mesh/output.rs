@@ -34,7 +34,7 @@ pub fn finish(mesh: &MeshRequest, report: RunDocument) -> i32 {
         match crate::store::db::resolve(out.db.as_deref()) {
             Ok(path) => {
                 let saved = crate::store::db::Db::open_or_create(&path)
-                    .and_then(|db| db.insert(&report, crate::store::db::Source::Run));
+                    .and_then(|db| db.insert(&report, crate::store::db::Source::Mesh));
                 match saved {
                     Ok(id) => eprintln!("# saved as run {id} in {}", path.display()),
                     Err(e) => {

@@ -46,14 +46,21 @@ pub enum Source {
     Import,
     /// Measured as part of a study (`wirebench study`).
     Study,
+    /// Every pair of ranks of `wirebench mesh`, as one document.
+    Mesh,
+    /// One sweep of `wirebench compare-transports`.
+    CompareTransports,
 }
 
 impl Source {
-    fn as_str(self) -> &'static str {
+    /// The name in the `source` column, in `history` and for `history --source`.
+    pub fn as_str(self) -> &'static str {
         match self {
             Source::Run => "run",
             Source::Import => "import",
             Source::Study => "study",
+            Source::Mesh => "mesh",
+            Source::CompareTransports => "compare-transports",
         }
     }
 }
@@ -72,7 +79,14 @@ pub struct RunRow {
     /// [`RunDocument::planned_points`]); None for complete runs.
     pub planned_points: Option<i64>,
     pub complete: bool,
+    /// What saved it: run, import, study, mesh or compare-transports.
     pub source: String,
+    /// The run's label (`run --label`, `wirebench label`, or the study or comparison it was
+    /// part of).
+    pub label: Option<String>,
+    /// The study the run was measured for, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub study_id: Option<i64>,
     pub latency_ns: Option<f64>,
     pub throughput_bits_per_s: Option<f64>,
     pub transactions_per_s: Option<f64>,
@@ -94,8 +108,66 @@ pub struct Filter {
     pub since: Option<String>,
     /// Started before this RFC 3339 time or date prefix.
     pub until: Option<String>,
+    /// The `source` column, exactly (see [`Source::as_str`]).
+    pub source: Option<String>,
+    /// Substring of the label, in any case.
+    pub label: Option<String>,
     pub incomplete_only: bool,
     pub limit: Option<u32>,
+}
+
+impl Filter {
+    /// The SQL conditions on `runs` (joined in other queries, so every column is qualified)
+    /// and their arguments in order.
+    fn conditions(&self) -> (String, Vec<String>) {
+        let mut sql = String::from("1 = 1");
+        let mut args = Vec::new();
+        for (clause, value) in [
+            ("runs.pattern = ?", &self.pattern),
+            ("runs.transport = ?", &self.transport),
+            (
+                "instr(coalesce(runs.server_address, ''), ?) > 0",
+                &self.peer,
+            ),
+            ("runs.client_host = ?", &self.host),
+            ("runs.started_at >= ?", &self.since),
+            ("runs.started_at < ?", &self.until),
+            ("runs.source = ?", &self.source),
+            (
+                "instr(lower(coalesce(runs.label, '')), lower(?)) > 0",
+                &self.label,
+            ),
+        ] {
+            if let Some(v) = value {
+                sql.push_str(" AND ");
+                sql.push_str(clause);
+                args.push(v.clone());
+            }
+        }
+        if self.incomplete_only {
+            sql.push_str(" AND runs.complete = 0");
+        }
+        (sql, args)
+    }
+}
+
+/// The runs of one study that a filter matched, as `history` folds them into one line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StudyGroup {
+    pub study_id: i64,
+    pub name: String,
+    /// Matching runs of the study.
+    pub runs: i64,
+    /// Its newest matching run: where the line goes in a newest-first listing.
+    pub newest_run: i64,
+    /// When its first matching run started.
+    pub started_at: String,
+    /// The pattern or transport all its runs share, else None.
+    pub pattern: Option<String>,
+    pub transport: Option<String>,
+    pub points: i64,
+    /// How many of its runs did not complete.
+    pub incomplete: i64,
 }
 
 pub struct Db {
@@ -219,8 +291,8 @@ impl Db {
         self.conn.execute(
             "INSERT INTO runs (started_at, finished_at, pattern, transport, server_address,
                  latency_ns, throughput_bits_per_s, transactions_per_s, report_json,
-                 complete, points, client_host, source, headline_note)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                 complete, points, client_host, source, headline_note, label)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             params![
                 c.started_at,
                 c.finished_at,
@@ -236,6 +308,7 @@ impl Db {
                 c.client_host,
                 source.as_str(),
                 c.headline.note,
+                c.label,
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -279,6 +352,43 @@ impl Db {
         Ok(rows)
     }
 
+    /// The application-kernel runs started within `filter`'s times and over its transport,
+    /// newest first (its other fields say nothing of them).
+    pub fn list_app_runs(&self, filter: &Filter) -> Result<Vec<AppRunRow>> {
+        let mut sql = String::from(
+            "SELECT id, started_at, kernel, transport, ranks FROM app_runs WHERE 1 = 1",
+        );
+        let mut args = Vec::new();
+        for (clause, value) in [
+            ("transport = ?", &filter.transport),
+            ("started_at >= ?", &filter.since),
+            ("started_at < ?", &filter.until),
+        ] {
+            if let Some(v) = value {
+                sql.push_str(" AND ");
+                sql.push_str(clause);
+                args.push(v.clone());
+            }
+        }
+        sql.push_str(" ORDER BY started_at DESC, id DESC");
+        if let Some(n) = filter.limit {
+            sql.push_str(&format!(" LIMIT {n}"));
+        }
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt
+            .query_map(rusqlite::params_from_iter(args), |r| {
+                Ok(AppRunRow {
+                    id: r.get(0)?,
+                    started_at: r.get(1)?,
+                    kernel: r.get(2)?,
+                    transport: r.get(3)?,
+                    ranks: r.get(4)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// The document of application-kernel run `id`.
     pub fn load_app(&self, id: i64) -> Result<String> {
         self.conn
@@ -297,7 +407,7 @@ impl Db {
         let n = self.conn.execute(
             "UPDATE runs SET finished_at = ?2, server_address = ?3, latency_ns = ?4,
                  throughput_bits_per_s = ?5, transactions_per_s = ?6, report_json = ?7,
-                 complete = ?8, points = ?9, headline_note = ?10
+                 complete = ?8, points = ?9, headline_note = ?10, label = ?11
              WHERE id = ?1",
             params![
                 id,
@@ -310,6 +420,7 @@ impl Db {
                 report.complete,
                 report.points.len() as i64,
                 h.note,
+                report.label,
             ],
         )?;
         if n != 1 {
@@ -375,7 +486,14 @@ impl Db {
 
     /// Runs matching `filter`, newest first.
     pub fn list(&self, filter: &Filter) -> Result<Vec<RunRow>> {
-        let mut sql = String::from(
+        self.list_rows(filter, false)
+    }
+
+    /// Runs matching `filter`, newest first, leaving out the runs of studies (listed by
+    /// [`Db::study_groups`] instead) when `without_study_runs`.
+    pub fn list_rows(&self, filter: &Filter, without_study_runs: bool) -> Result<Vec<RunRow>> {
+        let (conditions, args) = filter.conditions();
+        let mut sql = format!(
             // The planned total is read from the documents of incomplete runs only (few,
             // and the only ones that show it) rather than kept in a column of its own: no
             // schema step for a figure no filter needs. A document that is not JSON, or whose
@@ -385,26 +503,15 @@ impl Db {
                  headline_note,
                  CASE WHEN complete = 0 AND json_valid(report_json)
                            AND json_type(report_json, '$.planned_points') = 'integer'
-                      THEN json_extract(report_json, '$.planned_points') END
-             FROM runs WHERE 1 = 1",
+                      THEN json_extract(report_json, '$.planned_points') END,
+                 label,
+                 (SELECT study_id FROM study_runs WHERE run_id = runs.id LIMIT 1)
+             FROM runs WHERE {conditions}"
         );
-        let mut args: Vec<&str> = Vec::new();
-        for (clause, value) in [
-            ("pattern = ?", &filter.pattern),
-            ("transport = ?", &filter.transport),
-            ("instr(coalesce(server_address, ''), ?) > 0", &filter.peer),
-            ("client_host = ?", &filter.host),
-            ("started_at >= ?", &filter.since),
-            ("started_at < ?", &filter.until),
-        ] {
-            if let Some(v) = value {
-                sql.push_str(" AND ");
-                sql.push_str(clause);
-                args.push(v);
-            }
-        }
-        if filter.incomplete_only {
-            sql.push_str(" AND complete = 0");
+        if without_study_runs {
+            sql.push_str(
+                " AND NOT EXISTS (SELECT 1 FROM study_runs WHERE study_runs.run_id = runs.id)",
+            );
         }
         sql.push_str(" ORDER BY id DESC");
         if let Some(n) = filter.limit {
@@ -427,6 +534,45 @@ impl Db {
                 transactions_per_s: r.get(11)?,
                 headline_note: r.get(12)?,
                 planned_points: r.get(13)?,
+                label: r.get(14)?,
+                study_id: r.get(15)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The studies whose runs match `filter`, each with how many do, newest run first: what
+    /// `history` shows in place of those runs.
+    pub fn study_groups(&self, filter: &Filter) -> Result<Vec<StudyGroup>> {
+        let (conditions, args) = filter.conditions();
+        let mut sql = format!(
+            "SELECT sr.study_id, coalesce(s.name, '?'), count(*), max(runs.id),
+                 min(runs.started_at),
+                 CASE WHEN count(DISTINCT runs.pattern) = 1 THEN min(runs.pattern) END,
+                 CASE WHEN count(DISTINCT runs.transport) = 1 THEN min(runs.transport) END,
+                 sum(runs.points), sum(runs.complete = 0)
+             FROM runs
+             JOIN study_runs sr ON sr.run_id = runs.id
+             LEFT JOIN studies s ON s.id = sr.study_id
+             WHERE {conditions}
+             GROUP BY sr.study_id
+             ORDER BY max(runs.id) DESC"
+        );
+        if let Some(n) = filter.limit {
+            sql.push_str(&format!(" LIMIT {n}"));
+        }
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+            Ok(StudyGroup {
+                study_id: r.get(0)?,
+                name: r.get(1)?,
+                runs: r.get(2)?,
+                newest_run: r.get(3)?,
+                started_at: r.get(4)?,
+                pattern: r.get(5)?,
+                transport: r.get(6)?,
+                points: r.get(7)?,
+                incomplete: r.get(8)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -507,6 +653,7 @@ struct RunColumns {
     complete: bool,
     points: i64,
     client_host: String,
+    label: Option<String>,
 }
 
 impl RunColumns {
@@ -521,6 +668,7 @@ impl RunColumns {
             complete: r.complete,
             points: r.points.len() as i64,
             client_host: r.client_environment.hostname.clone(),
+            label: r.label.clone(),
         }
     }
 }

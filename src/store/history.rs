@@ -3,68 +3,253 @@
 
 use anyhow::{Context, Result};
 
-use super::db::{self, Db, Filter, RunRow, Source};
+use super::db::{self, Db, Filter, RunRow, Source, StudyGroup};
 use crate::model::headline::{describe, RunHeadline};
 use crate::model::points_of_planned;
 use crate::text::printable;
 
+/// One line of the `history` listing: a run, or the runs of one study folded together.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    Run(RunRow),
+    Study(StudyGroup),
+}
+
+impl Line {
+    /// The run id the line is ordered by (newest first).
+    fn id(&self) -> i64 {
+        match self {
+            Line::Run(r) => r.id,
+            Line::Study(g) => g.newest_run,
+        }
+    }
+}
+
+/// The widths of the listing's text columns, in terminal columns: a longer text is cut with
+/// an ellipsis, so that every line keeps the same columns whatever it holds. The numbers (id
+/// and points) are never cut: their columns widen to the widest in the listing.
+const W_ID: usize = 5;
+const W_STARTED: usize = 20;
+const W_SOURCE: usize = 18;
+const W_PATTERN: usize = 8;
+const W_VIA: usize = 5;
+const W_LABEL: usize = 24;
+const W_SERVER: usize = 22;
+const W_HOST: usize = 16;
+const W_POINTS: usize = 6;
+
+/// `text` made printable and fitted to exactly `width` terminal columns: padded with spaces,
+/// or cut and ended with "…" when it is wider.
+pub fn cell(text: &str, width: usize) -> String {
+    use unicode_width::UnicodeWidthChar;
+    let text = printable(text);
+    let total: usize = text.chars().map(|c| c.width().unwrap_or(0)).sum();
+    let mut out = String::new();
+    let mut used = 0;
+    if total <= width {
+        out.push_str(&text);
+        used = total;
+    } else if width > 0 {
+        for c in text.chars() {
+            let w = c.width().unwrap_or(0);
+            if used + w > width - 1 {
+                break;
+            }
+            out.push(c);
+            used += w;
+        }
+        out.push('…');
+        used += 1;
+    }
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(used)));
+    out
+}
+
+/// A stored start time as listed: to the second ("2025-01-31T12:00:00Z"); the database
+/// keeps milliseconds.
+fn started(s: &str) -> String {
+    match (s.get(..19), s.ends_with('Z')) {
+        (Some(head), true) if s.len() > 20 && s.as_bytes().get(19) == Some(&b'.') => {
+            format!("{head}Z")
+        }
+        _ => s.to_owned(),
+    }
+}
+
+/// The widths of the two number columns of one listing.
+#[derive(Clone, Copy)]
+struct Numbers {
+    id: usize,
+    points: usize,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn line(
+    w: Numbers,
+    id: &str,
+    started_at: &str,
+    source: &str,
+    pattern: &str,
+    via: &str,
+    label: &str,
+    server: &str,
+    host: &str,
+    points: &str,
+    rest: &str,
+) -> String {
+    format!(
+        "{id:>iw$}  {} {} {} {} {} {} {} {points:>pw$}  {}\n",
+        cell(started_at, W_STARTED),
+        cell(source, W_SOURCE),
+        cell(pattern, W_PATTERN),
+        cell(via, W_VIA),
+        cell(label, W_LABEL),
+        cell(server, W_SERVER),
+        cell(host, W_HOST),
+        printable(rest),
+        iw = w.id,
+        pw = w.points,
+    )
+}
+
 /// The `history` listing: one line per run, newest first.
 pub fn format_history(rows: &[RunRow]) -> String {
-    let mut out = format!(
-        "{:>5}  {:<24} {:<8} {:<4} {:<22} {:<16} {:>6}  {}\n",
-        "id", "started (UTC)", "pattern", "via", "server", "client host", "points", "headline"
+    let lines: Vec<Line> = rows.iter().cloned().map(Line::Run).collect();
+    format_lines(&lines)
+}
+
+/// The `history` listing of runs and folded studies, in the order given.
+pub fn format_lines(lines: &[Line]) -> String {
+    let digits = |n: i64| n.to_string().len();
+    let w = Numbers {
+        id: lines.iter().map(|l| digits(l.id())).fold(W_ID, usize::max),
+        points: lines
+            .iter()
+            .map(|l| match l {
+                Line::Run(r) => digits(r.points),
+                Line::Study(g) => digits(g.points),
+            })
+            .fold(W_POINTS, usize::max),
+    };
+    let mut out = line(
+        w,
+        "id",
+        "started (UTC)",
+        "source",
+        "pattern",
+        "via",
+        "label",
+        "server",
+        "client host",
+        "points",
+        "headline",
     );
-    for r in rows {
-        let h = RunHeadline {
-            latency_ns: r.latency_ns,
-            throughput_bits_per_s: r.throughput_bits_per_s,
-            transactions_per_s: r.transactions_per_s,
-            note: r.headline_note.clone(),
-        };
-        let mut notes = Vec::new();
-        if !r.complete {
-            notes.push(format!(
-                "incomplete: {}",
-                points_of_planned(
-                    r.points.max(0) as u64,
-                    r.planned_points.map(|p| p.max(0) as u64)
-                )
-            ));
-        }
-        if r.source == "import" {
-            notes.push("imported".to_owned());
-        }
-        // Every text field may come from an imported file: escaped, so that none can clear
-        // the screen or forge a line of the listing.
-        out.push_str(&format!(
-            "{:>5}  {:<24} {:<8} {:<4} {:<22} {:<16} {:>6}  {}{}\n",
-            r.id,
-            printable(&r.started_at),
-            printable(&r.pattern),
-            printable(&r.transport),
-            printable(r.server_address.as_deref().unwrap_or("-")),
-            printable(r.client_host.as_deref().unwrap_or("-")),
-            r.points,
-            printable(&describe(&r.pattern, &h)),
-            if notes.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", notes.join(", "))
-            }
-        ));
+    for l in lines {
+        // Every text field may come from an imported file: `cell` and `line` escape it, so
+        // that none can clear the screen or forge a line of the listing.
+        out.push_str(&match l {
+            Line::Run(r) => run_line(w, r),
+            Line::Study(g) => study_line(w, g),
+        });
     }
     out
 }
 
-pub fn history(db: &Db, filter: &Filter) -> Result<String> {
-    let rows = db.list(filter)?;
-    if rows.is_empty() {
+fn run_line(w: Numbers, r: &RunRow) -> String {
+    let h = RunHeadline {
+        latency_ns: r.latency_ns,
+        throughput_bits_per_s: r.throughput_bits_per_s,
+        transactions_per_s: r.transactions_per_s,
+        note: r.headline_note.clone(),
+    };
+    let mut notes = Vec::new();
+    if !r.complete {
+        notes.push(format!(
+            "incomplete: {}",
+            points_of_planned(
+                r.points.max(0) as u64,
+                r.planned_points.map(|p| p.max(0) as u64)
+            )
+        ));
+    }
+    if r.source == "import" {
+        notes.push("imported".to_owned());
+    }
+    let mut rest = describe(&r.pattern, &h);
+    if !notes.is_empty() {
+        rest.push_str(&format!(" [{}]", notes.join(", ")));
+    }
+    line(
+        w,
+        &r.id.to_string(),
+        &started(&r.started_at),
+        &r.source,
+        &r.pattern,
+        &r.transport,
+        r.label.as_deref().unwrap_or("-"),
+        r.server_address.as_deref().unwrap_or("-"),
+        r.client_host.as_deref().unwrap_or("-"),
+        &r.points.to_string(),
+        &rest,
+    )
+}
+
+fn study_line(w: Numbers, g: &StudyGroup) -> String {
+    let mut rest = format!(
+        "{} run{} of study #{} (--source study lists them)",
+        g.runs,
+        if g.runs == 1 { "" } else { "s" },
+        g.study_id
+    );
+    if g.incomplete > 0 {
+        rest.push_str(&format!(" [{} incomplete]", g.incomplete));
+    }
+    line(
+        w,
+        &g.newest_run.to_string(),
+        &started(&g.started_at),
+        "study",
+        g.pattern.as_deref().unwrap_or("mixed"),
+        g.transport.as_deref().unwrap_or("mixed"),
+        &format!("study {} #{}", g.name, g.study_id),
+        "-",
+        "-",
+        &g.points.to_string(),
+        &rest,
+    )
+}
+
+/// The lines `history` shows: the runs matching `filter`, newest first, with the runs of each
+/// study folded into one line (where its newest run would be) when `fold_studies`. The
+/// limit counts lines.
+pub fn lines(db: &Db, filter: &Filter, fold_studies: bool) -> Result<Vec<Line>> {
+    let runs = db.list_rows(filter, fold_studies)?;
+    if !fold_studies {
+        return Ok(runs.into_iter().map(Line::Run).collect());
+    }
+    let groups = db.study_groups(filter)?;
+    let mut all: Vec<Line> = runs
+        .into_iter()
+        .map(Line::Run)
+        .chain(groups.into_iter().map(Line::Study))
+        .collect();
+    all.sort_by_key(|l| std::cmp::Reverse(l.id()));
+    if let Some(n) = filter.limit {
+        all.truncate(n as usize);
+    }
+    Ok(all)
+}
+
+/// The `history` text: the listing, or a line saying that nothing matched.
+pub fn history(db: &Db, filter: &Filter, fold_studies: bool) -> Result<String> {
+    let lines = lines(db, filter, fold_studies)?;
+    if lines.is_empty() {
         return Ok(format!(
             "# no saved runs match in {}\n",
             db.path().display()
         ));
     }
-    Ok(format_history(&rows))
+    Ok(format_lines(&lines))
 }
 
 /// Reads `from` to its end as UTF-8 text, refusing it once it has more than `cap` bytes or
@@ -170,6 +355,8 @@ mod tests {
             throughput_bits_per_s: None,
             transactions_per_s: None,
             headline_note: None,
+            label: None,
+            study_id: None,
         };
         let text = format_history(&[row(Some(7))]);
         assert!(
@@ -200,9 +387,306 @@ mod tests {
             throughput_bits_per_s: None,
             transactions_per_s: None,
             headline_note: Some("note\x1b[31m".into()),
+            label: Some("label\x1b[2J".into()),
+            study_id: None,
         };
         let text = format_history(&[row]);
         assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text}");
         assert_eq!(text.lines().count(), 2, "{text}");
+    }
+
+    /// A database in a temporary directory with these runs: (pattern, transport, label,
+    /// source, started_at).
+    fn db_with(runs: &[(&str, &str, Option<&str>, Source, &str)]) -> (tempfile::TempDir, Db) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open_or_create(&dir.path().join("r.sqlite")).unwrap();
+        for &(pattern, transport, label, source, started) in runs {
+            let mut r = db::tests::report(pattern, 2, 20_000.0);
+            r.transport = serde_json::from_value(transport.into()).unwrap();
+            r.label = label.map(str::to_owned);
+            r.started_at = started.to_owned();
+            db.insert(&r, source).unwrap();
+        }
+        (dir, db)
+    }
+
+    /// Records runs `run_ids` as those of a new study named `name`; returns its id.
+    fn study(db: &Db, name: &str, run_ids: &[i64]) -> i64 {
+        db.conn()
+            .execute(
+                "INSERT INTO studies (name, file_text, seed, started_at, status, schedule_json)
+                 VALUES (?1, '', 1, '2026-01-01T00:00:00.000Z', 'done', '[]')",
+                [name],
+            )
+            .unwrap();
+        let sid = db.conn().last_insert_rowid();
+        for (slot, id) in run_ids.iter().enumerate() {
+            db.conn()
+                .execute(
+                    "INSERT INTO study_runs (study_id, slot, probe, point, repetition, kind,
+                         status, run_id, attempts, finished_at)
+                     VALUES (?1, ?2, 0, 0, 1, 'measure', 'done', ?3, 1, '2026-01-01T00:00:00Z')",
+                    rusqlite::params![sid, slot as i64, id],
+                )
+                .unwrap();
+        }
+        sid
+    }
+
+    fn ids(db: &Db, f: &Filter) -> Vec<i64> {
+        db.list(f).unwrap().iter().map(|r| r.id).collect()
+    }
+
+    const T1: &str = "2026-01-01T10:00:00.000Z";
+    const T2: &str = "2026-02-01T10:00:00.000Z";
+    const T3: &str = "2026-03-01T10:00:00.000Z";
+
+    #[test]
+    fn each_filter_keeps_only_the_runs_it_names() {
+        let (_d, db) = db_with(&[
+            (
+                "pingpong",
+                "tcp",
+                Some("Before the firmware"),
+                Source::Run,
+                T1,
+            ),
+            ("stream", "mptcp", None, Source::Import, T2),
+            (
+                "pingpong",
+                "quic",
+                Some("after THE firmware"),
+                Source::Mesh,
+                T3,
+            ),
+            (
+                "pingpong",
+                "udp",
+                Some("compare-transports x: udp, run 1 of 1"),
+                Source::CompareTransports,
+                T3,
+            ),
+        ]);
+        let all = Filter::default();
+        assert_eq!(ids(&db, &all), [4, 3, 2, 1]);
+        let with = |f: fn(&mut Filter)| {
+            let mut filter = Filter::default();
+            f(&mut filter);
+            ids(&db, &filter)
+        };
+        assert_eq!(with(|f| f.source = Some("mesh".into())), [3]);
+        assert_eq!(with(|f| f.source = Some("import".into())), [2]);
+        assert_eq!(with(|f| f.source = Some("compare-transports".into())), [4]);
+        assert_eq!(with(|f| f.source = Some("study".into())), Vec::<i64>::new());
+        // A substring of the label, in any case; runs without one never match.
+        assert_eq!(with(|f| f.label = Some("the FIRMWARE".into())), [3, 1]);
+        assert_eq!(with(|f| f.label = Some("before".into())), [1]);
+        assert_eq!(with(|f| f.pattern = Some("stream".into())), [2]);
+        assert_eq!(with(|f| f.transport = Some("mptcp".into())), [2]);
+        assert_eq!(
+            with(|f| f.since = Some("2026-02-01T10:00:00.000Z".into())),
+            [4, 3, 2]
+        );
+        assert_eq!(
+            with(|f| f.until = Some("2026-02-01T10:00:00.000Z".into())),
+            [1]
+        );
+        assert_eq!(
+            with(|f| {
+                f.since = Some("2026-01-15T00:00:00.000Z".into());
+                f.until = Some("2026-02-15T00:00:00.000Z".into());
+            }),
+            [2]
+        );
+        // Filters add up.
+        assert_eq!(
+            with(|f| {
+                f.pattern = Some("pingpong".into());
+                f.label = Some("firmware".into());
+                f.source = Some("run".into());
+            }),
+            [1]
+        );
+        // The listing shows each run's source and label.
+        let rows = db.list(&all).unwrap();
+        assert_eq!(rows[1].source, "mesh");
+        assert_eq!(rows[1].label.as_deref(), Some("after THE firmware"));
+        let text = format_history(&rows);
+        assert!(text.contains(" mesh "), "{text}");
+        assert!(text.contains(" compare-transports "), "{text}");
+    }
+
+    #[test]
+    fn a_label_set_later_is_what_the_filter_sees() {
+        let (_d, db) = db_with(&[("pingpong", "tcp", None, Source::Run, T1)]);
+        let mut r = db.load(1).unwrap();
+        r.label = Some("relabelled".into());
+        db.update(1, &r).unwrap();
+        let f = Filter {
+            label: Some("label".into()),
+            ..Filter::default()
+        };
+        assert_eq!(ids(&db, &f), [1]);
+    }
+
+    #[test]
+    fn the_runs_of_a_study_are_one_line_unless_all_are_asked_for() {
+        let (_d, db) = db_with(&[
+            ("pingpong", "tcp", Some("mine"), Source::Run, T1),
+            ("pingpong", "tcp", Some("study s #1: a"), Source::Study, T1),
+            ("pingpong", "udp", Some("study s #1: b"), Source::Study, T2),
+            ("stream", "tcp", Some("later"), Source::Run, T2),
+            ("pingpong", "tcp", Some("study s #1: c"), Source::Study, T3),
+            // A study run whose study never recorded it (stopped in between) stays a run.
+            ("pingpong", "tcp", Some("orphan"), Source::Study, T3),
+        ]);
+        let sid = study(&db, "s", &[2, 3, 5]);
+        let f = Filter::default();
+        let folded = lines(&db, &f, true).unwrap();
+        let shape: Vec<(i64, bool)> = folded
+            .iter()
+            .map(|l| (l.id(), matches!(l, Line::Study(_))))
+            .collect();
+        assert_eq!(shape, [(6, false), (5, true), (4, false), (1, false)]);
+        let Line::Study(g) = &folded[1] else {
+            panic!("{folded:?}")
+        };
+        assert_eq!((g.study_id, g.runs, g.points), (sid, 3, 6));
+        assert_eq!(g.name, "s");
+        assert_eq!(
+            (g.pattern.as_deref(), g.transport.as_deref()),
+            (Some("pingpong"), None)
+        );
+        assert_eq!(g.started_at, T1);
+        let text = format_lines(&folded);
+        assert!(
+            text.contains("3 runs of study #1 (--source study lists them)"),
+            "{text}"
+        );
+        assert!(text.contains("study s #1"), "{text}");
+        assert!(text.contains(" mixed "), "{text}");
+        // Unfolded: every run; the study's are marked with it.
+        let all = lines(&db, &f, false).unwrap();
+        assert_eq!(all.len(), 6);
+        let Line::Run(r) = &all[1] else {
+            panic!("{all:?}")
+        };
+        assert_eq!(r.study_id, Some(sid));
+        // The count is of the runs that match; the limit counts lines.
+        let udp = Filter {
+            transport: Some("udp".into()),
+            ..Filter::default()
+        };
+        let Line::Study(g) = &lines(&db, &udp, true).unwrap()[0] else {
+            panic!()
+        };
+        assert_eq!(
+            (g.runs, g.newest_run, g.transport.as_deref()),
+            (1, 3, Some("udp"))
+        );
+        let two = Filter {
+            limit: Some(2),
+            ..Filter::default()
+        };
+        let ids: Vec<i64> = lines(&db, &two, true)
+            .unwrap()
+            .iter()
+            .map(Line::id)
+            .collect();
+        assert_eq!(ids, [6, 5]);
+        let ids: Vec<i64> = lines(&db, &two, false)
+            .unwrap()
+            .iter()
+            .map(Line::id)
+            .collect();
+        assert_eq!(ids, [6, 5]);
+        // history --json stays one element per run.
+        assert_eq!(db.list(&f).unwrap().len(), 6);
+    }
+
+    /// The terminal column at which `needle` starts on `line`.
+    fn column(line: &str, needle: &str) -> usize {
+        use unicode_width::UnicodeWidthStr;
+        let at = line
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} in {line:?}"));
+        line[..at].width()
+    }
+
+    #[test]
+    fn columns_stay_aligned_whatever_the_labels_and_transports() {
+        let long = "a label far longer than the column it is given, with more";
+        let (_d, db) = db_with(&[
+            ("pingpong", "tcp", None, Source::Run, T1),
+            ("pingpong", "mptcp", Some(long), Source::Run, T1),
+            (
+                "pingpong",
+                "quic",
+                Some("日本語のとても長いラベルです、本当に"),
+                Source::Import,
+                T1,
+            ),
+            (
+                "pingpong",
+                "unix",
+                Some("short"),
+                Source::CompareTransports,
+                T1,
+            ),
+        ]);
+        let text = format_history(&db.list(&Filter::default()).unwrap());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        // Every line has its server, client host and points at the same columns as the
+        // header has their titles.
+        let server = column(lines[0], "server");
+        let host = column(lines[0], "client host");
+        let headline = column(lines[0], "headline");
+        for l in &lines[1..] {
+            assert_eq!(column(l, "192.0.2.7:5320"), server, "{text}");
+            assert_eq!(column(l, "alpha"), host, "{text}");
+            assert_eq!(column(l, "t0 "), headline, "{l}\n{text}");
+        }
+        // A long label is cut with an ellipsis at its width.
+        assert!(text.contains("a label far longer than…"), "{text}");
+        assert!(!text.contains("with more"), "{text}");
+        assert!(text.contains(" mptcp "), "{text}");
+        // Wide characters count as two columns.
+        assert_eq!(cell("日本語", 5), "日本…");
+        assert_eq!(cell("日本語", 6), "日本語");
+        assert_eq!(cell("ab", 4), "ab  ");
+        assert_eq!(cell("abcdef", 4), "abc…");
+        assert_eq!(
+            cell("a\x1b[2Jb", 20),
+            format!("{:<20}", printable("a\x1b[2Jb"))
+        );
+    }
+
+    #[test]
+    fn ids_and_points_widen_their_columns_rather_than_being_cut() {
+        let row = |id: i64, points: i64| RunRow {
+            id,
+            started_at: T1.into(),
+            pattern: "pingpong".into(),
+            transport: "tcp".into(),
+            server_address: None,
+            client_host: None,
+            points,
+            planned_points: None,
+            complete: true,
+            source: "run".into(),
+            label: None,
+            study_id: None,
+            latency_ns: Some(1000.0),
+            throughput_bits_per_s: None,
+            transactions_per_s: None,
+            headline_note: None,
+        };
+        let text = format_history(&[row(1234567, 1), row(1, 12345678)]);
+        assert!(text.contains("1234567  2026-01-01T10:00:00Z "), "{text}");
+        assert!(text.contains(" 12345678  "), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        let at = column(lines[0], "headline");
+        assert!(lines[1..].iter().all(|l| column(l, "t0 ") == at), "{text}");
     }
 }

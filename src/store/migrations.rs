@@ -79,6 +79,19 @@ pub const MIGRATIONS: &[&str] = &[
          report_json TEXT NOT NULL
      );
      CREATE INDEX app_runs_started_at ON app_runs (started_at);",
+    // 6: `history` for a growing database: the label as a column (filtered without parsing
+    // documents), the source of mesh runs and compare-transports sweeps (saved as 'run'
+    // before), and the study a run belongs to found by index.
+    "ALTER TABLE runs ADD COLUMN label TEXT;
+     UPDATE runs SET label = json_extract(report_json, '$.label')
+         WHERE json_valid(report_json) AND json_type(report_json, '$.label') = 'text';
+     UPDATE runs SET source = 'mesh'
+         WHERE source = 'run' AND json_valid(report_json)
+             AND json_type(report_json, '$.mesh') = 'object';
+     UPDATE runs SET source = 'compare-transports'
+         WHERE source = 'run' AND label LIKE 'compare-transports %';
+     CREATE INDEX runs_source ON runs (source);
+     CREATE INDEX study_runs_run_id ON study_runs (run_id);",
 ];
 
 /// The step after which the headline columns of older rows are recomputed from their

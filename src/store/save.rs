@@ -82,13 +82,23 @@ pub fn recover_before_exit() {
 /// Opens (and creates or migrates) the database now, so that a bad `--db` fails before
 /// anything is measured.
 pub fn attach(output: &Output, inner: Box<dyn Sink>) -> Result<(Box<dyn Sink>, SaveStatus)> {
+    attach_as(output, inner, Source::Run)
+}
+
+/// [`attach`] for a run saved as part of something else (a compare-transports sweep), with
+/// that as its source.
+pub fn attach_as(
+    output: &Output,
+    inner: Box<dyn Sink>,
+    source: Source,
+) -> Result<(Box<dyn Sink>, SaveStatus)> {
     let status = SaveStatus::default();
     if !output.save {
         return Ok((inner, status));
     }
     let path = db::resolve(output.db.as_deref())?;
     let db = Db::open_or_create(&path)?;
-    let sink = SavingSink::new(inner, db, status.clone());
+    let sink = SavingSink::new(inner, db, status.clone(), source);
     let mut live = lock(&LIVE);
     live.retain(|w| w.strong_count() > 0);
     live.push(Arc::downgrade(&sink.unsaved));
@@ -106,13 +116,16 @@ struct SavingSink {
     began: bool,
     status: SaveStatus,
     unsaved: Slot,
+    /// What the row says saved it.
+    source: Source,
 }
 
 impl SavingSink {
-    fn new(inner: Box<dyn Sink>, db: Db, status: SaveStatus) -> SavingSink {
+    fn new(inner: Box<dyn Sink>, db: Db, status: SaveStatus, source: Source) -> SavingSink {
         SavingSink {
             inner,
             db,
+            source,
             id: None,
             saved_points: 0,
             began: false,
@@ -127,7 +140,7 @@ impl SavingSink {
     fn store(&mut self, report: RunDocument) {
         let written = match self.id {
             Some(id) => self.db.update(id, &report),
-            None => self.db.insert(&report, Source::Run).map(|id| {
+            None => self.db.insert(&report, self.source).map(|id| {
                 self.id = Some(id);
             }),
         };
@@ -332,6 +345,7 @@ mod tests {
             Box::new(TableSink::to(Output::to(Box::new(Full)))),
             db,
             status.clone(),
+            Source::Run,
         );
         let full = crate::store::db::tests::report("pingpong", 2, 20_000.0);
         let mut r = full.clone();
@@ -353,6 +367,7 @@ mod tests {
             Box::new(TableSink::to(Output::to(Box::new(std::io::sink())))),
             db,
             status.clone(),
+            Source::Run,
         );
         (sink, status)
     }
