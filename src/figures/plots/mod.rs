@@ -10,8 +10,11 @@ mod bars;
 mod figure;
 mod heatmap;
 mod legend;
+#[cfg(test)]
+mod legend_strokes;
 mod line_chart;
 mod numbers;
+mod stroke;
 mod style;
 mod svg;
 
