@@ -35,6 +35,27 @@ pub(super) fn fmt_tick(v: f64, ticks: Ticks) -> String {
     }
 }
 
+/// Positive values spanning more than this factor (a decade) go on a log axis.
+pub const LOG_RATIO: f64 = 10.0;
+
+/// An axis's scale from the values it shows: log when the positive values span more than
+/// [`LOG_RATIO`], so that a stall at 0.5 Mbit/s beside 500 Mbit/s does not sit on the axis.
+/// Linear when `zero_matters` (a rate, a count) and some value is 0 or below: a log axis
+/// would leave it out.
+pub fn auto_scale(values: impl IntoIterator<Item = f64>, zero_matters: bool) -> Scale {
+    let vs: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+    if zero_matters && vs.iter().any(|v| *v <= 0.0) {
+        return Scale::Linear;
+    }
+    let positive = vs.iter().copied().filter(|v| *v > 0.0);
+    let lo = positive.clone().reduce(f64::min);
+    let hi = positive.reduce(f64::max);
+    match (lo, hi) {
+        (Some(lo), Some(hi)) if hi / lo > LOG_RATIO => Scale::Log,
+        _ => Scale::Linear,
+    }
+}
+
 /// Whether a value has a place on the axis: finite, and positive on a log axis.
 pub(super) fn usable(v: f64, scale: Scale) -> bool {
     v.is_finite() && (scale == Scale::Linear || v > 0.0)
@@ -84,6 +105,20 @@ pub(super) fn log_base(range: &Range<f64>, ticks: Ticks) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_spanning_decades_get_a_log_axis() {
+        let decades = (0..=30).map(|k| 0.5 * 10f64.powf(f64::from(k) / 10.0));
+        assert_eq!(auto_scale(decades.clone(), true), Scale::Log);
+        assert_eq!(auto_scale([40.0, 45.0, 52.0, 60.0], true), Scale::Linear);
+        // A measured 0 has no place on a log axis; where 0 means nothing it is left out.
+        assert_eq!(
+            auto_scale(decades.clone().chain([0.0]), true),
+            Scale::Linear
+        );
+        assert_eq!(auto_scale(decades.chain([0.0]), false), Scale::Log);
+        assert_eq!(auto_scale([], true), Scale::Linear);
+    }
 
     #[test]
     fn ticks_read_well() {

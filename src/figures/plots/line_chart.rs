@@ -303,6 +303,55 @@ mod tests {
         }
     }
 
+    /// The labels of a rendered chart's texts, in order.
+    fn texts(svg: &str) -> Vec<&str> {
+        let lines: Vec<&str> = svg.lines().collect();
+        lines
+            .windows(2)
+            .filter(|w| w[0].starts_with("<text"))
+            .map(|w| w[1])
+            .collect()
+    }
+
+    #[test]
+    fn a_log_axis_over_decades_is_labelled_at_decades() {
+        let points: Vec<(f64, f64)> = (0..=6)
+            .map(|k| (16384.0 * 2f64.powi(k), 0.5 * 10f64.powf(f64::from(k) / 2.0)))
+            .collect();
+        let ys: Vec<f64> = points.iter().map(|p| p.1).collect();
+        let mut y = axis("throughput (Mbit/s)", Scale::Linear, Ticks::Number);
+        y.scale = super::super::axes::auto_scale(ys, true);
+        assert_eq!(y.scale, Scale::Log);
+        let chart = Chart {
+            title: "Throughput against send buffer".into(),
+            x: axis("send buffer (bytes)", Scale::Log, Ticks::Bytes),
+            y,
+            bands: vec![],
+            lines: vec![Line {
+                label: "receiver".into(),
+                colour: 0,
+                dashed: false,
+                markers: true,
+                points,
+            }],
+            hlines: vec![],
+            legend: LegendAt::UpperLeft,
+            error_bars: vec![],
+            invalid: vec![],
+            style_keys: vec![],
+            sequential_colours: None,
+        };
+        let svg = render_svg(&Figure::Chart(chart)).unwrap();
+        let labels = texts(&svg);
+        for decade in ["1", "10", "100"] {
+            assert!(labels.contains(&decade), "no tick {decade}: {labels:?}");
+        }
+        // Only 1, 2 and 5 times a power of ten are labelled.
+        for crowded in ["3", "30", "40", "300"] {
+            assert!(!labels.contains(&crowded), "tick {crowded}: {labels:?}");
+        }
+    }
+
     #[test]
     fn nothing_to_plot_is_an_error_not_a_panic() {
         let chart = Chart {

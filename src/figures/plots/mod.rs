@@ -18,6 +18,7 @@ mod stroke;
 mod style;
 mod svg;
 
+pub use axes::{auto_scale, LOG_RATIO};
 pub use figure::{
     Axis, Band, Bar, BarSeries, Bars, Chart, ErrorBars, Figure, HLine, HeatCell, Heatmap, LegendAt,
     Line, Scale, StyleKey, Ticks,
