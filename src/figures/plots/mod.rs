@@ -19,6 +19,7 @@ mod style;
 mod svg;
 
 pub use axes::{auto_scale, LOG_RATIO};
+pub use figure::nines_x;
 pub use figure::{
     Axis, Band, Bar, BarSeries, Bars, Chart, ErrorBars, Figure, HLine, HeatCell, Heatmap, LegendAt,
     Line, Scale, StyleKey, Ticks,
