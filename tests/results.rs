@@ -645,6 +645,56 @@ fn attr(dom: &str, name: &str) -> usize {
         .unwrap()
 }
 
+/// The value of attribute `name` in one SVG element's text.
+fn svg_attr<'a>(element: &'a str, name: &str) -> Option<&'a str> {
+    let key = format!(" {name}=\"");
+    let from = element.find(&key)? + key.len();
+    Some(&element[from..from + element[from..].find('"')?])
+}
+
+/// Checks, in every SVG of `html`, that each legend line swatch has the stroke colour, width
+/// and dash pattern of a line drawn before the legend (the series); the grey swatches of
+/// style keys explain a dash pattern and match on it alone. Returns how many swatches were
+/// dashed.
+fn legend_strokes_match(html: &str) -> usize {
+    let mut dashed = 0;
+    for (k, svg) in html.split("<svg").skip(1).enumerate() {
+        let svg = svg.split("</svg>").next().unwrap_or("");
+        let Some(legend) = svg.find("opacity=\"0.9\" fill=\"#FFFFFF\"") else {
+            continue;
+        };
+        let looks = |part: &str| -> Vec<(String, String, String)> {
+            part.split("<polyline")
+                .skip(1)
+                .map(|e| {
+                    let e = e.split('>').next().unwrap_or("");
+                    let get = |n: &str| svg_attr(e, n).unwrap_or("").to_owned();
+                    let dash = svg_attr(e, "stroke-dasharray")
+                        .unwrap_or("solid")
+                        .to_owned();
+                    (get("stroke"), get("stroke-width"), dash)
+                })
+                .collect()
+        };
+        let series = looks(&svg[..legend]);
+        for swatch in looks(&svg[legend..]) {
+            let drawn = series.iter().any(|s| {
+                if swatch.0 == "#5A5A5A" {
+                    (&s.1, &s.2) == (&swatch.1, &swatch.2)
+                } else {
+                    *s == swatch
+                }
+            });
+            assert!(
+                drawn,
+                "figure {k}: a legend entry is drawn {swatch:?}, no series so: {series:?}"
+            );
+            dashed += usize::from(swatch.2 != "solid");
+        }
+    }
+    dashed
+}
+
 #[test]
 fn report_renders_in_a_real_browser() {
     let t = Tmp::new();
@@ -684,6 +734,7 @@ fn report_renders_in_a_real_browser() {
         "NetPIPE signature",
         "Latency histogram",
         "Latency distribution (CDF)",
+        "Latency by percentile",
         "send buffer by receive buffer",
         "congestion window, size 128K",
         "Derived metrics",
@@ -733,6 +784,10 @@ fn report_renders_in_a_real_browser() {
             "console message while loading the report: {line}"
         );
     }
+    // Every legend swatch the browser holds is drawn with a stroke (colour and dash pattern)
+    // that a series of its figure is drawn with.
+    let dashed = legend_strokes_match(&dom);
+    assert!(dashed > 0, "no dashed legend entry in the report");
 
     // The screenshot stays as a test artifact, for a person to look at.
     let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR"))

@@ -370,6 +370,10 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
             series::distribution(&group, point, DistributionKind::Cdf),
             "Cumulative distribution of the timed samples.",
         )?;
+        page.figure(
+            series::distribution(&group, point, DistributionKind::Percentiles),
+            "Latency by percentile: each further nine (90%, 99%, 99.9%, ...) takes the same width, so that the tail the CDF squeezes against 1 shows; the curve ends at the slowest sample.",
+        )?;
         for run in &group {
             if let Some(mesh) = &run.report.mesh {
                 for (_, h) in crate::figures::mesh_figures::heatmaps(mesh) {

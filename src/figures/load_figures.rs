@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-use super::plots::{Axis, Chart, Figure, LegendAt, Line, Scale, Ticks};
+use super::plots::{auto_scale, Axis, Chart, Figure, LegendAt, Line, Scale, Ticks};
 use crate::model::fairness::FairnessResult;
 use crate::model::load::{LatencyFigures, UnderLoad};
 use crate::model::{PointResult, RunDocument};
@@ -97,7 +97,7 @@ pub fn fairness(f: &FairnessResult, title: &str) -> Option<(Figure, Figure)> {
         return None;
     }
     let at = |i: &crate::model::fairness::FairnessInterval| i.end_ns as f64 / 1e9;
-    let rates = f
+    let rates: Vec<Line> = f
         .flows
         .iter()
         .enumerate()
@@ -146,7 +146,14 @@ pub fn fairness(f: &FairnessResult, title: &str) -> Option<(Figure, Figure)> {
         chart(
             format!("{title}: each flow's rate"),
             seconds_axis(),
-            number("receiver rate per interval (Mbit/s)"),
+            Axis {
+                // A starved flow's rate may be decades below the others'.
+                scale: auto_scale(
+                    rates.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+                    true,
+                ),
+                ..number("receiver rate per interval (Mbit/s)")
+            },
             rates,
         ),
         chart(

@@ -14,6 +14,15 @@ pub enum Ticks {
     Number,
     /// Binary suffixes (64K), log ticks on powers of two.
     Bytes,
+    /// Percentiles on a log "nines" axis, values 1/(1 - p): labels 0% at 1, 90% at 10,
+    /// 99% at 100, 99.9% at 1000 (see [`nines_x`]).
+    Nines,
+}
+
+/// Where percentile `p` (a fraction, below 1) lies on a [`Ticks::Nines`] axis: 1/(1 - p), so
+/// that each further nine takes a decade.
+pub fn nines_x(p: f64) -> f64 {
+    1.0 / (1.0 - p)
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -40,7 +40,7 @@ pub(super) fn best_corner(c: &Chart, xr: &Range<f64>, yr: Range<f64>) -> (Legend
         .collect();
     let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as f64;
     // Box and its 10 px margin, as fractions of the plotting area.
-    let w = (62.0 + longest * 9.0) / PLOT_W;
+    let w = (68.0 + longest * 9.0) / PLOT_W;
     let h = (30.0 + labels.len() as f64 * 23.0) / PLOT_H;
     let mut samples: Vec<(f64, f64)> = Vec::new();
     let keep = |p: &(f64, f64)| usable(p.0, c.x.scale) && usable(p.1, c.y.scale);

@@ -8,8 +8,9 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
 use super::axes::{fmt_log_tick, fmt_tick, log_base, range_of, usable};
-use super::figure::{Axis, Chart, LegendAt, Scale};
+use super::figure::{Axis, Chart, LegendAt, Line, Scale};
 use super::legend::best_corner;
+use super::stroke::{swatch, Dash, Stroke, SWATCH, SWATCH_AREA};
 use super::style::{series_colour, title_size, FONT};
 use super::svg::Area;
 
@@ -71,26 +72,17 @@ pub(super) fn draw_chart(root: &Area, c: &Chart) -> Result<()> {
     }
 }
 
-/// A legend sample: a short line, dashed or solid, with the marker when the curve has them.
-/// A macro rather than a function: the element's type names the backend's lifetime.
-macro_rules! legend_mark {
-    ($at:expr, $colour:expr, $dashed:expr, $markers:expr) => {{
-        let style = $colour.stroke_width(2);
-        let (first, second) = if $dashed {
-            (vec![(0, 0), (8, 0)], vec![(13, 0), (22, 0)])
-        } else {
-            (vec![(0, 0), (22, 0)], vec![(22, 0), (22, 0)])
-        };
-        let marker = if $markers {
-            $colour.filled()
-        } else {
-            TRANSPARENT.filled()
-        };
-        EmptyElement::at($at)
-            + PathElement::new(first, style)
-            + PathElement::new(second, style)
-            + Circle::new((11, 0), 3, marker)
-    }};
+/// The grey of a style key's swatch: it explains a dash pattern, whatever the colour.
+const KEY_INK: RGBColor = RGBColor(90, 90, 90);
+
+/// How a curve is drawn, for its line, its markers and its legend swatch alike.
+pub(super) fn line_stroke(l: &Line, sequential: Option<usize>) -> Stroke {
+    Stroke {
+        colour: series_colour(l.colour, sequential),
+        width: 2,
+        dash: if l.dashed { Dash::Dashed } else { Dash::Solid },
+        marker: l.markers,
+    }
 }
 
 fn plot<X, Y>(root: &Area, c: &Chart, x: X, y: Y) -> Result<()>
@@ -143,43 +135,44 @@ where
         let fill = series_colour(b.colour, c.sequential_colours).mix(0.18);
         let anno = chart.draw_series(std::iter::once(Polygon::new(poly, fill.filled())))?;
         if !b.label.is_empty() {
-            anno.label(b.label.as_str())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 22, y + 5)], fill.filled()));
+            anno.label(b.label.as_str()).legend(move |(x, y)| {
+                Rectangle::new([(x, y - 5), (x + SWATCH, y + 5)], fill.filled())
+            });
         }
     }
     let x_range = chart.as_coord_spec().get_x_range();
     for h in &c.hlines {
-        let col = series_colour(h.colour, c.sequential_colours);
+        let stroke = Stroke {
+            colour: series_colour(h.colour, c.sequential_colours),
+            width: 2,
+            dash: Dash::Dotted,
+            marker: false,
+        };
         chart
-            .draw_series(DashedLineSeries::new(
+            .draw_series(LineSeries::new(
                 vec![(x_range.start, h.y), (x_range.end, h.y)],
-                3,
-                4,
-                col.stroke_width(1),
+                stroke.line_style(),
             ))?
             .label(h.label.as_str())
-            .legend(move |p| legend_mark!(p, col, true, false));
+            .legend(move |p| swatch!(p, stroke));
     }
     for l in &c.lines {
         let pts: Vec<(f64, f64)> = l.points.iter().copied().filter(keep).collect();
         if pts.is_empty() {
             continue;
         }
-        let col = series_colour(l.colour, c.sequential_colours);
-        let style = col.stroke_width(2);
-        let (dashed, markers) = (l.dashed, l.markers);
-        let anno = if dashed {
-            chart.draw_series(DashedLineSeries::new(pts.clone(), 8, 5, style))?
-        } else {
-            chart.draw_series(LineSeries::new(pts.clone(), style))?
-        };
+        let stroke = line_stroke(l, c.sequential_colours);
+        let anno = chart.draw_series(LineSeries::new(pts.clone(), stroke.line_style()))?;
         // A curve without a name is explained by the style keys and the other curves.
         if !l.label.is_empty() {
             anno.label(l.label.as_str())
-                .legend(move |p| legend_mark!(p, col, dashed, markers));
+                .legend(move |p| swatch!(p, stroke));
         }
-        if markers {
-            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, col.filled())))?;
+        if stroke.marker {
+            chart.draw_series(
+                pts.iter()
+                    .map(|&p| Circle::new(p, 3, stroke.marker_style())),
+            )?;
         }
     }
     for e in &c.error_bars {
@@ -208,15 +201,19 @@ where
         chart
             .draw_series(pts.iter().map(|&p| Cross::new(p, 5, grey.stroke_width(2))))?
             .label("not valid (listed apart)")
-            .legend(move |(x, y)| Cross::new((x + 11, y), 5, grey.stroke_width(2)));
+            .legend(move |(x, y)| Cross::new((x + SWATCH / 2, y), 5, grey.stroke_width(2)));
     }
     for k in &c.style_keys {
-        let ink = RGBColor(90, 90, 90);
-        let dashed = k.dashed;
+        let stroke = Stroke {
+            colour: KEY_INK,
+            width: 2,
+            dash: if k.dashed { Dash::Dashed } else { Dash::Solid },
+            marker: false,
+        };
         chart
             .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?
             .label(k.label.as_str())
-            .legend(move |p| legend_mark!(p, ink, dashed, false));
+            .legend(move |p| swatch!(p, stroke));
     }
     let position = match c.legend {
         LegendAt::UpperLeft => SeriesLabelPosition::UpperLeft,
@@ -230,7 +227,7 @@ where
         .configure_series_labels()
         .position(position)
         .margin(10)
-        .legend_area_size(30)
+        .legend_area_size(SWATCH_AREA)
         .label_font((FONT, 17))
         .background_style(WHITE.mix(0.9))
         .border_style(RGBColor(160, 160, 160))
@@ -240,7 +237,7 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::super::figure::{Band, Figure, HLine, Line, Ticks};
+    use super::super::figure::{Band, Figure, HLine, Ticks};
     use super::super::svg::render_svg;
     use super::*;
 
@@ -303,6 +300,55 @@ mod tests {
             "\n1K\n",
         ] {
             assert!(svg.contains(text), "missing {text}");
+        }
+    }
+
+    /// The labels of a rendered chart's texts, in order.
+    fn texts(svg: &str) -> Vec<&str> {
+        let lines: Vec<&str> = svg.lines().collect();
+        lines
+            .windows(2)
+            .filter(|w| w[0].starts_with("<text"))
+            .map(|w| w[1])
+            .collect()
+    }
+
+    #[test]
+    fn a_log_axis_over_decades_is_labelled_at_decades() {
+        let points: Vec<(f64, f64)> = (0..=6)
+            .map(|k| (16384.0 * 2f64.powi(k), 0.5 * 10f64.powf(f64::from(k) / 2.0)))
+            .collect();
+        let ys: Vec<f64> = points.iter().map(|p| p.1).collect();
+        let mut y = axis("throughput (Mbit/s)", Scale::Linear, Ticks::Number);
+        y.scale = super::super::axes::auto_scale(ys, true);
+        assert_eq!(y.scale, Scale::Log);
+        let chart = Chart {
+            title: "Throughput against send buffer".into(),
+            x: axis("send buffer (bytes)", Scale::Log, Ticks::Bytes),
+            y,
+            bands: vec![],
+            lines: vec![Line {
+                label: "receiver".into(),
+                colour: 0,
+                dashed: false,
+                markers: true,
+                points,
+            }],
+            hlines: vec![],
+            legend: LegendAt::UpperLeft,
+            error_bars: vec![],
+            invalid: vec![],
+            style_keys: vec![],
+            sequential_colours: None,
+        };
+        let svg = render_svg(&Figure::Chart(chart)).unwrap();
+        let labels = texts(&svg);
+        for decade in ["1", "10", "100"] {
+            assert!(labels.contains(&decade), "no tick {decade}: {labels:?}");
+        }
+        // Only 1, 2 and 5 times a power of ten are labelled.
+        for crowded in ["3", "30", "40", "300"] {
+            assert!(!labels.contains(&crowded), "tick {crowded}: {labels:?}");
         }
     }
 

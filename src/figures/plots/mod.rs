@@ -10,11 +10,16 @@ mod bars;
 mod figure;
 mod heatmap;
 mod legend;
+#[cfg(test)]
+mod legend_strokes;
 mod line_chart;
 mod numbers;
+mod stroke;
 mod style;
 mod svg;
 
+pub use axes::{auto_scale, LOG_RATIO};
+pub use figure::nines_x;
 pub use figure::{
     Axis, Band, Bar, BarSeries, Bars, Chart, ErrorBars, Figure, HLine, HeatCell, Heatmap, LegendAt,
     Line, Scale, StyleKey, Ticks,

@@ -8,6 +8,7 @@ use super::bars::draw_bars;
 use super::figure::Figure;
 use super::heatmap::draw_heatmap;
 use super::line_chart::draw_chart;
+use super::stroke::dash_patterns;
 use super::style::{HEIGHT, WIDTH};
 
 /// Renders a figure as a standalone SVG document.
@@ -23,7 +24,7 @@ pub fn render_svg(fig: &Figure) -> Result<String> {
         }
         root.present()?;
     }
-    Ok(svg)
+    Ok(dash_patterns(svg))
 }
 
 /// The drawing area every figure is drawn on.

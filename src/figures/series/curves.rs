@@ -93,7 +93,9 @@ pub(super) fn x_axis(runs: &[Run], x: Param, lines: &[Line]) -> Axis {
     }
 }
 
-pub(super) const MBIT_AXIS: &str = "throughput (Mbit/s, 10^6 bit/s)";
+/// The throughput axis's title: Mbit/s are decimal, 10⁶ bit/s, written with a superscript
+/// (figures are text in SVG and PNG alike, where "10^6" would print as typed).
+pub(super) const MBIT_AXIS: &str = "throughput (Mbit/s = 10\u{2076} bit/s)";
 
 /// Latency in microseconds as the table shows it: one-way (RTT/2) for ping-pong, the whole
 /// transaction for rr and crr.
@@ -132,4 +134,15 @@ pub fn invalid_points(runs: &[Run]) -> usize {
                 })
         })
         .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_throughput_axis_writes_its_power_as_a_superscript() {
+        assert_eq!(MBIT_AXIS, "throughput (Mbit/s = 10⁶ bit/s)");
+        assert!(!MBIT_AXIS.contains('^'));
+    }
 }

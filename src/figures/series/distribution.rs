@@ -1,6 +1,9 @@
-//! The latency distribution of one point per run: a histogram or the cumulative distribution.
+//! The latency distribution of one point per run: a histogram, the cumulative distribution,
+//! or latency by percentile on a "nines" axis.
 
-use crate::figures::plots::{Axis, Chart, Figure, LegendAt, Line, Scale, Ticks};
+use crate::figures::plots::{
+    auto_scale, nines_x, Axis, Chart, Figure, LegendAt, Line, Scale, Ticks,
+};
 
 use super::curves::{latency_axis_label, latency_factor, pattern_of, scale_for};
 use super::points::{point_of, short_point};
@@ -10,10 +13,13 @@ use super::Run;
 pub enum DistributionKind {
     Histogram,
     Cdf,
+    /// Latency against percentile as HdrHistogram plots it: the percentile on a log axis of
+    /// nines (90%, 99%, 99.9%, ...), where the CDF's tail is squeezed against 1.
+    Percentiles,
 }
 
 /// The latency distribution of one point per run: a histogram (share of samples per bin,
-/// drawn as steps) or the cumulative distribution.
+/// drawn as steps), the cumulative distribution, or the latency by percentile.
 pub fn distribution(runs: &[Run], index: Option<usize>, kind: DistributionKind) -> Option<Figure> {
     let pattern = pattern_of(runs);
     if pattern == "stream" {
@@ -54,6 +60,7 @@ pub fn distribution(runs: &[Run], index: Option<usize>, kind: DistributionKind) 
                     points.push((ph, 0.0));
                 }
             }
+            DistributionKind::Percentiles => points = by_percentile(bins, total, f),
             DistributionKind::Cdf => {
                 let mut seen = 0u64;
                 points.push((bins[0].low_ns * f, 0.0));
@@ -97,6 +104,13 @@ pub fn distribution(runs: &[Run], index: Option<usize>, kind: DistributionKind) 
             "fraction of samples at or below",
             LegendAt::LowerRight,
         ),
+        DistributionKind::Percentiles => {
+            return Some(Figure::Chart(percentile_chart(
+                format!("Latency by percentile{at}"),
+                pattern,
+                lines,
+            )));
+        }
     };
     Some(Figure::Chart(Chart {
         title,
@@ -121,4 +135,106 @@ pub fn distribution(runs: &[Run], index: Option<usize>, kind: DistributionKind) 
         style_keys: Vec::new(),
         sequential_colours: None,
     }))
+}
+
+/// Latency against percentile, as steps: the samples of a bin reach its upper edge, from the
+/// percentile below the bin to the one above it. The last sample's percentile, 1 - 1/n, ends
+/// the curve: 100% has no place on the axis.
+fn by_percentile(bins: &[crate::model::LatencyBin], total: u64, f: f64) -> Vec<(f64, f64)> {
+    let last = 1.0 - 1.0 / total as f64;
+    let mut points = Vec::new();
+    let mut seen = 0u64;
+    for b in bins.iter().filter(|b| b.count > 0) {
+        let below = (seen as f64 / total as f64).min(last);
+        seen += b.count;
+        let above = (seen as f64 / total as f64).min(last);
+        points.push((nines_x(below), b.high_ns * f));
+        if above > below {
+            points.push((nines_x(above), b.high_ns * f));
+        }
+    }
+    points
+}
+
+fn percentile_chart(title: String, pattern: &str, lines: Vec<Line>) -> Chart {
+    let ys = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    Chart {
+        title,
+        x: Axis {
+            label: "percentile".into(),
+            scale: Scale::Log,
+            ticks: Ticks::Nines,
+            from_zero: false,
+        },
+        y: Axis {
+            label: latency_axis_label(pattern).into(),
+            scale: auto_scale(ys, false),
+            ticks: Ticks::Number,
+            from_zero: true,
+        },
+        bands: Vec::new(),
+        lines,
+        hlines: Vec::new(),
+        legend: LegendAt::UpperLeft,
+        error_bars: Vec::new(),
+        invalid: Vec::new(),
+        style_keys: Vec::new(),
+        sequential_colours: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::figures::plots::render_svg;
+    use crate::model::LatencyBin;
+
+    /// 10 000 round trips: 9900 within 20 us, 90 within 200, 9 within 2 ms, one at 20 ms.
+    fn bins() -> Vec<LatencyBin> {
+        [
+            (10e3, 20e3, 9900),
+            (100e3, 200e3, 90),
+            (1e6, 2e6, 9),
+            (10e6, 20e6, 1),
+        ]
+        .iter()
+        .map(|&(low_ns, high_ns, count)| LatencyBin {
+            low_ns,
+            high_ns,
+            count,
+        })
+        .collect()
+    }
+
+    #[test]
+    fn percentiles_go_on_a_nines_axis() {
+        let mut r = crate::store::db::tests::report("rr", 1, 15_000.0);
+        if let Some(l) = r.points[0].latency.as_mut() {
+            l.distribution = bins();
+        }
+        let runs = [Run { id: 7, report: &r }];
+        let Some(Figure::Chart(c)) = distribution(&runs, None, DistributionKind::Percentiles)
+        else {
+            panic!("no percentile figure");
+        };
+        assert_eq!((c.x.scale, c.x.ticks), (Scale::Log, Ticks::Nines));
+        let pts = &c.lines[0].points;
+        // p99 is the second bin's lowest percentile, p99.9 its highest: 200 us at x = 1000.
+        let at = |x: f64| -> Vec<f64> {
+            pts.iter()
+                .filter(|p| (p.0 - x).abs() < 1e-6 * x)
+                .map(|p| p.1)
+                .collect()
+        };
+        assert_eq!(at(1.0), [20.0]);
+        assert_eq!(at(100.0), [20.0, 200.0]);
+        assert_eq!(at(1000.0), [200.0, 2000.0]);
+        // p99.99 of 10 000 is the last but one sample; the last, at 20 ms, ends the curve.
+        assert_eq!(at(10000.0), [2000.0, 20000.0]);
+        assert_eq!(pts.last().map(|p| p.1), Some(20000.0));
+        let svg = render_svg(&Figure::Chart(c)).unwrap();
+        for tick in ["\n0%\n", "\n90%\n", "\n99%\n", "\n99.9%\n", "\n99.99%\n"] {
+            assert!(svg.contains(tick), "no tick {tick}");
+        }
+    }
 }

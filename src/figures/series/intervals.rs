@@ -1,6 +1,6 @@
 //! Time series of one point's interval reports: throughput, congestion window or RTT over time.
 
-use crate::figures::plots::{Axis, Band, Chart, Figure, LegendAt, Line, Scale, Ticks};
+use crate::figures::plots::{auto_scale, Axis, Band, Chart, Figure, LegendAt, Line, Scale, Ticks};
 use crate::model::{PointResult, RunDocument};
 
 use super::curves::MBIT_AXIS;
@@ -114,6 +114,15 @@ pub fn intervals(run: &Run, p: &PointResult, kind: IntervalKind) -> Option<Figur
         return None;
     }
     let at = short_point(run.report, p);
+    // Rates and windows span decades in slow start or a stall; an RTT stays linear.
+    let y_scale = if kind == IntervalKind::Rtt {
+        Scale::Linear
+    } else {
+        auto_scale(
+            lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+            true,
+        )
+    };
     let (title, y) = match kind {
         IntervalKind::Throughput => (
             format!("Run {}: throughput over time, {at}", run.name()),
@@ -138,7 +147,7 @@ pub fn intervals(run: &Run, p: &PointResult, kind: IntervalKind) -> Option<Figur
         },
         y: Axis {
             label: y.into(),
-            scale: Scale::Linear,
+            scale: y_scale,
             ticks: Ticks::Number,
             from_zero: true,
         },

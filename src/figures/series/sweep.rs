@@ -3,7 +3,7 @@
 //! Latency with a band from the median to the 99th percentile; the signature is throughput
 //! against transfer time.
 
-use crate::figures::plots::{Axis, Band, Chart, Figure, LegendAt, Line, Scale, Ticks};
+use crate::figures::plots::{auto_scale, Axis, Band, Chart, Figure, LegendAt, Line, Ticks};
 use crate::model::PointResult;
 
 use super::curves::{
@@ -87,12 +87,16 @@ pub fn throughput(runs: &[Run]) -> Option<Figure> {
     if lines.is_empty() && hlines.is_empty() {
         return None;
     }
+    let ys = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .chain(hlines.iter().map(|h| h.y));
     Some(Figure::Chart(Chart {
         title: format!("Throughput against {}", x.name(pattern)),
         x: x_axis(runs, x, &lines),
         y: Axis {
             label: MBIT_AXIS.into(),
-            scale: Scale::Linear,
+            scale: auto_scale(ys, true),
             ticks: Ticks::Number,
             from_zero: true,
         },
@@ -169,7 +173,7 @@ pub fn latency(runs: &[Run]) -> Option<Figure> {
         x: x_axis(runs, x, &lines),
         y: Axis {
             label: latency_axis_label(pattern).into(),
-            scale: scale_for(ys, 20.0),
+            scale: auto_scale(ys, false),
             ticks: Ticks::Number,
             from_zero: true,
         },
@@ -216,6 +220,7 @@ pub fn signature(runs: &[Run]) -> Option<Figure> {
     if lines.is_empty() {
         return None;
     }
+    let ys = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
     Some(Figure::Chart(Chart {
         title: "NetPIPE signature: throughput against transfer time".into(),
         x: Axis {
@@ -226,7 +231,7 @@ pub fn signature(runs: &[Run]) -> Option<Figure> {
         },
         y: Axis {
             label: MBIT_AXIS.into(),
-            scale: Scale::Linear,
+            scale: auto_scale(ys, true),
             ticks: Ticks::Number,
             from_zero: true,
         },
