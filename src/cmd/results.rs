@@ -245,6 +245,8 @@ pub enum PlotKind {
     Histogram,
     /// Latency cumulative distribution of one point.
     Cdf,
+    /// Latency by percentile of one point, on a log axis of nines (90%, 99%, 99.9%, ...).
+    Percentiles,
     /// Heatmap of a run that sweeps two parameters.
     Heatmap,
     /// Throughput over time from interval reports (stream --interval).
@@ -700,6 +702,9 @@ fn plot(a: PlotArgs) -> Result<()> {
         PlotKind::Signature => series::signature(&runs),
         PlotKind::Histogram => series::distribution(&runs, a.point, DistributionKind::Histogram),
         PlotKind::Cdf => series::distribution(&runs, a.point, DistributionKind::Cdf),
+        PlotKind::Percentiles => {
+            series::distribution(&runs, a.point, DistributionKind::Percentiles)
+        }
         PlotKind::Heatmap => series::heatmaps(first).into_iter().next(),
         PlotKind::Intervals => {
             interval_point().and_then(|p| series::intervals(first, p, IntervalKind::Throughput))
@@ -739,7 +744,9 @@ pub fn wrote(path: &std::path::Path, what: &str) -> String {
 fn missing(kind: PlotKind, pattern: &str, point: Option<usize>) -> String {
     let at = point.map(|p| format!(" at point {p}")).unwrap_or_default();
     match kind {
-        PlotKind::Latency | PlotKind::Histogram | PlotKind::Cdf if pattern == "stream" => {
+        PlotKind::Latency | PlotKind::Histogram | PlotKind::Cdf | PlotKind::Percentiles
+            if pattern == "stream" =>
+        {
             format!("a {pattern} run has no latency samples: try --kind throughput")
         }
         PlotKind::Signature => "the signature graph needs a pingpong run with measured points".into(),
@@ -747,7 +754,9 @@ fn missing(kind: PlotKind, pattern: &str, point: Option<usize>) -> String {
         PlotKind::Intervals | PlotKind::Cwnd | PlotKind::Rtt => format!(
             "no interval reports{at}: they come from stream runs with --interval (cwnd and rtt over TCP)"
         ),
-        PlotKind::Histogram | PlotKind::Cdf => format!("no latency distribution{at} in these runs"),
+        PlotKind::Histogram | PlotKind::Cdf | PlotKind::Percentiles => {
+            format!("no latency distribution{at} in these runs")
+        }
         _ => "the runs have no measured point to plot".into(),
     }
 }
