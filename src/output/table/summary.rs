@@ -130,10 +130,11 @@ impl TableSink {
         if let (Some(min), false) = (setups.iter().min(), setups.is_empty()) {
             let mean = setups.iter().sum::<u64>() as f64 / setups.len() as f64;
             self.line(&format!(
-                "# data connection setup, client side (connect, handshake, test cookie; not in the figures above): mean {}, min {} over {} connections",
+                "# data connection setup, client side (connect, handshake, test cookie; not in the figures above): mean {}, min {} over {} connection{}",
                 format_us(mean),
                 format_us(*min as f64),
-                setups.len()
+                setups.len(),
+                if setups.len() == 1 { "" } else { "s" }
             ))?;
         }
         if let Some(p) = r.points.last() {
