@@ -70,6 +70,16 @@ pub fn document(report: &RunDocument, point: Option<usize>) -> Result<Document> 
     let Some(stream) = &p.stream else {
         bail!("point {} has no stream figures; use --format json", p.index);
     };
+    // iperf3's document has no place for a verdict, and its readers print every rate as a
+    // measurement: a figure the run judged not valid would leave here unmarked.
+    let verdict = crate::model::point_validity(p);
+    if verdict.is_invalid() {
+        bail!(
+            "point {} is not a valid measurement ({}), and an iperf3 document cannot mark it; use --format json",
+            p.index,
+            verdict.reason()
+        );
+    }
     let tcp = protocol == "TCP";
     let mut totals: Vec<&DirectionTotal> = stream.totals.iter().collect();
     // The client's own direction first, as iperf3 sums it in `sum` and `sum_sent`.
@@ -637,6 +647,21 @@ mod tests {
 
     fn doc(r: &RunDocument, point: Option<usize>) -> Value {
         serde_json::to_value(document(r, point).unwrap()).unwrap()
+    }
+
+    /// A figure the run judged not valid has no place to carry its mark in iperf3's
+    /// document, so the export refuses it with the reason instead of writing it plain.
+    #[test]
+    fn a_point_judged_not_valid_is_refused_with_its_reason() {
+        let mut r = tcp_run(CLIENT_TO_SERVER);
+        let total = &mut r.points[0].stream.as_mut().unwrap().totals[0];
+        total.receiver_valid = Some(false);
+        total.receiver_invalid_reason = Some("above the link's rate".into());
+        let e = document(&r, None).unwrap_err().to_string();
+        assert!(e.contains("not a valid measurement"), "{e}");
+        assert!(e.contains("above the link's rate"), "{e}");
+        assert!(e.contains("--format json"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
     }
 
     #[test]
