@@ -35,26 +35,22 @@ pub fn eta(done_work: f64, total_work: f64, elapsed: Duration) -> Option<Duratio
     Duration::try_from_secs_f64(left).ok()
 }
 
-/// A duration as the progress line shows it: "42s", "3m05s", "1h02m".
-pub fn clock(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
-        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
-    }
-}
-
-/// The progress line: "app jacobi: 3/20 n=256, repetition 1 of 10, 1m05s elapsed, ~4m20s left".
+/// The progress line: "app jacobi: 3/20 n=256, repetition 1 of 10, 1 min 5 s elapsed, ~4 min 20 s left".
 pub fn text(s: &Status) -> String {
     let mut out = format!("{}: {}/{}", s.what, s.step, s.steps);
     if !s.doing.is_empty() {
         out.push(' ');
         out.push_str(s.doing);
     }
-    out.push_str(&format!(", {} elapsed", clock(s.elapsed)));
+    out.push_str(&format!(
+        ", {} elapsed",
+        crate::units::format_clock(s.elapsed.as_secs_f64())
+    ));
     if let Some(left) = eta(s.done_work, s.total_work, s.elapsed) {
-        out.push_str(&format!(", ~{} left", clock(left)));
+        out.push_str(&format!(
+            ", ~{} left",
+            crate::units::format_clock(left.as_secs_f64())
+        ));
     }
     out
 }
@@ -146,16 +142,6 @@ mod tests {
     }
 
     #[test]
-    fn durations_read_as_a_clock() {
-        let s = Duration::from_secs;
-        assert_eq!(clock(s(0)), "0s");
-        assert_eq!(clock(s(59)), "59s");
-        assert_eq!(clock(s(65)), "1m05s");
-        assert_eq!(clock(s(650)), "10m50s");
-        assert_eq!(clock(s(3600 + 120 + 7)), "1h02m");
-    }
-
-    #[test]
     fn the_line_says_the_step_what_it_does_and_the_time_left_once_known() {
         let mut st = Status {
             what: "app jacobi",
@@ -168,7 +154,7 @@ mod tests {
         };
         assert_eq!(
             text(&st),
-            "app jacobi: 1/22 n=64, repetition 1 of 11, 0s elapsed"
+            "app jacobi: 1/22 n=64, repetition 1 of 11, 0 s elapsed"
         );
         st.step = 12;
         st.doing = "n=256, repetition 1 of 11";
@@ -176,10 +162,13 @@ mod tests {
         st.elapsed = Duration::from_secs(65);
         assert_eq!(
             text(&st),
-            "app jacobi: 12/22 n=256, repetition 1 of 11, 1m05s elapsed, ~1m05s left"
+            "app jacobi: 12/22 n=256, repetition 1 of 11, 1 min 5 s elapsed, ~1 min 5 s left"
         );
         st.doing = "";
-        assert_eq!(text(&st), "app jacobi: 12/22, 1m05s elapsed, ~1m05s left");
+        assert_eq!(
+            text(&st),
+            "app jacobi: 12/22, 1 min 5 s elapsed, ~1 min 5 s left"
+        );
     }
 
     #[test]

@@ -749,9 +749,36 @@ pub fn format_seconds(s: f64) -> String {
     }
 }
 
+/// Time elapsed or left in a long command, to the second, as people read a clock: "42 s",
+/// "3 min 5 s", "1 h 2 min" (the progress line of app, compare-transports and mesh, and a
+/// study's "about ... left"). Not a measured figure: those are [`format_us`] and
+/// [`format_seconds`].
+pub fn format_clock(secs: f64) -> String {
+    let s = if secs.is_finite() && secs > 0.0 {
+        secs.round() as u64
+    } else {
+        0
+    };
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clock_reads_to_the_second() {
+        assert_eq!(format_clock(0.0), "0 s");
+        assert_eq!(format_clock(59.4), "59 s");
+        assert_eq!(format_clock(65.0), "1 min 5 s");
+        assert_eq!(format_clock(650.0), "10 min 50 s");
+        assert_eq!(format_clock(3727.0), "1 h 2 min");
+        assert_eq!(format_clock(f64::NAN), "0 s");
+    }
 
     /// Every error must be one line, quote the input and say what is
     /// accepted (recognised by "expected").

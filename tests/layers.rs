@@ -294,7 +294,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("test_support", &[]),
     ("outfile", &[]),
     ("console", &[]),
-    ("progress", &[]),
+    ("progress", &["units"]),
 ];
 
 /// The modules of `g` in an order where every module comes after all it imports, or the
@@ -374,7 +374,7 @@ fn every_import_between_modules_is_an_allowed_edge_and_none_is_a_cycle() {
         "modules below the command layer import it: {offenders:?}"
     );
     assert!(!g.contains_key("cli"), "{g:?}");
-    for leaf in ["units", "sys", "text", "console", "outfile", "progress"] {
+    for leaf in ["units", "sys", "text", "console", "outfile"] {
         assert!(g[leaf].is_empty(), "{leaf} imports {:?}", g[leaf]);
     }
 }

@@ -355,7 +355,10 @@ impl Study<'_> {
             0 => String::new(),
             n => {
                 let mean = self.took.iter().sum::<f64>() / n as f64;
-                format!(", about {} left", time_left(mean * (total - done) as f64))
+                format!(
+                    ", about {} left",
+                    crate::units::format_clock(mean * (total - done) as f64)
+                )
             }
         };
         let point = &self.points[slot.point];
@@ -543,16 +546,6 @@ impl Study<'_> {
                 )
             }
         }
-    }
-}
-
-/// "45 s", "12 min 5 s", "2 h 3 min": the time left, to the second (minute past an hour).
-fn time_left(secs: f64) -> String {
-    let s = secs.round() as u64;
-    match s {
-        0..60 => format!("{s} s"),
-        60..3600 => format!("{} min {} s", s / 60, s % 60),
-        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
     }
 }
 
