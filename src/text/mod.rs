@@ -3,6 +3,8 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
+pub mod table;
+
 /// `s` with every control character escaped (`\x1b` becomes `\u{1b}`, a newline `\n`), so
 /// that a peer's or a file's text can move no cursor, clear no screen, set no window title
 /// and forge no extra line of output. Text without control characters comes back borrowed.
