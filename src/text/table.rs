@@ -366,6 +366,64 @@ impl LiveTable {
     }
 }
 
+/// Checks that a plain table's rows line up under its header: `text`'s first line is the
+/// header (its headers hold no double space), each further line a row; a right-aligned cell
+/// must end where its header ends, a left-aligned one start where its header starts. Lines
+/// that start with `note_prefix` are notes and not checked. For the tests of every table
+/// kind (counts chars: give it text whose characters are one column wide). The error names
+/// the first line that does not line up.
+pub fn check_aligned(text: &str, aligns: &[Align], note_prefix: &str) -> Result<(), String> {
+    let mut lines = text.lines();
+    let header: Vec<char> = lines.next().unwrap_or("").chars().collect();
+    // The header's cells: runs of text separated by two or more spaces.
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i < header.len() {
+        if header[i] == ' ' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < header.len() && !(header[i] == ' ' && header.get(i + 1).is_none_or(|c| *c == ' '))
+        {
+            i += 1;
+        }
+        spans.push((start, i));
+    }
+    if spans.len() != aligns.len() {
+        return Err(format!(
+            "the header has {} columns, {} alignments given: {:?}",
+            spans.len(),
+            aligns.len(),
+            header.iter().collect::<String>()
+        ));
+    }
+    for line in lines {
+        if !note_prefix.is_empty() && line.starts_with(note_prefix) {
+            continue;
+        }
+        let row: Vec<char> = line.chars().collect();
+        let at = |k: usize| row.get(k).copied().unwrap_or(' ');
+        for ((start, end), align) in spans.iter().zip(aligns) {
+            let blank = (*start..*end).all(|k| at(k) == ' ');
+            let ok = blank
+                || match align {
+                    Align::Right => at(*end - 1) != ' ' && at(*end) == ' ',
+                    Align::Left => at(*start) != ' ' && (*start == 0 || at(*start - 1) == ' '),
+                };
+            if !ok {
+                return Err(format!(
+                    "{line:?}: the cell under column {}..{} does not line up with its header {:?}",
+                    start,
+                    end,
+                    header[*start..*end].iter().collect::<String>()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,6 +510,18 @@ mod tests {
         let row = lines[2];
         let end = |l: &str, w: &str| l.find(w).map(|i| i + w.len());
         assert_eq!(end(header, "Mbit/s"), end(row, "184467440737095516.15"));
+    }
+
+    #[test]
+    fn the_alignment_check_finds_a_ragged_row() {
+        let aligns = [Align::Left, Align::Right, Align::Right, Align::Left];
+        let t = awkward();
+        let text = t.render(Style::Plain);
+        assert_eq!(check_aligned(&text, &aligns, "  !"), Ok(()));
+        let ragged = "transport  t0(us)\ntcp         12.5\nmptcp    1.0\n";
+        assert!(check_aligned(ragged, &[Align::Left, Align::Right], "").is_err());
+        let pushed = "transport  t0(us)\nmptcp-long  1.0\n";
+        assert!(check_aligned(pushed, &[Align::Left, Align::Right], "").is_err());
     }
 
     #[test]
