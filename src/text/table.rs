@@ -530,7 +530,7 @@ mod tests {
         t.row(["東京", "1"]);
         t.row(["ab", "22"]);
         let text = t.render(Style::Plain);
-        let cols: Vec<usize> = text.lines().map(|l| width(l)).collect();
+        let cols: Vec<usize> = text.lines().map(width).collect();
         assert_eq!(cols, vec![8, 8, 8], "{text}");
     }
 
