@@ -173,8 +173,24 @@ fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
-/// One second of `iperf3 -J` over loopback against a one-off `iperf3 -s -1`.
-fn iperf3_document() -> Value {
+/// One second of `iperf3 -J` (with `extra` arguments) over loopback against a one-off
+/// `iperf3 -s -1`. The tests that call it take turns (one iperf3 pair at a time, so that two
+/// one-off servers never race for a port), and a document that says it failed (an `error`,
+/// no connection) is measured again with a new server, up to three times.
+fn iperf3_document(extra: &[&str]) -> Value {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut failures = Vec::new();
+    for _ in 0..3 {
+        match iperf3_once(extra) {
+            Ok(doc) => return doc,
+            Err(e) => failures.push(e),
+        }
+    }
+    panic!("iperf3 -c failed three times:\n{}", failures.join("\n"));
+}
+
+fn iperf3_once(extra: &[&str]) -> Result<Value, String> {
     let port = free_port().to_string();
     let _server = Reaped(
         Command::new("iperf3")
@@ -187,29 +203,30 @@ fn iperf3_document() -> Value {
     );
     // The server listens once it has started: the client is tried until it gets through (a
     // refused connection never reaches the one-off server).
-    let mut last: Option<Output> = None;
     for _ in 0..100 {
         let out = Command::new("iperf3")
             .args(["-c", "127.0.0.1", "-p", &port, "-t", "1", "-J"])
+            .args(extra)
             .stdin(Stdio::null())
             .output()
             .expect("iperf3 -c runs");
+        let text = String::from_utf8_lossy(&out.stdout);
         if out.status.success() {
-            return serde_json::from_slice(&out.stdout).expect("iperf3 -J is JSON");
+            let doc: Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J is JSON");
+            let connected = doc["start"]["connected"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty());
+            if connected && doc.get("error").is_none() {
+                return Ok(doc);
+            }
+            return Err(format!("iperf3 -c said it succeeded but: {text}"));
         }
-        let refused = String::from_utf8_lossy(&out.stdout).contains("unable to connect");
-        last = Some(out);
-        if !refused {
-            break;
+        if !text.contains("unable to connect") {
+            return Err(format!("{}\n{text}", String::from_utf8_lossy(&out.stderr)));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let out = last.unwrap();
-    panic!(
-        "iperf3 -c failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
+    Err("iperf3 -s never accepted a connection".into())
 }
 
 fn wb(args: &[&str]) -> Output {
@@ -235,7 +252,7 @@ fn a_wirebench_stream_exports_what_iperf3_consumers_read() {
     if !require(&[Need::Iperf3]) {
         return;
     }
-    let truth = iperf3_document();
+    let truth = iperf3_document(&[]);
     let mut theirs = BTreeMap::new();
     leaves(&truth, "", &mut theirs);
     // The list is iperf3's own: a field it does not write has no place in it.
@@ -303,4 +320,127 @@ fn a_wirebench_stream_exports_what_iperf3_consumers_read() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("use --format json"), "{err}");
+}
+
+/// What a bidirectional run adds to the fields a consumer reads: the server's direction summed
+/// apart, in the intervals and at the end (iperf3 3.12 writes no `test_start.bidir`; later
+/// versions do, and the export writes it).
+const CONSUMED_BIDIR: &[&str] = &[
+    "intervals[].sum_bidir_reverse.bits_per_second",
+    "intervals[].sum_bidir_reverse.bytes",
+    "intervals[].sum_bidir_reverse.sender",
+    "end.sum_sent_bidir_reverse.bits_per_second",
+    "end.sum_sent_bidir_reverse.bytes",
+    "end.sum_sent_bidir_reverse.retransmits",
+    "end.sum_sent_bidir_reverse.sender",
+    "end.sum_received_bidir_reverse.bits_per_second",
+    "end.sum_received_bidir_reverse.bytes",
+    "end.sum_received_bidir_reverse.sender",
+    "end.streams[].sender.sender",
+    "end.streams[].receiver.sender",
+];
+
+/// A bidirectional run read as a consumer of iperf3's JSON reads one: each direction's
+/// receiver rate, the streams per direction, and which streams the client sent.
+#[derive(Debug, PartialEq)]
+struct Bidir {
+    received: f64,
+    received_reverse: f64,
+    num_streams: u64,
+    /// `end.streams[]` the client sent, and those it received.
+    client_sent: usize,
+    client_received: usize,
+    /// Streams in each interval, every interval.
+    interval_streams: Vec<usize>,
+}
+
+fn consume_bidir(doc: &Value) -> Bidir {
+    let end = &doc["end"];
+    let streams = end["streams"].as_array().expect("end.streams");
+    let sent = streams
+        .iter()
+        .filter(|s| s["sender"]["sender"].as_bool().expect("sender.sender"))
+        .count();
+    Bidir {
+        received: end["sum_received"]["bits_per_second"].as_f64().unwrap(),
+        received_reverse: end["sum_received_bidir_reverse"]["bits_per_second"]
+            .as_f64()
+            .unwrap(),
+        num_streams: doc["start"]["test_start"]["num_streams"].as_u64().unwrap(),
+        client_sent: sent,
+        client_received: streams.len() - sent,
+        interval_streams: doc["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["streams"].as_array().map_or(0, Vec::len))
+            .collect(),
+    }
+}
+
+#[test]
+fn a_parallel_bidirectional_stream_exports_as_iperf3_writes_one() {
+    if !require(&[Need::Iperf3]) {
+        return;
+    }
+    let truth = iperf3_document(&["-P", "2", "--bidir"]);
+    let mut theirs = BTreeMap::new();
+    leaves(&truth, "", &mut theirs);
+    for path in CONSUMED.iter().chain(CONSUMED_BIDIR) {
+        assert!(theirs.contains_key(*path), "iperf3 does not write {path}");
+    }
+    let read = consume_bidir(&truth);
+    assert_eq!(
+        (read.num_streams, read.client_sent, read.client_received),
+        (2, 2, 2)
+    );
+    assert!(read.interval_streams.iter().all(|n| *n == 4), "{read:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.sqlite");
+    let db = db.to_str().unwrap();
+    let own: Value = serde_json::from_str(&ok(&[
+        "run", "stream", "-P", "2", "--bidir", "-d", "1s", "-i", "0.25s", "--db", db, "--json",
+    ]))
+    .unwrap();
+    let exported = ok(&["export", "last", "--format", "iperf3", "--db", db]);
+    let ours: Value = serde_json::from_str(&exported).unwrap();
+    let mut mine = BTreeMap::new();
+    leaves(&ours, "", &mut mine);
+    for path in CONSUMED.iter().chain(CONSUMED_BIDIR) {
+        let (want, got) = (theirs[*path], mine.get(*path).copied());
+        let numeric = |k: &str| k == "integer" || k == "number";
+        let same = got == Some(want) || (numeric(want) && got.is_some_and(numeric));
+        assert!(
+            same,
+            "{path}: iperf3 writes {want}, the export {got:?}\n{exported}"
+        );
+    }
+    let got = consume_bidir(&ours);
+    assert_eq!(
+        (got.num_streams, got.client_sent, got.client_received),
+        (2, 2, 2),
+        "{exported}"
+    );
+    // Every interval but the last holds all four streams; wirebench cuts each stream's last
+    // interval where that stream's phase ended and makes up no figure for a stream that had
+    // already stopped, so the last may hold only one direction's.
+    let n = got.interval_streams.len();
+    assert!(n >= 2, "{got:?}");
+    assert!(
+        got.interval_streams[..n - 1].iter().all(|k| *k == 4),
+        "{got:?}"
+    );
+    assert!(matches!(got.interval_streams[n - 1], 2 | 4), "{got:?}");
+    // Each direction's receiver rate is wirebench's own for that direction.
+    let totals = own["points"][0]["stream"]["totals"].as_array().unwrap();
+    let rate = |dir: &str| {
+        totals
+            .iter()
+            .find(|t| t["direction"] == dir)
+            .and_then(|t| t["receiver_bits_per_s"].as_f64())
+            .unwrap()
+    };
+    assert_eq!(got.received, rate("client_to_server"));
+    assert_eq!(got.received_reverse, rate("server_to_client"));
 }
