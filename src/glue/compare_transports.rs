@@ -59,7 +59,7 @@ impl Sink for Quiet {
     fn finish(&mut self, _: &RunDocument) -> anyhow::Result<()> {
         Ok(())
     }
-    fn progress(&self, _: u64) -> indicatif::ProgressBar {
+    fn progress(&self, _: u64, _: Option<f64>) -> indicatif::ProgressBar {
         indicatif::ProgressBar::hidden()
     }
     fn saved_as(&mut self, id: i64) {

@@ -376,7 +376,7 @@ impl crate::plan::sink::Sink for Silent {
     fn finish(&mut self, _: &RunDocument) -> Result<()> {
         Ok(())
     }
-    fn progress(&self, _: u64) -> indicatif::ProgressBar {
+    fn progress(&self, _: u64, _: Option<f64>) -> indicatif::ProgressBar {
         indicatif::ProgressBar::hidden()
     }
 }

@@ -271,6 +271,13 @@ pub fn run_with(
     result
 }
 
+/// How long the run's points take by their time limits (runs per point included); None when
+/// a point stops after a count of bytes or messages, whose time is not known ahead.
+fn expected_seconds(plan: &RunPlan) -> Option<f64> {
+    let ms: Option<u64> = plan.points.iter().map(|p| p.spec.duration_ms).sum();
+    Some(ms? as f64 / 1e3 * f64::from(plan.repeat.max(1)))
+}
+
 fn run_points(
     plan: &RunPlan,
     report: &mut RunDocument,
@@ -280,7 +287,7 @@ fn run_points(
     runner.open(plan, report)?;
     sink.begin(report)?;
 
-    let progress = sink.progress(plan.points.len() as u64);
+    let progress = sink.progress(plan.points.len() as u64, expected_seconds(plan));
     for (index, planned) in plan.points.iter().enumerate() {
         let client = ClientSide {
             socket: planned.client_socket.clone(),

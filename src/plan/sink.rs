@@ -8,6 +8,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::model::stream::IntervalEvent;
 use crate::model::{PointResult, RunDocument};
 
+/// A single point expected to take this long (seconds) or longer shows its time so far: a
+/// run that says nothing for longer looks hung.
+pub const LONG_POINT_S: f64 = 5.0;
+
 /// Prints interval reports from the thread that receives them.
 pub type IntervalPrinter = Box<dyn FnMut(&IntervalEvent) -> anyhow::Result<()> + Send>;
 
@@ -29,10 +33,25 @@ pub trait Sink {
     fn interval_printer(&self) -> IntervalPrinter {
         Box::new(|_| Ok(()))
     }
-    /// A progress bar on stderr for sweeps; hidden when stderr is not a terminal.
-    fn progress(&self, points: u64) -> ProgressBar {
+    /// A progress bar on stderr for sweeps, and for a single point expected to take
+    /// `seconds` of at least [`LONG_POINT_S`] a line with its time so far (unless its interval
+    /// lines show it going); hidden when stderr is not a terminal.
+    fn progress(&self, points: u64, seconds: Option<f64>) -> ProgressBar {
         if points < 2 {
-            return ProgressBar::hidden();
+            return match seconds {
+                Some(s) if s >= LONG_POINT_S && !self.wants_intervals() => {
+                    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+                    if let Ok(style) =
+                        ProgressStyle::with_template("{spinner} 1 point: {elapsed} of about {msg}")
+                    {
+                        bar.set_style(style);
+                    }
+                    bar.set_message(crate::units::format_clock(s));
+                    bar.enable_steady_tick(std::time::Duration::from_millis(500));
+                    bar
+                }
+                _ => ProgressBar::hidden(),
+            };
         }
         let bar = ProgressBar::with_draw_target(Some(points), ProgressDrawTarget::stderr());
         if let Ok(style) = ProgressStyle::with_template(

@@ -313,8 +313,8 @@ impl Sink for SavingSink {
         self.inner.interval_printer()
     }
 
-    fn progress(&self, points: u64) -> ProgressBar {
-        self.inner.progress(points)
+    fn progress(&self, points: u64, seconds: Option<f64>) -> ProgressBar {
+        self.inner.progress(points, seconds)
     }
 }
 
