@@ -50,7 +50,8 @@ pub enum Command {
     /// with confidence intervals, and the overhead against the lowest layer measured.
     CompareTransports(compare_transports::CompareArgs),
     /// A user-space TCP relay to put in the path: measures what an extra hop costs
-    /// (clients point --to at it and add --one-port).
+    /// (clients point --to at it; they learn from the relay to put their data connections on
+    /// its one port).
     Relay(relay::RelayArgs),
     /// Measure what timing costs here: a clock read and a histogram record.
     Calibrate {
