@@ -4,6 +4,7 @@
 use anyhow::Result;
 
 use super::plots::{fmt_num, render_svg, Figure};
+use super::rate_unit_for_max;
 use super::series::{self, DistributionKind, IntervalKind, Run};
 use crate::model::headline::{describe, headline};
 use crate::model::host::Environment;
@@ -71,21 +72,6 @@ impl Page {
             esc(caption)
         ));
         Ok(())
-    }
-}
-
-/// The threshold from which a table's rates are in Gbit/s: at 10 Gbit/s a figure in Mbit/s
-/// has five digits before the point, where Gbit/s reads at a glance.
-const GBIT_FROM_BITS_PER_S: f64 = 10e9;
-
-/// The unit a whole table gives its rates in, from the table's largest rate in bit/s: Mbit/s,
-/// or Gbit/s from [`GBIT_FROM_BITS_PER_S`] on; its name and bit/s per unit. One unit for the
-/// whole table, so that rows compare without reading their units.
-fn rate_unit_for_max(max_bits_per_s: f64) -> (&'static str, f64) {
-    if max_bits_per_s.is_finite() && max_bits_per_s >= GBIT_FROM_BITS_PER_S {
-        ("Gbit/s", 1e9)
-    } else {
-        ("Mbit/s", 1e6)
     }
 }
 
