@@ -765,4 +765,36 @@ mod tests {
         let note = note.replace("&lt;/figcaption&gt;", "</figcaption>");
         assert_eq!(html.matches(&note).count(), 3, "{html}");
     }
+
+    /// The kernel's smoothed RTT over time is in µs, as every other latency of the report
+    /// (it was in ms).
+    #[test]
+    fn the_rtt_over_time_is_in_us() {
+        let mut r = stream_21_gbit();
+        let info = crate::model::socket::TcpInfo {
+            rtt_us: 250,
+            rttvar_us: 50,
+            ..Default::default()
+        };
+        if let Some(s) = r.points[0].stream.as_mut() {
+            s.streams[0].sender.intervals = vec![crate::model::stream::Interval {
+                start_ns: 0,
+                end_ns: 1_000_000_000,
+                bytes: 1000,
+                messages: 1,
+                bits_per_s: 8000.0,
+                tcp_info: Some(info),
+                retransmits: None,
+                acked_bytes: None,
+            }];
+        }
+        let run = Run { id: 1, report: &r };
+        let Some(Figure::Chart(c)) = series::intervals(&run, &r.points[0], IntervalKind::Rtt)
+        else {
+            panic!("no RTT figure");
+        };
+        assert_eq!(c.y.label, "kernel's smoothed RTT, TCP_INFO (µs)");
+        assert_eq!(c.lines[0].points, [(1.0, 250.0)]);
+        assert_eq!(c.bands[0].points, [(1.0, 200.0, 300.0)]);
+    }
 }
