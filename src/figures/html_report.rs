@@ -4,6 +4,7 @@
 use anyhow::Result;
 
 use super::plots::{fmt_num, render_svg, Figure};
+use super::rate_unit_for_max;
 use super::series::{self, DistributionKind, IntervalKind, Run};
 use crate::model::headline::{describe, headline};
 use crate::model::host::Environment;
@@ -74,15 +75,82 @@ impl Page {
     }
 }
 
+/// A number for a table cell: as [`fmt_num`] (at most 4 significant digits), but never in
+/// scientific notation, which tick labels may use and tables must not (a reader compares
+/// cells digit by digit).
+fn table_num(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let a = v.abs();
+    if a >= 1e4 {
+        return format!("{v:.0}");
+    }
+    if a != 0.0 && a < 1e-3 {
+        let s = format!("{v:.6}");
+        return s.trim_end_matches('0').trim_end_matches('.').to_owned();
+    }
+    fmt_num(v)
+}
+
 fn opt_num(v: Option<f64>) -> String {
-    v.map(fmt_num).unwrap_or_else(|| "-".into())
+    v.map(table_num).unwrap_or_else(|| "-".into())
+}
+
+/// A latency figure in ns for a table or text of the page: in µs, the page's unit of time.
+fn us_num(ns: f64) -> String {
+    table_num(ns / 1e3)
+}
+
+/// The runs table's headline: as `model::headline::describe` gives it in text, but in the
+/// table's rate unit and the page's µs.
+fn headline_text(
+    pattern: &str,
+    h: &crate::model::headline::RunHeadline,
+    rate: (&str, f64),
+) -> String {
+    let m = if h.invalid() { "!" } else { "" };
+    let lat = h.latency_ns.map(us_num);
+    let bps = h.throughput_bits_per_s.map(|b| table_num(b / rate.1));
+    let unit = rate.0;
+    let parts: Vec<String> = match pattern {
+        "pingpong" => vec![
+            lat.map(|v| format!("t0 (one-way) {v}{m} µs")),
+            bps.map(|v| format!("r_max {v}{m} {unit}")),
+        ],
+        "rr" | "crr" => vec![
+            h.transactions_per_s
+                .map(|v| format!("peak {}{m} txn/s", table_num(v))),
+            lat.map(|v| format!("best round trip {v}{m} µs")),
+        ],
+        _ => vec![bps.map(|v| format!("peak receiver {v}{m} {unit}"))],
+    }
+    .into_iter()
+    .flatten()
+    .collect();
+    if parts.is_empty() {
+        // A mesh's note is its headline (or the mesh's own words when it has none).
+        return describe(pattern, h);
+    }
+    match &h.note {
+        Some(note) => format!("{} ({note})", parts.join(", ")),
+        None => parts.join(", "),
+    }
 }
 
 fn runs_table(runs: &[Run]) -> String {
-    let mut s = String::from(
-        "<table><tr><th>run</th><th>started (UTC)</th><th>pattern</th><th>transport</th><th>server</th><th>client host</th><th>points</th><th>headline</th><th>command</th></tr>\n",
+    let heads: Vec<_> = runs.iter().map(|r| headline(r.report)).collect();
+    let rate = rate_unit_for_max(
+        heads
+            .iter()
+            .filter_map(|h| h.throughput_bits_per_s)
+            .fold(0.0, f64::max),
     );
-    for run in runs {
+    let mut s = format!(
+        "<table><tr><th>run</th><th>started (UTC)</th><th>pattern</th><th>transport</th><th>server</th><th>client host</th><th>points</th><th>headline (µs, {})</th><th>command</th></tr>\n",
+        rate.0
+    );
+    for (run, h) in runs.iter().zip(&heads) {
         let r = run.report;
         s.push_str(&format!(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td><td class=\"n\">{}{}</td><td>{}</td><td><code>{}</code></td></tr>\n",
@@ -99,7 +167,7 @@ fn runs_table(runs: &[Run]) -> String {
             } else {
                 format!(" <span class=\"warn\">incomplete ({}){}</span>", esc(&r.points_of_planned()), r.error.as_deref().map(|e| format!(": {}", esc(e))).unwrap_or_default())
             },
-            esc(&describe(r.pattern.name(), &headline(r))),
+            esc(&headline_text(r.pattern.name(), h, rate)),
             esc(&r.command.join(" ")),
         ));
     }
@@ -108,6 +176,22 @@ fn runs_table(runs: &[Run]) -> String {
 }
 
 fn metrics_table(runs: &[Run]) -> Option<String> {
+    // The table's rates: r_max, its interval, and the fits' r_inf.
+    let max_rate = runs
+        .iter()
+        .flat_map(|r| r.report.sweep_metrics.iter())
+        .flat_map(|g| {
+            let m = &g.metrics;
+            [
+                Some(m.r_max_bits_per_s),
+                m.r_max_ci_bits_per_s.map(|c| c.1),
+                m.valid_fit().map(|f| f.r_inf_bits_per_s),
+            ]
+        })
+        .flatten()
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let (rate_name, per) = rate_unit_for_max(max_rate);
     let mut rows = String::new();
     for run in runs {
         for g in &run.report.sweep_metrics {
@@ -128,10 +212,10 @@ fn metrics_table(runs: &[Run]) -> Option<String> {
             // fitted numbers stay in the JSON for inspection).
             let fit = match m.valid_fit() {
                 Some(f) => esc(&format!(
-                    "t0 {}, r_inf {} Mbit/s, n_1/2 {} B, R² {:.5} ({} sizes)",
-                    crate::units::format_us(f.t0_ns),
-                    fmt_num(f.r_inf_bits_per_s / 1e6),
-                    fmt_num(f.n_half_bytes),
+                    "t0 {} µs, r_inf {} {rate_name}, n_1/2 {} B, R² {:.5} ({} sizes)",
+                    us_num(f.t0_ns),
+                    table_num(f.r_inf_bits_per_s / per),
+                    table_num(f.n_half_bytes),
                     f.r_squared,
                     f.points
                 )),
@@ -163,13 +247,13 @@ fn metrics_table(runs: &[Run]) -> Option<String> {
                 esc(&run.name()),
                 esc(&bufs),
                 left_out,
-                fmt_num(m.t0_ns / 1e3),
+                us_num(m.t0_ns),
                 opt_num(m.t0_ci_ns.map(|c| c / 1e3)),
                 m.t0_size,
                 if m.r_max_at_largest == Some(true) { "≥ " } else { "" },
-                fmt_num(m.r_max_bits_per_s / 1e6),
+                table_num(m.r_max_bits_per_s / per),
                 m.r_max_ci_bits_per_s
-                    .map(|(lo, hi)| format!("{} to {}", fmt_num(lo / 1e6), fmt_num(hi / 1e6)))
+                    .map(|(lo, hi)| format!("{} to {}", table_num(lo / per), table_num(hi / per)))
                     .unwrap_or_else(|| "-".into()),
                 m.r_max_size,
                 note(&m.r_max_note),
@@ -183,25 +267,53 @@ fn metrics_table(runs: &[Run]) -> Option<String> {
         return None;
     }
     Some(format!(
-        "<table><tr><th>run</th><th>t0 = RTT/2 of the smallest message (µs, ± CI)</th><th>r_max (Mbit/s, [CI])</th><th>n_1/2 (B)</th><th>fit t(n) = t0 + n/r_inf</th></tr>\n{rows}</table>\n"
+        "<table><tr><th>run</th><th>t0 = RTT/2 of the smallest message (µs, ± CI)</th><th>r_max ({rate_name}, [CI])</th><th>n_1/2 (B)</th><th>fit t(n) = t0 + n/r_inf</th></tr>\n{rows}</table>\n"
     ))
+}
+
+/// The points table's headline column: its unit and the divisor from the stored unit. A
+/// latency in ns is given in µs; a rate in the unit of the table's largest rate (the mean's
+/// interval included).
+fn headline_unit(r: &crate::model::RunDocument) -> (String, f64) {
+    let unit = r
+        .points
+        .first()
+        .map(|p| p.headline.unit.as_str())
+        .unwrap_or_default();
+    match unit {
+        "ns" => ("µs".into(), 1e3),
+        "bit/s" => {
+            let max = r
+                .points
+                .iter()
+                .filter_map(|p| p.headline.over_runs.as_ref())
+                .map(|m| m.mean + m.half_width.unwrap_or(0.0))
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max);
+            let (name, per) = rate_unit_for_max(max);
+            (name.into(), per)
+        }
+        u => (u.into(), 1.0),
+    }
 }
 
 fn points_table(run: &Run) -> String {
     let r = run.report;
-    let unit = r
-        .points
-        .first()
-        .map(|p| p.headline.unit.clone())
-        .unwrap_or_default();
     let name = r
         .points
         .first()
         .map(|p| p.headline.name.clone())
         .unwrap_or_default();
+    let (unit, per) = headline_unit(r);
+    // "one-way latency (RTT/2), mean" says it is a mean already.
+    let head = if name.ends_with("mean") {
+        format!("{name} ({unit})")
+    } else {
+        format!("{name} ({unit}), mean")
+    };
     let mut s = format!(
-        "<table><tr><th>point</th><th>runs</th><th>{} ({}), mean</th><th>± CI over runs</th><th>samples</th><th>p50 / p99 round trip (µs)</th><th>not valid (! after a figure)</th></tr>\n",
-        esc(&name),
+        "<table><tr><th>point</th><th>runs</th><th>{}</th><th>± CI over runs ({})</th><th>samples</th><th>p50 / p99 round trip (µs)</th><th>not valid (! after a figure)</th></tr>\n",
+        esc(&head),
         esc(&unit)
     );
     for p in &r.points {
@@ -238,14 +350,14 @@ fn points_table(run: &Run) -> String {
             "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}{mark}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"warn\">{}</td></tr>\n",
             esc(&series::describe_point(r, p)),
             p.runs,
-            opt_num(m.map(|m| m.mean)),
-            opt_num(m.and_then(|m| m.half_width)),
+            opt_num(m.map(|m| m.mean / per)),
+            opt_num(m.and_then(|m| m.half_width).map(|h| h / per)),
             l.map_or("-".into(), |l| l.rtt.samples.to_string()),
             l.map_or("-".into(), |l| format!(
                 "{}{} / {}{}",
-                fmt_num(l.rtt.median_ns as f64 / 1e3),
+                us_num(l.rtt.median_ns as f64),
                 p50.mark(),
-                fmt_num(l.rtt.p99_ns as f64 / 1e3),
+                us_num(l.rtt.p99_ns as f64),
                 p99.mark()
             )),
             esc(verdict.reason()),
@@ -295,7 +407,7 @@ fn environment(run: &Run) -> String {
         esc(st.direction.name()),
         st.warmup,
         esc(&stop.join(" or ")),
-        fmt_num(st.confidence * 100.0),
+        table_num(st.confidence * 100.0),
         st.repeat,
         if st.nodelay_auto {
             ", TCP_NODELAY (wirebench's choice for a bulk TCP stream under BBR; --nagle keeps Nagle on)"
@@ -318,7 +430,7 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
         figures: 0,
     };
     page.html.push_str(&format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>wirebench report: runs {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>wirebench report: runs {}</h1>\n<p>Generated by wirebench {} at {}. Rates are Mbit/s = 10<sup>6</sup> bit/s of payload; sizes are bytes (K = 1024); CI = confidence interval half-width.</p>\n<h2>Runs</h2>\n{}",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>wirebench report: runs {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>wirebench report: runs {}</h1>\n<p>Generated by wirebench {} at {}. Units: times in µs (each labelled one-way or round trip); rates of payload in Mbit/s = 10<sup>6</sup> bit/s, and a table whose largest rate reaches 10 Gbit/s gives all its rates in Gbit/s = 10<sup>9</sup> bit/s (its header says which); sizes in bytes with binary prefixes (K = 1024); CI = confidence interval half-width.</p>\n<h2>Runs</h2>\n{}",
         esc(&ids.join(", ")),
         esc(&ids.join(", ")),
         env!("CARGO_PKG_VERSION"),
@@ -362,18 +474,43 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
             series::signature(&group),
             "NetPIPE's signature graph: throughput against the one-way time of a transfer; the knee shows the latency at which the network's bandwidth takes over.",
         )?;
-        page.figure(
-            series::distribution(&group, point, DistributionKind::Histogram),
-            "Share of the timed samples in each of 20 logarithmic bins per decade.",
-        )?;
-        page.figure(
-            series::distribution(&group, point, DistributionKind::Cdf),
-            "Cumulative distribution of the timed samples.",
-        )?;
-        page.figure(
-            series::distribution(&group, point, DistributionKind::Percentiles),
-            "Latency by percentile: each further nine (90%, 99%, 99.9%, ...) takes the same width, so that the tail the CDF squeezes against 1 shows; the curve ends at the slowest sample.",
-        )?;
+        // A distribution whose latency is not valid is not drawn: each distribution's
+        // caption names the points left out and why, or a line does when none is left.
+        let left_out = series::distribution_left_out(&group, point);
+        let left_out_note = if left_out.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " Left out, {} point(s) whose latency is not valid: {}.",
+                left_out.len(),
+                left_out.join("; ")
+            )
+        };
+        let mut drawn = 0;
+        for (kind, caption) in [
+            (
+                DistributionKind::Histogram,
+                "Share of the timed samples in each of 20 logarithmic bins per decade.",
+            ),
+            (
+                DistributionKind::Cdf,
+                "Cumulative distribution of the timed samples.",
+            ),
+            (
+                DistributionKind::Percentiles,
+                "Latency by percentile: each further nine (90%, 99%, 99.9%, ...) takes the same width, so that the tail the CDF squeezes against 1 shows; the curve ends at the slowest sample.",
+            ),
+        ] {
+            let fig = series::distribution(&group, point, kind);
+            drawn += usize::from(fig.is_some());
+            page.figure(fig, &format!("{caption}{left_out_note}"))?;
+        }
+        if drawn == 0 && !left_out.is_empty() {
+            page.html.push_str(&format!(
+                "<p class=\"warn\">No latency distribution:{}</p>\n",
+                esc(&left_out_note)
+            ));
+        }
         for run in &group {
             if let Some(mesh) = &run.report.mesh {
                 for (_, h) in crate::figures::mesh_figures::heatmaps(mesh) {
@@ -468,5 +605,196 @@ mod tests {
         // 1000 samples: both stand, nothing marked.
         assert!(rows[1].contains("20 / 40</td>"), "{}", rows[1]);
         assert!(!rows[1].contains("below its floor"), "{}", rows[1]);
+    }
+
+    /// A stored stream run at about 21 Gbit/s: its receiver and sender each moved 5.25e9
+    /// bytes in 2 s.
+    fn stream_21_gbit() -> crate::model::RunDocument {
+        let mut v = crate::store::db::tests::report_json("stream", 1, 1.0);
+        let bits = 2.1e10;
+        let side = |role: &str| {
+            serde_json::json!({"role": role, "bytes_total": 5_250_100_000u64,
+                "bytes_timed": 5_250_000_000u64, "messages_timed": 80_000, "elapsed_s": 2.0,
+                "bits_per_s": bits, "io_path": "read"})
+        };
+        let p = &mut v["points"][0];
+        p["latency"] = serde_json::Value::Null;
+        p["headline"]["name"] = "receiver throughput, all streams".into();
+        p["headline"]["unit"] = "bit/s".into();
+        p["headline"]["values"] = serde_json::json!([bits]);
+        p["headline"]["over_runs"]["mean"] = bits.into();
+        p["stream"] = serde_json::json!({
+            "streams": [{"index": 0, "direction": "client_to_server",
+                         "sender": side("sender"), "receiver": side("receiver")}],
+            "totals": [{"direction": "client_to_server", "streams": 1,
+                        "sender_bits_per_s": bits, "receiver_bits_per_s": bits,
+                        "bytes_sent": 5_250_100_000u64, "bytes_received": 5_250_100_000u64,
+                        "send_failures": 0, "loss": null, "retransmits": 0,
+                        "theoretical_goodput_bits_per_s": null}]
+        });
+        let mut r: crate::model::RunDocument =
+            serde_json::from_value(crate::model::upgrade::v1_to_v2(v)).unwrap();
+        r.fill_validity();
+        r
+    }
+
+    /// The page's text without its tags (and so without the SVG's attributes).
+    fn text_of(html: &str) -> String {
+        let mut out = String::new();
+        let mut in_tag = false;
+        for c in html.chars() {
+            match c {
+                '<' => in_tag = true,
+                '>' => {
+                    in_tag = false;
+                    out.push(' ');
+                }
+                c if !in_tag => out.push(c),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The report of a ~21 Gbit/s stream run beside a ping-pong run states its units once at
+    /// the top and keeps to them: no number in scientific notation anywhere in its text, the
+    /// stream's rates in Gbit/s (the table's largest reaches 10 Gbit/s), every latency in µs.
+    #[test]
+    fn the_report_keeps_one_unit_per_table_and_no_scientific_notation() {
+        let stream = stream_21_gbit();
+        assert!(!crate::model::point_validity(&stream.points[0]).is_invalid());
+        let pingpong = crate::store::db::tests::report("pingpong", 2, 20_000.0);
+        let html = build(
+            &[
+                Run {
+                    id: 1,
+                    report: &stream,
+                },
+                Run {
+                    id: 2,
+                    report: &pingpong,
+                },
+            ],
+            None,
+        )
+        .unwrap();
+        let text = text_of(&html);
+        let chars: Vec<char> = text.chars().collect();
+        for (i, w) in chars.windows(3).enumerate() {
+            let scientific = w[0].is_ascii_digit()
+                && w[1] == 'e'
+                && (w[2].is_ascii_digit() || w[2] == '+' || w[2] == '-');
+            let around: String = chars[i.saturating_sub(40)..(i + 40).min(chars.len())]
+                .iter()
+                .collect();
+            assert!(!scientific, "scientific notation in {around:?}");
+        }
+        for bad in ["e10", "e+", "e9"] {
+            assert!(!text.contains(bad), "{bad} in the page");
+        }
+        assert!(text.contains("Units: times in µs"), "{text}");
+        // The stream's points table: its rates in Gbit/s, its header saying so.
+        let points = &html[html.find("<h2>Points</h2>").unwrap()..];
+        let stream_table = &points[..points.find("</table>").unwrap()];
+        assert!(
+            stream_table.contains("<th>receiver throughput, all streams (Gbit/s), mean</th>"),
+            "{stream_table}"
+        );
+        assert!(stream_table.contains("<th>± CI over runs (Gbit/s)</th>"));
+        assert!(
+            stream_table.contains("<td class=\"n\">21</td>"),
+            "{stream_table}"
+        );
+        assert!(!stream_table.contains("Mbit/s"), "{stream_table}");
+        // The runs table gives the stream's headline in the same unit.
+        assert!(html.contains("peak receiver 21 Gbit/s"), "{html}");
+        // The ping-pong's points table: the one-way mean and the round trips in µs.
+        let rest = &points[points.find("</table>").unwrap() + 8..];
+        let pp_table = &rest[..rest.find("</table>").unwrap()];
+        assert!(
+            pp_table.contains("<th>one-way latency (RTT/2), mean (µs)</th>"),
+            "{pp_table}"
+        );
+        assert!(pp_table.contains("<th>p50 / p99 round trip (µs)</th>"));
+        // 20 us round trips: a one-way mean of 10 us, p50 20 and p99 40 us.
+        assert!(pp_table.contains("<td class=\"n\">10</td>"), "{pp_table}");
+        assert!(pp_table.contains("20 / 40"), "{pp_table}");
+        // No latency anywhere headed in ns.
+        for th in html.split("<th>").skip(1) {
+            let th = &th[..th.find("</th>").unwrap_or(th.len())];
+            assert!(!th.contains("ns)") && !th.contains("(ns"), "{th}");
+        }
+    }
+
+    /// A ping-pong run whose point's latency is not valid is left out of the distribution
+    /// figures, and each one's caption names it with the reason.
+    #[test]
+    fn distribution_captions_name_the_points_left_out() {
+        let bins: Vec<crate::model::LatencyBin> = [(10e3, 20e3, 900), (100e3, 200e3, 100)]
+            .iter()
+            .map(|&(low_ns, high_ns, count)| crate::model::LatencyBin {
+                low_ns,
+                high_ns,
+                count,
+            })
+            .collect();
+        let mut valid = crate::store::db::tests::report("pingpong", 1, 20_000.0);
+        if let Some(l) = valid.points[0].latency.as_mut() {
+            l.distribution = bins;
+        }
+        let mut invalid = valid.clone();
+        let why = crate::stats::validity::latency(5);
+        if let Some(l) = invalid.points[0].latency.as_mut() {
+            l.validity = why.clone();
+        }
+        let runs = [
+            Run {
+                id: 1,
+                report: &valid,
+            },
+            Run {
+                id: 2,
+                report: &invalid,
+            },
+        ];
+        let html = build(&runs, None).unwrap();
+        let note = esc(&format!(
+            " Left out, 1 point(s) whose latency is not valid: #2 at size 1: {}.</figcaption>",
+            why.reason()
+        ));
+        let note = note.replace("&lt;/figcaption&gt;", "</figcaption>");
+        assert_eq!(html.matches(&note).count(), 3, "{html}");
+    }
+
+    /// The kernel's smoothed RTT over time is in µs, as every other latency of the report
+    /// (it was in ms).
+    #[test]
+    fn the_rtt_over_time_is_in_us() {
+        let mut r = stream_21_gbit();
+        let info = crate::model::socket::TcpInfo {
+            rtt_us: 250,
+            rttvar_us: 50,
+            ..Default::default()
+        };
+        if let Some(s) = r.points[0].stream.as_mut() {
+            s.streams[0].sender.intervals = vec![crate::model::stream::Interval {
+                start_ns: 0,
+                end_ns: 1_000_000_000,
+                bytes: 1000,
+                messages: 1,
+                bits_per_s: 8000.0,
+                tcp_info: Some(info),
+                retransmits: None,
+                acked_bytes: None,
+            }];
+        }
+        let run = Run { id: 1, report: &r };
+        let Some(Figure::Chart(c)) = series::intervals(&run, &r.points[0], IntervalKind::Rtt)
+        else {
+            panic!("no RTT figure");
+        };
+        assert_eq!(c.y.label, "kernel's smoothed RTT, TCP_INFO (µs)");
+        assert_eq!(c.lines[0].points, [(1.0, 250.0)]);
+        assert_eq!(c.bands[0].points, [(1.0, 200.0, 300.0)]);
     }
 }

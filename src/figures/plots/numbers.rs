@@ -2,7 +2,11 @@
 
 use crate::units::format_bytes;
 
-/// A number for a tick label or a table: at most 4 significant digits, no trailing zeros.
+/// A number for a tick label or a figure's cell: at most 4 significant digits, no trailing
+/// zeros. Outside 0.001 to 10⁷ it is in scientific notation ("1.50e9"), which a log axis
+/// spanning many decades needs to keep its labels short; figures give their values in units
+/// (µs, Mbit/s) that keep them inside that range. Tables never use it for that reason: the
+/// HTML report's tables write their numbers without an exponent.
 pub fn fmt_num(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return if v == 0.0 { "0".into() } else { "-".into() };

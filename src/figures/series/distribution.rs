@@ -18,8 +18,33 @@ pub enum DistributionKind {
     Percentiles,
 }
 
+/// The runs' points a distribution figure leaves out, one line each: "run #7 at size 64 B:
+/// <why>". A point whose latency the run judged not valid (too few samples, a timed phase below
+/// its floor) has a distribution that is not a measurement: it is not drawn, as the other
+/// figures do not draw its mean, and the figure's caption says so with these lines.
+pub fn distribution_left_out(runs: &[Run], index: Option<usize>) -> Vec<String> {
+    if pattern_of(runs) == "stream" {
+        return Vec::new();
+    }
+    runs.iter()
+        .filter_map(|run| {
+            let p = point_of(run.report, index)?;
+            let v = &p.latency.as_ref()?.validity;
+            v.is_invalid().then(|| {
+                format!(
+                    "{} at {}: {}",
+                    run.name(),
+                    short_point(run.report, p),
+                    v.reason()
+                )
+            })
+        })
+        .collect()
+}
+
 /// The latency distribution of one point per run: a histogram (share of samples per bin,
-/// drawn as steps), the cumulative distribution, or the latency by percentile.
+/// drawn as steps), the cumulative distribution, or the latency by percentile. A point whose
+/// latency is not valid is left out (see [`distribution_left_out`]), and the title counts it.
 pub fn distribution(runs: &[Run], index: Option<usize>, kind: DistributionKind) -> Option<Figure> {
     let pattern = pattern_of(runs);
     if pattern == "stream" {
@@ -28,10 +53,15 @@ pub fn distribution(runs: &[Run], index: Option<usize>, kind: DistributionKind) 
     let f = latency_factor(pattern);
     let mut lines = Vec::new();
     let mut titles = Vec::new();
+    let mut left_out = 0;
     for (colour, run) in runs.iter().enumerate() {
         let Some(p) = point_of(run.report, index) else {
             continue;
         };
+        if p.latency.as_ref().is_some_and(|l| l.validity.is_invalid()) {
+            left_out += 1;
+            continue;
+        }
         let bins = &p.latency.as_ref()?.distribution;
         let total: u64 = bins.iter().map(|b| b.count).sum();
         if total == 0 {
@@ -88,11 +118,16 @@ pub fn distribution(runs: &[Run], index: Option<usize>, kind: DistributionKind) 
         return None;
     }
     titles.dedup();
-    let at = if titles.len() == 1 {
+    let mut at = if titles.len() == 1 {
         format!(" at {}", titles[0])
     } else {
         String::new()
     };
+    // The figure alone (`plot`) says that it is not all the runs; the report's caption
+    // names the points and why.
+    if left_out > 0 {
+        at.push_str(&format!(" ({left_out} not valid, left out)"));
+    }
     let (title, y_label, legend) = match kind {
         DistributionKind::Histogram => (
             format!("Latency histogram{at}"),
@@ -236,5 +271,56 @@ mod tests {
         for tick in ["\n0%\n", "\n90%\n", "\n99%\n", "\n99.9%\n", "\n99.99%\n"] {
             assert!(svg.contains(tick), "no tick {tick}");
         }
+    }
+
+    /// Two runs of one point, the second's latency not valid (5 samples): each distribution
+    /// draws the first alone, its title counts the one left out, and the note for the
+    /// caption names it with the reason.
+    #[test]
+    fn a_distribution_that_is_not_valid_is_left_out_and_said_to_be() {
+        let mut valid = crate::store::db::tests::report("rr", 1, 15_000.0);
+        if let Some(l) = valid.points[0].latency.as_mut() {
+            l.distribution = bins();
+        }
+        let mut invalid = valid.clone();
+        let why = crate::stats::validity::latency(5);
+        assert!(why.is_invalid());
+        if let Some(l) = invalid.points[0].latency.as_mut() {
+            l.rtt.samples = 5;
+            l.validity = why.clone();
+        }
+        let runs = [
+            Run {
+                id: 1,
+                report: &valid,
+            },
+            Run {
+                id: 2,
+                report: &invalid,
+            },
+        ];
+        for kind in [
+            DistributionKind::Histogram,
+            DistributionKind::Cdf,
+            DistributionKind::Percentiles,
+        ] {
+            let Some(Figure::Chart(c)) = distribution(&runs, None, kind) else {
+                panic!("no {kind:?} figure");
+            };
+            assert_eq!(c.lines.len(), 1, "{kind:?}");
+            assert!(
+                c.lines[0].label.starts_with("#1 at "),
+                "{}",
+                c.lines[0].label
+            );
+            assert!(c.title.ends_with(" (1 not valid, left out)"), "{}", c.title);
+            let svg = render_svg(&Figure::Chart(c)).unwrap();
+            assert!(svg.contains("#1 at size 1, 10000 samples"), "{kind:?}");
+            assert!(!svg.contains("#2 at"), "{kind:?}");
+        }
+        let notes = distribution_left_out(&runs, None);
+        assert_eq!(notes, [format!("#2 at size 1: {}", why.reason())]);
+        // Nothing is left out when every point is valid.
+        assert!(distribution_left_out(&runs[..1], None).is_empty());
     }
 }

@@ -77,7 +77,8 @@ pub fn intervals(run: &Run, p: &PointResult, kind: IntervalKind) -> Option<Figur
                     .iter()
                     .map(|(t, i)| match kind {
                         IntervalKind::Cwnd => (*t, f64::from(i.snd_cwnd)),
-                        _ => (*t, f64::from(i.rtt_us) / 1e3),
+                        // In µs, as every other latency of the report.
+                        _ => (*t, f64::from(i.rtt_us)),
                     })
                     .collect();
                 if kind == IntervalKind::Rtt {
@@ -88,7 +89,7 @@ pub fn intervals(run: &Run, p: &PointResult, kind: IntervalKind) -> Option<Figur
                             .iter()
                             .map(|(t, i)| {
                                 let (rtt, var) = (f64::from(i.rtt_us), f64::from(i.rttvar_us));
-                                (*t, (rtt - var).max(0.0) / 1e3, (rtt + var) / 1e3)
+                                (*t, (rtt - var).max(0.0), rtt + var)
                             })
                             .collect(),
                     });
@@ -134,7 +135,7 @@ pub fn intervals(run: &Run, p: &PointResult, kind: IntervalKind) -> Option<Figur
         ),
         IntervalKind::Rtt => (
             format!("Run {}: round-trip time, {at}", run.name()),
-            "kernel's smoothed RTT, TCP_INFO (ms)",
+            "kernel's smoothed RTT, TCP_INFO (µs)",
         ),
     };
     Some(Figure::Chart(Chart {

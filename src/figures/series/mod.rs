@@ -20,7 +20,7 @@ mod run;
 mod sweep;
 
 pub use curves::invalid_points;
-pub use distribution::{distribution, DistributionKind};
+pub use distribution::{distribution, distribution_left_out, DistributionKind};
 pub use heatmap::{heatmaps, MAX_HEATMAPS};
 pub use intervals::{intervals, points_with_intervals, IntervalKind};
 pub use param::{x_param, Param};

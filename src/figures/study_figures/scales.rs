@@ -99,7 +99,7 @@ pub(super) fn figure_unit<'a>(
             }
         }
     }
-    base.map(|b| DisplayUnit::for_values(&b, max))
+    base.map(|b| crate::figures::measured_unit(&b, max))
 }
 
 /// A title with the held axes after it: "... (write_size 8K, path lan)".

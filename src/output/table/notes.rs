@@ -24,16 +24,20 @@ impl TableSink {
         }
         if p.runs > 1 {
             if let Some(m) = &p.headline.over_runs {
+                // In the units of the table above it: a latency in us, a rate in Mbit/s.
+                let (num, unit): (fn(f64) -> String, &str) = match p.headline.unit.as_str() {
+                    "ns" => (crate::units::us, "us"),
+                    "bit/s" => (crate::units::mbit, "Mbit/s"),
+                    unit => (|v| format!("{v:.2}"), unit),
+                };
                 self.line(&format!(
                     "{:>9}   over {} runs: {} mean {} {} ±{} ({}){}",
                     "",
                     m.n,
                     p.headline.name,
-                    marked(format!("{:.4e}", m.mean), &p.headline.validity),
-                    p.headline.unit,
-                    m.half_width
-                        .map(|h| format!("{h:.3e}"))
-                        .unwrap_or_else(|| "-".into()),
+                    marked(num(m.mean), &p.headline.validity),
+                    unit,
+                    m.half_width.map(num).unwrap_or_else(|| "-".into()),
                     m.relative_half_width()
                         .map(|w| format!("{:.2}% of mean", w * 100.0))
                         .unwrap_or_default(),

@@ -23,16 +23,21 @@ impl TableSink {
             .flatten()
             .collect();
             let peak = a.vs_previous.or(a.vs_next).is_some_and(|r| r > 0.0);
+            // In the units of the tables above it: a latency in us, a rate in Mbit/s.
+            let value = match p.headline.unit.as_str() {
+                "ns" => format_us(a.value),
+                "bit/s" => crate::units::format_mbit_s(a.value),
+                unit => format!("{} {unit}", four_digits(a.value)),
+            };
             self.line(&format!(
-                "# anomaly along {}: the point at size {} B, sndbuf {}, rcvbuf {}{} ({} {} {}) is {}{}: a {} worth a second look (--repeat 5)",
+                "# anomaly along {}: the point at size {} B, sndbuf {}, rcvbuf {}{} ({} {}) is {}{}: a {} worth a second look (--repeat 5)",
                 a.axis,
                 k.size,
                 k.sndbuf,
                 k.rcvbuf,
                 k.cc.map(|c| format!(", cc {c}")).unwrap_or_default(),
                 p.headline.name,
-                four_digits(a.value),
-                p.headline.unit,
+                value,
                 sides.join(" and "),
                 if sides.len() == 1 { " (an end of the sweep)" } else { "" },
                 if peak { "peak" } else { "dip" }
