@@ -422,4 +422,105 @@ mod tests {
         let cells: Vec<usize> = text.lines().map(|l| l.matches('|').count()).collect();
         assert_eq!(cells, vec![7; 5], "{text}");
     }
+
+    /// A shown study of two axes ("transport", a long "message size" label) whose points
+    /// have a latency and a rate figure, huge and tiny, one missing ("-").
+    fn shown() -> Shown {
+        let file = StudyFile::parse(
+            "name = \"t\"\n[run]\npattern = \"stream\"\n[[axis]]\nname = \"transport\"\nvalues = [\"tcp\", \"mptcp\"]\n[[axis]]\nname = \"message size, a long axis name\"\nvalues = [1, 1048576]\n",
+        )
+        .unwrap();
+        let figure = |name, unit, v: Option<f64>| PointFigure {
+            name,
+            side: Some("receiver"),
+            unit,
+            over_runs: v.and_then(|v| crate::stats::ci::MeanCi::from_samples(&[v, v * 1.01], 0.95)),
+            invalid_runs: 0,
+            invalid_reason: None,
+        };
+        let point = |i: usize, coords: Vec<usize>, rate: Option<f64>, ns: f64| PointSummary {
+            index: i,
+            labels: vec![format!("point {i}")],
+            coords,
+            run_ids: vec![1, 2],
+            rerun_ids: Vec::new(),
+            failed: 0,
+            figures: vec![
+                figure("throughput", "bit/s", rate),
+                figure("latency", "ns", Some(ns)),
+            ],
+            search: None,
+            counters: Vec::new(),
+            loss: None,
+        };
+        Shown {
+            schema: SCHEMA,
+            schema_version: SCHEMA_VERSION,
+            study: study(3, "naïve study", None),
+            about: None,
+            repetitions: 2,
+            runs_planned: 8,
+            runs_done: 8,
+            runs_failed: 0,
+            axes: vec![
+                ShownAxis {
+                    name: "transport".into(),
+                    unit: "",
+                    values: vec!["tcp".into(), "mptcp".into()],
+                    numbers: vec![None, None],
+                },
+                ShownAxis {
+                    name: "message size, a long axis name".into(),
+                    unit: "bytes",
+                    values: vec!["1".into(), "1M".into()],
+                    numbers: vec![Some(1.0), Some(1048576.0)],
+                },
+            ],
+            points: vec![
+                point(0, vec![0, 0], Some(1e3), 1.5),
+                point(1, vec![0, 1], Some(40e9), 123_456_789.0),
+                point(2, vec![1, 0], None, 20_000.0),
+                point(3, vec![1, 1], Some(9.4e9), 7.0),
+            ],
+            anomalies: Vec::new(),
+            rows: Vec::new(),
+            file,
+        }
+    }
+
+    #[test]
+    fn study_show_aligns_with_one_rate_unit_and_units_in_the_headers() {
+        let text = shown().render(Style::Plain);
+        let table: String = text
+            .lines()
+            .skip(1)
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let aligns = [
+            Align::Left,
+            Align::Left,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+        ];
+        assert_eq!(check_aligned(&table, &aligns, ""), Ok(()), "{text}");
+        assert!(
+            text.contains("# units: times in us, rates in Gbit/s"),
+            "{text}"
+        );
+        assert!(
+            table.starts_with(
+                "transport  message size, a long axis name  receiver throughput(Gbit/s)"
+            ),
+            "{text}"
+        );
+        assert!(table.contains("receiver latency(us)"), "{text}");
+        // A rate of 1 kbit/s in a Gbit/s table is still in Gbit/s.
+        assert!(table.contains("0.000 +- 0.000"), "{text}");
+        let md = shown().render(Style::Markdown);
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(rows.len(), 6, "{md}");
+        assert!(rows.iter().all(|l| l.matches('|').count() == 6), "{md}");
+    }
 }
