@@ -355,7 +355,7 @@ mod tests {
     }
 
     fn report() -> AppReport {
-        let mut huge = point(Some(123_456_789), 98_765.4321, 16);
+        let mut huge = point(Some(123_456_789), 98_765.432, 16);
         huge.relaxation = Some(jacobi::Converged {
             iterations: 1000,
             residual: 1e-300,
