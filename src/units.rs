@@ -707,6 +707,81 @@ pub fn format_mbit_s(bits_per_s: f64) -> String {
     format!("{} Mbit/s", mbit(bits_per_s))
 }
 
+/// The one unit a whole table's rates are shown in: Mbit/s, or Gbit/s when the table's largest
+/// rate is 10 Gbit/s or more (so that a 100 Gbit/s link does not print six-digit Mbit/s, and a
+/// table never mixes the two: a reader compares a column at a glance). Chosen once per table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateUnit {
+    Mbit,
+    Gbit,
+}
+
+impl RateUnit {
+    /// From this rate on a table is in Gbit/s.
+    pub const GBIT_FROM: f64 = 10e9;
+
+    /// The unit for a table whose largest rate is `max_bits_per_s` (not finite: Mbit/s).
+    pub fn for_max(max_bits_per_s: f64) -> RateUnit {
+        if max_bits_per_s.is_finite() && max_bits_per_s.abs() >= Self::GBIT_FROM {
+            RateUnit::Gbit
+        } else {
+            RateUnit::Mbit
+        }
+    }
+
+    /// The unit for a table of these rates (the non-finite ones left out).
+    pub fn for_rates(rates: impl IntoIterator<Item = f64>) -> RateUnit {
+        let max = rates
+            .into_iter()
+            .filter(|r| r.is_finite())
+            .fold(0.0_f64, |m, r| m.max(r.abs()));
+        RateUnit::for_max(max)
+    }
+
+    /// "Mbit/s" or "Gbit/s", for a header or a units line.
+    pub fn name(self) -> &'static str {
+        match self {
+            RateUnit::Mbit => "Mbit/s",
+            RateUnit::Gbit => "Gbit/s",
+        }
+    }
+
+    fn divisor(self) -> f64 {
+        match self {
+            RateUnit::Mbit => 1e6,
+            RateUnit::Gbit => 1e9,
+        }
+    }
+
+    /// A rate's number in this unit, without the unit (the header carries it): two decimals
+    /// in Mbit/s as [`mbit`] gives, three in Gbit/s (so that 1 Mbit/s still shows). "-" when
+    /// the rate is not finite.
+    pub fn format(self, bits_per_s: f64) -> String {
+        self.format_to(bits_per_s, self.decimals())
+    }
+
+    /// [`Self::format`] with `decimals` decimals.
+    pub fn format_to(self, bits_per_s: f64, decimals: usize) -> String {
+        if !bits_per_s.is_finite() {
+            return "-".into();
+        }
+        format!("{:.*}", decimals, bits_per_s / self.divisor())
+    }
+
+    /// The decimals [`Self::format`] gives.
+    pub fn decimals(self) -> usize {
+        match self {
+            RateUnit::Mbit => 2,
+            RateUnit::Gbit => 3,
+        }
+    }
+
+    /// A rate in this unit, with it ("9.412 Gbit/s").
+    pub fn with_unit(self, bits_per_s: f64) -> String {
+        format!("{} {}", self.format(bits_per_s), self.name())
+    }
+}
+
 /// A latency figure (a one-way time, a round trip, a fitted t0, their intervals and
 /// percentiles) as the number of a table column headed in us: microseconds, two decimals, no
 /// unit (the column header carries it). A value that is not finite prints as Rust prints it.
@@ -769,6 +844,29 @@ pub fn format_clock(secs: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_rate_unit_per_table_chosen_by_its_largest_rate() {
+        assert_eq!(RateUnit::for_max(9.99e9), RateUnit::Mbit);
+        assert_eq!(RateUnit::for_max(10e9), RateUnit::Gbit);
+        assert_eq!(RateUnit::for_max(f64::NAN), RateUnit::Mbit);
+        assert_eq!(RateUnit::for_max(f64::INFINITY), RateUnit::Mbit);
+        assert_eq!(
+            RateUnit::for_rates([1e6, f64::NAN, 40e9, 2e3]),
+            RateUnit::Gbit
+        );
+        assert_eq!(RateUnit::for_rates([]), RateUnit::Mbit);
+        assert_eq!(RateUnit::Mbit.name(), "Mbit/s");
+        assert_eq!(RateUnit::Gbit.name(), "Gbit/s");
+        // Every rate of a Gbit/s table is in Gbit/s, the small ones too.
+        assert_eq!(RateUnit::Gbit.format(94.12e9), "94.120");
+        assert_eq!(RateUnit::Gbit.format(1e6), "0.001");
+        assert_eq!(RateUnit::Mbit.format(95.644e6), "95.64");
+        assert_eq!(RateUnit::Mbit.format(95.644e6), mbit(95.644e6));
+        assert_eq!(RateUnit::Mbit.format(f64::NAN), "-");
+        assert_eq!(RateUnit::Gbit.format_to(12.5e9, 1), "12.5");
+        assert_eq!(RateUnit::Gbit.with_unit(9.412e9), "9.412 Gbit/s");
+    }
 
     #[test]
     fn a_clock_reads_to_the_second() {

@@ -87,7 +87,9 @@ fn runs_are_saved_and_come_back_through_history_show_export_import() {
         history.contains("pingpong") && history.contains("t0 "),
         "{history}"
     );
-    assert_eq!(history.lines().count(), 2, "{history}");
+    // The units line, the header and the run.
+    assert_eq!(history.lines().count(), 3, "{history}");
+    assert!(history.starts_with("# units: "), "{history}");
 
     // `show` prints the run's table again: same header and same rows.
     let shown = ok(&["show", &id, "--db", &db]);
@@ -1106,16 +1108,17 @@ fn history_filters_by_label_and_source() {
     ]);
     ok(&["run", "pingpong", "--size", "1", "-n", "50", "--db", &db]);
     let listed = ok(&["history", "--db", &db]);
-    let header = listed.lines().next().unwrap();
+    // The units line, then the header.
+    let header = listed.lines().nth(1).unwrap();
     for column in ["source", "label", "pattern", "via", "points"] {
         assert!(header.contains(column), "{listed}");
     }
-    assert_eq!(listed.lines().count(), 3, "{listed}");
+    assert_eq!(listed.lines().count(), 4, "{listed}");
     let found = ok(&["history", "--label", "BEFORE", "--db", &db]);
-    assert_eq!(found.lines().count(), 2, "{found}");
+    assert_eq!(found.lines().count(), 3, "{found}");
     assert!(found.contains("Before the update"), "{found}");
     let runs = ok(&["history", "--source", "run", "--all", "--db", &db]);
-    assert_eq!(runs.lines().count(), 3, "{runs}");
+    assert_eq!(runs.lines().count(), 4, "{runs}");
     for none in [
         vec!["history", "--source", "study"],
         vec!["history", "--source", "mesh"],

@@ -366,8 +366,9 @@ mod tests {
             .unwrap()
             .contains("speedup"));
         let table = speedup::table(&r);
-        // Header, a row per size, and a check line per size: each names its own entry count.
-        assert_eq!(table.lines().count(), 2 + 2 + 2, "{table}");
+        // What ran, the units, the header, a row per size, and a check line per size: each
+        // names its own entry count.
+        assert_eq!(table.lines().count(), 3 + 2 + 2, "{table}");
         assert!(table.contains("at n=4: C equals the sequential product exactly (all 16 entries)"));
         assert!(table.contains("at n=8: C equals the sequential product exactly (all 64 entries)"));
         r.points.truncate(1);

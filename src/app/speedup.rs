@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{jacobi, Kernel, Repetition};
 use crate::stats::ci::MeanCi;
+use crate::text::table::{units_line, Column, Style, Table};
 
 /// The document of one `wirebench app` run (`--json`, and what the results database keeps).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,13 +162,25 @@ fn with_ci(m: &MeanCi, scale: f64) -> String {
 
 /// The table `wirebench app` prints.
 pub fn table(r: &AppReport) -> String {
+    render(r, Style::Plain)
+}
+
+/// The table `wirebench app` prints, plain or as Markdown: what ran, the units, a row per
+/// size (a relaxation's sweeps under its row), and what was checked.
+pub fn render(r: &AppReport, style: Style) -> String {
     let max_sweeps: Option<u64> = r
         .settings
         .iter()
         .find_map(|s| s.strip_prefix("max_iterations="))
         .and_then(|v| v.parse().ok());
+    // A sentence of its own in Markdown, a line in a terminal.
+    let end = if style == Style::Markdown {
+        "\n\n"
+    } else {
+        "\n"
+    };
     let mut out = format!(
-        "{} over {} ranks ({} grid, {}), transport {}, {} repetitions (+{} warm-up), {}% CI{}\n",
+        "{} over {} ranks ({} grid, {}), transport {}, {} repetitions (+{} warm-up), {}% CI{}{end}",
         r.kernel,
         r.ranks,
         r.grid,
@@ -184,26 +197,35 @@ pub fn table(r: &AppReport) -> String {
             format!(", {}", r.settings.join(" "))
         }
     );
-    out.push_str(&format!(
-        "{:>6}  {:>20}  {:>20}  {:>16}  {:>6}  {:>6}  {}\n",
-        "n", "sequential ms", "parallel ms", "speedup", "eff.", "comm", "comm per rank"
+    // The kernel's run times are in ms: a whole solve, not a message's latency.
+    out.push_str(&units_line(
+        style,
+        "kernel run times in ms, communication shares in % of the time in the kernel",
     ));
+    let mut t = Table::new(vec![
+        Column::right("n"),
+        Column::right("sequential(ms)"),
+        Column::right("parallel(ms)"),
+        Column::right("speedup"),
+        Column::right("eff."),
+        Column::right("comm(%)"),
+        Column::left("comm per rank(%)"),
+    ]);
     for p in &r.points {
         let per_rank: Vec<String> = p
             .ranks
             .iter()
-            .map(|k| format!("{:.0}%", k.comm_share * 100.0))
+            .map(|k| format!("{:.0}", k.comm_share * 100.0))
             .collect();
-        out.push_str(&format!(
-            "{:>6}  {:>20}  {:>20}  {:>16}  {:>6.2}  {:>5.0}%  {}\n",
+        t.row([
             p.n.map_or("-".into(), |n| n.to_string()),
             with_ci(&p.sequential_s, 1e3),
             with_ci(&p.parallel_s, 1e3),
             with_ci(&p.speedup, 1.0),
-            p.efficiency,
-            p.comm_share * 100.0,
-            per_rank.join(" ")
-        ));
+            format!("{:.2}", p.efficiency),
+            format!("{:.0}", p.comm_share * 100.0),
+            per_rank.join(" "),
+        ]);
         if let Some(c) = p.relaxation {
             // A relaxation cut off by the sweep limit has not met its tolerance: say so.
             let stopped = if Some(c.iterations) == max_sweeps {
@@ -211,22 +233,29 @@ pub fn table(r: &AppReport) -> String {
             } else {
                 ""
             };
-            out.push_str(&format!(
-                "        {} sweeps, residual {:e}{stopped}\n",
+            t.note(format!(
+                "{} sweeps, residual {:e}{stopped}",
                 c.iterations, c.residual
             ));
         }
+    }
+    out.push_str(&t.render(style));
+    if style == Style::Markdown {
+        out.push('\n');
     }
     // One line when every point was checked the same way, else one per point: the checks
     // name their sizes (a matmul's entry count), so the first one does not speak for all.
     let mut checks: Vec<&str> = r.points.iter().map(|p| p.check.as_str()).collect();
     checks.dedup();
     if checks.len() == 1 {
-        out.push_str(&format!("checked in every repetition: {}\n", checks[0]));
+        out.push_str(&format!("checked in every repetition: {}{end}", checks[0]));
     } else {
         for p in &r.points {
             let at = p.n.map(|n| format!(" at n={n}")).unwrap_or_default();
-            out.push_str(&format!("checked in every repetition{at}: {}\n", p.check));
+            out.push_str(&format!(
+                "checked in every repetition{at}: {}{end}",
+                p.check
+            ));
         }
     }
     out
@@ -292,4 +321,92 @@ pub fn speedup_figure(r: &AppReport) -> Option<crate::figures::plots::Figure> {
         style_keys: Vec::new(),
         sequential_colours: None,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::table::{check_aligned, Align};
+
+    fn ci(xs: &[f64]) -> MeanCi {
+        MeanCi::from_samples(xs, 0.95).unwrap()
+    }
+
+    fn point(n: Option<u64>, seconds: f64, ranks: usize) -> AppPoint {
+        AppPoint {
+            n,
+            sequential_s: ci(&[seconds, seconds * 1.1]),
+            parallel_s: ci(&[seconds / 3.0]),
+            speedup: ci(&[3.0, 2.9, 3.1]),
+            efficiency: 0.75,
+            comm_share: 0.125,
+            ranks: (0..ranks)
+                .map(|rank| RankFigures {
+                    rank,
+                    total_s: 1.0,
+                    comm_s: 0.5,
+                    comm_share: 0.5,
+                    received_bytes: 0,
+                })
+                .collect(),
+            check: "the same sweeps".into(),
+            relaxation: None,
+        }
+    }
+
+    fn report() -> AppReport {
+        let mut huge = point(Some(123_456_789), 98_765.432, 16);
+        huge.relaxation = Some(jacobi::Converged {
+            iterations: 1000,
+            residual: 1e-300,
+        });
+        AppReport {
+            schema: SCHEMA.into(),
+            kernel: "jacobi".into(),
+            transport: "mptcp".into(),
+            ranks: 16,
+            grid: "4x4".into(),
+            launch: "local processes".into(),
+            netns_prefix: None,
+            started_at: String::new(),
+            finished_at: String::new(),
+            host: "naïve-host".into(),
+            settings: vec!["max_iterations=1000".into()],
+            repetitions: 2,
+            warmup: 1,
+            points: vec![point(Some(4), 1e-7, 2), huge, point(None, 0.5, 3)],
+        }
+    }
+
+    #[test]
+    fn the_speedup_table_aligns_with_huge_and_tiny_figures() {
+        let text = table(&report());
+        let rows: String = text
+            .lines()
+            .skip(2)
+            .take_while(|l| !l.starts_with("checked"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let mut aligns = vec![Align::Right; 6];
+        aligns.push(Align::Left);
+        assert_eq!(
+            check_aligned(&rows, &aligns, "  1000 sweeps"),
+            Ok(()),
+            "{text}"
+        );
+        assert!(text.contains("\n# units: kernel run times in ms"), "{text}");
+        assert!(text.contains("(stopped by --max-iterations)"), "{text}");
+        assert!(rows
+            .lines()
+            .next()
+            .is_some_and(|h| h.contains("sequential(ms)")));
+    }
+
+    #[test]
+    fn the_speedup_table_as_markdown_has_every_cell() {
+        let text = render(&report(), Style::Markdown);
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(rows.len(), 5, "{text}");
+        assert!(rows.iter().all(|l| l.matches('|').count() == 8), "{text}");
+    }
 }

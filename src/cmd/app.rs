@@ -90,8 +90,11 @@ pub struct AppArgs {
     #[arg(long, default_value = "600s", value_parser = parse_duration)]
     pub control_timeout: Duration,
     /// One JSON document on stdout (schema "wirebench.app"), nothing else there.
-    #[arg(long, short = 'J')]
+    #[arg(long, short = 'J', conflicts_with = "format")]
     pub json: bool,
+    /// How the table is printed: table (aligned columns) or markdown.
+    #[arg(long, value_enum, default_value_t = super::TableFormat::Table)]
+    pub format: super::TableFormat,
     /// Results database the run is saved in (default as for `run`).
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -422,7 +425,7 @@ fn finish(
     if a.json {
         println!("{json}");
     } else {
-        print!("{}", speedup::table(&r));
+        print!("{}", speedup::render(&r, a.format.style()));
     }
     if !a.no_save {
         let path = crate::store::db::resolve(a.db.as_deref())?;

@@ -45,8 +45,11 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub transport_args: TransportArgs,
     /// As JSON.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// How the table is printed: table (aligned columns) or markdown.
+    #[arg(long, value_enum, default_value_t = super::TableFormat::Table)]
+    pub format: super::TableFormat,
     /// Results database every sweep is saved in, labelled "compare-transports TIME:
     /// TRANSPORT, run K of N" (default as for `run`).
     #[arg(long, value_name = "PATH")]
@@ -82,7 +85,10 @@ pub fn run(a: CompareArgs) -> Result<i32> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else {
-        crate::output::compare_transports::print(&c);
+        print!(
+            "{}",
+            crate::output::compare_transports::format(&c, a.format.style())
+        );
     }
     Ok(if c.transports.iter().all(|r| r.error.is_none()) {
         0

@@ -40,6 +40,9 @@ pub struct MeshArgs {
     /// Write a heatmap of each matrix (SVG and PNG) into DIR.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
+    /// Print the matrices' grids as Markdown tables (the lines around them as paragraphs).
+    #[arg(long)]
+    pub markdown: bool,
 }
 
 impl TryFrom<&MeshArgs> for MeshRequest {
@@ -62,6 +65,9 @@ impl TryFrom<&MeshArgs> for MeshRequest {
         if matches!(request.output.format, Format::Csv | Format::JsonStream) {
             bail!("wirebench mesh prints a table or one JSON document (--json): drop --csv and --json-stream");
         }
+        if a.markdown && request.output.format == Format::Json {
+            bail!("--markdown and --json: choose one");
+        }
         Ok(MeshRequest {
             request,
             selection: a.pairs.clone().unwrap_or(Selection::All),
@@ -69,6 +75,7 @@ impl TryFrom<&MeshArgs> for MeshRequest {
             netns_prefix: a.netns_from_rank.clone(),
             bind: a.bind,
             report_dir: a.report.clone(),
+            markdown: a.markdown,
         })
     }
 }

@@ -135,6 +135,26 @@ pub struct ForceArg {
     pub force: bool,
 }
 
+/// How a command that prints a table prints it (`--format`): the one choice every table
+/// command offers, so that any of them can be pasted into an issue as Markdown.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TableFormat {
+    /// Columns aligned with spaces, for a terminal.
+    #[default]
+    Table,
+    /// A GitHub-flavoured Markdown table.
+    Markdown,
+}
+
+impl TableFormat {
+    pub fn style(self) -> crate::text::table::Style {
+        match self {
+            TableFormat::Table => crate::text::table::Style::Plain,
+            TableFormat::Markdown => crate::text::table::Style::Markdown,
+        }
+    }
+}
+
 /// Runs a parsed command line: the process's exit code, every failure one line on stderr.
 pub fn main_with(cli: Cli) -> i32 {
     let result = match cli.command {

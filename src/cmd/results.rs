@@ -12,6 +12,7 @@ use crate::output::compare_runs as compare;
 use crate::pattern::PatternKind;
 use crate::store::db::{self, Db, Filter};
 use crate::store::history;
+use crate::text::table::{comment, Column, Style, Table};
 
 /// Exit code of `compare --fail-if-worse` when a figure got worse (1 is an error, 2 bad
 /// command-line syntax).
@@ -89,8 +90,11 @@ pub struct HistoryArgs {
     pub limit: u32,
     /// As one JSON document (schema "wirebench.history"): the database and its runs, each
     /// with its headline figures in ns and bit/s.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// How the listing is printed: table (aligned columns) or markdown.
+    #[arg(long, value_enum, default_value_t = super::TableFormat::Table)]
+    pub format: super::TableFormat,
 }
 
 /// What saved a run, for `history --source`.
@@ -305,8 +309,11 @@ pub struct CompareArgs {
     pub allow_different: bool,
     /// As one JSON document (schema "wirebench.compare"): both runs, every change with its
     /// test and verdict, and the points only one run has.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// How the table is printed: table (aligned columns) or markdown.
+    #[arg(long, value_enum, default_value_t = super::TableFormat::Table)]
+    pub format: super::TableFormat,
 }
 
 pub fn run(cmd: ResultsCommand) -> Result<i32> {
@@ -359,20 +366,26 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                 });
                 println!("{}", serde_json::to_string_pretty(&doc)?);
             } else if apps_only {
-                let apps = app_history(&db, &filter)?;
+                let apps = app_history(&db, &filter, a.format.style())?;
                 if apps.is_empty() {
-                    println!(
-                        "# no saved application runs match in {}",
-                        db.path().display()
+                    print!(
+                        "{}",
+                        comment(
+                            a.format.style(),
+                            &format!("no saved application runs match in {}", db.path().display())
+                        )
                     );
                 }
                 print!("{apps}");
             } else {
                 // A study's runs are one line unless asked for one by one.
                 let fold = !a.all && a.source.is_none();
-                print!("{}", history::history(&db, &filter, fold)?);
+                print!(
+                    "{}",
+                    history::history(&db, &filter, fold, a.format.style())?
+                );
                 if apps_too {
-                    print!("{}", app_history(&db, &filter)?);
+                    print!("{}", app_history(&db, &filter, a.format.style())?);
                 }
             }
         }
@@ -514,7 +527,7 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
                 });
                 println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
-                let text = compare::format(&c, a_id, b_id, &ra, &rb);
+                let text = compare::render(&c, a_id, b_id, &ra, &rb, a.format.style());
                 print!("{}", crate::text::printable_lines(&text));
             }
             if let Some(t) = threshold {
@@ -576,25 +589,35 @@ fn load_app(db: &Db, spec: &str) -> Result<crate::app::speedup::AppReport> {
 }
 
 /// The application runs below the history, when there are any.
-fn app_history(db: &Db, filter: &Filter) -> Result<String> {
+fn app_history(db: &Db, filter: &Filter, style: Style) -> Result<String> {
     let apps = db.list_app_runs(filter)?;
     if apps.is_empty() {
         return Ok(String::new());
     }
-    let mut out = String::from(
-        "\napplication runs (wirebench app; show with `wirebench show app:ID`):\n   id  started (UTC)            kernel  transport  ranks\n",
-    );
+    let mut t = Table::new(vec![
+        Column::right("id"),
+        Column::left("started (UTC)"),
+        Column::left("kernel"),
+        Column::left("transport"),
+        Column::right("ranks"),
+    ]);
     for a in apps {
-        out.push_str(&format!(
-            "{:>5}  {:<24} {} {} {:>5}\n",
-            a.id,
-            crate::text::printable(&a.started_at),
-            history::cell(&a.kernel, 7),
-            history::cell(&a.transport, 10),
-            a.ranks
-        ));
+        t.row([
+            a.id.to_string(),
+            a.started_at,
+            a.kernel,
+            a.transport,
+            a.ranks.to_string(),
+        ]);
     }
-    Ok(out)
+    Ok(format!(
+        "\n{}{}",
+        comment(
+            style,
+            "application runs (wirebench app; show with `wirebench show app:ID`):"
+        ),
+        t.render(style)
+    ))
 }
 
 fn load_all(db: &Db, specs: &[String]) -> Result<Vec<(i64, RunDocument)>> {

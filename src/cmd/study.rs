@@ -40,8 +40,11 @@ pub enum StudyCommand {
         /// The study's number, or `last`.
         id: String,
         /// As JSON (schema wirebench.study).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "format")]
         json: bool,
+        /// How the table is printed: table (aligned columns) or markdown.
+        #[arg(long, value_enum, default_value_t = super::TableFormat::Table)]
+        format: super::TableFormat,
         /// The results database (default: as for `run`).
         #[arg(long, value_name = "PATH")]
         db: Option<PathBuf>,
@@ -64,8 +67,11 @@ pub enum StudyCommand {
     /// The studies saved in the database.
     List {
         /// As JSON (schema wirebench.study).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "format")]
         json: bool,
+        /// How the table is printed: table (aligned columns) or markdown.
+        #[arg(long, value_enum, default_value_t = super::TableFormat::Table)]
+        format: super::TableFormat,
         /// The results database (default: as for `run`).
         #[arg(long, value_name = "PATH")]
         db: Option<PathBuf>,
@@ -74,14 +80,19 @@ pub enum StudyCommand {
 
 pub fn run(args: StudyArgs) -> Result<i32> {
     match args.command {
-        Some(StudyCommand::Show { id, json, db }) => {
+        Some(StudyCommand::Show {
+            id,
+            json,
+            format,
+            db,
+        }) => {
             let db = Db::open_existing(&db::resolve(db.as_deref())?)?;
             let id = store::resolve(&db, &id)?;
             let shown = show::Shown::load(&db, id)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&shown)?);
             } else {
-                print!("{}", shown.table());
+                print!("{}", shown.render(format.style()));
             }
             Ok(0)
         }
@@ -94,7 +105,7 @@ pub fn run(args: StudyArgs) -> Result<i32> {
             }
             Ok(0)
         }
-        Some(StudyCommand::List { json, db }) => {
+        Some(StudyCommand::List { json, format, db }) => {
             let db = Db::open_existing(&db::resolve(db.as_deref())?)?;
             let rows = store::list(&db)?;
             if json {
@@ -104,7 +115,7 @@ pub fn run(args: StudyArgs) -> Result<i32> {
                         "schema": "wirebench.studies", "schema_version": 1, "studies": rows }))?
                 );
             } else {
-                print!("{}", show::list_table(&rows));
+                print!("{}", show::list_table(&rows, format.style()));
             }
             Ok(0)
         }

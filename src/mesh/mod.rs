@@ -65,6 +65,8 @@ pub struct MeshRequest {
     pub bind: Option<IpAddr>,
     /// Where rank 0 writes the matrices' heatmaps (SVG and PNG).
     pub report_dir: Option<PathBuf>,
+    /// Rank 0 prints the matrices' grids as Markdown tables.
+    pub markdown: bool,
 }
 
 /// Rank 0's decision, broadcast: the rounds, or why there are none.
@@ -578,6 +580,7 @@ mod tests {
             netns_prefix: None,
             bind: None,
             report_dir: None,
+            markdown: false,
         }
     }
 

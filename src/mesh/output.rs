@@ -13,7 +13,8 @@ use crate::figures::plots::{self, Figure};
 use crate::model::mesh::{cell_of, in_pair_order, MeshResult};
 use crate::model::RunDocument;
 use crate::request::Format;
-use crate::units::{format_seconds, format_us};
+use crate::text::table::{units_line, Column, Style, Table};
+use crate::units::{format_seconds, format_us, RateUnit};
 
 /// Prints, writes and saves the mesh's document; the exit code: a failure when a pair failed
 /// or any of the outputs could not be written.
@@ -25,7 +26,12 @@ pub fn finish(mesh: &MeshRequest, report: RunDocument) -> i32 {
             .context("encoding the result")
             .map(|s| println!("{s}")),
         _ => {
-            print!("{}", render_text(&report));
+            let style = if mesh.markdown {
+                Style::Markdown
+            } else {
+                Style::Plain
+            };
+            print!("{}", render(&report, style));
             Ok(())
         }
     };
@@ -77,41 +83,73 @@ pub fn finish(mesh: &MeshRequest, report: RunDocument) -> i32 {
     }
 }
 
-fn ranks_header(out: &mut String, n: usize) {
-    let _ = write!(out, "{:>10}", "from\\to");
-    for c in 0..n {
-        let _ = write!(out, " {c:>10}");
-    }
-    out.push('\n');
-}
-
 /// A grid of `value(from, to)` (blank where not measured, "!" after a figure that is not a
-/// valid measurement).
-fn grid(out: &mut String, n: usize, value: &dyn Fn(usize, usize) -> Option<(f64, bool)>) {
-    ranks_header(out, n);
+/// valid measurement), each number already in the grid's unit.
+fn grid(
+    out: &mut String,
+    style: Style,
+    n: usize,
+    value: &dyn Fn(usize, usize) -> Option<(f64, bool)>,
+    number: &dyn Fn(f64) -> String,
+) {
+    let mut columns = vec![Column::right("from\\to")];
+    columns.extend((0..n).map(|c| Column::right(c.to_string())));
+    let mut t = Table::new(columns);
     for from in 0..n {
-        let _ = write!(out, "{from:>10}");
-        for to in 0..n {
-            let cell = match value(from, to) {
-                Some((v, true)) => format!("{v:.2}"),
-                Some((v, false)) => format!("{v:.2}!"),
-                None if from == to => "-".to_owned(),
-                None => String::new(),
-            };
-            let _ = write!(out, " {cell:>10}");
-        }
+        let mut row = vec![from.to_string()];
+        row.extend((0..n).map(|to| match value(from, to) {
+            Some((v, true)) => number(v),
+            Some((v, false)) => format!("{}!", number(v)),
+            None if from == to => "-".to_owned(),
+            None => String::new(),
+        }));
+        t.row(row);
+    }
+    out.push_str(&t.render(style));
+    if style == Style::Markdown {
         out.push('\n');
     }
 }
 
-/// The matrices as text: a grid of each headline figure (rows: client or sending rank), then
-/// every cell's figures with units and sample counts, then each pair's sweep metrics.
+/// The one rate unit of a mesh's view: its bandwidth cells, their means over runs and its
+/// pairs' sweeps' r_max.
+fn rate_unit(mesh: &MeshResult) -> RateUnit {
+    let cells = mesh
+        .matrices
+        .iter()
+        .filter_map(|m| m.bandwidth.as_ref())
+        .flat_map(|b| b.cells.iter())
+        .flat_map(|c| {
+            [
+                Some(c.sender_bits_per_s),
+                Some(c.receiver_bits_per_s),
+                c.over_runs.as_ref().map(|m| m.mean),
+            ]
+            .into_iter()
+            .flatten()
+        });
+    let sweeps = mesh
+        .pairs
+        .iter()
+        .flat_map(|p| p.sweep_metrics.iter().map(|g| g.metrics.r_max_bits_per_s));
+    RateUnit::for_rates(cells.chain(sweeps))
+}
+
+/// The matrices as plain text.
 pub fn render_text(report: &RunDocument) -> String {
+    render(report, Style::Plain)
+}
+
+/// The matrices as text: a grid of each headline figure (rows: client or sending rank), then
+/// every cell's figures with units and sample counts, then each pair's sweep metrics. The
+/// grids as Markdown tables with `Style::Markdown`.
+pub fn render(report: &RunDocument, style: Style) -> String {
     let mut out = String::new();
     let Some(mesh) = &report.mesh else {
         return out;
     };
     let n = mesh.ranks.len();
+    let rates = rate_unit(mesh);
     let _ = writeln!(
         out,
         "mesh: {} over {}, {} ranks, {} pairs in {} rounds{}",
@@ -126,6 +164,10 @@ pub fn render_text(report: &RunDocument) -> String {
             ""
         }
     );
+    out.push_str(&units_line(
+        style,
+        &format!("times in us, rates in {}, sizes in bytes", rates.name()),
+    ));
     let st = &report.settings;
     let _ = writeln!(
         out,
@@ -163,9 +205,13 @@ pub fn render_text(report: &RunDocument) -> String {
                 "\n{what}, {}: mean, us (rows: client rank)",
                 m.size_name()
             );
-            grid(&mut out, n, &|f, t| {
-                cell_of(&l.cells, f, t).map(|c| (c.mean_ns / 1e3, !c.validity.is_invalid()))
-            });
+            grid(
+                &mut out,
+                style,
+                n,
+                &|f, t| cell_of(&l.cells, f, t).map(|c| (c.mean_ns, !c.validity.is_invalid())),
+                &crate::units::us,
+            );
             for c in in_pair_order(&l.cells) {
                 let _ =
                     writeln!(
@@ -195,23 +241,30 @@ pub fn render_text(report: &RunDocument) -> String {
         if let Some(b) = &m.bandwidth {
             let _ = writeln!(
                 out,
-                "\nbandwidth, {}: receiver, Mbit/s (rows: sending rank)",
-                m.size_name()
+                "\nbandwidth, {}: receiver, {} (rows: sending rank)",
+                m.size_name(),
+                rates.name()
             );
-            grid(&mut out, n, &|f, t| {
-                cell_of(&b.cells, f, t)
-                    .map(|c| (c.receiver_bits_per_s / 1e6, c.receiver_valid != Some(false)))
-            });
+            grid(
+                &mut out,
+                style,
+                n,
+                &|f, t| {
+                    cell_of(&b.cells, f, t)
+                        .map(|c| (c.receiver_bits_per_s, c.receiver_valid != Some(false)))
+                },
+                &|v| rates.format(v),
+            );
             for c in in_pair_order(&b.cells) {
                 let _ = writeln!(
                     out,
-                    "  {}->{}: sender {} Mbit/s ({} bytes in {}), receiver {} Mbit/s ({} bytes in {}), {} stream{}{}{}",
+                    "  {}->{}: sender {} ({} bytes in {}), receiver {} ({} bytes in {}), {} stream{}{}{}",
                     c.from,
                     c.to,
-                    crate::units::mbit(c.sender_bits_per_s),
+                    rates.with_unit(c.sender_bits_per_s),
                     c.sender_bytes_timed,
                     format_seconds(c.sender_elapsed_ns as f64 / 1e9),
-                    crate::units::mbit(c.receiver_bits_per_s),
+                    rates.with_unit(c.receiver_bits_per_s),
                     c.receiver_bytes_timed,
                     format_seconds(c.receiver_elapsed_ns as f64 / 1e9),
                     c.streams,
@@ -219,10 +272,11 @@ pub fn render_text(report: &RunDocument) -> String {
                     c.over_runs
                         .as_ref()
                         .map(|m| format!(
-                            ", over {} runs {} Mbit/s +- {}",
+                            ", over {} runs {} {} +- {}",
                             m.n,
-                            crate::units::mbit(m.mean),
-                            m.half_width.map_or("-".to_owned(), crate::units::mbit)
+                            rates.format(m.mean),
+                            rates.name(),
+                            m.half_width.map_or("-".to_owned(), |h| rates.format(h))
                         ))
                         .unwrap_or_default(),
                     c.receiver_invalid_reason
@@ -245,13 +299,13 @@ pub fn render_text(report: &RunDocument) -> String {
             let m = &g.metrics;
             let _ = writeln!(
                 out,
-                "  {}->{}: t0 {} +- {} (at {} B), r_max {} Mbit/s (at {} B), n_1/2 {}, over {} sizes{}",
+                "  {}->{}: t0 {} +- {} (at {} B), r_max {} (at {} B), n_1/2 {}, over {} sizes{}",
                 p.client,
                 p.server,
                 format_us(m.t0_ns),
                 m.t0_ci_ns.map_or("-".to_owned(), crate::units::us),
                 m.t0_size,
-                crate::units::mbit(m.r_max_bits_per_s),
+                rates.with_unit(m.r_max_bits_per_s),
                 m.r_max_size,
                 m.n_half_bytes
                     .map_or("-".to_owned(), |b| format!("{b:.0} B")),
@@ -389,6 +443,37 @@ mod tests {
         assert!(text.contains("! not valid: 12 samples"), "{text}");
     }
 
+    /// The grid's lines: from its header ("from\\to") to the first line of the cells' details.
+    fn grid_lines(text: &str) -> String {
+        text.lines()
+            .skip_while(|l| !l.contains("from\\to"))
+            .take_while(|l| !l.contains("->") && !l.is_empty())
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
+    #[test]
+    fn the_grid_aligns_with_invalid_marks_and_as_markdown_has_every_cell() {
+        use crate::text::table::{check_aligned, Align};
+        let doc = two_rank_mesh();
+        let text = render_text(&doc);
+        let grid = grid_lines(&text);
+        assert_eq!(grid.lines().count(), 3, "{text}");
+        assert_eq!(
+            check_aligned(&grid, &[Align::Right; 3], ""),
+            Ok(()),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n# units: times in us, rates in Mbit/s"),
+            "{text}"
+        );
+        let md = render(&doc, Style::Markdown);
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(rows.len(), 4, "{md}");
+        assert!(rows.iter().all(|l| l.matches('|').count() == 4), "{md}");
+    }
+
     /// A mesh the database cannot take goes whole to a recovery file beside it, counted by its
     /// pairs (its points are in them), and imports as it was.
     #[test]
@@ -443,6 +528,7 @@ mod tests {
             netns_prefix: None,
             bind: None,
             report_dir: Some(dir.clone()),
+            markdown: false,
         };
         mesh.request.output.file = Some(tmp.path().join("mesh.json"));
         check_outputs(&mesh, 1).unwrap();

@@ -7,6 +7,7 @@ use super::db::{self, Db, Filter, RunRow, Source, StudyGroup};
 use crate::model::headline::{describe, RunHeadline};
 use crate::model::points_of_planned;
 use crate::text::printable;
+use crate::text::table::{comment, units_line, Column, Style, Table};
 
 /// One line of the `history` listing: a run, or the runs of one study folded together.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,31 +26,25 @@ impl Line {
     }
 }
 
-/// The widths of the listing's text columns, in terminal columns: a longer text is cut with
-/// an ellipsis, so that every line keeps the same columns whatever it holds. The numbers (id
-/// and points) are never cut: their columns widen to the widest in the listing.
-const W_ID: usize = 5;
-const W_STARTED: usize = 20;
-const W_SOURCE: usize = 18;
-const W_PATTERN: usize = 8;
-const W_VIA: usize = 5;
+/// The widths the listing's longest free-text columns are cut to, in terminal columns: a
+/// longer text is cut with an ellipsis, so that one imported label cannot push the headline
+/// off every line. The table renderer sizes every column to its content within these.
 const W_LABEL: usize = 24;
 const W_SERVER: usize = 22;
 const W_HOST: usize = 16;
-const W_POINTS: usize = 6;
 
-/// `text` made printable and fitted to exactly `width` terminal columns: padded with spaces,
-/// or cut and ended with "…" when it is wider.
-pub fn cell(text: &str, width: usize) -> String {
+/// `text` made printable and cut to at most `width` terminal columns, ended with "…" when it
+/// was wider. Not padded: the table renderer aligns it.
+pub fn clip(text: &str, width: usize) -> String {
     use unicode_width::UnicodeWidthChar;
     let text = printable(text);
     let total: usize = text.chars().map(|c| c.width().unwrap_or(0)).sum();
+    if total <= width {
+        return text.into_owned();
+    }
     let mut out = String::new();
     let mut used = 0;
-    if total <= width {
-        out.push_str(&text);
-        used = total;
-    } else if width > 0 {
+    if width > 0 {
         for c in text.chars() {
             let w = c.width().unwrap_or(0);
             if used + w > width - 1 {
@@ -59,9 +54,7 @@ pub fn cell(text: &str, width: usize) -> String {
             used += w;
         }
         out.push('…');
-        used += 1;
     }
-    out.extend(std::iter::repeat_n(' ', width.saturating_sub(used)));
     out
 }
 
@@ -76,41 +69,8 @@ fn started(s: &str) -> String {
     }
 }
 
-/// The widths of the two number columns of one listing.
-#[derive(Clone, Copy)]
-struct Numbers {
-    id: usize,
-    points: usize,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn line(
-    w: Numbers,
-    id: &str,
-    started_at: &str,
-    source: &str,
-    pattern: &str,
-    via: &str,
-    label: &str,
-    server: &str,
-    host: &str,
-    points: &str,
-    rest: &str,
-) -> String {
-    format!(
-        "{id:>iw$}  {} {} {} {} {} {} {} {points:>pw$}  {}\n",
-        cell(started_at, W_STARTED),
-        cell(source, W_SOURCE),
-        cell(pattern, W_PATTERN),
-        cell(via, W_VIA),
-        cell(label, W_LABEL),
-        cell(server, W_SERVER),
-        cell(host, W_HOST),
-        printable(rest),
-        iw = w.id,
-        pw = w.points,
-    )
-}
+/// The units of the `history` view, stated once above it.
+pub const UNITS: &str = "times in us, rates in Mbit/s, transactions per second (in the headline)";
 
 /// The `history` listing: one line per run, newest first.
 pub fn format_history(rows: &[RunRow]) -> String {
@@ -118,44 +78,37 @@ pub fn format_history(rows: &[RunRow]) -> String {
     format_lines(&lines)
 }
 
-/// The `history` listing of runs and folded studies, in the order given.
+/// The `history` listing of runs and folded studies, in the order given, as a plain table.
 pub fn format_lines(lines: &[Line]) -> String {
-    let digits = |n: i64| n.to_string().len();
-    let w = Numbers {
-        id: lines.iter().map(|l| digits(l.id())).fold(W_ID, usize::max),
-        points: lines
-            .iter()
-            .map(|l| match l {
-                Line::Run(r) => digits(r.points),
-                Line::Study(g) => digits(g.points),
-            })
-            .fold(W_POINTS, usize::max),
-    };
-    let mut out = line(
-        w,
-        "id",
-        "started (UTC)",
-        "source",
-        "pattern",
-        "via",
-        "label",
-        "server",
-        "client host",
-        "points",
-        "headline",
-    );
-    for l in lines {
-        // Every text field may come from an imported file: `cell` and `line` escape it, so
-        // that none can clear the screen or forge a line of the listing.
-        out.push_str(&match l {
-            Line::Run(r) => run_line(w, r),
-            Line::Study(g) => study_line(w, g),
-        });
-    }
-    out
+    render_lines(lines, Style::Plain)
 }
 
-fn run_line(w: Numbers, r: &RunRow) -> String {
+/// The `history` listing of runs and folded studies, in the order given.
+pub fn render_lines(lines: &[Line], style: Style) -> String {
+    let mut t = Table::new(vec![
+        Column::right("id"),
+        Column::left("started (UTC)"),
+        Column::left("source"),
+        Column::left("pattern"),
+        Column::left("via"),
+        Column::left("label"),
+        Column::left("server"),
+        Column::left("client host"),
+        Column::right("points"),
+        Column::left("headline"),
+    ]);
+    for l in lines {
+        // Every text field may come from an imported file: the renderer escapes it, so that
+        // none can clear the screen or forge a line of the listing.
+        t.row(match l {
+            Line::Run(r) => run_cells(r),
+            Line::Study(g) => study_cells(g),
+        });
+    }
+    t.render(style)
+}
+
+fn run_cells(r: &RunRow) -> Vec<String> {
     let h = RunHeadline {
         latency_ns: r.latency_ns,
         throughput_bits_per_s: r.throughput_bits_per_s,
@@ -179,22 +132,21 @@ fn run_line(w: Numbers, r: &RunRow) -> String {
     if !notes.is_empty() {
         rest.push_str(&format!(" [{}]", notes.join(", ")));
     }
-    line(
-        w,
-        &r.id.to_string(),
-        &started(&r.started_at),
-        &r.source,
-        &r.pattern,
-        &r.transport,
-        r.label.as_deref().unwrap_or("-"),
-        r.server_address.as_deref().unwrap_or("-"),
-        r.client_host.as_deref().unwrap_or("-"),
-        &r.points.to_string(),
-        &rest,
-    )
+    vec![
+        r.id.to_string(),
+        started(&r.started_at),
+        r.source.clone(),
+        r.pattern.clone(),
+        r.transport.clone(),
+        clip(r.label.as_deref().unwrap_or("-"), W_LABEL),
+        clip(r.server_address.as_deref().unwrap_or("-"), W_SERVER),
+        clip(r.client_host.as_deref().unwrap_or("-"), W_HOST),
+        r.points.to_string(),
+        rest,
+    ]
 }
 
-fn study_line(w: Numbers, g: &StudyGroup) -> String {
+fn study_cells(g: &StudyGroup) -> Vec<String> {
     let mut rest = format!(
         "{} run{} of study #{} (--source study lists them)",
         g.runs,
@@ -204,19 +156,18 @@ fn study_line(w: Numbers, g: &StudyGroup) -> String {
     if g.incomplete > 0 {
         rest.push_str(&format!(" [{} incomplete]", g.incomplete));
     }
-    line(
-        w,
-        &g.newest_run.to_string(),
-        &started(&g.started_at),
-        "study",
-        g.pattern.as_deref().unwrap_or("mixed"),
-        g.transport.as_deref().unwrap_or("mixed"),
-        &format!("study {} #{}", g.name, g.study_id),
-        "-",
-        "-",
-        &g.points.to_string(),
-        &rest,
-    )
+    vec![
+        g.newest_run.to_string(),
+        started(&g.started_at),
+        "study".into(),
+        g.pattern.clone().unwrap_or_else(|| "mixed".into()),
+        g.transport.clone().unwrap_or_else(|| "mixed".into()),
+        clip(&format!("study {} #{}", g.name, g.study_id), W_LABEL),
+        "-".into(),
+        "-".into(),
+        g.points.to_string(),
+        rest,
+    ]
 }
 
 /// The lines `history` shows: the runs matching `filter`, newest first, with the runs of each
@@ -240,16 +191,16 @@ pub fn lines(db: &Db, filter: &Filter, fold_studies: bool) -> Result<Vec<Line>> 
     Ok(all)
 }
 
-/// The `history` text: the listing, or a line saying that nothing matched.
-pub fn history(db: &Db, filter: &Filter, fold_studies: bool) -> Result<String> {
+/// The `history` text: its units and the listing, or a line saying that nothing matched.
+pub fn history(db: &Db, filter: &Filter, fold_studies: bool, style: Style) -> Result<String> {
     let lines = lines(db, filter, fold_studies)?;
     if lines.is_empty() {
-        return Ok(format!(
-            "# no saved runs match in {}\n",
-            db.path().display()
+        return Ok(comment(
+            style,
+            &format!("no saved runs match in {}", db.path().display()),
         ));
     }
-    Ok(format_lines(&lines))
+    Ok(units_line(style, UNITS) + &render_lines(&lines, style))
 }
 
 /// Reads `from` to its end as UTF-8 text, refusing it once it has more than `cap` bytes or
@@ -652,14 +603,11 @@ mod tests {
         assert!(!text.contains("with more"), "{text}");
         assert!(text.contains(" mptcp "), "{text}");
         // Wide characters count as two columns.
-        assert_eq!(cell("日本語", 5), "日本…");
-        assert_eq!(cell("日本語", 6), "日本語");
-        assert_eq!(cell("ab", 4), "ab  ");
-        assert_eq!(cell("abcdef", 4), "abc…");
-        assert_eq!(
-            cell("a\x1b[2Jb", 20),
-            format!("{:<20}", printable("a\x1b[2Jb"))
-        );
+        assert_eq!(clip("日本語", 5), "日本…");
+        assert_eq!(clip("日本語", 6), "日本語");
+        assert_eq!(clip("ab", 4), "ab");
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(clip("a\x1b[2Jb", 20), printable("a\x1b[2Jb"));
     }
 
     #[test]
@@ -688,5 +636,47 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         let at = column(lines[0], "headline");
         assert!(lines[1..].iter().all(|l| column(l, "t0 ") == at), "{text}");
+    }
+
+    #[test]
+    fn the_listing_aligns_with_awkward_content_and_has_every_markdown_cell() {
+        use crate::text::table::{check_aligned, Align};
+        let row = |id: i64, transport: &str, label: Option<&str>, latency: Option<f64>| RunRow {
+            id,
+            started_at: T1.into(),
+            pattern: "pingpong".into(),
+            transport: transport.into(),
+            server_address: Some("192.0.2.7:5320".into()),
+            client_host: None,
+            points: id * 1000,
+            planned_points: None,
+            complete: true,
+            source: "run".into(),
+            label: label.map(Into::into),
+            study_id: None,
+            latency_ns: latency,
+            throughput_bits_per_s: latency.map(|l| l * 1e12),
+            transactions_per_s: None,
+            headline_note: None,
+        };
+        let rows = [
+            row(1, "tcp", None, Some(1e-3)),
+            row(
+                123456,
+                "mptcp",
+                Some("a forty-character label for this run ok"),
+                Some(9.9e15),
+            ),
+            row(7, "quic", Some("naïve café"), None),
+        ];
+        let text = format_history(&rows);
+        let mut aligns = vec![Align::Left; 10];
+        aligns[0] = Align::Right;
+        aligns[8] = Align::Right;
+        assert_eq!(check_aligned(&text, &aligns, ""), Ok(()), "{text}");
+        let lines: Vec<Line> = rows.iter().cloned().map(Line::Run).collect();
+        let md = render_lines(&lines, Style::Markdown);
+        let cells: Vec<usize> = md.lines().map(|l| l.matches('|').count()).collect();
+        assert_eq!(cells, vec![11; 5], "{md}");
     }
 }

@@ -295,6 +295,22 @@ impl Table {
     }
 }
 
+/// A line said about a whole table view, above or below it (what it shows, its units, a
+/// footnote): "# text" in a plain view, where a reader or a script skips lines starting with
+/// '#'; in Markdown, a paragraph of its own ("# " there would make a heading). Escaped.
+pub fn comment(style: Style, text: &str) -> String {
+    match style {
+        Style::Plain => format!("# {}\n", safe(text)),
+        Style::Markdown => format!("{}\n\n", safe(text)),
+    }
+}
+
+/// The units line at the top of a table view that carries figures, stated once for the
+/// whole view: "# units: times in us, rates in Mbit/s".
+pub fn units_line(style: Style, units: &str) -> String {
+    comment(style, &format!("units: {units}"))
+}
+
 /// A plain table printed a row at a time, as each row is measured.
 #[derive(Clone, Debug)]
 pub struct LiveTable {
@@ -583,6 +599,15 @@ mod tests {
         assert_eq!(end(&lines[3]), end(&lines[4]));
         assert_eq!(lines[2].trim(), "size(B)        Mbit/s");
         assert_eq!(t.widths(), [9, 12]);
+    }
+
+    #[test]
+    fn comments_are_hash_lines_in_plain_and_paragraphs_in_markdown() {
+        assert_eq!(
+            units_line(Style::Plain, "times in us"),
+            "# units: times in us\n"
+        );
+        assert_eq!(comment(Style::Markdown, "a\x1b[2J"), "a\\u{1b}[2J\n\n");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The counter deltas of every point of a study grid, as a table for a terminal or a page.
 
 use crate::figures::grid::StudyGrid;
+use crate::text::table::{Column, Style, Table};
 
 /// The counter deltas of every point: columns are the counters that changed anywhere.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,50 +37,25 @@ pub fn counter_table(grid: &StudyGrid) -> Option<CounterTable> {
 
 impl CounterTable {
     /// Plain text for a terminal: aligned columns, "-" where a point has no such counter.
-    /// Names pass through [`crate::text::printable`]: they come from a study file.
+    /// The renderer escapes the names: they come from a study file.
     pub fn to_text(&self) -> String {
-        let safe = |s: &str| crate::text::printable(s).into_owned();
-        let table = CounterTable {
-            columns: self.columns.iter().map(|c| safe(c)).collect(),
-            rows: self
-                .rows
-                .iter()
-                .map(|(n, d)| (safe(n), d.clone()))
-                .collect(),
-        };
-        table.aligned()
+        self.render(Style::Plain)
     }
 
-    fn aligned(&self) -> String {
-        let cell = |d: &Option<i64>| d.map_or("-".to_owned(), |d| d.to_string());
-        let mut widths: Vec<usize> = std::iter::once(
-            self.rows
-                .iter()
-                .map(|r| r.0.chars().count())
-                .max()
-                .unwrap_or(0)
-                .max(5),
-        )
-        .chain(self.columns.iter().map(|c| c.chars().count()))
-        .collect();
-        for (_, ds) in &self.rows {
-            for (k, d) in ds.iter().enumerate() {
-                widths[k + 1] = widths[k + 1].max(cell(d).len());
-            }
-        }
-        let mut out = format!("{:<w$}", "point", w = widths[0]);
-        for (k, c) in self.columns.iter().enumerate() {
-            out.push_str(&format!("  {:>w$}", c, w = widths[k + 1]));
-        }
-        out.push('\n');
+    /// The table as text, plain or as Markdown.
+    pub fn render(&self, style: Style) -> String {
+        let mut columns = vec![Column::left("point")];
+        columns.extend(self.columns.iter().map(|c| Column::right(c.clone())));
+        let mut t = Table::new(columns);
         for (name, ds) in &self.rows {
-            out.push_str(&format!("{:<w$}", name, w = widths[0]));
-            for (k, d) in ds.iter().enumerate() {
-                out.push_str(&format!("  {:>w$}", cell(d), w = widths[k + 1]));
-            }
-            out.push('\n');
+            let mut row = vec![name.clone()];
+            row.extend(
+                ds.iter()
+                    .map(|d| d.map_or("-".to_owned(), |d| d.to_string())),
+            );
+            t.row(row);
         }
-        out
+        t.render(style)
     }
 
     pub fn to_html(&self) -> String {
@@ -141,5 +117,28 @@ mod tests {
             c.counters.retain(|(n, _)| n == "drops");
         }
         assert_eq!(counter_table(&g), None);
+    }
+
+    #[test]
+    fn counters_align_whatever_the_names_and_deltas() {
+        use crate::text::table::{check_aligned, Align};
+        let t = CounterTable {
+            columns: vec!["client.TcpExt.TCPLostRetransmit".into(), "x".into()],
+            rows: vec![
+                ("a".into(), vec![Some(i64::MAX), None]),
+                (
+                    "naïve point with a forty-character name".into(),
+                    vec![Some(-3), Some(0)],
+                ),
+            ],
+        };
+        let text = t.to_text();
+        assert_eq!(
+            check_aligned(&text, &[Align::Left, Align::Right, Align::Right], ""),
+            Ok(()),
+            "{text}"
+        );
+        let md = t.render(Style::Markdown);
+        assert!(md.lines().all(|l| l.matches('|').count() == 4), "{md}");
     }
 }

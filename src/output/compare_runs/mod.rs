@@ -22,5 +22,5 @@ mod settings;
 pub use change::{Change, Comparison, Test, Verdict};
 pub use gate::{cannot_tell, failures};
 pub use pairing::compare;
-pub use render::format;
+pub use render::{format, render};
 pub use settings::setting_differences;
