@@ -746,7 +746,8 @@ impl RateUnit {
         }
     }
 
-    fn divisor(self) -> f64 {
+    /// Bit/s per unit.
+    pub fn divisor(self) -> f64 {
         match self {
             RateUnit::Mbit => 1e6,
             RateUnit::Gbit => 1e9,

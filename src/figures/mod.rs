@@ -19,20 +19,12 @@ pub mod trace_figures;
 
 use crate::units::DisplayUnit;
 
-/// The threshold from which a table's or a figure's rates are in Gbit/s: at 10 Gbit/s a rate
-/// in Mbit/s has five digits before the point, where Gbit/s reads at a glance.
-const GBIT_FROM_BITS_PER_S: f64 = 10e9;
-
 /// The unit a whole table (or figure) gives its rates in, from its largest rate in bit/s:
-/// Mbit/s, or Gbit/s from [`GBIT_FROM_BITS_PER_S`] on; its name and bit/s per unit. One unit
-/// for the whole table, so that rows compare without reading their units. A small stand-in
-/// until `units` chooses the rate unit the same way for every view.
+/// [`crate::units::RateUnit`]'s choice, as every text table makes it; its name and bit/s per
+/// unit.
 fn rate_unit_for_max(max_bits_per_s: f64) -> (&'static str, f64) {
-    if max_bits_per_s.is_finite() && max_bits_per_s >= GBIT_FROM_BITS_PER_S {
-        ("Gbit/s", 1e9)
-    } else {
-        ("Mbit/s", 1e6)
-    }
+    let unit = crate::units::RateUnit::for_max(max_bits_per_s);
+    (unit.name(), unit.divisor())
 }
 
 /// The unit measured figures of base unit `base` are shown in, up to `max`: a latency (ns) in
