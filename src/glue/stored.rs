@@ -31,7 +31,7 @@ pub fn export_json(r: &RunDocument) -> Result<String> {
 
 /// The `run --csv` rows of run `id`.
 pub fn export_csv(r: &RunDocument, id: i64) -> Result<String> {
-    crate::output::csv::to_string(r, Some(id)).context("encoding the result as CSV")
+    crate::output::csv::to_string(r, Some(id), None).context("encoding the result as CSV")
 }
 
 /// Point `point` of a stream run (the only one when None) as iperf3's `-J` document.
