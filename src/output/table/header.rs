@@ -107,20 +107,30 @@ impl TableSink {
         Ok(())
     }
 
-    /// The table's units, the notes on what the pattern's columns count, and its columns
-    /// laid out (their header is printed over the first row).
-    pub(super) fn column_header(&mut self, r: &RunDocument) -> anyhow::Result<()> {
+    /// The pattern's columns laid out (their header is printed over the first row), before
+    /// anything is printed: a `--columns` that leaves none is refused first.
+    pub(super) fn lay_out_columns(&mut self, r: &RunDocument) -> anyhow::Result<()> {
+        match r.pattern {
+            PatternKind::Pingpong | PatternKind::Rr | PatternKind::Crr => {
+                let (cols, before) = self.latency_columns();
+                self.lay_out(cols, before)
+            }
+            PatternKind::Stream => {
+                let cols = self.stream_columns();
+                self.lay_out(cols, 1)
+            }
+        }
+    }
+
+    /// The table's units and the notes on what the pattern's columns count.
+    pub(super) fn column_header(&self, r: &RunDocument) -> anyhow::Result<()> {
         self.line(&self.units_line(r))?;
         match r.pattern {
             PatternKind::Pingpong => {
                 self.line("# latency = RTT/2 (one-way), microseconds; throughput = 2n/RTT in Mbit/s (10^6 bit/s); CI = confidence interval half-width of the mean")?;
-                let (cols, before) = self.latency_columns();
-                self.lay_out(cols, before)?;
             }
             PatternKind::Rr | PatternKind::Crr => {
                 self.line("# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)")?;
-                let (cols, before) = self.latency_columns();
-                self.lay_out(cols, before)?;
             }
             PatternKind::Stream => {
                 self.line("# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved")?;
@@ -130,8 +140,6 @@ impl TableSink {
                 if r.settings.nodelay_auto {
                     self.line("# Nagle's algorithm off (TCP_NODELAY), wirebench's choice for a bulk TCP stream that TCP paces itself (BBR): every write is at least a full segment, and Nagle would only hold each write's tail; --nagle keeps it on")?;
                 }
-                let cols = self.stream_columns();
-                self.lay_out(cols, 1)?;
             }
         }
         Ok(())

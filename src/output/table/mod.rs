@@ -248,10 +248,17 @@ impl TableSink {
     }
 
     /// A line under the row before it, `plain` as it stands in a plain table, `note` as the
-    /// Markdown table's note.
+    /// Markdown table's note. Said of a point before its first row (a stream's i/o paths),
+    /// it stands under the column header, as it did when the header came first.
     fn said_under(&self, plain: &str, note: &str) -> anyhow::Result<()> {
         match &mut *self.body.borrow_mut() {
-            Body::Plain { .. } => table_line(&self.out, plain),
+            Body::Plain { live, header_shown } => {
+                if !*header_shown {
+                    table_line(&self.out, &live.header())?;
+                    *header_shown = true;
+                }
+                table_line(&self.out, plain)
+            }
             Body::Markdown { table, .. } => {
                 table.note(note);
                 Ok(())
@@ -413,6 +420,7 @@ impl Sink for TableSink {
         // A Markdown table is the table and its notes: interval lines are in --json.
         self.intervals = r.settings.interval_ns.is_some() && self.style == Style::Plain;
         self.think = r.settings.think_ns.is_some();
+        self.lay_out_columns(r)?;
         self.run_lines(r)?;
         self.column_header(r)
     }
