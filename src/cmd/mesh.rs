@@ -59,8 +59,12 @@ impl TryFrom<&MeshArgs> for MeshRequest {
             bail!("wirebench mesh does not take --trace: trace one pair with `wirebench run --to`");
         }
         let request = Request::try_from(&a.run)?;
-        if matches!(request.output.format, Format::Csv | Format::JsonStream) {
-            bail!("wirebench mesh prints a table or one JSON document (--json): drop --csv and --json-stream");
+        if matches!(
+            request.output.format,
+            Format::Csv | Format::JsonStream | Format::Markdown
+        ) || request.output.columns.is_some()
+        {
+            bail!("wirebench mesh prints a table or one JSON document (--json): drop --csv, --json-stream, --format markdown and --columns");
         }
         Ok(MeshRequest {
             request,

@@ -4,13 +4,32 @@
 use anyhow::{Context, Result};
 
 use crate::model::RunDocument;
+use crate::output::handle::Capture;
 use crate::output::table::TableSink;
 use crate::plan::sink::Sink;
+use crate::text::table::Style;
 
 /// Prints a run to stdout as `run` printed it (the client's live interval lines excepted:
-/// they were never part of the result).
-pub fn show(r: &RunDocument) -> Result<()> {
-    let mut sink = TableSink::new();
+/// they were never part of the result), as a plain or a Markdown table, with only the
+/// columns that show `columns` (CSV names) when given.
+pub fn show(r: &RunDocument, style: Style, columns: Option<&[String]>) -> Result<()> {
+    render(r, TableSink::new(), style, columns)?;
+    if let Some(e) = &r.error {
+        println!("# error: {}", crate::text::printable(e));
+    }
+    Ok(())
+}
+
+/// Run `r` through `sink` as a table, as the runner fed it.
+fn render(
+    r: &RunDocument,
+    sink: TableSink,
+    style: Style,
+    columns: Option<&[String]>,
+) -> Result<()> {
+    let mut sink = sink
+        .with_style(style)
+        .with_columns(columns.map(<[String]>::to_vec));
     let mut so_far = r.clone();
     so_far.points.clear();
     sink.begin(&so_far)?;
@@ -18,20 +37,23 @@ pub fn show(r: &RunDocument) -> Result<()> {
         sink.point(&so_far, p)?;
         so_far.points.push(p.clone());
     }
-    sink.finish(r)?;
-    if let Some(e) = &r.error {
-        println!("# error: {}", crate::text::printable(e));
-    }
-    Ok(())
+    sink.finish(r)
+}
+
+/// Run `r` as the Markdown table `run --format markdown` prints (`export --format markdown`).
+pub fn export_markdown(r: &RunDocument, columns: Option<&[String]>) -> Result<String> {
+    let c = Capture::default();
+    render(r, TableSink::to(c.output()), Style::Markdown, columns)?;
+    Ok(c.text())
 }
 
 pub fn export_json(r: &RunDocument) -> Result<String> {
     Ok(crate::output::json::to_string(r).context("encoding the result")? + "\n")
 }
 
-/// The `run --csv` rows of run `id`.
-pub fn export_csv(r: &RunDocument, id: i64) -> Result<String> {
-    crate::output::csv::to_string(r, Some(id), None).context("encoding the result as CSV")
+/// The `run --csv` rows of run `id`, only `columns` in that order when given.
+pub fn export_csv(r: &RunDocument, id: i64, columns: Option<&[String]>) -> Result<String> {
+    crate::output::csv::to_string(r, Some(id), columns).context("encoding the result as CSV")
 }
 
 /// Point `point` of a stream run (the only one when None) as iperf3's `-J` document.
