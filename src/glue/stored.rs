@@ -60,3 +60,24 @@ pub fn export_csv(r: &RunDocument, id: i64, columns: Option<&[String]>) -> Resul
 pub fn export_iperf3(r: &RunDocument, point: Option<usize>) -> Result<String> {
     crate::output::iperf3::to_string(r, point)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `export --format markdown --columns`: the stored run's table as Markdown, the columns
+    /// that show the named ones in the table's order, every row as many cells as its header.
+    #[test]
+    fn a_stored_run_exports_as_a_markdown_table_of_the_columns_asked_for() {
+        let r = crate::store::db::tests::report("rr", 2, 30_000.0);
+        let names = ["rtt_p99_ns".to_owned(), "request_size_bytes".to_owned()];
+        let text = export_markdown(&r, Some(&names)).unwrap();
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(rows[0], "| req(B) | p99(us) |", "{text}");
+        assert_eq!(rows[1], "|---:|---:|", "{text}");
+        assert_eq!(rows.len(), 4, "{text}");
+        assert!(rows.iter().all(|l| l.matches('|').count() == 3), "{text}");
+        let whole = export_markdown(&r, None).unwrap();
+        assert!(whole.contains("| req(B) | resp(B) | txns |"), "{whole}");
+    }
+}
