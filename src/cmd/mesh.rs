@@ -62,8 +62,12 @@ impl TryFrom<&MeshArgs> for MeshRequest {
             bail!("wirebench mesh does not take --trace: trace one pair with `wirebench run --to`");
         }
         let request = Request::try_from(&a.run)?;
-        if matches!(request.output.format, Format::Csv | Format::JsonStream) {
-            bail!("wirebench mesh prints a table or one JSON document (--json): drop --csv and --json-stream");
+        if matches!(
+            request.output.format,
+            Format::Csv | Format::JsonStream | Format::Markdown
+        ) || request.output.columns.is_some()
+        {
+            bail!("wirebench mesh prints a table or one JSON document (--json): drop --csv, --json-stream, --format markdown and --columns");
         }
         if a.markdown && request.output.format == Format::Json {
             bail!("--markdown and --json: choose one");

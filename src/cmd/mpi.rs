@@ -84,10 +84,12 @@ pub struct MpiArgs {
     pub output: OutputArgs,
 }
 
-impl From<&MpiArgs> for Request {
+impl TryFrom<&MpiArgs> for Request {
+    type Error = anyhow::Error;
+
     /// The request these options stand for, over the mpi transport: `run`'s defaults for
     /// everything `mpi` does not offer, so that the plan is built by the same code.
-    fn from(a: &MpiArgs) -> Request {
+    fn try_from(a: &MpiArgs) -> anyhow::Result<Request> {
         let warmup = a.warmup.unwrap_or(match a.pattern {
             MpiPattern::Stream if a.window > 1 => 10.max(2 * u64::from(a.window)),
             _ => 10,
@@ -108,12 +110,15 @@ impl From<&MpiArgs> for Request {
         };
         r.statistics = a.statistics.request();
         r.timeouts.io = a.io_timeout;
-        r.output = a.output.request();
-        r
+        r.output = a.output.request()?;
+        Ok(r)
     }
 }
 
 /// `wirebench mpi`: this rank's exit code.
 pub fn run(a: MpiArgs) -> i32 {
-    crate::glue::mpi::run(&Request::from(&a), a.window)
+    match Request::try_from(&a) {
+        Ok(request) => crate::glue::mpi::run(&request, a.window),
+        Err(e) => crate::error::fail(&e),
+    }
 }

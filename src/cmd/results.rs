@@ -22,9 +22,10 @@ pub const EXIT_WORSE: i32 = 3;
 pub enum ResultsCommand {
     /// List saved runs, newest first.
     History(HistoryArgs),
-    /// Print a saved run as `run` printed it.
+    /// Print a saved run as `run` printed it, or its table as Markdown.
     Show(ShowArgs),
-    /// Write a saved run as JSON (the `run --json` document), CSV or iperf3's JSON.
+    /// Write a saved run as JSON (the `run --json` document), CSV, a Markdown table or
+    /// iperf3's JSON.
     Export(ExportArgs),
     /// Save a run's JSON document (e.g. measured on another machine) in the database.
     Import(ImportArgs),
@@ -134,6 +135,23 @@ pub struct ShowArgs {
     pub db: DbArg,
     /// Run id, 'last' or 'last-N'.
     pub id: String,
+    /// table (as `run` printed it) or markdown (the table as a GitHub-flavoured Markdown
+    /// table, its notes listed after it).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "table")]
+    pub format: ShowFormat,
+    /// Only the table's columns that show these CSV columns (e.g. size_bytes,rtt_p99_ns),
+    /// in the table's order; an unknown name is refused with the list. As `run --columns`.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...", value_parser = super::run::parse_column)]
+    pub columns: Vec<String>,
+}
+
+/// How `show` prints a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    /// As `run` printed it.
+    Table,
+    /// The table as a GitHub-flavoured Markdown table.
+    Markdown,
 }
 
 #[derive(Debug, Args)]
@@ -148,12 +166,19 @@ pub struct ExportArgs {
     /// CSV: a header and one row per point, as `run --csv`; as --format csv.
     #[arg(long, conflicts_with = "format")]
     pub csv: bool,
-    /// What to write: json (as --json), csv (as --csv), or iperf3: one point of a stream run
-    /// over tcp, mptcp or udp as the document `iperf3 -c ... -J` writes (start, intervals,
-    /// end; seconds, bits_per_second, bytes, jitter_ms as iperf3 has them), for tools that
-    /// read iperf3's JSON. One document per export: a sweep's point is chosen with --point.
+    /// What to write: json (as --json), csv (as --csv), markdown (the run's table as a
+    /// GitHub-flavoured Markdown table, as `run --format markdown`), or iperf3: one point of
+    /// a stream run over tcp, mptcp or udp as the document `iperf3 -c ... -J` writes (start,
+    /// intervals, end; seconds, bits_per_second, bytes, jitter_ms as iperf3 has them), for
+    /// tools that read iperf3's JSON. One document per export: a sweep's point is chosen with
+    /// --point.
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<ExportFormat>,
+    /// csv and markdown: only these columns, named as in the CSV header (e.g.
+    /// size_bytes,rtt_p99_ns); the CSV has them in the order given, the table keeps the
+    /// columns that show them in its own order. An unknown name is refused with the list.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...", value_parser = super::run::parse_column)]
+    pub columns: Vec<String>,
     /// --format iperf3: the point to write (0 = the first, as in the JSON); needed when the
     /// run has several points, which are refused otherwise.
     #[arg(long, value_name = "INDEX")]
@@ -172,6 +197,8 @@ pub enum ExportFormat {
     Json,
     /// A header and one row per point, as `run --csv`.
     Csv,
+    /// The run's table as Markdown, as `run --format markdown`.
+    Markdown,
     /// One point of a stream run as iperf3's `-J` document.
     Iperf3,
 }
@@ -390,12 +417,18 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             }
         }
         ResultsCommand::Show(a) if app_id(&a.id).is_some() => {
+            if a.format != ShowFormat::Table || !a.columns.is_empty() {
+                bail!("an application run is shown as its own table: drop --format and --columns");
+            }
             let db = open_existing(&a.db)?;
             print!("{}", crate::app::speedup::table(&load_app(&db, &a.id)?));
         }
         ResultsCommand::Export(a) if app_id(&a.id).is_some() => {
             if a.chosen() != Some(ExportFormat::Json) {
                 bail!("an application run exports as JSON only (--json)");
+            }
+            if !a.columns.is_empty() {
+                bail!("--columns chooses a run's table or CSV columns; an application run exports whole, as JSON");
             }
             if a.point.is_some() {
                 bail!("--point chooses the point of --format iperf3; an application run exports whole");
@@ -418,31 +451,50 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let (_, report) = load(&db, &a.id)?;
             // A mesh keeps its points in its pairs: shown as its matrices, as it printed.
             if report.mesh.is_some() {
+                if a.format != ShowFormat::Table || !a.columns.is_empty() {
+                    bail!("a mesh is shown as its matrices: drop --format and --columns");
+                }
                 print!("{}", crate::mesh::output::render_text(&report));
             } else {
-                crate::glue::stored::show(&report)?;
+                let style = match a.format {
+                    ShowFormat::Table => crate::text::table::Style::Plain,
+                    ShowFormat::Markdown => crate::text::table::Style::Markdown,
+                };
+                let columns = (!a.columns.is_empty()).then_some(a.columns.as_slice());
+                crate::glue::stored::show(&report, style, columns)?;
             }
         }
         ResultsCommand::Export(a) => {
             let Some(format) = a.chosen() else {
-                bail!("export needs --json or --csv (or --format json, csv or iperf3)");
+                bail!("export needs --json or --csv (or --format json, csv, markdown or iperf3)");
             };
             if a.point.is_some() && format != ExportFormat::Iperf3 {
                 bail!(
-                    "--point chooses the point of --format iperf3; json and csv hold every point"
+                    "--point chooses the point of --format iperf3; json, csv and markdown hold every point"
                 );
             }
+            if !a.columns.is_empty()
+                && !matches!(format, ExportFormat::Csv | ExportFormat::Markdown)
+            {
+                bail!("--columns chooses the columns of --format csv or markdown; json and iperf3 hold every figure");
+            }
+            let columns = (!a.columns.is_empty()).then_some(a.columns.as_slice());
             let db = open_existing(&a.db)?;
             let (id, report) = load(&db, &a.id)?;
             let text = match format {
-                ExportFormat::Csv => crate::glue::stored::export_csv(&report, id)?,
+                ExportFormat::Csv => crate::glue::stored::export_csv(&report, id, columns)?,
+                ExportFormat::Markdown => crate::glue::stored::export_markdown(&report, columns)?,
                 ExportFormat::Json => crate::glue::stored::export_json(&report)?,
                 ExportFormat::Iperf3 => crate::glue::stored::export_iperf3(&report, a.point)?,
             };
             match &a.output {
                 Some(path) => {
                     crate::outfile::write(path, text.as_bytes(), a.force.force)?;
-                    let format = if a.csv { "CSV" } else { "JSON" };
+                    let format = match format {
+                        ExportFormat::Csv => "CSV",
+                        ExportFormat::Markdown => "Markdown",
+                        ExportFormat::Json | ExportFormat::Iperf3 => "JSON",
+                    };
                     eprintln!("{}", wrote(path, &format!("run {id}, {format}")));
                 }
                 None => print!("{text}"),

@@ -402,20 +402,66 @@ pub struct StatsArgs {
     pub max_repeat: u32,
 }
 
+/// What `run --format` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    /// A row per point as it is measured, with notes under the rows (the default).
+    Table,
+    /// One JSON document (as --json).
+    Json,
+    /// A header and a row per point (as --csv).
+    Csv,
+    /// Newline-delimited JSON as the run goes (as --json-stream).
+    JsonStream,
+    /// The table as a GitHub-flavoured Markdown table, printed whole when the run ends.
+    Markdown,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Json => Format::Json,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::JsonStream => Format::JsonStream,
+            FormatArg::Markdown => Format::Markdown,
+        }
+    }
+}
+
+/// `--columns`' parser: each name checked against the CSV header's, when the command line is
+/// read.
+pub(crate) fn parse_column(s: &str) -> Result<String, String> {
+    crate::output::columns::known(s)
+}
+
 /// What is printed and saved, shared by `run` and `mpi`.
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
+    /// What stdout gets: table (the default: a row per point as it is measured), json,
+    /// csv, json-stream (each as its flag), or markdown: the table as a GitHub-flavoured
+    /// Markdown table, printed whole when the run ends, its notes listed after it (interval
+    /// lines left out: they are in --json).
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with_all = ["json", "csv", "json_stream"])]
+    pub format: Option<FormatArg>,
     /// One JSON document on stdout (schema "wirebench.run", its version in `schema_version`;
     /// schema/wirebench.run.schema.json), nothing else there.
-    /// iperf3: -J.
+    /// iperf3: -J; as --format json.
     #[arg(long, short = 'J', conflicts_with = "csv")]
     pub json: bool,
-    /// CSV: a header and one row per point on stdout.
+    /// CSV: a header and one row per point on stdout; as --format csv.
     #[arg(long)]
     pub csv: bool,
+    /// Only these columns of the table or the CSV, named as in the CSV header (e.g.
+    /// size_bytes,rtt_p99_ns,throughput_bits_per_s; an unknown name is refused with the
+    /// list): the CSV has them in the order given, the table keeps the columns that show
+    /// them in its own order and units. netperf: -o.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...", value_parser = parse_column)]
+    pub columns: Vec<String>,
     /// Newline-delimited JSON on stdout as the run goes: a "begin" object, one "interval"
     /// object per interval report (with --interval) and one "point" object per point as each
-    /// finishes, then an "end" object holding the whole document that --json prints.
+    /// finishes, then an "end" object holding the whole document that --json prints; as
+    /// --format json-stream.
     #[arg(long, conflicts_with_all = ["json", "csv"])]
     pub json_stream: bool,
     /// A name for this run, kept with it in the results database and its documents, and
@@ -479,24 +525,35 @@ impl StatsArgs {
 }
 
 impl OutputArgs {
-    pub fn request(&self) -> request::Output {
-        request::Output {
-            format: if self.json_stream {
-                Format::JsonStream
-            } else if self.json {
-                Format::Json
-            } else if self.csv {
-                Format::Csv
-            } else {
-                Format::Table
-            },
+    /// What is printed and saved; --columns with a JSON output is refused, as JSON holds
+    /// every figure.
+    pub fn request(&self) -> Result<request::Output> {
+        let format = if let Some(f) = self.format {
+            f.into()
+        } else if self.json_stream {
+            Format::JsonStream
+        } else if self.json {
+            Format::Json
+        } else if self.csv {
+            Format::Csv
+        } else {
+            Format::Table
+        };
+        if !self.columns.is_empty() && matches!(format, Format::Json | Format::JsonStream) {
+            anyhow::bail!(
+                "--columns chooses the columns of the table, Markdown or CSV; the JSON holds every figure"
+            );
+        }
+        Ok(request::Output {
+            format,
             label: self.label.clone(),
             file: self.output.clone(),
             save: !self.no_save,
             db: self.db.clone(),
             host_cpu: self.host_cpu,
             force: self.force.force,
-        }
+            columns: (!self.columns.is_empty()).then(|| self.columns.clone()),
+        })
     }
 }
 
@@ -563,7 +620,7 @@ impl TryFrom<&RunArgs> for Request {
                 io: a.io_timeout,
                 loss: a.loss_timeout,
             },
-            output: a.output.request(),
+            output: a.output.request()?,
             trace: a.trace.as_ref().map(|file| crate::trace::TraceRequest {
                 file: file.clone(),
                 side: a.trace_side,
@@ -685,5 +742,54 @@ mod tests {
             assert!(!line.contains("tip:"), "{line}");
             assert!(!line.contains('\n'), "{line}");
         }
+    }
+    /// `--format` names every output; the flags stay its shorthands and conflict with it.
+    #[test]
+    fn format_takes_markdown_and_the_shorthands_stay() {
+        let format = |args: &[&str]| Request::try_from(&parse(args)).unwrap().output.format;
+        assert_eq!(
+            format(&["pingpong", "--format", "markdown"]),
+            Format::Markdown
+        );
+        assert_eq!(
+            format(&["stream", "--format", "json-stream"]),
+            Format::JsonStream
+        );
+        assert_eq!(format(&["stream", "--format", "csv"]), Format::Csv);
+        assert_eq!(format(&["stream", "--csv"]), Format::Csv);
+        assert_eq!(format(&["stream"]), Format::Table);
+        for clash in [
+            &["--format", "csv", "--json"][..],
+            &["--format", "table", "--csv"],
+        ] {
+            let argv: Vec<&str> = ["wirebench", "run", "pingpong"]
+                .into_iter()
+                .chain(clash.iter().copied())
+                .collect();
+            assert!(crate::cmd::Cli::try_parse_from(&argv).is_err(), "{clash:?}");
+        }
+    }
+
+    /// `--columns` is checked when the command line is read: an unknown name is a one-line
+    /// usage error that lists the names; with JSON, which holds every figure, it is refused.
+    #[test]
+    fn columns_are_checked_before_anything_is_measured() {
+        let r = Request::try_from(&parse(&["rr", "--columns", "rtt_p99_ns,size_bytes"])).unwrap();
+        assert_eq!(
+            r.output.columns,
+            Some(vec!["rtt_p99_ns".to_owned(), "size_bytes".to_owned()])
+        );
+        let args = ["run", "rr", "--columns", "size_bytes,p99"];
+        let e =
+            crate::cmd::Cli::try_parse_from(std::iter::once("wirebench").chain(args)).unwrap_err();
+        let owned: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let line = crate::cmd::usage_error_line(&e, &owned);
+        assert!(line.contains("unknown column 'p99'"), "{line}");
+        assert!(
+            line.contains("rtt_p99_ns") && !line.contains('\n'),
+            "{line}"
+        );
+        let e = Request::try_from(&parse(&["rr", "-J", "--columns", "size_bytes"])).unwrap_err();
+        assert!(e.to_string().contains("the JSON holds every figure"), "{e}");
     }
 }

@@ -60,8 +60,20 @@ pub fn run_with(
     let sink: Box<dyn Sink> = match request.output.format {
         Format::JsonStream => Box::new(JsonStreamSink::default()),
         Format::Json => Box::new(JsonSink::default()),
-        Format::Csv => Box::new(CsvSink::default()),
-        Format::Table => Box::new(TableSink::new().with_host_cpu(request.output.host_cpu)),
+        Format::Csv => match CsvSink::default().with_columns(request.output.columns.as_deref()) {
+            Ok(s) => Box::new(s),
+            Err(e) => return fail(&e),
+        },
+        Format::Table | Format::Markdown => Box::new(
+            TableSink::new()
+                .with_host_cpu(request.output.host_cpu)
+                .with_columns(request.output.columns.clone())
+                .with_style(if request.output.format == Format::Markdown {
+                    crate::text::table::Style::Markdown
+                } else {
+                    crate::text::table::Style::Plain
+                }),
+        ),
     };
     let (mut sink, saved) = match crate::store::save::attach(&request.output, sink) {
         Ok(s) => s,

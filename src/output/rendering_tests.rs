@@ -236,6 +236,7 @@ const RR_THINK_TABLE: &str = r#"# wirebench 0.1.0 rr over tcp, server 192.0.2.7:
 # 1 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
 # every request and response written in pieces of at most 300 bytes, on both ends (Nagle's algorithm on: --nodelay turns it off)
 # think time 80ms before each timed transaction: txn/s over the raw time, txn/s-think over the time without the waits; RTTs exclude them
+# units: times in us (round trips), rates in Mbit/s (10^6 bit/s), txn/s in transactions per second, sizes in bytes
 # transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)
    req(B)   resp(B)      txns       txn/s   mean(us)   ±CI(us)   p50(us)   p99(us)   max(us)    Mbit/s  txn/s-think
         1         1      1000     33333.3      30.00      0.10     30.00     60.00     90.00      0.53      12345.6
@@ -359,7 +360,7 @@ fn csv_says_which_percentiles_stand_below_their_floor() {
         l.rtt.samples = samples;
         l.percentiles = crate::plan::guard::percentiles(l);
     }
-    let text = super::csv::to_string(&r, None).unwrap();
+    let text = super::csv::to_string(&r, None, None).unwrap();
     let mut rows = csv::Reader::from_reader(text.as_bytes());
     let header = rows.headers().unwrap().clone();
     let rows: Vec<csv::StringRecord> = rows.records().map(|r| r.unwrap()).collect();
@@ -379,7 +380,7 @@ fn csv_says_which_percentiles_stand_below_their_floor() {
     let l = r.points[2].latency.as_mut().unwrap();
     l.rtt.samples = 100_000;
     l.percentiles = crate::plan::guard::percentiles(l);
-    let text = super::csv::to_string(&r, None).unwrap();
+    let text = super::csv::to_string(&r, None, None).unwrap();
     let last: Vec<&str> = text.lines().last().unwrap().split(',').collect();
     assert_eq!(
         &last[at("rtt_percentiles_valid")..=at("rtt_percentiles_invalid")],
@@ -438,9 +439,301 @@ fn json_stream_is_one_object_a_line() {
     assert!(text.ends_with("}\n"));
 }
 
+/// The plain table's blocks: each column header with the rows under it, up to the next
+/// header (a row that widened a column prints it again); the lines around the table ("#"),
+/// the interval lines ("  [") and the notes under rows (each says "WHAT: ..." or "! WHY")
+/// left out.
+fn blocks(text: &str, first_header: &str) -> Vec<String> {
+    let mut blocks: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let note = line.contains(": ") || line.trim_start().starts_with('!');
+        if line.starts_with('#') || note || line.starts_with("  [") {
+            continue;
+        }
+        if line.trim_start().starts_with(first_header) {
+            blocks.push(String::new());
+        }
+        if let Some(b) = blocks.last_mut() {
+            b.push_str(line);
+            b.push('\n');
+        }
+    }
+    blocks
+}
+
+/// Every row of `text`'s table lines up with the header right above it.
+fn assert_aligned(text: &str, first_header: &str) {
+    use crate::text::table::{check_aligned, Align};
+    let blocks = blocks(text, first_header);
+    assert!(!blocks.is_empty(), "no table in\n{text}");
+    let rows: usize = blocks.iter().map(|b| b.lines().count() - 1).sum();
+    assert!(rows > 0, "no rows in\n{text}");
+    for b in &blocks {
+        let columns = b.lines().next().unwrap_or("").split_whitespace().count();
+        let aligns = vec![Align::Right; columns];
+        if let Err(e) = check_aligned(b, &aligns, "") {
+            panic!("{e}\n{text}");
+        }
+    }
+}
+
+fn cc(name: &str) -> Option<crate::model::vocab::CcName> {
+    crate::model::vocab::CcName::new(name)
+}
+
+/// Every kind of run table with content wider than its columns were made for: the largest
+/// byte count, tiny and huge rates, long algorithm names, swept buffers.
+fn awkward_runs() -> Vec<(&'static str, RunDocument, &'static str)> {
+    let mut runs = Vec::new();
+
+    // Ping-pong swept over sndbuf and cc, one size the largest there is.
+    let mut r = pingpong_sweep();
+    r.swept.sndbuf = true;
+    r.swept.cc = true;
+    for (i, (buf, name)) in [
+        (0u64, "cubic"),
+        (65536, "a-long-cc-name1"),
+        (u64::MAX, "bbr"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let p = &mut r.points[i];
+        p.key.sndbuf = buf;
+        p.key.cc = cc(name);
+        let l = p.latency.as_mut().unwrap();
+        l.throughput_bits_per_s = [1e-9, 1.8e19, 3.0][i];
+        l.rtt.max_ns = [90_000, u64::MAX, 1][i];
+    }
+    r.points[2].key.size = u64::MAX;
+    r.points[1].latency.as_mut().unwrap().validity =
+        crate::stats::Validity::invalid("a made-up reason");
+    runs.push(("pingpong", r, "size(B)"));
+
+    // rr with think time: rates without the waits far above the raw ones.
+    let mut r = report("rr", 2, 30_000.0);
+    r.settings.think_ns = Some(80_000_000);
+    for (i, p) in r.points.iter_mut().enumerate() {
+        let l = p.latency.as_mut().unwrap();
+        l.think = Some(crate::model::ThinkResult {
+            asked_ns: 80_000_000,
+            waits: 1000,
+            waited_ns: 80_100_000_000,
+            corrected_elapsed_ns: 30_000_000,
+            corrected_transactions_per_s: [0.001, 1.8e19][i],
+        });
+        l.transactions = [1, u64::MAX][i];
+    }
+    r.points[1].request_size = u64::MAX;
+    runs.push(("rr with think", r, "req(B)"));
+
+    // crr: setup times tiny and huge.
+    let mut r = report("crr", 2, 30_000.0);
+    for (i, p) in r.points.iter_mut().enumerate() {
+        let l = p.latency.as_mut().unwrap();
+        l.setup = Some(crate::stats::LatencySummary {
+            mean_ns: [0.001, 1.8e19][i],
+            ..l.rtt.clone()
+        });
+    }
+    runs.push(("crr", r, "req(B)"));
+
+    // rr over UDP: the lost column.
+    let mut r = report("rr", 2, 30_000.0);
+    r.transport = crate::model::vocab::TransportKind::Udp;
+    r.points[1].latency.as_mut().unwrap().lost = u64::MAX;
+    runs.push(("rr over udp", r, "req(B)"));
+
+    // A TCP stream of two streams, the sum's byte counts the largest there are.
+    let mut r = stream_p2();
+    r.swept.rcvbuf = true;
+    r.points[0].key.rcvbuf = 3 * 1024 * 1024 + 1;
+    let s = r.points[0].stream.as_mut().unwrap();
+    s.streams[0].sender.bits_per_s = 1e-9;
+    let t = &mut s.totals[0];
+    t.bytes_sent = u64::MAX;
+    t.bytes_received = u64::MAX;
+    t.receiver_bits_per_s = 1.8e19 * 8.0;
+    t.retransmits = Some(u64::MAX);
+    runs.push(("stream -P 2", r, "size(B)"));
+
+    // UDP both ways, two streams each: loss columns with huge counts.
+    let mut r = udp_bidir_p2();
+    let s = r.points[0].stream.as_mut().unwrap();
+    for t in &mut s.totals {
+        if let Some(l) = t.loss.as_mut() {
+            l.lost = u64::MAX;
+            l.jitter_ns = 1.8e19;
+        }
+    }
+    runs.push(("udp --bidir -P 2", r, "size(B)"));
+    runs
+}
+
+#[test]
+fn every_run_table_lines_up_whatever_its_content() {
+    for (what, r, first) in awkward_runs() {
+        let text = table(&r);
+        assert!(text.contains(first), "{what}:\n{text}");
+        assert_aligned(&text, first);
+    }
+    // The widest content widened its columns: the header came again above it.
+    let (_, r, first) = awkward_runs().remove(0);
+    let text = table(&r);
+    assert!(blocks(&text, first).len() > 1, "{text}");
+    assert!(text.contains("18446744073709551615"), "{text}");
+    assert!(text.contains("a-long-cc-name1"), "{text}");
+}
+
+/// The Markdown table: the lines before it and after it as lists, every row of the table as
+/// many cells as its header, the notes after it.
+#[test]
+fn a_markdown_run_table_parses_as_a_table() {
+    use crate::text::table::Style;
+    for (what, r, first) in awkward_runs() {
+        let c = Capture::default();
+        render(
+            &mut TableSink::to(c.output()).with_style(Style::Markdown),
+            &r,
+        );
+        let text = c.text();
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with('|')).collect();
+        assert!(rows.len() >= 3, "{what}:\n{text}");
+        assert!(
+            rows[0].starts_with(&format!("| {first} |")),
+            "{what}:\n{text}"
+        );
+        let cells = |l: &str| l.replace("\\|", "").matches('|').count() - 1;
+        let n = cells(rows[0]);
+        for l in &rows {
+            assert_eq!(cells(l), n, "{what}: {l}\n{text}");
+        }
+        // One table: its lines stand together.
+        let table: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        assert_eq!(table.len(), rows.len(), "{what}:\n{text}");
+        assert!(!text.contains("\n# "), "{what}: a heading\n{text}");
+        assert!(text.starts_with("- wirebench 0.1.0"), "{what}:\n{text}");
+    }
+    let (_, r, _) = awkward_runs().remove(0);
+    let c = Capture::default();
+    render(
+        &mut TableSink::to(c.output()).with_style(Style::Markdown),
+        &r,
+    );
+    assert!(c.text().contains("- 2: ! a made-up reason"), "{}", c.text());
+}
+
+/// `--columns` in a table: the columns that show the named CSV columns, in the table's
+/// order, whatever order they were named in.
+#[test]
+fn a_table_keeps_the_columns_asked_for_in_its_order() {
+    let mut r = pingpong_sweep();
+    r.swept.sndbuf = true;
+    let names = [
+        "throughput_bits_per_s",
+        "rtt_p99_ns",
+        "size_bytes",
+        "sndbuf_bytes",
+    ];
+    let c = Capture::default();
+    let mut sink = TableSink::to(c.output()).with_columns(Some(names.map(String::from).to_vec()));
+    render(&mut sink, &r);
+    let text = c.text();
+    let header = text.lines().find(|l| l.contains("size(B)")).unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["size(B)", "sndbuf(B)", "p99(us)", "Mbit/s"],
+        "{text}"
+    );
+    assert_aligned(&text, "size(B)");
+    assert!(
+        text.contains("        1          0     20.00        0.80\n"),
+        "{text}"
+    );
+    // None of them a column of this table: said before any row.
+    let c = Capture::default();
+    let mut sink = TableSink::to(c.output()).with_columns(Some(vec!["jitter_s".into()]));
+    let e = sink.begin(&r).unwrap_err().to_string();
+    assert!(
+        e.contains("--columns: none of jitter_s") && e.contains("size_bytes"),
+        "{e}"
+    );
+}
+
+/// `--columns` in the CSV: the named columns in the order given; an unknown name is refused
+/// with the list of names.
+#[test]
+fn a_csv_has_the_columns_asked_for_in_their_order() {
+    let names: Vec<String> = ["rtt_p99_ns", "size_bytes"].map(String::from).to_vec();
+    let c = Capture::default();
+    let mut sink = CsvSink::new(c.output()).with_columns(Some(&names)).unwrap();
+    render(&mut sink, &pingpong_sweep());
+    assert_eq!(
+        c.text(),
+        "rtt_p99_ns,size_bytes\n40000,1\n46000,2\n52000,3\n"
+    );
+    assert_eq!(
+        super::csv::to_string(&pingpong_sweep(), None, Some(&names)).unwrap(),
+        c.text()
+    );
+    let bad: Vec<String> = vec!["size_bytes".into(), "p99".into()];
+    let e = super::csv::to_string(&pingpong_sweep(), None, Some(&bad))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("unknown column 'p99'") && e.contains("rtt_p99_ns"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "{e}");
+}
+
+/// Interval lines printed while a point runs stand above its column header, not between the
+/// header and the point's rows.
+#[test]
+fn interval_lines_stand_apart_from_the_table() {
+    let mut r = stream_p2();
+    r.settings.interval_ns = Some(500_000_000);
+    let c = Capture::default();
+    let mut sink = TableSink::to(c.output());
+    let mut so_far = r.clone();
+    so_far.points.clear();
+    sink.begin(&so_far).unwrap();
+    let mut print = sink.interval_printer();
+    print(&crate::model::stream::IntervalEvent {
+        stream: 0,
+        role: crate::model::vocab::Role::Receiver,
+        interval: crate::model::stream::Interval {
+            start_ns: 0,
+            end_ns: 500_000_000,
+            bytes: 500_000,
+            messages: 4,
+            bits_per_s: 8e6,
+            tcp_info: None,
+            retransmits: None,
+            acked_bytes: None,
+        },
+    })
+    .unwrap();
+    sink.point(&so_far, &r.points[0]).unwrap();
+    sink.finish(&r).unwrap();
+    let text = c.text();
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |p: &dyn Fn(&str) -> bool| lines.iter().position(|l| p(l)).unwrap();
+    let interval = at(&|l| l.starts_with("  [  0]"));
+    let header = at(&|l| l.contains("size(B)"));
+    assert!(interval < header, "{text}");
+    assert!(lines[header + 1].starts_with("   131072"), "{text}");
+    assert_aligned(&text, "size(B)");
+}
+
 const PINGPONG_TABLE: &str = r#"# wirebench 0.1.0 pingpong over tcp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
 # 1 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
+# units: times in us (one-way = RTT/2), rates in Mbit/s (10^6 bit/s), sizes in bytes
 # latency = RTT/2 (one-way), microseconds; throughput = 2n/RTT in Mbit/s (10^6 bit/s); CI = confidence interval half-width of the mean
   size(B)   samples    mean(us)   ±CI(us)   min(us)   p50(us)   p99(us)   max(us)      Mbit/s
         1      1000       10.00      0.05      0.50     10.00     20.00     45.00        0.80
@@ -456,6 +749,7 @@ const PINGPONG_TABLE: &str = r#"# wirebench 0.1.0 pingpong over tcp, server 192.
 const STREAM_TABLE: &str = r#"# wirebench 0.1.0 stream over tcp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
 # 2 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
+# units: rates in Mbit/s (10^6 bit/s), sizes in bytes, cpu in us per KiB
 # rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved
 # sender = bytes written to the transport over the sender's timed phase (bytes still in its socket buffer at the end count); receiver = bytes read over the receiver's timed phase
 # acked = bytes the peer acknowledged over the sender's timed phase (TCP_INFO): what reached the receiver's kernel
@@ -467,6 +761,7 @@ const STREAM_TABLE: &str = r#"# wirebench 0.1.0 stream over tcp, server 192.0.2.
 const CRR_TABLE: &str = r#"# wirebench 0.1.0 crr over tcp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
 # 1 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
+# units: times in us (round trips, setup: connect and handshake), rates in Mbit/s (10^6 bit/s), txn/s in transactions per second, sizes in bytes
 # transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)
    req(B)   resp(B)      txns       txn/s   mean(us)   ±CI(us)   p50(us)   p99(us)   max(us)    Mbit/s   setup(us)
         1         1      1000     33333.3      30.00      0.10     30.00     60.00     90.00      0.53           -
@@ -481,15 +776,16 @@ const STREAM_CSV: &str = r#"index,stream,direction,pattern,transport,run_started
 const UDP_BIDIR_TABLE: &str = r#"# wirebench 0.1.0 stream over udp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
 # 2 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
+# units: rates in Mbit/s (10^6 bit/s), sizes in bytes, cpu in us per KiB, loss in % of datagrams sent, jitter in ms
 # rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved
 # sender = bytes written to the transport over the sender's timed phase (bytes still in its socket buffer at the end count); receiver = bytes read over the receiver's timed phase
-  size(B)  stream         direction       sender     receiver        sent(B)    received(B)  lost(dgr)  loss(%) jitter(ms)   cpu_cli   cpu_srv
-   131072       0  client_to_server         4.00         4.00         501000         501000          0    0.000     0.1250
-   131072       1  client_to_server         8.00         8.00        1001000        1001000          0    0.000     0.2500
-   131072       0  server_to_client        12.00        12.00        1501000        1501000          0    0.000     0.3750
-   131072       1  server_to_client        16.00        16.00        2001000        2001000         25    2.500     0.5000
-   131072     sum  client_to_server        12.00        12.00        1502000        1502000          0    0.000     0.2500         -         -
-   131072     sum  server_to_client        28.00        28.00        3502000        3502000         25    1.250     0.5000         -         -
+  size(B)  stream         direction       sender     receiver        sent(B)    received(B)  lost(dgr)  loss(%)  jitter(ms)   cpu_cli   cpu_srv
+   131072       0  client_to_server         4.00         4.00         501000         501000          0    0.000      0.1250
+   131072       1  client_to_server         8.00         8.00        1001000        1001000          0    0.000      0.2500
+   131072       0  server_to_client        12.00        12.00        1501000        1501000          0    0.000      0.3750
+   131072       1  server_to_client        16.00        16.00        2001000        2001000         25    2.500      0.5000
+   131072     sum  client_to_server        12.00        12.00        1502000        1502000          0    0.000      0.2500         -         -
+   131072     sum  server_to_client        28.00        28.00        3502000        3502000         25    1.250      0.5000         -         -
 "#;
 const PINGPONG_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_percentiles_valid,rtt_percentiles_invalid,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason
 0,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,1,1,1,0,0,0,0,,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,,,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,

@@ -277,6 +277,8 @@ pub enum Format {
     Json,
     Csv,
     JsonStream,
+    /// The table as GitHub-flavoured Markdown, printed whole at the end of the run.
+    Markdown,
 }
 
 /// Where the results go.
@@ -297,6 +299,10 @@ pub struct Output {
     /// `--force`: the files this run writes (`file`, the trace, the plot) may replace regular
     /// files that exist (see [`crate::outfile`]).
     pub force: bool,
+    /// `--columns`: CSV column names; the CSV has these in this order, the table the columns
+    /// that show them in its own order. None: every column. Absent from requests without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub columns: Option<Vec<String>>,
 }
 
 impl Default for Output {
@@ -309,6 +315,7 @@ impl Default for Output {
             db: None,
             host_cpu: false,
             force: false,
+            columns: None,
         }
     }
 }

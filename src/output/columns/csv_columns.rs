@@ -23,6 +23,19 @@ fn host_cpu(p: &PointResult, server: bool) -> Option<&crate::model::host::CpuSha
     }
 }
 
+/// `--columns`' check of one name: a CSV column's, or an error that lists every one, so a
+/// mistyped name is refused before anything is measured.
+pub fn known(name: &str) -> Result<String, String> {
+    let name = name.trim();
+    if CSV.iter().any(|c| c.name == name) {
+        return Ok(name.to_owned());
+    }
+    Err(format!(
+        "unknown column '{name}' (the CSV header's names: {})",
+        CSV.iter().map(|c| c.name).collect::<Vec<_>>().join(",")
+    ))
+}
+
 /// Every column of `--csv` and `export --csv`, in order.
 pub const CSV: &[Column] = &[
     Column {

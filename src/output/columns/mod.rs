@@ -24,7 +24,7 @@ pub use column::{
     SERVER_US_PER_KIB, SETUP_MEAN, SIZE, STREAM, THINK_CORRECTED_TPS, THINK_WAITED, THROUGHPUT,
     TRANSACTIONS, TRANSACTIONS_PER_S,
 };
-pub use csv_columns::CSV;
+pub use csv_columns::{known, CSV};
 pub use row::Row;
 pub use table_column::{Judged, Show, TableColumn};
 pub use tables::{

@@ -42,11 +42,12 @@ pub enum Judged {
     P99,
 }
 
-/// A column of the ping-pong and request/response tables: a [`Column`] shown in a unit for
-/// reading, right-aligned in `width`.
+/// A column of the run tables: a [`Column`] shown in a unit for reading, right-aligned and at
+/// least `min_width` wide (as wide as its usual cells, so that a live table seldom has to
+/// widen it and print its header again).
 pub struct TableColumn {
     pub header: &'static str,
-    pub width: usize,
+    pub min_width: usize,
     pub column: Column,
     pub show: Show,
     pub judged: Judged,

@@ -1,4 +1,6 @@
-//! Which columns each table (ping-pong, request/response, stream) lays out, and how wide.
+//! Which columns each table (ping-pong, request/response, stream) lays out, and how wide at
+//! least: with the renderer's two spaces between columns, the widths the table had when it
+//! padded its cells by hand, so that it reads as it did.
 
 use super::{
     Column, Judged, Show, TableColumn, ACKED_BITS, BYTES_RECEIVED, BYTES_SENT, CLIENT_US_PER_KIB,
@@ -10,14 +12,14 @@ use super::{
 
 const fn col(
     header: &'static str,
-    width: usize,
+    min_width: usize,
     column: Column,
     show: Show,
     judged: Judged,
 ) -> TableColumn {
     TableColumn {
         header,
-        width,
+        min_width,
         column,
         show,
         judged,
@@ -27,70 +29,70 @@ const fn col(
 /// Ping-pong's table, the swept buffer columns after the first.
 pub const PINGPONG: &[TableColumn] = &[
     col("size(B)", 9, SIZE, Show::Plain, Judged::No),
-    col("samples", 9, RTT_SAMPLES, Show::Plain, Judged::No),
-    col("mean(us)", 11, RTT_MEAN, Show::HalfUs, Judged::Latency),
-    col("±CI(us)", 9, RTT_CI, Show::HalfUs, Judged::Latency),
-    col("min(us)", 9, RTT_MIN, Show::HalfUs, Judged::No),
-    col("p50(us)", 9, RTT_P50, Show::HalfUs, Judged::No),
-    col("p99(us)", 9, RTT_P99, Show::HalfUs, Judged::P99),
-    col("max(us)", 9, RTT_MAX, Show::HalfUs, Judged::No),
-    col("Mbit/s", 11, THROUGHPUT, Show::Mbit, Judged::Latency),
+    col("samples", 8, RTT_SAMPLES, Show::Plain, Judged::No),
+    col("mean(us)", 10, RTT_MEAN, Show::HalfUs, Judged::Latency),
+    col("±CI(us)", 8, RTT_CI, Show::HalfUs, Judged::Latency),
+    col("min(us)", 8, RTT_MIN, Show::HalfUs, Judged::No),
+    col("p50(us)", 8, RTT_P50, Show::HalfUs, Judged::No),
+    col("p99(us)", 8, RTT_P99, Show::HalfUs, Judged::P99),
+    col("max(us)", 8, RTT_MAX, Show::HalfUs, Judged::No),
+    col("Mbit/s", 10, THROUGHPUT, Show::Mbit, Judged::Latency),
 ];
 
 /// rr's and crr's table, the swept buffer columns after the first two.
 pub const RR: &[TableColumn] = &[
     col("req(B)", 9, REQUEST_SIZE, Show::Plain, Judged::No),
-    col("resp(B)", 9, RESPONSE_SIZE, Show::Plain, Judged::No),
-    col("txns", 9, TRANSACTIONS, Show::Plain, Judged::No),
+    col("resp(B)", 8, RESPONSE_SIZE, Show::Plain, Judged::No),
+    col("txns", 8, TRANSACTIONS, Show::Plain, Judged::No),
     col(
         "txn/s",
-        11,
+        10,
         TRANSACTIONS_PER_S,
         Show::OneDecimal,
         Judged::Latency,
     ),
-    col("mean(us)", 10, RTT_MEAN, Show::Us, Judged::Latency),
-    col("±CI(us)", 9, RTT_CI, Show::Us, Judged::Latency),
-    col("p50(us)", 9, RTT_P50, Show::Us, Judged::No),
-    col("p99(us)", 9, RTT_P99, Show::Us, Judged::P99),
-    col("max(us)", 9, RTT_MAX, Show::Us, Judged::No),
-    col("Mbit/s", 9, THROUGHPUT, Show::Mbit, Judged::Latency),
+    col("mean(us)", 9, RTT_MEAN, Show::Us, Judged::Latency),
+    col("±CI(us)", 8, RTT_CI, Show::Us, Judged::Latency),
+    col("p50(us)", 8, RTT_P50, Show::Us, Judged::No),
+    col("p99(us)", 8, RTT_P99, Show::Us, Judged::P99),
+    col("max(us)", 8, RTT_MAX, Show::Us, Judged::No),
+    col("Mbit/s", 8, THROUGHPUT, Show::Mbit, Judged::Latency),
 ];
 
 /// The stream table's first columns, the swept buffer columns after the first; then the
 /// acknowledged rate where the sender's kernel keeps TCP_INFO, and [`STREAM_RATES`].
 pub const STREAM_TABLE: &[TableColumn] = &[
     col("size(B)", 9, SIZE, Show::Plain, Judged::No),
-    col("stream", 7, STREAM, Show::Stream, Judged::No),
-    col("direction", 17, DIRECTION, Show::Plain, Judged::No),
-    col("sender", 12, SENDER_BITS, Show::Mbit, Judged::Sender),
+    col("stream", 6, STREAM, Show::Stream, Judged::No),
+    col("direction", 16, DIRECTION, Show::Plain, Judged::No),
+    col("sender", 11, SENDER_BITS, Show::Mbit, Judged::Sender),
 ];
-pub const STREAM_ACKED: TableColumn = col("acked", 12, ACKED_BITS, Show::Mbit, Judged::No);
+pub const STREAM_ACKED: TableColumn = col("acked", 11, ACKED_BITS, Show::Mbit, Judged::No);
 pub const STREAM_RATES: &[TableColumn] = &[
-    col("receiver", 12, RECEIVER_BITS, Show::Mbit, Judged::Receiver),
-    col("sent(B)", 14, BYTES_SENT, Show::Plain, Judged::No),
-    col("received(B)", 14, BYTES_RECEIVED, Show::Plain, Judged::No),
+    col("receiver", 11, RECEIVER_BITS, Show::Mbit, Judged::Receiver),
+    col("sent(B)", 13, BYTES_SENT, Show::Plain, Judged::No),
+    col("received(B)", 13, BYTES_RECEIVED, Show::Plain, Judged::No),
 ];
 /// Transports that may lose datagrams.
 pub const STREAM_LOSS: &[TableColumn] = &[
-    col("lost(dgr)", 10, DATAGRAMS_LOST, Show::Plain, Judged::No),
-    col("loss(%)", 8, LOSS_RATIO, Show::Percent, Judged::No),
-    col("jitter(ms)", 10, JITTER, Show::Ms, Judged::No),
+    col("lost(dgr)", 9, DATAGRAMS_LOST, Show::Plain, Judged::No),
+    col("loss(%)", 7, LOSS_RATIO, Show::Percent, Judged::No),
+    col("jitter(ms)", 9, JITTER, Show::Ms, Judged::No),
 ];
 /// Reliable transports.
-pub const STREAM_RETRANSMITS: TableColumn = col("retr", 7, RETRANSMITS, Show::Plain, Judged::No);
+pub const STREAM_RETRANSMITS: TableColumn = col("retr", 6, RETRANSMITS, Show::Plain, Judged::No);
 /// Figures of the whole point, on its sum rows only.
 pub const STREAM_CPU: &[TableColumn] = &[
     col(
         "cpu_cli",
-        9,
+        8,
         CLIENT_US_PER_KIB,
         Show::ThreeDecimals,
         Judged::No,
     ),
     col(
         "cpu_srv",
-        9,
+        8,
         SERVER_US_PER_KIB,
         Show::ThreeDecimals,
         Judged::No,
@@ -98,13 +100,13 @@ pub const STREAM_CPU: &[TableColumn] = &[
 ];
 
 /// crr's last column.
-pub const SETUP: TableColumn = col("setup(us)", 11, SETUP_MEAN, Show::Us, Judged::No);
+pub const SETUP: TableColumn = col("setup(us)", 10, SETUP_MEAN, Show::Us, Judged::No);
 /// The last column of ping-pong and rr over a transport that may lose messages.
-pub const LOST: TableColumn = col("lost", 7, LOST_TRANSACTIONS, Show::Plain, Judged::No);
+pub const LOST: TableColumn = col("lost", 6, LOST_TRANSACTIONS, Show::Plain, Judged::No);
 /// With --think: the rate without the waits, beside `txn/s` over the raw time.
 pub const THINK_TPS: TableColumn = col(
     "txn/s-think",
-    12,
+    11,
     THINK_CORRECTED_TPS,
     Show::OneDecimal,
     Judged::Latency,

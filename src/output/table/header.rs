@@ -1,6 +1,7 @@
-//! The run's header: what was run, where and how, and the column header under its notes.
+//! The run's header: what was run, where and how, the table's units, and the notes on what
+//! its columns count (the column header itself stands over the first row).
 
-use super::{columns_line, TableSink};
+use super::TableSink;
 use crate::model::vocab::PatternKind;
 use crate::model::RunDocument;
 
@@ -106,17 +107,30 @@ impl TableSink {
         Ok(())
     }
 
-    /// The notes on what the pattern's columns count, then the column header.
+    /// The pattern's columns laid out (their header is printed over the first row), before
+    /// anything is printed: a `--columns` that leaves none is refused first.
+    pub(super) fn lay_out_columns(&mut self, r: &RunDocument) -> anyhow::Result<()> {
+        match r.pattern {
+            PatternKind::Pingpong | PatternKind::Rr | PatternKind::Crr => {
+                let (cols, before) = self.latency_columns();
+                self.lay_out(cols, before)
+            }
+            PatternKind::Stream => {
+                let cols = self.stream_columns();
+                self.lay_out(cols, 1)
+            }
+        }
+    }
+
+    /// The table's units and the notes on what the pattern's columns count.
     pub(super) fn column_header(&self, r: &RunDocument) -> anyhow::Result<()> {
-        let bufs = self.buffer_headers();
+        self.line(&self.units_line(r))?;
         match r.pattern {
             PatternKind::Pingpong => {
                 self.line("# latency = RTT/2 (one-way), microseconds; throughput = 2n/RTT in Mbit/s (10^6 bit/s); CI = confidence interval half-width of the mean")?;
-                self.line(&self.latency_line(&bufs, |c| c.header.to_owned()))?;
             }
             PatternKind::Rr | PatternKind::Crr => {
                 self.line("# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)")?;
-                self.line(&self.latency_line(&bufs, |c| c.header.to_owned()))?;
             }
             PatternKind::Stream => {
                 self.line("# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved")?;
@@ -126,11 +140,43 @@ impl TableSink {
                 if r.settings.nodelay_auto {
                     self.line("# Nagle's algorithm off (TCP_NODELAY), wirebench's choice for a bulk TCP stream that TCP paces itself (BBR): every write is at least a full segment, and Nagle would only hold each write's tail; --nagle keeps it on")?;
                 }
-                let cols = self.stream_columns(true);
-                self.line(&columns_line(&cols, 1, &bufs, |c| c.header.to_owned()))?;
             }
         }
         Ok(())
+    }
+
+    /// The units of every column, said once at the table's top.
+    fn units_line(&self, r: &RunDocument) -> String {
+        let swept_buffers = self.swept.sndbuf
+            || self.swept.rcvbuf
+            || self.swept.server_sndbuf
+            || self.swept.server_rcvbuf;
+        let sizes = if swept_buffers {
+            "sizes in bytes (buffers K = 1024 B, M = 1024 K)"
+        } else {
+            "sizes in bytes"
+        };
+        match r.pattern {
+            PatternKind::Pingpong => format!(
+                "# units: times in us (one-way = RTT/2), rates in Mbit/s (10^6 bit/s), {sizes}"
+            ),
+            PatternKind::Rr | PatternKind::Crr => format!(
+                "# units: times in us (round trips{}), rates in Mbit/s (10^6 bit/s), txn/s in transactions per second, {sizes}",
+                if r.pattern == PatternKind::Crr {
+                    ", setup: connect and handshake"
+                } else {
+                    ""
+                }
+            ),
+            PatternKind::Stream => format!(
+                "# units: rates in Mbit/s (10^6 bit/s), {sizes}, cpu in us per KiB{}",
+                if self.unreliable {
+                    ", loss in % of datagrams sent, jitter in ms"
+                } else {
+                    ""
+                }
+            ),
+        }
     }
 }
 

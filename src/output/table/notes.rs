@@ -7,19 +7,19 @@ impl TableSink {
     /// The lines under a point's rows, whatever its pattern.
     pub(super) fn point_notes(&self, p: &PointResult) -> anyhow::Result<()> {
         if let Some(t) = &p.trace {
-            self.line(&format!("{:>9}   {}", "", t.line()))?;
+            self.under(&t.line())?;
         }
         if let Some(l) = &p.load {
-            self.line(&format!("{:>9}   {}", "", l.line()))?;
+            self.under(&l.line())?;
         }
         if let Some(f) = &p.fairness {
             for line in f.lines() {
-                self.line(&format!("{:>9}   {}", "", line))?;
+                self.under(&line)?;
             }
         }
         if let Some(u) = &p.under_load {
             for line in u.lines() {
-                self.line(&format!("{:>9}   {}", "", line))?;
+                self.under(&line)?;
             }
         }
         if p.runs > 1 {
@@ -30,9 +30,8 @@ impl TableSink {
                     "bit/s" => (crate::units::mbit, "Mbit/s"),
                     unit => (|v| format!("{v:.2}"), unit),
                 };
-                self.line(&format!(
-                    "{:>9}   over {} runs: {} mean {} {} ±{} ({}){}",
-                    "",
+                self.under(&format!(
+                    "over {} runs: {} mean {} {} ±{} ({}){}",
                     m.n,
                     p.headline.name,
                     marked(num(m.mean), &p.headline.validity),
@@ -52,14 +51,13 @@ impl TableSink {
         }
         for a in p.loss_attribution.iter().filter(|a| a.is_notable()) {
             let size = p.key.size;
-            self.line(&format!(
-                "# {}",
-                crate::model::host::describe(a, size, &|n| n.to_string())
-            ))?;
+            let said = crate::model::host::describe(a, size, &|n| n.to_string());
+            self.said_under(&format!("# {said}"), &said)?;
         }
         if self.host_cpu {
             if let Some(h) = &p.host_cpu {
-                self.line(&host_cpu_line(p.key.size, h))?;
+                let line = host_cpu_line(p.key.size, h);
+                self.said_under(&line, line.trim_start_matches("# "))?;
             }
         }
         Ok(())

@@ -1,41 +1,40 @@
 //! A stream point's rows: per stream, the i/o paths, and each direction's sum with notes.
 
 use super::intervals::sum_interval_lines;
-use super::{columns_line, marked, Rows, TableSink};
+use super::{marked, Rows, RunColumn, TableSink};
 use crate::model::socket::RcvLowat;
 use crate::model::stream::LinkCounters;
 use crate::model::{DirectionTotal, PointResult, RunDocument, StreamResult};
-use crate::output::columns::{self, Row, TableColumn};
+use crate::output::columns::{self, Row};
 use crate::stats::Validity;
 use crate::units::mbit;
 
 impl TableSink {
-    /// The stream table's columns for this transport; the point's CPU figures only on the
-    /// header and the sum rows.
-    pub(super) fn stream_columns(&self, with_cpu: bool) -> Vec<&'static TableColumn> {
-        let mut cols: Vec<&'static TableColumn> = columns::STREAM_TABLE.iter().collect();
+    /// The stream table's columns for this transport; the point's CPU figures are on the
+    /// sum rows only.
+    pub(super) fn stream_columns(&self) -> Vec<RunColumn> {
+        let mut cols: Vec<RunColumn> = columns::STREAM_TABLE
+            .iter()
+            .map(RunColumn::figure)
+            .collect();
         if self.acked {
-            cols.push(&columns::STREAM_ACKED);
+            cols.push(RunColumn::figure(&columns::STREAM_ACKED));
         }
-        cols.extend(columns::STREAM_RATES);
+        cols.extend(columns::STREAM_RATES.iter().map(RunColumn::figure));
         if self.unreliable {
-            cols.extend(columns::STREAM_LOSS);
+            cols.extend(columns::STREAM_LOSS.iter().map(RunColumn::figure));
         } else {
-            cols.push(&columns::STREAM_RETRANSMITS);
+            cols.push(RunColumn::figure(&columns::STREAM_RETRANSMITS));
         }
-        if with_cpu {
-            cols.extend(columns::STREAM_CPU);
-        }
+        cols.extend(columns::STREAM_CPU.iter().map(|column| RunColumn::Figure {
+            column,
+            sums_only: true,
+        }));
         cols
     }
 
     /// A stream point's rows; nothing without a stream result.
-    pub(super) fn stream_rows(
-        &self,
-        r: &RunDocument,
-        p: &PointResult,
-        bufs: &str,
-    ) -> anyhow::Result<Rows> {
+    pub(super) fn stream_rows(&self, r: &RunDocument, p: &PointResult) -> anyhow::Result<Rows> {
         let Some(s) = &p.stream else {
             return Ok(Rows::Unmeasured);
         };
@@ -46,19 +45,17 @@ impl TableSink {
         // A stream's cells are judged by their side, not by a latency verdict.
         let no_latency = Validity::default();
         if s.streams.len() > s.totals.len() {
-            let cols = self.stream_columns(false);
             for st in &s.streams {
                 let row = Row {
                     stream: Some(st),
                     ..Row::point(r, None, p)
                 };
-                self.line(&columns_line(&cols, 1, bufs, |c| c.text(&row, &no_latency)))?;
+                self.row(self.cells(&row, &no_latency, false))?;
             }
         }
         self.io_line(r, s)?;
-        let cols = self.stream_columns(true);
         for t in &s.totals {
-            self.total_rows(r, p, s, t, &cols, bufs)?;
+            self.total_rows(r, p, s, t)?;
         }
         Ok(Rows::Measured)
     }
@@ -103,9 +100,8 @@ impl TableSink {
             || !woken.is_empty()
             || !fallbacks.is_empty()
         {
-            self.line(&format!(
-                "{:>9}   i/o: sender {}, receiver {}{woken}{tail}{zc}{}",
-                "",
+            self.under(&format!(
+                "i/o: sender {}, receiver {}{woken}{tail}{zc}{}",
                 st.sender.io_path,
                 st.receiver.io_path,
                 if fallbacks.is_empty() {
@@ -126,8 +122,6 @@ impl TableSink {
         p: &PointResult,
         s: &StreamResult,
         t: &DirectionTotal,
-        cols: &[&TableColumn],
-        bufs: &str,
     ) -> anyhow::Result<()> {
         // A stream's cells are judged by their side, not by a latency verdict.
         let no_latency = Validity::default();
@@ -135,7 +129,7 @@ impl TableSink {
             total: Some(t),
             ..Row::point(r, None, p)
         };
-        self.line(&columns_line(cols, 1, bufs, |c| c.text(&row, &no_latency)))?;
+        self.row(self.cells(&row, &no_latency, true))?;
         let dir = if s.totals.len() > 1 {
             format!("{} ", t.direction)
         } else {
@@ -144,11 +138,11 @@ impl TableSink {
         self.footnote(&format!("{dir}sender"), &t.sender_validity())?;
         self.footnote(&format!("{dir}receiver"), &t.receiver_validity())?;
         if let Some(line) = span_line(t) {
-            self.line(&format!("{:>9}   {dir}{line}", ""))?;
+            self.under(&format!("{dir}{line}"))?;
         }
         if self.intervals {
             for line in sum_interval_lines(t) {
-                self.line(&line)?;
+                self.said_under(&line, &line)?;
             }
         }
         let several = s.streams.len() > 1;
@@ -159,16 +153,15 @@ impl TableSink {
                 } else {
                     String::new()
                 };
-                self.line(&format!("{:>9}   note: {dir}{which}sender: {n}", ""))?;
+                self.under(&format!("note: {dir}{which}sender: {n}"))?;
             }
         }
         if let Some(k) = &t.frames {
-            self.line(&format!("{:>9}   {}", "", frames_line(k)))?;
+            self.under(&frames_line(k))?;
         }
         if let Some(g) = t.theoretical_goodput_bits_per_s {
-            self.line(&format!(
-                "{:>9}   link goodput allowed by the lab's rate{}: {} Mbit/s; receiver measured {}% of it",
-                "",
+            self.under(&format!(
+                "link goodput allowed by the lab's rate{}: {} Mbit/s; receiver measured {}% of it",
                 goodput_loss_note(r, &t.direction),
                 mbit(g),
                 marked(
