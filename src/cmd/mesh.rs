@@ -40,9 +40,6 @@ pub struct MeshArgs {
     /// Write a heatmap of each matrix (SVG and PNG) into DIR.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
-    /// Print the matrices' grids as Markdown tables (the lines around them as paragraphs).
-    #[arg(long)]
-    pub markdown: bool,
 }
 
 impl TryFrom<&MeshArgs> for MeshRequest {
@@ -62,16 +59,13 @@ impl TryFrom<&MeshArgs> for MeshRequest {
             bail!("wirebench mesh does not take --trace: trace one pair with `wirebench run --to`");
         }
         let request = Request::try_from(&a.run)?;
-        if matches!(
-            request.output.format,
-            Format::Csv | Format::JsonStream | Format::Markdown
-        ) || request.output.columns.is_some()
+        if matches!(request.output.format, Format::Csv | Format::JsonStream)
+            || request.output.columns.is_some()
         {
-            bail!("wirebench mesh prints a table or one JSON document (--json): drop --csv, --json-stream, --format markdown and --columns");
+            bail!("wirebench mesh prints its matrices as a table, as Markdown (--format markdown) or as one JSON document (--json): drop --csv, --json-stream and --columns");
         }
-        if a.markdown && request.output.format == Format::Json {
-            bail!("--markdown and --json: choose one");
-        }
+        // The matrices' grids as Markdown tables, the lines around them as paragraphs.
+        let markdown = request.output.format == Format::Markdown;
         Ok(MeshRequest {
             request,
             selection: a.pairs.clone().unwrap_or(Selection::All),
@@ -79,7 +73,7 @@ impl TryFrom<&MeshArgs> for MeshRequest {
             netns_prefix: a.netns_from_rank.clone(),
             bind: a.bind,
             report_dir: a.report.clone(),
-            markdown: a.markdown,
+            markdown,
         })
     }
 }
