@@ -82,6 +82,19 @@ pub struct Table {
     lines: Vec<Line>,
     /// Spaces before every line of a plain table.
     indent: usize,
+    /// How a Markdown table's notes name the row they are said of.
+    note_label: NoteLabel,
+}
+
+/// How the notes listed after a Markdown table name the row each is said of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NoteLabel {
+    /// By the row's first cell (a size, a transport): what names the row when every column
+    /// is there.
+    #[default]
+    FirstCell,
+    /// "row N" (from 1): when columns were left out, the first cell may be any figure.
+    RowNumber,
 }
 
 /// The gap between two columns of a plain table.
@@ -163,7 +176,14 @@ impl Table {
             columns,
             lines: Vec::new(),
             indent: 0,
+            note_label: NoteLabel::FirstCell,
         }
+    }
+
+    /// How the notes of a Markdown table name their row.
+    pub fn note_label(mut self, label: NoteLabel) -> Table {
+        self.note_label = label;
+        self
     }
 
     /// Every line of a plain table starts with `n` spaces.
@@ -270,12 +290,17 @@ impl Table {
         out.push('\n');
         let mut notes = Vec::new();
         let mut last_first_cell = String::new();
+        let mut rows = 0;
         for line in &self.lines {
             match line {
                 Line::Row(cells) => {
                     out.push_str(&markdown_line(cells.iter().map(String::as_str)));
                     out.push('\n');
-                    last_first_cell = cells.first().cloned().unwrap_or_default();
+                    rows += 1;
+                    last_first_cell = match self.note_label {
+                        NoteLabel::FirstCell => cells.first().cloned().unwrap_or_default(),
+                        NoteLabel::RowNumber => format!("row {rows}"),
+                    };
                 }
                 Line::Note(text) => notes.push(if last_first_cell.is_empty() {
                     format!("- {}", safe(text.trim()))
@@ -565,6 +590,17 @@ mod tests {
         for l in &lines[..6] {
             assert_eq!(l.replace("\\|", "").matches('|').count(), 5, "{l}");
         }
+    }
+
+    #[test]
+    fn notes_may_name_their_row_by_number() {
+        let text = awkward()
+            .note_label(NoteLabel::RowNumber)
+            .render(Style::Markdown);
+        assert!(
+            text.contains("- row 3: ! receiver: above the link's rate"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ use crate::model::Swept;
 use crate::model::{PointResult, RunDocument};
 use crate::plan::sink::{IntervalPrinter, Sink};
 use crate::stats::Validity;
-use crate::text::table::{Column, LiveTable, Style, Table};
+use crate::text::table::{Column, LiveTable, NoteLabel, Style, Table};
 use crate::units::format_bytes;
 
 pub struct TableSink {
@@ -368,7 +368,15 @@ impl TableSink {
                 *live = LiveTable::new(columns);
                 *header_shown = false;
             }
-            Body::Markdown { table, .. } => *table = Table::new(columns),
+            Body::Markdown { table, .. } => {
+                // With --columns the first cell may be any figure: notes name rows by number.
+                let label = if self.selection.is_some() {
+                    NoteLabel::RowNumber
+                } else {
+                    NoteLabel::FirstCell
+                };
+                *table = Table::new(columns).note_label(label);
+            }
         }
         Ok(())
     }
