@@ -211,6 +211,12 @@ fn iperf3_once(extra: &[&str]) -> Result<Value, String> {
             .output()
             .expect("iperf3 -c runs");
         let text = String::from_utf8_lossy(&out.stdout);
+        // iperf3 3.12 with -J may exit 0 on a refused connection, its error in the document:
+        // the server is not listening yet, so the client tries again.
+        if text.contains("unable to connect") {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        }
         if out.status.success() {
             let doc: Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J is JSON");
             let connected = doc["start"]["connected"]
@@ -221,10 +227,7 @@ fn iperf3_once(extra: &[&str]) -> Result<Value, String> {
             }
             return Err(format!("iperf3 -c said it succeeded but: {text}"));
         }
-        if !text.contains("unable to connect") {
-            return Err(format!("{}\n{text}", String::from_utf8_lossy(&out.stderr)));
-        }
-        std::thread::sleep(Duration::from_millis(100));
+        return Err(format!("{}\n{text}", String::from_utf8_lossy(&out.stderr)));
     }
     Err("iperf3 -s never accepted a connection".into())
 }
