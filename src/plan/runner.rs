@@ -646,3 +646,25 @@ fn sweep_metrics(plan: &RunPlan, report: &RunDocument) -> Vec<SweepGroup> {
     }
     groups
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::Request;
+    use std::time::Duration;
+
+    #[test]
+    fn a_run_expects_its_points_time_limits_times_its_runs() {
+        let mut r = Request::default();
+        r.sizes.size = Some(vec![1, 1024, 4096]);
+        r.stop.duration = Some(Duration::from_millis(2500));
+        r.statistics.repeat = 2;
+        let plan = crate::plan::build(&r).unwrap();
+        assert_eq!(expected_seconds(&plan), Some(15.0));
+        // A point that stops after a count has no time known ahead.
+        r.stop.duration = None;
+        r.stop.iterations = Some(1000);
+        let plan = crate::plan::build(&r).unwrap();
+        assert_eq!(expected_seconds(&plan), None);
+    }
+}
