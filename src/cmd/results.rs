@@ -792,6 +792,20 @@ fn plot(a: PlotArgs) -> Result<()> {
         }
     };
     let Some(figure) = figure else {
+        // A distribution whose every point was left out as not valid says which and why.
+        let left_out = match a.kind {
+            PlotKind::Histogram | PlotKind::Cdf | PlotKind::Percentiles => {
+                series::distribution_left_out(&runs, a.point)
+            }
+            _ => Vec::new(),
+        };
+        if !left_out.is_empty() {
+            bail!(
+                "no valid latency distribution to draw: {} left out, its latency not valid ({})",
+                left_out.len(),
+                left_out.join("; ")
+            );
+        }
         bail!("{}", missing(a.kind, pattern.name(), a.point));
     };
     let svg = plots::render_svg(&figure)?;
