@@ -237,7 +237,7 @@ const RR_THINK_TABLE: &str = r#"# wirebench 0.1.0 rr over tcp, server 192.0.2.7:
 # every request and response written in pieces of at most 300 bytes, on both ends (Nagle's algorithm on: --nodelay turns it off)
 # think time 80ms before each timed transaction: txn/s over the raw time, txn/s-think over the time without the waits; RTTs exclude them
 # units: times in us (round trips), rates in Mbit/s (10^6 bit/s), txn/s in transactions per second, sizes in bytes
-# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)
+# transaction = request + response, times are round trips; throughput counts request+response payload
    req(B)   resp(B)      txns       txn/s   mean(us)   ±CI(us)   p50(us)   p99(us)   max(us)    Mbit/s  txn/s-think
         1         1      1000     33333.3      30.00      0.10     30.00     60.00     90.00      0.53      12345.6
 # first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
@@ -734,7 +734,7 @@ const PINGPONG_TABLE: &str = r#"# wirebench 0.1.0 pingpong over tcp, server 192.
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
 # 1 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
 # units: times in us (one-way = RTT/2), rates in Mbit/s (10^6 bit/s), sizes in bytes
-# latency = RTT/2 (one-way), microseconds; throughput = 2n/RTT in Mbit/s (10^6 bit/s); CI = confidence interval half-width of the mean
+# latency = RTT/2 (one-way); throughput = 2n/RTT; CI = confidence interval half-width of the mean
   size(B)   samples    mean(us)   ±CI(us)   min(us)   p50(us)   p99(us)   max(us)      Mbit/s
         1      1000       10.00      0.05      0.50     10.00     20.00     45.00        0.80
         2      1000       11.50      0.05      0.50     11.50     23.00     45.00        1.39
@@ -750,7 +750,7 @@ const STREAM_TABLE: &str = r#"# wirebench 0.1.0 stream over tcp, server 192.0.2.
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
 # 2 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
 # units: rates in Mbit/s (10^6 bit/s), sizes in bytes, cpu in us per KiB
-# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved
+# rates of payload, each side over its own clock; cpu = service demand, CPU time per KiB moved
 # sender = bytes written to the transport over the sender's timed phase (bytes still in its socket buffer at the end count); receiver = bytes read over the receiver's timed phase
 # acked = bytes the peer acknowledged over the sender's timed phase (TCP_INFO): what reached the receiver's kernel
   size(B)  stream         direction       sender        acked     receiver        sent(B)    received(B)    retr   cpu_cli   cpu_srv
@@ -762,7 +762,7 @@ const CRR_TABLE: &str = r#"# wirebench 0.1.0 crr over tcp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
 # 1 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
 # units: times in us (round trips, setup: connect and handshake), rates in Mbit/s (10^6 bit/s), txn/s in transactions per second, sizes in bytes
-# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)
+# transaction = request + response, times are round trips; throughput counts request+response payload
    req(B)   resp(B)      txns       txn/s   mean(us)   ±CI(us)   p50(us)   p99(us)   max(us)    Mbit/s   setup(us)
         1         1      1000     33333.3      30.00      0.10     30.00     60.00     90.00      0.53           -
         2         2      1000     33333.3      30.00      0.10     30.00     60.00     90.00      1.07       12.35
@@ -777,7 +777,7 @@ const UDP_BIDIR_TABLE: &str = r#"# wirebench 0.1.0 stream over udp, server 192.0
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
 # 2 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
 # units: rates in Mbit/s (10^6 bit/s), sizes in bytes, cpu in us per KiB, loss in % of datagrams sent, jitter in ms
-# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved
+# rates of payload, each side over its own clock; cpu = service demand, CPU time per KiB moved
 # sender = bytes written to the transport over the sender's timed phase (bytes still in its socket buffer at the end count); receiver = bytes read over the receiver's timed phase
   size(B)  stream         direction       sender     receiver        sent(B)    received(B)  lost(dgr)  loss(%)  jitter(ms)   cpu_cli   cpu_srv
    131072       0  client_to_server         4.00         4.00         501000         501000          0    0.000      0.1250

@@ -127,13 +127,13 @@ impl TableSink {
         self.line(&self.units_line(r))?;
         match r.pattern {
             PatternKind::Pingpong => {
-                self.line("# latency = RTT/2 (one-way), microseconds; throughput = 2n/RTT in Mbit/s (10^6 bit/s); CI = confidence interval half-width of the mean")?;
+                self.line("# latency = RTT/2 (one-way); throughput = 2n/RTT; CI = confidence interval half-width of the mean")?;
             }
             PatternKind::Rr | PatternKind::Crr => {
-                self.line("# transaction = request + response, round-trip times in microseconds; throughput counts request+response payload in Mbit/s (10^6 bit/s)")?;
+                self.line("# transaction = request + response, times are round trips; throughput counts request+response payload")?;
             }
             PatternKind::Stream => {
-                self.line("# rates in Mbit/s (10^6 bit/s) of payload, each side over its own clock; cpu = service demand in us of CPU per KiB moved")?;
+                self.line("# rates of payload, each side over its own clock; cpu = service demand, CPU time per KiB moved")?;
                 for line in stream_rates_note(self.acked) {
                     self.line(line)?;
                 }
