@@ -740,7 +740,7 @@ const PINGPONG_TABLE: &str = r#"# wirebench 0.1.0 pingpong over tcp, server 192.
         2      1000       11.50      0.05      0.50     11.50     23.00     45.00        1.39
         3      1000       13.00      0.05      0.50     13.00     26.00     45.00        1.85
 # t0 = RTT/2 of the smallest message (1 B) = 10.00 us ±0.05
-# r_max = 1.85 Mbit/s (0.231 MB/s, MB = 10^6 B) at 3 B [1.84 .. 1.85]
+# r_max = 1.85 Mbit/s at 3 B [1.84 .. 1.85]
 #   r_max at the largest size (3 B): the curve had not flattened, r_max is a lower bound
 # n_1/2 = 1 B (size reaching r_max/2, linear interpolation); an estimate against r_max, which is a lower bound: the true n_1/2 is likely larger
 # fit t(n) = t0 + n/r_inf over 3 sizes: t0 = 8.50 us, r_inf = 5.33 Mbit/s, n_1/2 = r_inf*t0 = 6 B, R^2 = 1.00000

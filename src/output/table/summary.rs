@@ -84,9 +84,8 @@ impl TableSink {
                     .unwrap_or_default()
             ))?;
             self.line(&format!(
-                "# r_max = {} Mbit/s ({:.3} MB/s, MB = 10^6 B) at {} B{}",
+                "# r_max = {} Mbit/s at {} B{}",
                 mbit(m.r_max_bits_per_s),
-                m.r_max_bits_per_s / 8e6,
                 m.r_max_size,
                 m.r_max_ci_bits_per_s
                     .map(|(lo, hi)| format!(" [{} .. {}]", mbit(lo), mbit(hi)))
