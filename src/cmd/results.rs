@@ -417,11 +417,18 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             }
         }
         ResultsCommand::Show(a) if app_id(&a.id).is_some() => {
-            if a.format != ShowFormat::Table || !a.columns.is_empty() {
-                bail!("an application run is shown as its own table: drop --format and --columns");
+            if !a.columns.is_empty() {
+                bail!("an application run is shown as its own table: drop --columns");
             }
+            let style = match a.format {
+                ShowFormat::Table => crate::text::table::Style::Plain,
+                ShowFormat::Markdown => crate::text::table::Style::Markdown,
+            };
             let db = open_existing(&a.db)?;
-            print!("{}", crate::app::speedup::table(&load_app(&db, &a.id)?));
+            print!(
+                "{}",
+                crate::app::speedup::render(&load_app(&db, &a.id)?, style)
+            );
         }
         ResultsCommand::Export(a) if app_id(&a.id).is_some() => {
             if a.chosen() != Some(ExportFormat::Json) {
@@ -450,16 +457,16 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             let db = open_existing(&a.db)?;
             let (_, report) = load(&db, &a.id)?;
             // A mesh keeps its points in its pairs: shown as its matrices, as it printed.
+            let style = match a.format {
+                ShowFormat::Table => crate::text::table::Style::Plain,
+                ShowFormat::Markdown => crate::text::table::Style::Markdown,
+            };
             if report.mesh.is_some() {
-                if a.format != ShowFormat::Table || !a.columns.is_empty() {
-                    bail!("a mesh is shown as its matrices: drop --format and --columns");
+                if !a.columns.is_empty() {
+                    bail!("a mesh is shown as its matrices: drop --columns");
                 }
-                print!("{}", crate::mesh::output::render_text(&report));
+                print!("{}", crate::mesh::output::render(&report, style));
             } else {
-                let style = match a.format {
-                    ShowFormat::Table => crate::text::table::Style::Plain,
-                    ShowFormat::Markdown => crate::text::table::Style::Markdown,
-                };
                 let columns = (!a.columns.is_empty()).then_some(a.columns.as_slice());
                 crate::glue::stored::show(&report, style, columns)?;
             }
