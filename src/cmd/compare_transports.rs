@@ -5,11 +5,8 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Args;
 
-use super::run::{
-    parse_duration, parse_sweep, ClientAuthArgs, Sweep, TransportArgs, TransportParser,
-};
-use crate::glue::compare_transports::{compare, CompareRequest};
-use crate::transport::TransportKind;
+use super::run::{parse_duration, parse_sweep, ClientAuthArgs, Sweep, TransportArgs};
+use crate::glue::compare_transports::{compare, parse_entry, CompareRequest, Entry};
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -20,8 +17,11 @@ pub struct CompareArgs {
     pub auth: ClientAuthArgs,
     /// Transports to compare, of tcp, udp, unix, mptcp, quic and raw, e.g. tcp,udp,raw.
     /// Default: every transport that can run here (raw needs root; unix only without --to).
-    #[arg(long, value_delimiter = ',', value_parser = TransportParser)]
-    pub transports: Option<Vec<TransportKind>>,
+    /// An entry is [LABEL=]KIND[@HOST[:PORT]]: `routed=tcp@RELAY:5301` measures tcp through
+    /// another server or a relay (`wirebench relay`) under the label "routed", beside the
+    /// direct path.
+    #[arg(long, value_delimiter = ',', value_parser = parse_entry)]
+    pub transports: Option<Vec<Entry>>,
     /// Message sizes of the sweep (binary suffixes); sizes above a transport's largest
     /// message are left out for that transport.
     #[arg(long, default_value = "1..1M:*4", value_parser = parse_sweep)]
@@ -33,9 +33,10 @@ pub struct CompareArgs {
     /// intervals are over these runs.
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
-    /// The transport the others are compared with. Default: the lowest layer measured.
-    #[arg(long, value_parser = TransportParser)]
-    pub baseline: Option<TransportKind>,
+    /// The entry the others are compared with (a transport, or an entry's label). Default:
+    /// the lowest layer measured directly.
+    #[arg(long)]
+    pub baseline: Option<String>,
     /// Confidence level in percent: 90, 95 or 99.
     #[arg(long, default_value_t = 95)]
     pub confidence: u32,
@@ -68,7 +69,7 @@ impl From<&CompareArgs> for CompareRequest {
             sizes: a.size.0.clone(),
             duration: a.duration,
             runs: a.runs,
-            baseline: a.baseline,
+            baseline: a.baseline.clone(),
             confidence: a.confidence,
             io_timeout: a.io_timeout,
             local: a.transport_args.config(),

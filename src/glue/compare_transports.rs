@@ -23,15 +23,15 @@ pub struct CompareRequest {
     pub to: Option<String>,
     pub psk_file: Option<std::path::PathBuf>,
     /// None: every transport that can run here.
-    pub transports: Option<Vec<TransportKind>>,
+    pub transports: Option<Vec<Entry>>,
     /// The sweep's sizes; sizes above a transport's largest message are left out for it.
     pub sizes: Vec<u64>,
     /// Time per size and run.
     pub duration: Duration,
     /// Independent sweeps per transport, interleaved.
     pub runs: u32,
-    /// None: the lowest layer measured.
-    pub baseline: Option<TransportKind>,
+    /// An entry's label; None: the lowest layer measured.
+    pub baseline: Option<String>,
     /// Percent: 90, 95 or 99.
     pub confidence: u32,
     pub io_timeout: Duration,
@@ -42,6 +42,105 @@ pub struct CompareRequest {
     pub save: bool,
     /// The database (None: the default path).
     pub db: Option<std::path::PathBuf>,
+}
+
+/// One row of the comparison: a transport, and optionally another server to reach it through
+/// (a relay in the path, as PVM's daemon route against its direct one), under a label.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub label: String,
+    pub kind: TransportKind,
+    /// HOST[:PORT] of the server (or relay) for this row alone; None: the comparison's.
+    pub via: Option<String>,
+}
+
+impl Entry {
+    pub fn of(kind: TransportKind) -> Entry {
+        Entry {
+            label: kind.name().to_owned(),
+            kind,
+            via: None,
+        }
+    }
+}
+
+/// `[LABEL=]KIND[@HOST[:PORT]]`: `tcp`, `routed=tcp@10.0.0.3:5301`. Without a label, the
+/// entry's own text names the row.
+pub fn parse_entry(s: &str) -> std::result::Result<Entry, String> {
+    let (label, rest) = match s.split_once('=') {
+        Some((l, r)) => (Some(l), r),
+        None => (None, s),
+    };
+    let (kind, via) = match rest.split_once('@') {
+        Some((k, v)) => (k, Some(v)),
+        None => (rest, None),
+    };
+    if let Some(l) = label {
+        if l.is_empty()
+            || !l
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+        {
+            return Err(format!(
+                "bad entry label '{l}' in '{s}': letters, digits, - _ . / only"
+            ));
+        }
+    }
+    if via.is_some_and(str::is_empty) {
+        return Err(format!("'{s}': no server after '@' (KIND@HOST[:PORT])"));
+    }
+    let kind = TransportKind::from_name(kind).map_err(|_| {
+        format!(
+            "unknown transport '{kind}' in '{s}' (available: {}; an entry is [LABEL=]KIND[@HOST[:PORT]])",
+            crate::transport::names()
+        )
+    })?;
+    Ok(Entry {
+        label: label.unwrap_or(s).to_owned(),
+        kind,
+        via: via.map(str::to_owned),
+    })
+}
+
+/// Rows ordered by an estimate, in groups of rows within noise of each other: a row joins the
+/// group before it when its interval overlaps the interval of any row already in it. Rows
+/// without an interval are left out: nothing says whether they differ.
+pub fn order_within_noise(
+    rows: &[(String, Option<Estimate>)],
+    lowest_first: bool,
+) -> Vec<Vec<String>> {
+    let mut ranked: Vec<(&str, f64, f64)> = rows
+        .iter()
+        .filter_map(|(name, e)| {
+            let e = e.as_ref()?;
+            let h = e.ci_half_width?;
+            Some((name.as_str(), e.mean - h, e.mean + h))
+        })
+        .collect();
+    let mid = |r: &(&str, f64, f64)| (r.1 + r.2) / 2.0;
+    ranked.sort_by(|a, b| {
+        let o = mid(a).total_cmp(&mid(b));
+        if lowest_first {
+            o
+        } else {
+            o.reverse()
+        }
+    });
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut spans: Vec<(f64, f64)> = Vec::new();
+    for (name, lo, hi) in ranked {
+        match (groups.last_mut(), spans.last_mut()) {
+            (Some(g), Some(span)) if lo <= span.1 && hi >= span.0 => {
+                g.push(name.to_owned());
+                *span = (span.0.min(lo), span.1.max(hi));
+            }
+            _ => {
+                groups.push(vec![name.to_owned()]);
+                spans.push((lo, hi));
+            }
+        }
+    }
+    groups
 }
 
 /// Prints nothing: compare-transports renders its own table at the end. Keeps the id the
@@ -67,19 +166,21 @@ impl Sink for Quiet {
     }
 }
 
-fn default_transports(c: &CompareRequest) -> Vec<TransportKind> {
+fn default_transports(c: &CompareRequest) -> Vec<Entry> {
     let root = nix::unistd::geteuid().is_root();
     TransportKind::SERVED
         .into_iter()
         .filter(|&k| k != TransportKind::Raw || root)
         .filter(|&k| k != TransportKind::Unix || c.to.is_none())
+        .map(Entry::of)
         .collect()
 }
 
-/// One transport's sweep, as `run pingpong` would be asked for it.
-fn sweep_request(c: &CompareRequest, kind: TransportKind, sizes: &[u64]) -> Result<Request> {
+/// One entry's sweep, as `run pingpong` would be asked for it.
+fn sweep_request(c: &CompareRequest, entry: &Entry, sizes: &[u64]) -> Result<Request> {
+    let kind = entry.kind;
     let mut r = Request::new(crate::pattern::PatternKind::Pingpong, kind);
-    r.server.to = c.to.clone();
+    r.server.to = entry.via.clone().or_else(|| c.to.clone());
     r.server.psk_file = c.psk_file.clone();
     r.local = c.local.clone();
     r.sizes.size = Some(sizes.to_vec());
@@ -95,8 +196,8 @@ fn sweep_request(c: &CompareRequest, kind: TransportKind, sizes: &[u64]) -> Resu
 }
 
 /// What one sweep is, for the progress line: "tcp, 12 sizes, run 2 of 3".
-fn sweep_text(kind: TransportKind, sizes: &[u64], run: u32, runs: u32) -> String {
-    format!("{kind}, {} sizes, run {} of {runs}", sizes.len(), run + 1)
+fn sweep_text(label: &str, sizes: &[u64], run: u32, runs: u32) -> String {
+    format!("{label}, {} sizes, run {} of {runs}", sizes.len(), run + 1)
 }
 
 /// Runs the comparison; transports that fail are reported with their error, the others
@@ -106,30 +207,42 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
     if c.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let kinds = c
+    let entries = c
         .transports
         .clone()
         .unwrap_or_else(|| default_transports(c));
-    if kinds.is_empty() {
+    if entries.is_empty() {
         bail!("--transports names no transport");
     }
-    if let Some(b) = c.baseline {
-        if !kinds.contains(&b) {
+    for (i, e) in entries.iter().enumerate() {
+        if entries[..i].iter().any(|o| o.label == e.label) {
+            bail!(
+                "--transports names '{}' twice: give one of them a label (LABEL=KIND...)",
+                e.label
+            );
+        }
+    }
+    if let Some(b) = &c.baseline {
+        if !entries.iter().any(|e| &e.label == b) {
             bail!("--baseline {b} is not among the transports compared");
         }
     }
-    // Each transport's sizes and plan, checked before anything runs.
+    // Each entry's sizes and plan, checked before anything runs.
     let mut setups = Vec::new();
-    for &kind in &kinds {
+    for entry in &entries {
+        let kind = entry.kind;
         let max = kind.open(&c.local)?.capabilities().max_message;
         let sizes: Vec<u64> = c.sizes.iter().copied().filter(|&s| s <= max).collect();
         if sizes.len() < 2 {
-            bail!("--size leaves fewer than two sizes for {kind} (largest message {max} B)");
+            bail!(
+                "--size leaves fewer than two sizes for {} (largest message {max} B)",
+                entry.label
+            );
         }
-        let request = sweep_request(c, kind, &sizes)?;
-        let plan =
-            crate::plan::build(&request).with_context(|| format!("planning the {kind} sweep"))?;
-        setups.push((kind, sizes, request, plan));
+        let request = sweep_request(c, entry, &sizes)?;
+        let plan = crate::plan::build(&request)
+            .with_context(|| format!("planning the {} sweep", entry.label))?;
+        setups.push((entry, sizes, request, plan));
     }
     runner::stop_on_ctrl_c(crate::store::save::recover_before_exit);
     // A sweep takes about as long as it has sizes.
@@ -148,14 +261,15 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
     // Interleaved: run r of every transport before run r + 1 of any, so that a slow spell of
     // the host falls on all of them alike.
     for run in 0..c.runs {
-        for (i, (name, sizes, args, plan)) in setups.iter().enumerate() {
+        for (i, (entry, sizes, args, plan)) in setups.iter().enumerate() {
+            let name = &entry.label;
             step += 1;
             if errors[i].is_some() {
                 // A transport that failed is not measured again: its work is done.
                 progress.done(sizes.len() as f64);
                 continue;
             }
-            progress.step(step, &sweep_text(*name, sizes, run, c.runs));
+            progress.step(step, &sweep_text(name, sizes, run, c.runs));
             // Saved like every run, each sweep labelled with what it was part of.
             let mut output = args.output.clone();
             output.label = Some(format!(
@@ -194,34 +308,63 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
     let mut rows: Vec<TransportRow> = setups
         .iter()
         .enumerate()
-        .map(|(i, (kind, sizes, _, _))| {
-            let mut r = row(*kind, sizes, &metrics[i], errors[i].clone(), confidence);
+        .map(|(i, (entry, sizes, _, _))| {
+            let mut r = row(
+                entry.kind,
+                sizes,
+                &metrics[i],
+                errors[i].clone(),
+                confidence,
+            );
+            r.entry = entry.label.clone();
+            r.via = entry.via.clone();
             r.saved_runs = saved[i].clone();
             r
         })
         .collect();
-    let baseline = c.baseline.or_else(|| {
+    // The default baseline: the lowest layer, reached directly.
+    let baseline = c.baseline.clone().or_else(|| {
         rows.iter()
             .filter(|r| r.t0_ns.is_some())
-            .min_by_key(|r| r.transport.layer().rank)
-            .map(|r| r.transport)
+            .min_by_key(|r| (r.transport.layer().rank, r.via.is_some()))
+            .map(|r| r.entry.clone())
     });
-    if let Some(base) = rows.iter().find(|r| Some(r.transport) == baseline).cloned() {
+    if let Some(base) = rows
+        .iter()
+        .find(|r| Some(&r.entry) == baseline.as_ref())
+        .cloned()
+    {
         for r in &mut rows {
             r.overhead = overhead(r, &base);
         }
     }
+    let t0_order = order_within_noise(
+        &rows
+            .iter()
+            .map(|r| (r.entry.clone(), r.t0_ns.clone()))
+            .collect::<Vec<_>>(),
+        true,
+    );
+    let r_max_order = order_within_noise(
+        &rows
+            .iter()
+            .map(|r| (r.entry.clone(), r.r_max_bits_per_s.clone()))
+            .collect::<Vec<_>>(),
+        false,
+    );
     Ok(Comparison {
         schema: "wirebench.compare_transports",
         // 2: every time in nanoseconds and every rate in bits per second (1 had seconds and
-        // bytes per second).
-        schema_version: 2,
+        // bytes per second). 3: rows are entries (a label, a route), ordered within noise.
+        schema_version: 3,
         server: c.to.clone(),
         duration_per_size_ns: crate::pattern::duration_ns(c.duration),
         runs: c.runs,
         confidence,
         baseline,
         transports: rows,
+        t0_order,
+        r_max_order,
         client_environment: crate::env::Environment::capture(),
     })
 }
@@ -282,7 +425,9 @@ fn row(
         .max_by_key(|s| at.iter().filter(|x| x == s).count())
         .copied();
     TransportRow {
+        entry: kind.name().to_owned(),
         transport: kind,
+        via: None,
         layer: kind.layer().what.to_owned(),
         saved_runs: Vec::new(),
         sizes: sizes.to_vec(),
@@ -389,9 +534,68 @@ mod tests {
     }
 
     #[test]
+    fn entries_name_a_transport_a_label_and_a_route() {
+        assert_eq!(parse_entry("tcp").unwrap(), Entry::of(TransportKind::Tcp));
+        let e = parse_entry("routed=tcp@10.0.0.3:5301").unwrap();
+        assert_eq!(
+            e,
+            Entry {
+                label: "routed".into(),
+                kind: TransportKind::Tcp,
+                via: Some("10.0.0.3:5301".into()),
+            }
+        );
+        assert_eq!(parse_entry("udp@h").unwrap().label, "udp@h");
+        for bad in ["sctp", "=tcp", "a b=tcp", "tcp@", "x=pigeon@h"] {
+            let err = parse_entry(bad).unwrap_err();
+            assert_eq!(err.lines().count(), 1, "{bad}: {err}");
+        }
+    }
+
+    fn est(mean: f64, h: f64) -> Option<Estimate> {
+        Some(Estimate {
+            mean,
+            ci_half_width: Some(h),
+            runs: 3,
+        })
+    }
+
+    /// Overlapping intervals are one group, not a ranking; an overlap chains a third row in;
+    /// a row without an interval is left out.
+    #[test]
+    fn rows_within_noise_are_grouped_not_ranked() {
+        let rows = vec![
+            ("tcp".to_string(), est(20.0, 1.0)),
+            ("udp".to_string(), est(10.2, 0.5)),
+            ("raw".to_string(), est(10.0, 0.5)),
+            ("grpc".to_string(), est(60.0, 2.0)),
+            ("quic".to_string(), est(21.5, 0.6)),
+            ("unix".to_string(), None),
+        ];
+        let g = order_within_noise(&rows, true);
+        assert_eq!(
+            g,
+            vec![
+                vec!["raw".to_string(), "udp".into()],
+                vec!["tcp".into(), "quic".into()],
+                vec!["grpc".into()],
+            ]
+        );
+        let g = order_within_noise(&rows, false);
+        assert_eq!(g[0], vec!["grpc".to_string()]);
+        assert_eq!(g[2], vec!["udp".to_string(), "raw".into()]);
+        // Identical figures are never ranked, whatever the order they come in.
+        let same = vec![
+            ("a".to_string(), est(5.0, 0.1)),
+            ("b".into(), est(5.0, 0.1)),
+        ];
+        assert_eq!(order_within_noise(&same, true).len(), 1);
+    }
+
+    #[test]
     fn the_progress_line_names_the_transport_and_run() {
         assert_eq!(
-            sweep_text(TransportKind::Mptcp, &[1, 2, 4], 1, 3),
+            sweep_text("mptcp", &[1, 2, 4], 1, 3),
             "mptcp, 3 sizes, run 2 of 3"
         );
     }

@@ -39,7 +39,13 @@ pub struct Overhead {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TransportRow {
+    /// What the row is called: the entry as given (`routed=tcp@HOST:PORT`'s `routed`), or the
+    /// transport's name.
+    pub entry: String,
     pub transport: TransportKind,
+    /// The server this row measured through when it is not the comparison's own (a relay in
+    /// the path), HOST:PORT; null for the comparison's server.
+    pub via: Option<String>,
     pub layer: String,
     /// The ids of this transport's sweeps in the results database, one per run (none with
     /// --no-save): `show`, `report` and `compare` take them.
@@ -83,7 +89,14 @@ pub struct Comparison {
     pub duration_per_size_ns: u64,
     pub runs: u32,
     pub confidence: f64,
-    pub baseline: Option<TransportKind>,
+    /// The entry the others are compared with.
+    pub baseline: Option<String>,
     pub transports: Vec<TransportRow>,
+    /// Entries by t0, lowest first, in groups: the entries of one group are within noise of
+    /// each other (their confidence intervals overlap, or chain by overlaps), so they are not
+    /// ranked against one another. Entries without a t0 interval are left out.
+    pub t0_order: Vec<Vec<String>>,
+    /// Entries by r_max, highest first, grouped the same way.
+    pub r_max_order: Vec<Vec<String>>,
     pub client_environment: super::host::Environment,
 }

@@ -33,6 +33,25 @@ fn rate_unit(c: &Comparison) -> RateUnit {
     }))
 }
 
+/// The row's layer, and the server or relay it went through when not the comparison's.
+fn layer_text(r: &crate::model::transports::TransportRow) -> String {
+    match &r.via {
+        Some(v) => format!("{} via {v}", r.layer),
+        None => r.layer.clone(),
+    }
+}
+
+/// The others of the t0 group `entry` belongs to, when it shares it.
+fn group_of<'a>(order: &'a [Vec<String>], entry: &str) -> Option<Vec<&'a str>> {
+    let g = order.iter().find(|g| g.iter().any(|e| e == entry))?;
+    (g.len() > 1).then(|| {
+        g.iter()
+            .filter(|e| *e != entry)
+            .map(String::as_str)
+            .collect()
+    })
+}
+
 /// The view `compare-transports` prints: what was measured and the units, the table, then the
 /// overhead's definition, the notes and each transport's fit.
 pub fn format(c: &Comparison, style: Style) -> String {
@@ -87,12 +106,12 @@ pub fn format(c: &Comparison, style: Style) -> String {
     ]);
     for r in &c.transports {
         if let Some(e) = &r.error {
-            t.row([r.transport.to_string(), r.layer.clone()]);
+            t.row([r.entry.clone(), r.layer.clone()]);
             t.note(format!("error: {e}"));
             continue;
         }
         let (extra, t0x, rx) = match &r.overhead {
-            Some(o) if Some(&r.transport) == c.baseline.as_ref() => (
+            Some(o) if Some(&r.entry) == c.baseline.as_ref() => (
                 "baseline".to_string(),
                 format!("{:.2}", o.t0_ratio),
                 format!("{:.2}", o.r_max_ratio),
@@ -116,8 +135,8 @@ pub fn format(c: &Comparison, style: Style) -> String {
             ("", "")
         };
         t.row([
-            r.transport.to_string(),
-            r.layer.clone(),
+            r.entry.clone(),
+            layer_text(r),
             with_ci(&r.t0_ns, 1e-3, 2, ""),
             with_ci(&r.r_max_bits_per_s, rate_scale, unit.decimals(), bound),
             r.r_max_size
@@ -128,6 +147,12 @@ pub fn format(c: &Comparison, style: Style) -> String {
             t0x,
             rx,
         ]);
+        if let Some(g) = group_of(&c.t0_order, &r.entry) {
+            t.note(format!(
+                "t0 within noise of {} (intervals overlap): not ranked",
+                g.join(", ")
+            ));
+        }
     }
     out.push_str(&t.render(style));
     if style == Style::Markdown {
@@ -141,12 +166,24 @@ pub fn format(c: &Comparison, style: Style) -> String {
             ),
         ));
     }
-    for r in &c.transports {
-        if let Some(note) = &r.r_max_note {
+    for (what, order, sep) in [
+        ("t0, lowest first", &c.t0_order, " < "),
+        ("r_max, highest first", &c.r_max_order, " > "),
+    ] {
+        if order.len() + order.iter().map(|g| g.len() - 1).sum::<usize>() > 1 {
             out.push_str(&comment(
                 style,
-                &format!("{} >= and ~: {note}", r.transport),
+                &format!(
+                    "order by {what}: {} (= within noise: {:.0}% intervals overlap; entries without an interval left out)",
+                    order.iter().map(|g| g.join(" = ")).collect::<Vec<_>>().join(sep),
+                    c.confidence * 100.0
+                ),
             ));
+        }
+    }
+    for r in &c.transports {
+        if let Some(note) = &r.r_max_note {
+            out.push_str(&comment(style, &format!("{} >= and ~: {note}", r.entry)));
         }
     }
     for r in &c.transports {
@@ -161,13 +198,13 @@ pub fn format(c: &Comparison, style: Style) -> String {
         let line = match (r.fit_valid, r.fit_t0_ns, r.fit_r_inf_bits_per_s) {
             (true, Some(t0), Some(ri)) => format!(
                 "{} fit t(n) = t0 + n/r_inf: t0 = {}, r_inf = {}, {sizes}",
-                r.transport,
+                r.entry,
                 format_us(t0),
                 unit.with_unit(ri),
             ),
             _ => format!(
                 "{} fit t(n) = t0 + n/r_inf, {sizes}: no valid fit: {}",
-                r.transport,
+                r.entry,
                 r.fit_invalid_reason.as_deref().unwrap_or("no fit")
             ),
         };
@@ -193,6 +230,8 @@ mod tests {
 
     fn row(kind: TransportKind, layer: &str, t0: f64, rate: f64) -> TransportRow {
         TransportRow {
+            entry: kind.name().to_owned(),
+            via: None,
             transport: kind,
             layer: layer.into(),
             saved_runs: vec![],
@@ -226,8 +265,10 @@ mod tests {
             duration_per_size_ns: 200_000_000,
             runs: 3,
             confidence: 0.95,
-            baseline: Some(TransportKind::Tcp),
+            baseline: Some("tcp".into()),
             transports: rows,
+            t0_order: Vec::new(),
+            r_max_order: Vec::new(),
             client_environment: Default::default(),
         }
     }
@@ -291,6 +332,64 @@ mod tests {
         assert!(!text.contains("MB/s"), "{text}");
         assert!(text.contains("tcp        IP byte stream"), "{text}");
         assert!(text.contains("  error: needs root"), "{text}");
+    }
+
+    /// Entries within noise of each other say so beside their row and in the order line; a
+    /// routed entry names its relay.
+    #[test]
+    fn entries_within_noise_are_said_to_be_and_routes_are_named() {
+        let mut routed = row(TransportKind::Tcp, "IP byte stream", 40_000.0, 2e9);
+        routed.entry = "routed".into();
+        routed.via = Some("10.9.0.3:5301".into());
+        let mut c = comparison(vec![
+            row(TransportKind::Raw, "Ethernet frames", 10_000.0, 1e9),
+            row(TransportKind::Udp, "IP datagrams", 10_050.0, 1e9),
+            row(TransportKind::Tcp, "IP byte stream", 12_345.0, 3e9),
+            routed,
+        ]);
+        c.t0_order = vec![
+            vec!["raw".into(), "udp".into()],
+            vec!["tcp".into()],
+            vec!["routed".into()],
+        ];
+        c.r_max_order = vec![
+            vec!["tcp".into()],
+            vec!["routed".into()],
+            vec!["raw".into(), "udp".into()],
+        ];
+        let text = format(&c, Style::Plain);
+        assert!(
+            text.contains("  t0 within noise of udp (intervals overlap): not ranked"),
+            "{text}"
+        );
+        assert!(text.contains("  t0 within noise of raw"), "{text}");
+        assert!(
+            text.contains("# order by t0, lowest first: raw = udp < tcp < routed (= within noise"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# order by r_max, highest first: tcp > routed > raw = udp"),
+            "{text}"
+        );
+        assert!(text.contains("IP byte stream via 10.9.0.3:5301"), "{text}");
+        assert!(text.contains("routed fit t(n)"), "{text}");
+        let table = table_lines(&text);
+        let aligns = [
+            Align::Left,
+            Align::Left,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+        ];
+        assert_eq!(
+            check_aligned(&table, &aligns, "  t0 within"),
+            Ok(()),
+            "{text}"
+        );
     }
 
     #[test]
