@@ -293,11 +293,15 @@ fn status(name: Option<String>, json: bool) -> Result<i32> {
 /// how late frames left (whether the host kept up with the emulation).
 pub fn describe_counters(c: &crate::lab::delayline::CountersSnapshot) -> String {
     format!(
-        "{} frames ({} segments, {} wire bytes) forwarded; queue drops {} frames ({} segments), peak {} bytes; \
+        "{} frames ({} segments, {} wire bytes{}) forwarded; queue drops {} frames ({} segments), peak {} bytes; \
          refused by the link {}, over the memory bound {}; released late (>100 us) {}, lateness mean {}, max {}",
         c.frames_out,
         c.segments_out,
         c.wire_bytes_out,
+        match c.cells_out {
+            0 => String::new(),
+            n => format!(", {n} cells"),
+        },
         c.dropped_queue_full,
         c.dropped_queue_segments,
         c.queue_peak_bytes,
