@@ -512,7 +512,26 @@ impl schemars::JsonSchema for Rate {
     }
 }
 
-const RATE_ACCEPTED: &str = "expected a positive bit rate with optional decimal prefix k, M, G or T and optional unit bit or bps (100M, 1.5G, 100mbit, 100Mbps), or a packet rate ending in pps (10kpps)";
+const RATE_ACCEPTED: &str = "expected a positive bit rate with optional decimal prefix k, M, G or T and optional unit bit or bps (100M, 1.5G, 100mbit, 100Mbps), a network's name (oc3, oc12, taxi, fddi, 10base-t, 100base-tx, 1000base-t), or a packet rate ending in pps (10kpps)";
+
+/// Rates by the name of the network, bits per second: what each carries for its frames or
+/// cells. SONET's OC-3c line rate is 155.52 Mbit/s; its section, line and path overhead
+/// leave 149.76 Mbit/s of payload for 53-byte ATM cells (OC-12c: 622.08 and 599.04).
+pub const NAMED_RATES: [(&str, f64); 7] = [
+    ("oc3", 149.76e6),
+    ("oc12", 599.04e6),
+    ("taxi", 100e6),
+    ("fddi", 100e6),
+    ("10base-t", 10e6),
+    ("100base-tx", 100e6),
+    ("1000base-t", 1000e6),
+];
+
+/// The rate of a network named `s` (any case), bits per second.
+pub fn named_rate(s: &str) -> Option<f64> {
+    let t = s.trim().to_ascii_lowercase();
+    NAMED_RATES.iter().find(|(n, _)| *n == t).map(|&(_, b)| b)
+}
 
 /// Parses a rate. Prefixes are decimal as in network tools (`100M` =
 /// 100e6 bit/s) and case-insensitive. A bare or `bit`/`bps` rate is in bits
@@ -522,6 +541,9 @@ const RATE_ACCEPTED: &str = "expected a positive bit rate with optional decimal 
 pub fn parse_rate(s: &str) -> Result<Rate, String> {
     let err = |why: &str| format!("invalid rate {s:?}: {why}; {RATE_ACCEPTED}");
     let t = s.trim();
+    if let Some(bits) = named_rate(t) {
+        return Ok(Rate::BitsPerSecond(bits));
+    }
     if t.is_empty() {
         return Err(err("empty"));
     }

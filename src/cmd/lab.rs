@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::lab::config::{LinkConfig, LinkSpec, Mechanism, Profile};
+use crate::lab::config::{Framing, LinkConfig, LinkSpec, Mechanism, Profile};
 use crate::lab::hosts::{HostsLabState, HostsStats, LinkCounters};
 use crate::lab::link::QueueLimit;
 use crate::lab::topology::{Shape, Topology};
@@ -32,6 +32,14 @@ pub enum LabCommand {
         link: LinkArgs,
         #[command(flatten)]
         hosts: HostsArgs,
+        /// CPU budget of hosts, HOST=SHARE%,... (b=25%; h1=10%,h2=50% in an N-host lab): every
+        /// process the lab runs in that host's namespace (`lab exec`, `lab run`'s server or
+        /// client) gets SHARE of one CPU through the kernel's CPU controller (cgroup2 cpu.max,
+        /// else cgroup v1 cpu.cfs_quota_us), with the shortest period the kernel allows:
+        /// max(1 ms, 1 ms / SHARE) (25%: 1 ms every 4 ms), so that it acts as a slower CPU
+        /// rather than as long stalls. Removed at lab down.
+        #[arg(long, value_name = "HOST=SHARE%,...")]
+        host_cpu: Option<String>,
     },
     /// Run a command on a host of a lab (a or b; h0, h1, ... in an N-host lab).
     Exec {
@@ -75,6 +83,14 @@ pub enum LabCommand {
         name: Option<String>,
         #[command(flatten)]
         link: LinkArgs,
+        /// CPU budget of hosts, HOST=SHARE%,... (a=50%,b=25%): every
+        /// process the lab runs in that host's namespace (`lab exec`, `lab run`'s server or
+        /// client) gets SHARE of one CPU through the kernel's CPU controller (cgroup2 cpu.max,
+        /// else cgroup v1 cpu.cfs_quota_us), with the shortest period the kernel allows:
+        /// max(1 ms, 1 ms / SHARE) (25%: 1 ms every 4 ms), so that it acts as a slower CPU
+        /// rather than as long stalls. Removed at lab down.
+        #[arg(long, value_name = "HOST=SHARE%,...")]
+        host_cpu: Option<String>,
         /// The test, as for `wirebench run`, after `--` (without --to).
         #[arg(last = true, required = true)]
         test: Vec<String>,
@@ -90,9 +106,15 @@ pub enum LabCommand {
 
 pub fn run(args: LabArgs) -> Result<i32> {
     match args.command {
-        LabCommand::Up { name, link, hosts } if hosts.selects_n_hosts() => {
+        LabCommand::Up {
+            name,
+            link,
+            hosts,
+            host_cpu,
+        } if hosts.selects_n_hosts() => {
             let shape = hosts.to_shape(&link)?;
-            let state = crate::lab::hosts::HostsLab::up(&name, &shape)?.keep();
+            let budgets = parse_host_cpu(host_cpu.as_deref())?;
+            let state = crate::lab::hosts::HostsLab::up_with(&name, &shape, &budgets)?.keep();
             print_hosts_state(&state);
             println!(
                 "reach the hosts with: wirebench lab exec --name {name} h0 -- COMMAND (h0..h{}); remove with: wirebench lab down --name {name}",
@@ -100,8 +122,14 @@ pub fn run(args: LabArgs) -> Result<i32> {
             );
             Ok(0)
         }
-        LabCommand::Up { name, link, .. } => {
-            let state = Lab::up(&name, link.to_config()?)?.keep();
+        LabCommand::Up {
+            name,
+            link,
+            host_cpu,
+            ..
+        } => {
+            let budgets = parse_host_cpu(host_cpu.as_deref())?;
+            let state = Lab::up_with(&name, link.to_config()?, &budgets)?.keep();
             print_state(&state);
             println!(
                 "reach the hosts with: wirebench lab exec --name {name} a -- COMMAND (or b); remove with: wirebench lab down --name {name}"
@@ -119,38 +147,60 @@ pub fn run(args: LabArgs) -> Result<i32> {
             all,
             everyone,
         } => down(name, all, everyone),
-        LabCommand::Run { name, link, test } => run_test(name, link, test),
+        LabCommand::Run {
+            name,
+            link,
+            host_cpu,
+            test,
+        } => run_test(name, link, host_cpu, test),
         LabCommand::DelayLine { name } => crate::lab::run_delay_line(&name).map(|_| 0),
     }
 }
 
+/// `--host-cpu`'s budgets; none without it.
+fn parse_host_cpu(spec: Option<&str>) -> Result<Vec<(String, f64)>> {
+    spec.map_or(Ok(Vec::new()), crate::lab::cpu::parse)
+}
+
 pub fn print_state(s: &LabState) {
     println!(
-        "lab {}: mechanism {}, MTU {} bytes",
-        s.name, s.mechanism, s.config.mtu
+        "lab {}: mechanism {}, MTU {} bytes, framing {}",
+        s.name,
+        s.mechanism,
+        s.config.mtu,
+        s.config.framing.describe()
     );
     println!("  host a: {} in netns {}", s.host_a.address, s.host_a.netns);
     println!("  host b: {} in netns {}", s.host_b.address, s.host_b.netns);
     println!("  a -> b: {}", s.config.forward.describe(s.config.mtu));
     println!("  b -> a: {}", s.config.back.describe(s.config.mtu));
+    for b in &s.host_cpu {
+        println!("  {}", crate::lab::cpu::describe(b));
+    }
     for (dir, g) in [
         ("a -> b", &s.tcp_goodput_forward),
         ("b -> a", &s.tcp_goodput_back),
     ] {
         if let Some(g) = g {
             println!(
-                "  theoretical TCP goodput {dir}: {} ({:.2}% of the rate: {}-byte segments in {}-byte frames)",
+                "  theoretical TCP goodput {dir}: {} ({:.2}% of the rate: {}-byte segments in {} wire bytes{})",
                 crate::units::format_mbit_s(g.tcp_bits_per_s),
                 g.tcp_efficiency * 100.0,
                 g.mtu - 52,
-                g.mtu + 14
+                s.config.framing.wire_bytes(g.mtu),
+                match s.config.framing.cells(g.mtu) {
+                    0 => String::new(),
+                    c => format!(", {c} cells"),
+                }
             );
         }
     }
 }
 
 fn exec(name: &str, host: &str, command: &[String]) -> Result<i32> {
-    let namespace = match crate::lab::load_any(name)? {
+    let recorded = crate::lab::load_any(name)?;
+    let budget = recorded.host_cpu(host).cloned();
+    let namespace = match recorded {
         Recorded::Pair(_) if host == "a" || host == "b" => ns(name, host),
         Recorded::Pair(_) => bail!("host '{host}': a lab has hosts a and b"),
         Recorded::Hosts(s) => match s.host(host) {
@@ -169,6 +219,10 @@ fn exec(name: &str, host: &str, command: &[String]) -> Result<i32> {
     // that was killed, and every lab test left a `wirebench serve` running in a removed lab.
     let code = crate::lab::in_netns(&namespace, move || {
         use std::os::unix::process::CommandExt;
+        // The host's CPU budget holds the command and every process it starts.
+        if let Some(b) = &budget {
+            crate::lab::cpu::join(b, std::process::id())?;
+        }
         let e = std::process::Command::new(&program).args(&rest).exec();
         Err(anyhow::Error::new(e).context(format!("cannot run '{program}'")))
     })?;
@@ -239,11 +293,15 @@ fn status(name: Option<String>, json: bool) -> Result<i32> {
 /// how late frames left (whether the host kept up with the emulation).
 pub fn describe_counters(c: &crate::lab::delayline::CountersSnapshot) -> String {
     format!(
-        "{} frames ({} segments, {} wire bytes) forwarded; queue drops {} frames ({} segments), peak {} bytes; \
+        "{} frames ({} segments, {} wire bytes{}) forwarded; queue drops {} frames ({} segments), peak {} bytes; \
          refused by the link {}, over the memory bound {}; released late (>100 us) {}, lateness mean {}, max {}",
         c.frames_out,
         c.segments_out,
         c.wire_bytes_out,
+        match c.cells_out {
+            0 => String::new(),
+            n => format!(", {n} cells"),
+        },
         c.dropped_queue_full,
         c.dropped_queue_segments,
         c.queue_peak_bytes,
@@ -311,9 +369,17 @@ pub fn print_hosts_state(s: &HostsLabState) {
     for h in &s.hosts {
         println!("  host {}: {} in netns {}", h.name, h.address, h.netns);
     }
+    for b in &s.host_cpu {
+        println!("  {}", crate::lab::cpu::describe(b));
+    }
     for l in &s.links {
         let [x, y] = &l.ends;
-        println!("  link {} ({}):", l.name, l.mechanism);
+        println!(
+            "  link {} ({}, framing {}):",
+            l.name,
+            l.mechanism,
+            l.config.framing.name()
+        );
         println!(
             "    {x} -> {y}: {}",
             l.config.forward.describe(l.config.mtu)
@@ -398,8 +464,14 @@ fn hosts_status_json(
         "owner": crate::lab::owner::of(&s.name)})
 }
 
-fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i32> {
+fn run_test(
+    name: Option<String>,
+    link: LinkArgs,
+    host_cpu: Option<String>,
+    test: Vec<String>,
+) -> Result<i32> {
     let config = link.to_config()?;
+    let budgets = parse_host_cpu(host_cpu.as_deref())?;
     let mut argv = vec!["wirebench".to_string(), "run".to_string()];
     argv.extend(test);
     let cli = match <crate::cmd::Cli as clap::Parser>::try_parse_from(&argv) {
@@ -426,7 +498,7 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
         bail!("lab run places the server on host b itself; drop --to");
     }
     let name = name.unwrap_or_else(|| format!("run{}", std::process::id()));
-    let lab = Lab::up(&name, config)?;
+    let lab = Lab::up_with(&name, config, &budgets)?;
     let io_timeout = request.timeouts.io;
     let transport = request.local.clone();
     // The client takes its key from --psk-file or WIREBENCH_PSK: the lab's server holds it too.
@@ -435,7 +507,12 @@ fn run_test(name: Option<String>, link: LinkArgs, test: Vec<String>) -> Result<i
     let server_addr = crate::plan::lab_server::start(&lab.state, io_timeout, transport, psk)?;
     request.server.to = Some(server_addr.to_string());
     let state = lab.state.clone();
+    let client_budget = state.host_cpu.iter().find(|b| b.host == "a").cloned();
     let code = crate::lab::in_netns(&lab.state.host_a.netns, move || {
+        // The client's threads in host a's budget (the server's are placed as it starts).
+        if let Some(b) = &client_budget {
+            crate::lab::cpu::join_this_thread(b)?;
+        }
         Ok(crate::glue::measure::run(&request, Some(state)))
     })?;
     // What the link did during the test, from the delay line's next report: on stderr, so
@@ -458,7 +535,10 @@ pub struct LinkArgs {
     /// Start from a profile (its values can be overridden by the options below).
     #[arg(long, value_enum)]
     pub profile: Option<Profile>,
-    /// Link rate, DECIMAL bits per second (100mbit, 1G); both directions unless --rate-back.
+    /// Link rate, DECIMAL bits per second (100mbit, 1G), or a network's name: oc3 (149.76M,
+    /// what SONET's 155.52M leaves for ATM cells), oc12 (599.04M), taxi (100M), fddi (100M),
+    /// 10base-t (10M), 100base-tx (100M), 1000base-t (1000M); both directions unless
+    /// --rate-back.
     #[arg(long)]
     pub rate: Option<String>,
     /// One-way delay added in each direction (10ms, 250us).
@@ -496,6 +576,14 @@ pub struct LinkArgs {
     /// How delay and jitter are made.
     #[arg(long, value_enum, default_value = "auto")]
     pub mechanism: Mechanism,
+    /// What the wire charges each packet (each segment of a GSO frame) [default: frame]:
+    /// frame (the kernel's frame: 14-byte Ethernet header + IP packet), ethernet (+ FCS 4,
+    /// min 64, + preamble 8 + gap 12), atm-aal5 (LLC/SNAP 8 + IP + trailer 8 in 48-byte
+    /// payloads of 53-byte cells), atm-aal34 (CPCS 4 + IP + 4, 44 bytes per 53-byte cell),
+    /// fddi (IP + 36; give --mtu 4352 for FDDI's MTU). The goodput line and the physics guard
+    /// count the same bytes.
+    #[arg(long, value_enum, hide_possible_values = true)]
+    pub framing: Option<Framing>,
 }
 
 /// `lab up`'s options for an N-host lab.
@@ -625,6 +713,7 @@ impl LinkArgs {
             queue_back: self.queue_back.map(text),
             mtu: Some(self.mtu),
             mechanism: Some(self.mechanism),
+            framing: self.framing,
         }
     }
 

@@ -8,7 +8,7 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use super::link::QueueLimit;
-pub use crate::model::lab::{DirectionConfig, LinkConfig, Mechanism};
+pub use crate::model::lab::{DirectionConfig, Framing, LinkConfig, Mechanism, NamedRate};
 use crate::units::format_seconds;
 
 // The link's settings are values of the result model (`model::lab`), which records them with
@@ -30,7 +30,10 @@ impl DirectionConfig {
         format!(
             "rate {}{}, one-way delay {}, jitter {}, loss {:.4}%",
             self.rate_bits_per_s
-                .map(crate::units::format_mbit_s)
+                .map(|r| match self.rate_name {
+                    Some(n) => format!("{} ({})", crate::units::format_mbit_s(r), n.name()),
+                    None => crate::units::format_mbit_s(r),
+                })
                 .unwrap_or_else(|| "unlimited".into()),
             self.effective_queue(mtu)
                 .map(|q| format!(" (queue {})", q.describe()))
@@ -69,6 +72,7 @@ impl Profile {
             jitter: Duration::ZERO,
             loss: 0.0,
             queue: None,
+            rate_name: None,
         }
     }
 }
@@ -98,11 +102,14 @@ pub struct LinkSpec {
     /// Bytes; None: 1500.
     pub mtu: Option<u64>,
     pub mechanism: Option<Mechanism>,
+    /// How the wire frames each packet; None: the kernel's frame (`frame`).
+    pub framing: Option<Framing>,
 }
 
-fn bits(s: &str, what: &str) -> Result<f64> {
+/// The rate `s` in bits per second, and the network's name when it was given by one.
+fn bits(s: &str, what: &str) -> Result<(f64, Option<NamedRate>)> {
     match crate::units::parse_rate_typed(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))? {
-        crate::units::Rate::BitsPerSecond(b) => Ok(b),
+        crate::units::Rate::BitsPerSecond(b) => Ok((b, NamedRate::from_name(s))),
         crate::units::Rate::PacketsPerSecond(_) => {
             bail!("--{what}: a link rate is in bits per second, not packets")
         }
@@ -135,6 +142,7 @@ impl LinkSpec {
             queue_back: self.queue_back.clone().or_else(|| base.queue_back.clone()),
             mtu: self.mtu.or(base.mtu),
             mechanism: self.mechanism.or(base.mechanism),
+            framing: self.framing.or(base.framing),
         }
     }
 
@@ -142,7 +150,9 @@ impl LinkSpec {
         let base = self.profile.map(Profile::direction).unwrap_or_default();
         let mut fwd = base;
         if let Some(r) = &self.rate {
-            fwd.rate_bits_per_s = Some(bits(r, "rate")?);
+            let (b, name) = bits(r, "rate")?;
+            fwd.rate_bits_per_s = Some(b);
+            fwd.rate_name = name;
         }
         if let Some(d) = self.delay {
             fwd.delay = d;
@@ -158,7 +168,9 @@ impl LinkSpec {
         }
         let mut back = fwd;
         if let Some(r) = &self.rate_back {
-            back.rate_bits_per_s = Some(bits(r, "rate-back")?);
+            let (b, name) = bits(r, "rate-back")?;
+            back.rate_bits_per_s = Some(b);
+            back.rate_name = name;
         }
         if let Some(d) = self.delay_back {
             back.delay = d;
@@ -192,6 +204,7 @@ impl LinkSpec {
             back,
             mtu,
             mechanism: self.mechanism.unwrap_or(Mechanism::Auto),
+            framing: self.framing.unwrap_or_default(),
         })
     }
 }
@@ -262,6 +275,43 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("--jitter-back 2.00 ms is above --delay-back 1.00 ms"));
+    }
+
+    #[test]
+    fn named_rates_give_their_number_and_keep_their_name() {
+        let spec = LinkSpec {
+            rate: Some("OC3".into()),
+            rate_back: Some("10base-t".into()),
+            framing: Some(Framing::AtmAal5),
+            ..LinkSpec::default()
+        };
+        let c = spec.to_config().unwrap();
+        assert_eq!(c.forward.rate_bits_per_s, Some(149.76e6));
+        assert_eq!(c.forward.rate_name, Some(NamedRate::Oc3));
+        assert_eq!(c.back.rate_bits_per_s, Some(10e6));
+        assert_eq!(c.back.rate_name, Some(NamedRate::TenBaseT));
+        assert_eq!(c.framing, Framing::AtmAal5);
+        let v = serde_json::to_value(c.forward).unwrap();
+        assert_eq!(v["rate_name"], "oc3");
+        assert_eq!(v["rate_bits_per_s"], 149.76e6);
+        // A number keeps no name; every name's number is the units table's.
+        let c = LinkSpec {
+            rate: Some("100M".into()),
+            ..LinkSpec::default()
+        }
+        .to_config()
+        .unwrap();
+        assert_eq!(c.forward.rate_name, None);
+        assert!(serde_json::to_value(c.forward)
+            .unwrap()
+            .get("rate_name")
+            .is_none());
+        let want = [149.76e6, 599.04e6, 100e6, 100e6, 10e6, 100e6, 1000e6];
+        for (n, bits) in NamedRate::ALL.iter().zip(want) {
+            assert_eq!(n.bits_per_s(), bits, "{}", n.name());
+            assert_eq!(NamedRate::from_name(n.name()), Some(*n));
+        }
+        assert!(c.forward.describe(1500).starts_with("rate 100"));
     }
 
     #[test]

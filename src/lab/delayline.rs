@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::config::DirectionConfig;
+use super::framing::Framing;
 use super::link::{self, QueueLimit, Wire};
 use crate::sys::packet;
 
@@ -104,6 +105,7 @@ pub struct Counters {
     pub segments_out: AtomicU64,
     pub bytes_out: AtomicU64,
     pub wire_bytes_out: AtomicU64,
+    pub cells_out: AtomicU64,
     pub dropped_queue_full: AtomicU64,
     pub dropped_queue_segments: AtomicU64,
     pub dropped_queue_udp_segments: AtomicU64,
@@ -132,6 +134,8 @@ pub struct CountersSnapshot {
     pub bytes_out: u64,
     /// Bytes the emulated wire carried: every segment with its headers.
     pub wire_bytes_out: u64,
+    /// ATM cells the emulated wire carried (an `atm-aal5` or `atm-aal34` link; 0 otherwise).
+    pub cells_out: u64,
     /// Frames (and their segments) dropped because the queue in front of the wire was full.
     pub dropped_queue_full: u64,
     pub dropped_queue_segments: u64,
@@ -166,6 +170,7 @@ impl Counters {
             segments_out: l(&self.segments_out),
             bytes_out: l(&self.bytes_out),
             wire_bytes_out: l(&self.wire_bytes_out),
+            cells_out: l(&self.cells_out),
             dropped_queue_full: l(&self.dropped_queue_full),
             dropped_queue_segments: l(&self.dropped_queue_segments),
             dropped_queue_udp_segments: l(&self.dropped_queue_udp_segments),
@@ -242,6 +247,7 @@ struct Held {
     seq: u64,
     segments: u64,
     wire_bytes: u64,
+    cells: u64,
     frame: Vec<u8>,
 }
 
@@ -357,17 +363,30 @@ fn gso_size(vnet: &[u8]) -> u16 {
     }
 }
 
-/// Forwards frames from `rx` to `tx` through the emulated link `cfg` (MTU `mtu`), forever
-/// (until an I/O error other than a dropped frame). `reverse` is the link's other direction
-/// (for the round-trip hold of [`CausalWindows`]).
+/// The link a direction emulates: its settings, its other direction (for the round-trip hold
+/// of [`CausalWindows`]), its MTU and its wire's framing.
+#[derive(Debug, Clone, Copy)]
+pub struct Direction {
+    pub cfg: DirectionConfig,
+    pub reverse: DirectionConfig,
+    pub mtu: u64,
+    pub framing: Framing,
+}
+
+/// Forwards frames from `rx` to `tx` through the emulated link `link`, forever (until an I/O
+/// error other than a dropped frame).
 pub fn forward(
     rx: &OwnedFd,
     tx: &OwnedFd,
-    cfg: DirectionConfig,
-    reverse: DirectionConfig,
-    mtu: u64,
+    link: Direction,
     counters: Arc<Counters>,
 ) -> io::Result<()> {
+    let Direction {
+        cfg,
+        reverse,
+        mtu,
+        framing,
+    } = link;
     let _ = crate::sys::precise_timers();
     // The delay line's lateness is the link's: ahead of ordinary load on the host.
     let _ = crate::sys::realtime_priority(10);
@@ -415,6 +434,7 @@ pub fn forward(
                     counters
                         .wire_bytes_out
                         .fetch_add(h.wire_bytes, Ordering::Relaxed);
+                    counters.cells_out.fetch_add(h.cells, Ordering::Relaxed);
                 }
                 // The receiving link refused it (ENOBUFS) or it does not fit: the frame is
                 // dropped, as a router would drop it.
@@ -480,7 +500,11 @@ pub fn forward(
                 Ok((n, stamp)) => {
                     let arrived = crate::sys::arrival_instant(stamp);
                     let (vnet, frame) = scratch[..n].split_at(packet::VNET_HDR_LEN);
-                    let (wire_bytes, segments) = link::wire_size(frame, gso_size(vnet));
+                    let link::WireSize {
+                        bytes: wire_bytes,
+                        segments,
+                        cells,
+                    } = link::wire_size(frame, gso_size(vnet), framing);
                     counters.frames_in.fetch_add(1, Ordering::Relaxed);
                     counters.segments_in.fetch_add(segments, Ordering::Relaxed);
                     if held + n > MEMORY_LIMIT {
@@ -514,6 +538,7 @@ pub fn forward(
                         seq,
                         segments,
                         wire_bytes,
+                        cells,
                         frame: frame_buf,
                     });
                 }
@@ -579,6 +604,7 @@ mod tests {
             jitter: Duration::from_millis(2),
             loss: 0.0,
             queue: None,
+            rate_name: None,
         };
         let mut rng = Rng::new();
         let n = 100_000;
@@ -602,6 +628,7 @@ mod tests {
                 seq,
                 segments: 1,
                 wire_bytes: 0,
+                cells: 0,
                 frame: Vec::new(),
             });
         }

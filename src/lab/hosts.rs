@@ -28,6 +28,9 @@ pub struct HostsLabState {
     pub links: Vec<LabLink>,
     pub delay_line_pid: Option<u32>,
     pub created_at: String,
+    /// The CPU budgets of its hosts (`--host-cpu h1=25%`); absent without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_cpu: Vec<super::cpu::HostCpu>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -109,7 +112,29 @@ impl HostsLab {
     }
 
     pub fn up(name: &str, shape: &Shape) -> Result<HostsLab> {
+        HostsLab::up_with(name, shape, &[])
+    }
+
+    /// [`HostsLab::up`] with CPU budgets for some of its hosts (h0, h1, ...).
+    pub fn up_with(name: &str, shape: &Shape, host_cpu: &[(String, f64)]) -> Result<HostsLab> {
         super::check_name(name)?;
+        for (h, _) in host_cpu {
+            let known = h
+                .strip_prefix('h')
+                .and_then(|i| i.parse::<usize>().ok())
+                .is_some_and(|i| i < shape.hosts && h == &topology::host_name(i));
+            if !known {
+                bail!(
+                    "--host-cpu: host '{h}': lab {name} has hosts h0 to h{}",
+                    shape.hosts.saturating_sub(1)
+                );
+            }
+        }
+        let controller = if host_cpu.is_empty() {
+            None
+        } else {
+            Some(super::cpu::Controller::find()?)
+        };
         let plan = topology::plan(shape)?;
         let mut mtus = plan.links.iter().map(|l| l.config.mtu);
         let mtu = mtus.next().unwrap_or(1500);
@@ -168,12 +193,19 @@ impl HostsLab {
                 .collect(),
             delay_line_pid: None,
             created_at: crate::env::now_rfc3339(),
+            host_cpu: Vec::new(),
         };
         // Recorded first, so that `down` (run by the guard on failure) finds every part built.
         save(&state)?;
         let mut lab = HostsLab { state, keep: false };
         super::owner::record(name)?;
         build(&mut lab.state, &plan)?;
+        if let Some(c) = &controller {
+            for (h, share) in host_cpu {
+                let b = super::cpu::create(c, name, h, *share)?;
+                lab.state.host_cpu.push(b);
+            }
+        }
         save(&lab.state)?;
         Ok(lab)
     }
@@ -299,7 +331,7 @@ pub(super) fn run_delay_line(state: &HostsLabState) -> Result<()> {
                 .with_context(|| format!("packet socket on {b}"))?,
         );
         let (fwd, back) = (Arc::new(Counters::default()), Arc::new(Counters::default()));
-        let mtu = l.config.mtu;
+        let (mtu, framing) = (l.config.mtu, l.config.framing);
         for (rx, tx, cfg, reverse, c) in [
             (
                 a.clone(),
@@ -313,7 +345,13 @@ pub(super) fn run_delay_line(state: &HostsLabState) -> Result<()> {
             std::thread::Builder::new()
                 .name(format!("wb-delay-{}", l.name))
                 .spawn(move || {
-                    if let Err(e) = delayline::forward(&rx, &tx, cfg, reverse, mtu, c) {
+                    let link = delayline::Direction {
+                        cfg,
+                        reverse,
+                        mtu,
+                        framing,
+                    };
+                    if let Err(e) = delayline::forward(&rx, &tx, link, c) {
                         eprintln!("wirebench delay line: {e}");
                         std::process::exit(1);
                     }

@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 
-use super::goodput::ETHERNET_HEADER;
+use super::framing::{Framing, ETHERNET_HEADER};
 pub use crate::model::lab::QueueLimit;
 
 /// The default queue: 50 ms at the link's rate (a router buffer of common size), but at least
@@ -80,21 +80,43 @@ impl QueueLimit {
     }
 }
 
-/// Wire bytes and segments of an Ethernet frame `frame` (from its first byte, the
-/// destination MAC) that the kernel handed over with GSO size `gso_size` (0: not a GSO
-/// frame). A GSO frame of an IPv4 TCP or UDP packet is cut into segments of `gso_size`
-/// payload bytes, each carrying the headers again.
-pub fn wire_size(frame: &[u8], gso_size: u16) -> (u64, u64) {
+/// What one frame costs the wire: its wire bytes under the link's framing, the segments it
+/// stands for, and the ATM cells of those (0 on a framing without cells).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WireSize {
+    pub bytes: u64,
+    pub segments: u64,
+    pub cells: u64,
+}
+
+/// What an Ethernet frame `frame` (from its first byte, the destination MAC) that the kernel
+/// handed over with GSO size `gso_size` (0: not a GSO frame) costs a wire of `framing`. A GSO
+/// frame of an IPv4 TCP or UDP packet is cut into segments of `gso_size` payload bytes, each
+/// carrying the headers again and each framed on its own (its own cells, its own preamble).
+pub fn wire_size(frame: &[u8], gso_size: u16, framing: Framing) -> WireSize {
     let len = frame.len() as u64;
+    let l3 = |frame_len: u64| frame_len.saturating_sub(ETHERNET_HEADER);
+    let one = |frame_len: u64| WireSize {
+        bytes: framing.wire_bytes(l3(frame_len)),
+        segments: 1,
+        cells: framing.cells(l3(frame_len)),
+    };
     if gso_size == 0 {
-        return (len, 1);
+        return one(len);
     }
     let Some(headers) = ipv4_l4_headers(frame) else {
-        return (len, 1);
+        return one(len);
     };
+    let gso = u64::from(gso_size);
     let payload = len.saturating_sub(headers);
-    let segments = payload.div_ceil(u64::from(gso_size)).max(1);
-    (len + (segments - 1) * headers, segments)
+    let segments = payload.div_ceil(gso).max(1);
+    let full = one(headers + gso);
+    let last = one(headers + payload.saturating_sub((segments - 1) * gso));
+    WireSize {
+        bytes: (segments - 1) * full.bytes + last.bytes,
+        segments,
+        cells: (segments - 1) * full.cells + last.cells,
+    }
 }
 
 /// The IPv4 protocol number of an Ethernet frame (6 TCP, 17 UDP); None when not IPv4.
@@ -286,20 +308,42 @@ mod tests {
         let mut tcp = vec![0u8; 32];
         tcp[12] = 8 << 4;
         let f = frame(6, &tcp, 3 * 1448);
-        assert_eq!(wire_size(&f, 1448), (3 * 1514, 3));
+        let size = |f: &[u8], gso| {
+            let w = wire_size(f, gso, Framing::Frame);
+            (w.bytes, w.segments)
+        };
+        assert_eq!(size(&f, 1448), (3 * 1514, 3));
         // Not a GSO frame: the frame as it is.
-        assert_eq!(wire_size(&f, 0), (f.len() as u64, 1));
+        assert_eq!(size(&f, 0), (f.len() as u64, 1));
         // A last segment that is short.
         let f = frame(6, &tcp, 2 * 1448 + 100);
-        assert_eq!(wire_size(&f, 1448), (2 * 1514 + 166, 3));
+        assert_eq!(size(&f, 1448), (2 * 1514 + 166, 3));
         // UDP GSO: 46 datagrams of 1400 bytes, 42 header bytes each.
         let f = frame(17, &[0u8; 8], 46 * 1400);
-        assert_eq!(wire_size(&f, 1400), (46 * 1442, 46));
+        assert_eq!(size(&f, 1400), (46 * 1442, 46));
         assert_eq!(ipv4_protocol(&f), Some(17));
         // Something that is not IPv4 TCP or UDP counts as it is.
         let mut arp = frame(6, &tcp, 100);
         arp[12..14].copy_from_slice(&[0x08, 0x06]);
-        assert_eq!(wire_size(&arp, 1448), (arp.len() as u64, 1));
+        assert_eq!(size(&arp, 1448), (arp.len() as u64, 1));
+    }
+
+    #[test]
+    fn a_gso_frame_is_framed_segment_by_segment() {
+        let mut tcp = vec![0u8; 32];
+        tcp[12] = 8 << 4;
+        // Two full 1500-byte IP packets (32 cells each) and a 152-byte one (8 + 152 + 8 =
+        // 168: 4 cells): 68 cells.
+        let f = frame(6, &tcp, 2 * 1448 + 100);
+        let w = wire_size(&f, 1448, Framing::AtmAal5);
+        assert_eq!((w.segments, w.cells, w.bytes), (3, 68, 68 * 53));
+        // Ethernet: each segment with its FCS, preamble and gap.
+        let w = wire_size(&f, 1448, Framing::Ethernet);
+        assert_eq!(w.bytes, 2 * 1538 + (152 + 18 + 20));
+        // One small UDP datagram: 28 + 20 = 48 IP bytes + 16: two cells.
+        let f = frame(17, &[0u8; 8], 20);
+        let w = wire_size(&f, 0, Framing::AtmAal5);
+        assert_eq!((w.segments, w.cells, w.bytes), (1, 2, 106));
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! N-host labs (hosts h0.. h{N-1} in a star, a chain or on two switches) are in `hosts.rs`.
 
 pub mod config;
+pub mod cpu;
 pub mod delayline;
+pub mod framing;
 pub mod goodput;
 mod host;
 pub mod hosts;
@@ -173,9 +175,22 @@ impl Lab {
     }
 
     pub fn up(name: &str, config: LinkConfig) -> Result<Lab> {
+        Lab::up_with(name, config, &[])
+    }
+
+    /// [`Lab::up`] with CPU budgets for hosts a and b (see `cpu.rs`).
+    pub fn up_with(name: &str, config: LinkConfig, host_cpu: &[(String, f64)]) -> Result<Lab> {
         check_name(name)?;
+        if let Some((h, _)) = host_cpu.iter().find(|(h, _)| h != "a" && h != "b") {
+            bail!("--host-cpu: host '{h}': a lab has hosts a and b");
+        }
         check_environment()?;
         check_free(name)?;
+        let controller = if host_cpu.is_empty() {
+            None
+        } else {
+            Some(cpu::Controller::find()?)
+        };
         std::fs::create_dir_all(state_dir()).context("creating /run/wirebench/lab")?;
         if let Some(w) = faithfulness_warning(&config) {
             eprintln!("wirebench lab: {w}");
@@ -197,19 +212,37 @@ impl Lab {
             tcp_goodput_forward: config
                 .forward
                 .rate_bits_per_s
-                .map(|r| goodput::tcp(r, config.mtu)),
+                .map(|r| goodput::tcp(r, config.mtu, config.framing)),
             tcp_goodput_back: config
                 .back
                 .rate_bits_per_s
-                .map(|r| goodput::tcp(r, config.mtu)),
+                .map(|r| goodput::tcp(r, config.mtu, config.framing)),
+            host_cpu: Vec::new(),
         };
         // Record first, so that `down` (run by the guard on failure) finds every part built.
         save(&state)?;
         let mut lab = Lab { state, keep: false };
         owner::record(name)?;
         build(&mut lab.state)?;
+        if let Some(c) = &controller {
+            for (h, share) in host_cpu {
+                let b = cpu::create(c, name, h, *share)?;
+                lab.state.host_cpu.push(b);
+            }
+        }
         save(&lab.state)?;
         Ok(lab)
+    }
+}
+
+impl Recorded {
+    /// The CPU budget of host `host`, if it has one.
+    pub fn host_cpu(&self, host: &str) -> Option<&cpu::HostCpu> {
+        let all = match self {
+            Recorded::Pair(s) => &s.host_cpu,
+            Recorded::Hosts(s) => &s.host_cpu,
+        };
+        all.iter().find(|b| b.host == host)
     }
 }
 
@@ -471,7 +504,7 @@ fn run_pair_delay_line(state: &LabState) -> Result<()> {
     // Held for the process's life: the delay line's lateness is the link's, and a halted CPU
     // wakes late (see the function).
     let _fast_wakeups = crate::sys::hold_fast_wakeups().ok();
-    let mtu = state.config.mtu;
+    let (mtu, framing) = (state.config.mtu, state.config.framing);
     for (rx, tx, cfg, reverse, c) in [
         (
             wba.clone(),
@@ -491,7 +524,13 @@ fn run_pair_delay_line(state: &LabState) -> Result<()> {
         std::thread::Builder::new()
             .name("wb-delay".into())
             .spawn(move || {
-                if let Err(e) = delayline::forward(&rx, &tx, cfg, reverse, mtu, c) {
+                let link = delayline::Direction {
+                    cfg,
+                    reverse,
+                    mtu,
+                    framing,
+                };
+                if let Err(e) = delayline::forward(&rx, &tx, link, c) {
                     eprintln!("wirebench delay line: {e}");
                     std::process::exit(1);
                 }
@@ -550,7 +589,8 @@ pub fn down(name: &str) -> Result<usize> {
     }
     let namespaces = existing_namespaces(name);
     let ended = owner::end_processes(&namespaces);
-    let mut errors = Vec::new();
+    // After the processes ended: a cgroup with processes in it cannot be removed.
+    let mut errors = cpu::remove_all(name);
     for n in &namespaces {
         if let Err(e) = host::sh("ip", &["netns", "del", n]) {
             errors.push(crate::error::one_line(&e));

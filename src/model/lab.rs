@@ -134,6 +134,26 @@ pub struct LabState {
     /// Theoretical TCP goodput a->b and b->a (rate times payload share), when rate-limited.
     pub tcp_goodput_forward: Option<Goodput>,
     pub tcp_goodput_back: Option<Goodput>,
+    /// The CPU budgets of the lab's hosts (`lab up --host-cpu b=25%`); absent without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_cpu: Vec<HostCpu>,
+}
+
+/// A lab host's CPU budget: every process in its namespace that the lab starts or runs (`lab
+/// exec`) is in a cgroup the kernel's CPU controller gives `quota_us` of CPU time in every
+/// `period_us` (CFS bandwidth control).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HostCpu {
+    /// The host: "a", "b" or "h3".
+    pub host: String,
+    /// The share of one CPU, 0 to 1 (quota / period).
+    pub share: f64,
+    pub quota_us: u64,
+    pub period_us: u64,
+    /// The cgroup's directory.
+    pub cgroup: String,
+    /// "cgroup2 cpu.max" or "cgroup1 cpu.cfs_quota_us".
+    pub controller: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -170,6 +190,141 @@ pub struct DirectionConfig {
     /// state files of labs made before queues were configurable).
     #[serde(default)]
     pub queue: Option<QueueLimit>,
+    /// The name the rate was given by (`--rate oc3`), beside its number; absent when it was
+    /// given as a number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_name: Option<NamedRate>,
+}
+
+/// A link rate by the name of the network it is (`--rate oc3`): what that network carries
+/// for its frames or cells, bits per second ([`NamedRate::bits_per_s`]).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum, schemars::JsonSchema,
+)]
+pub enum NamedRate {
+    /// SONET OC-3c: 155.52 Mbit/s less the section, line and path overhead leaves 149.76
+    /// Mbit/s for 53-byte cells.
+    #[serde(rename = "oc3")]
+    #[value(name = "oc3")]
+    Oc3,
+    /// SONET OC-12c: 599.04 Mbit/s for cells.
+    #[serde(rename = "oc12")]
+    #[value(name = "oc12")]
+    Oc12,
+    /// TAXI (the 4B/5B link of early ATM adapters): 100 Mbit/s.
+    #[serde(rename = "taxi")]
+    #[value(name = "taxi")]
+    Taxi,
+    /// FDDI: 100 Mbit/s.
+    #[serde(rename = "fddi")]
+    #[value(name = "fddi")]
+    Fddi,
+    /// 10BASE-T Ethernet: 10 Mbit/s.
+    #[serde(rename = "10base-t")]
+    #[value(name = "10base-t")]
+    TenBaseT,
+    /// 100BASE-TX Fast Ethernet: 100 Mbit/s.
+    #[serde(rename = "100base-tx")]
+    #[value(name = "100base-tx")]
+    HundredBaseTx,
+    /// 1000BASE-T Gigabit Ethernet: 1000 Mbit/s.
+    #[serde(rename = "1000base-t")]
+    #[value(name = "1000base-t")]
+    GigabitBaseT,
+}
+
+impl NamedRate {
+    pub const ALL: [NamedRate; 7] = [
+        NamedRate::Oc3,
+        NamedRate::Oc12,
+        NamedRate::Taxi,
+        NamedRate::Fddi,
+        NamedRate::TenBaseT,
+        NamedRate::HundredBaseTx,
+        NamedRate::GigabitBaseT,
+    ];
+
+    /// The name as typed (`oc3`, `10base-t`).
+    pub fn name(self) -> &'static str {
+        match self {
+            NamedRate::Oc3 => "oc3",
+            NamedRate::Oc12 => "oc12",
+            NamedRate::Taxi => "taxi",
+            NamedRate::Fddi => "fddi",
+            NamedRate::TenBaseT => "10base-t",
+            NamedRate::HundredBaseTx => "100base-tx",
+            NamedRate::GigabitBaseT => "1000base-t",
+        }
+    }
+
+    pub fn bits_per_s(self) -> f64 {
+        crate::units::named_rate(self.name()).unwrap_or(0.0)
+    }
+
+    /// The name in `s` (any case, surrounding blanks ignored), if it is one.
+    pub fn from_name(s: &str) -> Option<NamedRate> {
+        let t = s.trim().to_ascii_lowercase();
+        NamedRate::ALL.into_iter().find(|n| n.name() == t)
+    }
+}
+
+/// How the link's wire carries a frame: the bytes it charges each frame's IP packet (each
+/// segment of a GSO super-frame apart), on top of which the rate serialises. See
+/// `lab::framing` for the numbers and their sources.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    ValueEnum,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Framing {
+    /// The frame as the kernel holds it: Ethernet header (14 B), IP packet; no preamble, FCS
+    /// or inter-frame gap (what the lab charged before framings were configurable).
+    #[default]
+    Frame,
+    /// Ethernet on the wire: header 14 + FCS 4 (at least 64 bytes) + preamble and SFD 8 +
+    /// inter-frame gap 12.
+    Ethernet,
+    /// ATM AAL5, LLC/SNAP encapsulation (RFC 2684): 8 B LLC/SNAP + IP packet + 8 B CPCS
+    /// trailer, padded to whole 48-byte cell payloads, 53 bytes per cell.
+    AtmAal5,
+    /// ATM AAL3/4: 4 B CPCS header + IP packet padded to 4 bytes + 4 B CPCS trailer, 44 bytes
+    /// per cell (2 B SAR header and 2 B SAR trailer in each 48-byte payload), 53 per cell.
+    AtmAal34,
+    /// FDDI (ISO 9314-2): preamble 8, SD 1, FC 1, addresses 12, LLC/SNAP 8, FCS 4, ED/FS 2:
+    /// 36 bytes around each IP packet.
+    Fddi,
+}
+
+impl Framing {
+    /// The name as the option takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Framing::Frame => "frame",
+            Framing::Ethernet => "ethernet",
+            Framing::AtmAal5 => "atm-aal5",
+            Framing::AtmAal34 => "atm-aal34",
+            Framing::Fddi => "fddi",
+        }
+    }
+
+    /// One line for people: what each packet costs on the wire.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Framing::Frame => "frame: the kernel's frame, Ethernet header 14 B + IP packet (no preamble, FCS or gap)",
+            Framing::Ethernet => "ethernet: IP packet + 14 header + 4 FCS (min 64) + 8 preamble/SFD + 12 gap",
+            Framing::AtmAal5 => "atm-aal5: 8 LLC/SNAP + IP packet + 8 CPCS trailer in 48-byte payloads of 53-byte cells",
+            Framing::AtmAal34 => "atm-aal34: 4 CPCS header + IP packet (to 4 B) + 4 CPCS trailer, 44 bytes per 53-byte cell",
+            Framing::Fddi => "fddi: IP packet + 36 (preamble, SD, FC, addresses, LLC/SNAP, FCS, ED/FS)",
+        }
+    }
 }
 
 #[derive(
@@ -194,6 +349,10 @@ pub struct LinkConfig {
     pub back: DirectionConfig,
     pub mtu: u64,
     pub mechanism: Mechanism,
+    /// How the wire frames each packet (absent in state files and documents of labs made
+    /// before framings were configurable: the kernel's frame, as they charged).
+    #[serde(default)]
+    pub framing: Framing,
 }
 
 /// How much the queue in front of the wire holds: frames waiting for the wire and the one on

@@ -6,7 +6,7 @@
 //! the point.
 
 use crate::lab::config::{DirectionConfig, LinkConfig};
-use crate::lab::goodput;
+use crate::lab::goodput::{self, Framing};
 use crate::lab::link::QueueLimit;
 use crate::model::fairness::FairnessResult;
 use crate::model::{LatencyResult, PercentileNote, PointResult, StreamPair};
@@ -42,15 +42,25 @@ fn tcp_like(t: TransportKind) -> bool {
 /// so the loss-free goodput is the bound that no true figure breaks). TCP: full segments
 /// with timestamps (MPTCP's options only make it less); QUIC: full UDP datagrams. None where
 /// the link's framing of the transport is not known.
-pub fn goodput_of(transport: TransportKind, rate: f64, mtu: u64, size: u64) -> Option<f64> {
+/// Every packet counts as the link's `framing` charges it (the delay line's own wire bytes).
+pub fn goodput_of(
+    transport: TransportKind,
+    rate: f64,
+    mtu: u64,
+    size: u64,
+    framing: Framing,
+) -> Option<f64> {
     match transport {
-        TransportKind::Tcp | TransportKind::Mptcp => Some(goodput::tcp(rate, mtu).tcp_bits_per_s),
-        TransportKind::Udp => Some(goodput::udp(rate, mtu, size.max(1))),
-        TransportKind::Raw => Some(goodput::raw(rate, mtu, size.max(1))),
+        TransportKind::Tcp | TransportKind::Mptcp => {
+            Some(goodput::tcp(rate, mtu, framing).tcp_bits_per_s)
+        }
+        TransportKind::Udp => Some(goodput::udp(rate, mtu, size.max(1), framing)),
+        TransportKind::Raw => Some(goodput::raw(rate, mtu, size.max(1), framing)),
         TransportKind::Quic => Some(goodput::udp(
             rate,
             mtu,
             mtu.saturating_sub(goodput::IPV4_HEADER + goodput::UDP_HEADER),
+            framing,
         )),
         TransportKind::Unix | TransportKind::Mpi => None,
     }
@@ -59,20 +69,17 @@ pub fn goodput_of(transport: TransportKind, rate: f64, mtu: u64, size: u64) -> O
 /// The fewest wire bytes a message of `size` bytes takes on the link: its frames with their
 /// headers (TCP in full segments with timestamps, UDP with its fragments, raw with
 /// wirebench's header); for other transports the payload alone, a lower bound.
-pub fn message_wire_bytes(transport: TransportKind, size: u64, mtu: u64) -> u64 {
+pub fn message_wire_bytes(transport: TransportKind, size: u64, mtu: u64, framing: Framing) -> u64 {
     match transport {
         TransportKind::Tcp | TransportKind::Mptcp => {
-            let headers = goodput::ETHERNET_HEADER
-                + goodput::IPV4_HEADER
-                + goodput::TCP_HEADER
-                + goodput::TCP_TIMESTAMPS;
-            let mss = mtu
-                .saturating_sub(headers - goodput::ETHERNET_HEADER)
-                .max(1);
-            size + size.div_ceil(mss).max(1) * headers
+            let headers = goodput::IPV4_HEADER + goodput::TCP_HEADER + goodput::TCP_TIMESTAMPS;
+            let mss = mtu.saturating_sub(headers).max(1);
+            let segments = size.div_ceil(mss).max(1);
+            let last = size - (segments - 1) * mss;
+            (segments - 1) * framing.wire_bytes(mss + headers) + framing.wire_bytes(last + headers)
         }
-        TransportKind::Udp => goodput::udp_wire_bytes(size, mtu),
-        TransportKind::Raw => goodput::raw_wire_bytes(size, mtu),
+        TransportKind::Udp => goodput::udp_wire_bytes(size, mtu, framing),
+        TransportKind::Raw => goodput::raw_wire_bytes(size, mtu, framing),
         _ => size,
     }
 }
@@ -234,10 +241,12 @@ pub fn point(result: &mut PointResult, facts: Facts) {
                 facts.transport,
                 result.request_size,
                 cfg.mtu,
+                cfg.framing,
             )) + back.one_way_floor_s(message_wire_bytes(
                 facts.transport,
                 result.response_size,
                 cfg.mtu,
+                cfg.framing,
             ));
             found.push(physics::round_trip_floor(
                 l.rtt.min_ns as f64 / 1e9,
@@ -250,7 +259,13 @@ pub fn point(result: &mut PointResult, facts: Facts) {
                 .filter_map(|d| d.rate_bits_per_s)
                 .fold(f64::INFINITY, f64::min);
             if facts.pingpong && rate.is_finite() {
-                if let Some(g) = goodput_of(facts.transport, rate, cfg.mtu, result.request_size) {
+                if let Some(g) = goodput_of(
+                    facts.transport,
+                    rate,
+                    cfg.mtu,
+                    result.request_size,
+                    cfg.framing,
+                ) {
                     found.push(physics::within_goodput(
                         "2n/RTT",
                         l.throughput_bits_per_s,
@@ -324,7 +339,8 @@ pub fn point(result: &mut PointResult, facts: Facts) {
             let Some(rate) = d.rate_bits_per_s else {
                 continue;
             };
-            let Some(g) = goodput_of(facts.transport, rate, cfg.mtu, result.key.size) else {
+            let Some(g) = goodput_of(facts.transport, rate, cfg.mtu, result.key.size, cfg.framing)
+            else {
                 continue;
             };
             let t = &s.totals[k];
@@ -364,10 +380,12 @@ pub fn point(result: &mut PointResult, facts: Facts) {
             if let (true, Some(f)) = (forward, result.fairness.as_ref()) {
                 if f.flows.len() > 1 {
                     // The flows' own framings: TCP's, and full UDP datagrams for QUIC's.
-                    let mut flow_g = g.max(goodput::tcp(rate, cfg.mtu).tcp_bits_per_s);
+                    let mut flow_g = g.max(goodput::tcp(rate, cfg.mtu, cfg.framing).tcp_bits_per_s);
                     if f.flows.iter().any(|x| x.flow.starts_with("quic")) {
-                        flow_g = flow_g
-                            .max(goodput_of(TransportKind::Quic, rate, cfg.mtu, 0).unwrap_or(0.0));
+                        flow_g = flow_g.max(
+                            goodput_of(TransportKind::Quic, rate, cfg.mtu, 0, cfg.framing)
+                                .unwrap_or(0.0),
+                        );
                     }
                     let shortest = f
                         .flows
@@ -411,9 +429,9 @@ pub fn point(result: &mut PointResult, facts: Facts) {
             if let (true, Some(load)) = (forward, result.load.as_ref()) {
                 let load_g =
                     if load.transport.parse::<TransportKind>().ok() == Some(TransportKind::Tcp) {
-                        goodput::tcp(rate, cfg.mtu).tcp_bits_per_s
+                        goodput::tcp(rate, cfg.mtu, cfg.framing).tcp_bits_per_s
                     } else {
-                        goodput::udp(rate, cfg.mtu, cfg.mtu.saturating_sub(28))
+                        goodput::udp(rate, cfg.mtu, cfg.mtu.saturating_sub(28), cfg.framing)
                     };
                 found.push(physics::load_within_goodput(
                     t.receiver_bits_per_s,
@@ -555,7 +573,13 @@ fn judge_pair(
     if let Some(d) = dir {
         if let Some(rate) = d.rate_bits_per_s {
             let size = s.bytes_timed.checked_div(s.messages_timed).unwrap_or(0);
-            if let Some(g) = goodput_of(facts.transport, rate, mtu, size.max(1)) {
+            if let Some(g) = goodput_of(
+                facts.transport,
+                rate,
+                mtu,
+                size.max(1),
+                facts.lab.map_or(Framing::default(), |c| c.framing),
+            ) {
                 on_receiver.push(physics::within_goodput(
                     "receiver",
                     r.bits_per_s,
@@ -612,7 +636,7 @@ pub fn sweep(metrics: &mut SweepMetrics, facts: Facts) {
             .fold(f64::INFINITY, f64::min);
         let largest = metrics.largest_size.unwrap_or(metrics.r_max_size);
         rate.is_finite()
-            .then(|| goodput_of(facts.transport, rate, cfg.mtu, largest.max(1)))
+            .then(|| goodput_of(facts.transport, rate, cfg.mtu, largest.max(1), cfg.framing))
             .flatten()
     });
     let v = physics::hockney(
@@ -635,16 +659,27 @@ mod tests {
     #[test]
     fn wire_bytes_and_goodput_follow_the_framing() {
         // One TCP segment of 1 B: 67 bytes; 1449 B need two segments at MTU 1500.
-        assert_eq!(message_wire_bytes(TransportKind::Tcp, 1, 1500), 67);
-        assert_eq!(message_wire_bytes(TransportKind::Tcp, 1448, 1500), 1514);
+        const F: Framing = Framing::Frame;
+        assert_eq!(message_wire_bytes(TransportKind::Tcp, 1, 1500, F), 67);
+        assert_eq!(message_wire_bytes(TransportKind::Tcp, 1448, 1500, F), 1514);
         assert_eq!(
-            message_wire_bytes(TransportKind::Tcp, 1449, 1500),
+            message_wire_bytes(TransportKind::Tcp, 1449, 1500, F),
             1449 + 132
         );
-        assert_eq!(message_wire_bytes(TransportKind::Quic, 100, 1500), 100);
-        let g = goodput_of(TransportKind::Tcp, 100e6, 1500, 1).unwrap();
+        assert_eq!(message_wire_bytes(TransportKind::Quic, 100, 1500, F), 100);
+        let g = goodput_of(TransportKind::Tcp, 100e6, 1500, 1, F).unwrap();
         assert!((g - 100e6 * 1448.0 / 1514.0).abs() < 1.0);
-        assert!(goodput_of(TransportKind::Unix, 100e6, 1500, 1).is_none());
+        assert!(goodput_of(TransportKind::Unix, 100e6, 1500, 1, F).is_none());
+        // In AAL5 cells: a 1-byte segment is a 53-byte packet, 69 bytes, two cells; 1449
+        // bytes are a full segment (32 cells) and a 53-byte one (2).
+        let atm = Framing::AtmAal5;
+        assert_eq!(message_wire_bytes(TransportKind::Tcp, 1, 1500, atm), 106);
+        assert_eq!(
+            message_wire_bytes(TransportKind::Tcp, 1449, 1500, atm),
+            34 * 53
+        );
+        let g = goodput_of(TransportKind::Tcp, 149.76e6, 1500, 1, atm).unwrap();
+        assert!((g - 149.76e6 * 1448.0 / 1696.0).abs() < 1.0);
         // A TCP buffer left to autotuning may grow to the kernel's maximum.
         assert_eq!(buffer(0, Some(16_384), true, 4 << 20), 4 << 20);
         assert_eq!(buffer(8192, Some(16_384), true, 4 << 20), 16_384);

@@ -18,7 +18,12 @@ pub fn start(
     transport: TransportConfig,
     psk: Option<Arc<Psk>>,
 ) -> Result<SocketAddr> {
+    let budget = lab.host_cpu.iter().find(|b| b.host == "b").cloned();
     crate::lab::in_netns(&lab.host_b.netns, move || {
+        // Host b's CPU budget holds this thread and the server threads it starts.
+        if let Some(b) = &budget {
+            crate::lab::cpu::join_this_thread(b)?;
+        }
         let config = crate::control::server::ServerConfig {
             limits: crate::control::limits::Limits::local(),
             io_timeout,

@@ -419,7 +419,7 @@ fn add_theoretical_goodput(
 ) {
     use crate::lab::goodput;
     let size = result.key.size;
-    let mtu = lab.config.mtu;
+    let (mtu, framing) = (lab.config.mtu, lab.config.framing);
     let Some(stream) = result.stream.as_mut() else {
         return;
     };
@@ -432,15 +432,15 @@ fn add_theoretical_goodput(
         // With random loss, each message keeps the link's goodput only when all its frames
         // arrive (for TCP an upper bound: see `goodput::loss_share`).
         t.theoretical_goodput_bits_per_s = dir.rate_bits_per_s.and_then(|r| match transport {
-            TransportKind::Tcp => {
-                Some(goodput::tcp(r, mtu).tcp_bits_per_s * goodput::loss_share(dir.loss, 1))
-            }
+            TransportKind::Tcp => Some(
+                goodput::tcp(r, mtu, framing).tcp_bits_per_s * goodput::loss_share(dir.loss, 1),
+            ),
             TransportKind::Udp => Some(
-                goodput::udp(r, mtu, size)
+                goodput::udp(r, mtu, size, framing)
                     * goodput::loss_share(dir.loss, goodput::udp_frames(size, mtu)),
             ),
             TransportKind::Raw => Some(
-                goodput::raw(r, mtu, size)
+                goodput::raw(r, mtu, size, framing)
                     * goodput::loss_share(dir.loss, goodput::raw_frames(size, mtu)),
             ),
             _ => None,

@@ -407,6 +407,7 @@ fn lab_of(rate: f64, delay: std::time::Duration) -> crate::lab::LabState {
             back: d,
             mtu: 1500,
             mechanism: Mechanism::Auto,
+            framing: Default::default(),
         },
         mechanism: "delay-line".into(),
         delay_line_pid: None,
@@ -415,6 +416,7 @@ fn lab_of(rate: f64, delay: std::time::Duration) -> crate::lab::LabState {
         host_b: host("b"),
         tcp_goodput_forward: None,
         tcp_goodput_back: None,
+        host_cpu: Vec::new(),
     }
 }
 
@@ -465,6 +467,34 @@ fn a_point_faster_than_its_lab_link_is_invalid_before_it_is_kept() {
         .points
         .iter()
         .all(|p| p.headline.validity.valid == Some(true)));
+}
+
+/// The guard counts the wire bytes the link's framing charges: 1024-byte ping-pongs of 25 us
+/// (2n/RTT 655.36 Mbit/s) over 0.5 s fit a 720 Mbit/s link of kernel frames (TCP goodput
+/// 688.61 Mbit/s) but not one of AAL5 cells (1448 payload bytes in 1696 wire bytes: 614.72
+/// Mbit/s).
+#[test]
+fn a_figure_above_the_atm_goodput_is_flagged_where_ethernet_frames_would_carry_it() {
+    fn steady(_: usize, _: u32) -> Vec<u64> {
+        vec![25_000; 20_000]
+    }
+    let goodput_reason = |framing| {
+        let mut lab = lab_of(720e6, std::time::Duration::ZERO);
+        lab.config.framing = framing;
+        let mut runner = Scripted::new(steady);
+        runner.lab = Some(lab);
+        let (report, result, _) = run(&pingpong(&[1024]), &mut runner);
+        result.unwrap();
+        let l = report.points[0].latency.clone().unwrap();
+        l.validity.reason().to_owned()
+    };
+    let frame = goodput_reason(crate::lab::framing::Framing::Frame);
+    assert!(!frame.contains("2n/RTT"), "{frame}");
+    let atm = goodput_reason(crate::lab::framing::Framing::AtmAal5);
+    assert!(
+        atm.contains("2n/RTT 655.36 Mbit/s is 106.6% of the link's goodput 614.72 Mbit/s"),
+        "{atm}"
+    );
 }
 
 /// What a run measured beside a point comes back with that run: the point keeps the last

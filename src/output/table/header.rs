@@ -56,6 +56,19 @@ impl TableSink {
             for (dir, d) in [("a->b", &lab.config.forward), ("b->a", &lab.config.back)] {
                 self.line(&format!("#   {dir}: {}", d.describe(lab.config.mtu)))?;
             }
+            if lab.config.framing != crate::model::lab::Framing::Frame {
+                self.line(&format!("#   framing {}", lab.config.framing.describe()))?;
+            }
+            for b in &lab.host_cpu {
+                self.line(&format!(
+                    "#   host {} CPU budget: {:.0}% of one CPU ({} us of CPU time every {} us, {})",
+                    b.host,
+                    b.share * 100.0,
+                    b.quota_us,
+                    b.period_us,
+                    b.controller
+                ))?;
+            }
         }
         let st = &r.settings;
         self.line(&format!(

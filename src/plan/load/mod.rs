@@ -85,7 +85,7 @@ pub fn resolve(spec: LoadSpec, lab: Option<&crate::lab::LabState>) -> Result<Loa
         bail!("--load {spec}: the lab link a->b has no rate (give the lab --rate, or --load udp:RATE)");
     };
     Ok(LoadSpec::Udp(
-        share * crate::lab::goodput::udp(rate, lab.config.mtu, UDP_LOAD_SIZE),
+        share * crate::lab::goodput::udp(rate, lab.config.mtu, UDP_LOAD_SIZE, lab.config.framing),
     ))
 }
 
