@@ -101,6 +101,51 @@ fn chunks_deliver_the_volume_to_the_clients() {
     assert_eq!(u(&ranks[2]["received_bytes"]), 8 * 65536);
 }
 
+/// `--load` runs beside the whole job and the report says what it did: counts only (the
+/// load's rate depends on the host's load; its datagrams' count does not vanish).
+#[test]
+fn a_job_beside_background_load_reports_the_load() {
+    let v = app_json(&[
+        "matmul",
+        "--ranks",
+        "2",
+        "--n",
+        "16",
+        "--repetitions",
+        "3",
+        "--load",
+        "udp:20M",
+    ]);
+    let load = &v["load"];
+    assert_eq!(load["spec"], "udp:20M", "{load}");
+    assert_eq!(load["transport"], "udp");
+    assert_eq!(load["target_bits_per_s"].as_f64(), Some(20e6));
+    assert!(u(&load["datagrams_sent"]) > 0, "{load}");
+    assert!(u(&load["datagrams_lost"]) <= u(&load["datagrams_sent"]));
+    assert!(u(&load["elapsed_ns"]) > 0);
+    // The load began before the job and was stopped after it.
+    assert_eq!(load["covered"], true, "{load}");
+    assert!(load["server"].as_str().unwrap().starts_with("127.0.0.1:"));
+    assert_eq!(v["points"][0]["parallel_s"]["n"], 3);
+    // Without --load there is none.
+    let v = app_json(&["matmul", "--ranks", "2", "--n", "16", "--repetitions", "1"]);
+    assert!(v["load"].is_null());
+    // A share of a lab link needs the lab: refused in one line.
+    let out = common::run(&[
+        "app",
+        "matmul",
+        "--ranks",
+        "2",
+        "--load",
+        "30%",
+        "--no-save",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("udp:RATE or tcp:N"), "{err}");
+}
+
 #[test]
 fn a_datagram_transport_is_refused_in_one_line() {
     let out = common::run(&["app", "matmul", "-t", "udp", "--ranks", "2", "--no-save"]);

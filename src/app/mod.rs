@@ -360,6 +360,7 @@ mod tests {
             repetitions: 3,
             warmup: 1,
             points,
+            load: None,
         };
         let fig = speedup::speedup_figure(&r).expect("two sizes draw");
         assert!(crate::figures::plots::render_svg(&fig)

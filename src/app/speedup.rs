@@ -33,6 +33,63 @@ pub struct AppReport {
     pub repetitions: u64,
     pub warmup: u64,
     pub points: Vec<AppPoint>,
+    /// Background load beside the whole job (`--load`), null without it.
+    #[serde(default)]
+    pub load: Option<AppLoad>,
+}
+
+/// The background load beside a job ([Local ATM computing n.d.] ran its kernels on a silent
+/// Ethernet and beside 30% load), as the load's receiver counted it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppLoad {
+    /// `--load` as given ("udp:30M", "tcp:4").
+    pub spec: String,
+    /// The wirebench server the load went to, HOST:PORT (loopback: self-hosted).
+    pub server: String,
+    /// "udp" or "tcp".
+    pub transport: String,
+    /// UDP: the payload rate the load was held at, bit/s; null for TCP.
+    pub target_bits_per_s: Option<f64>,
+    /// Payload bits the receiver counted over the load's whole time, per second.
+    pub achieved_bits_per_s: f64,
+    /// UDP: datagrams sent and lost over the whole load; null for TCP.
+    pub datagrams_sent: Option<u64>,
+    pub datagrams_lost: Option<u64>,
+    /// From the load's first interval's start to its last one's end, nanoseconds.
+    pub elapsed_ns: u64,
+    /// The load ran from before the job's first repetition to after its last.
+    pub covered: bool,
+}
+
+impl AppLoad {
+    /// One line for the table's head.
+    pub fn describe(&self) -> String {
+        let lost = match (self.datagrams_sent, self.datagrams_lost) {
+            (Some(s), Some(l)) if s > 0 => {
+                format!(
+                    ", {l} of {s} datagrams lost ({:.2}%)",
+                    l as f64 * 100.0 / s as f64
+                )
+            }
+            _ => String::new(),
+        };
+        format!(
+            "background load {} to {}: {} of {} payload received over {:.1} s{}{lost}{}",
+            self.spec,
+            self.server,
+            crate::units::format_mbit_s(self.achieved_bits_per_s),
+            self.transport,
+            self.elapsed_ns as f64 / 1e9,
+            self.target_bits_per_s
+                .map(|t| format!(" (held at {})", crate::units::format_mbit_s(t)))
+                .unwrap_or_default(),
+            if self.covered {
+                ""
+            } else {
+                "; NOT over the whole job: some repetitions ran without it"
+            }
+        )
+    }
 }
 
 pub const SCHEMA: &str = "wirebench.app";
@@ -198,6 +255,9 @@ pub fn render(r: &AppReport, style: Style) -> String {
         }
     );
     // The kernel's run times are in ms: a whole solve, not a message's latency.
+    if let Some(load) = &r.load {
+        out.push_str(&format!("{}{end}", load.describe()));
+    }
     out.push_str(&units_line(
         style,
         "kernel run times in ms, communication shares in % of the time in the kernel",
@@ -375,7 +435,34 @@ mod tests {
             repetitions: 2,
             warmup: 1,
             points: vec![point(Some(4), 1e-7, 2), huge, point(None, 0.5, 3)],
+            load: None,
         }
+    }
+
+    /// The load beside a job is stated above its table, with what was lost and whether it
+    /// covered the whole job.
+    #[test]
+    fn a_job_beside_load_says_so_above_its_table() {
+        let mut r = report();
+        r.load = Some(AppLoad {
+            spec: "udp:30M".into(),
+            server: "127.0.0.1:40000".into(),
+            transport: "udp".into(),
+            target_bits_per_s: Some(30e6),
+            achieved_bits_per_s: 29.5e6,
+            datagrams_sent: Some(10_000),
+            datagrams_lost: Some(25),
+            elapsed_ns: 12_300_000_000,
+            covered: false,
+        });
+        let text = render(&r, Style::Plain);
+        assert!(text.contains("background load udp:30M to 127.0.0.1:40000: 29.50 Mbit/s of udp payload received over 12.3 s (held at 30.00 Mbit/s), 25 of 10000 datagrams lost (0.25%); NOT over the whole job"), "{text}");
+        let back: AppReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        // A document saved before `load` existed still reads.
+        let mut v = serde_json::to_value(report()).unwrap();
+        v.as_object_mut().unwrap().remove("load");
+        assert_eq!(serde_json::from_value::<AppReport>(v).unwrap().load, None);
     }
 
     #[test]

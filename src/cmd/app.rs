@@ -101,6 +101,16 @@ pub struct AppArgs {
     /// Do not save the run in the results database.
     #[arg(long, conflicts_with = "db")]
     pub no_save: bool,
+    /// Background load beside the whole job, as `run --load`: udp:RATE (UDP held at this
+    /// payload rate) or tcp:N (N TCP streams), from rank 0 to --load-to, from before the
+    /// first repetition to after the last ([Local ATM computing n.d.] ran its kernels beside
+    /// 30% load on the ranks' Ethernet). The report states what the load achieved.
+    #[arg(long, value_name = "SPEC")]
+    pub load: Option<crate::plan::load::LoadSpec>,
+    /// The wirebench server the load goes to, HOST[:PORT] (a lab host's, so that the load
+    /// crosses the ranks' link). Default: a server on loopback in this process.
+    #[arg(long, value_name = "HOST[:PORT]", requires = "load")]
+    pub load_to: Option<String>,
     /// Write the speedup against n as a figure (FILE.svg or FILE.png).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
@@ -175,6 +185,11 @@ impl AppArgs {
     /// Everything that can be refused before a rank starts.
     fn validate(&self, ranks: usize) -> Result<Job> {
         let job = self.job()?;
+        if let Some(crate::plan::load::LoadSpec::Utilisation(_)) = self.load {
+            bail!(
+                "app --load takes udp:RATE or tcp:N: a share of a lab link's rate needs `lab run`"
+            );
+        }
         if self.transport != TransportKind::Mpi {
             let caps = self.transport.capabilities()?;
             if !caps.reliable || caps.message_boundaries {
@@ -284,9 +299,17 @@ fn launch(a: &AppArgs, job: &Job, ranks: usize, dir: &Path) -> Result<i32> {
         }
     }
     let started_at = crate::env::now_rfc3339();
+    let load = match BesideLoad::start(a) {
+        Ok(l) => l,
+        Err(e) => {
+            end(children, true);
+            return Err(e);
+        }
+    };
     let outcome = SocketGroup::join(dir, 0, ranks, a.io_timeout.max(Duration::from_secs(10)))
         .and_then(|group| rank_body(&group, a, job));
-    let failed = outcome.is_err();
+    let load = load.map(BesideLoad::stop).transpose();
+    let failed = outcome.is_err() || load.is_err();
     let said = end(children, failed);
     let points = match outcome {
         Ok(p) => p,
@@ -299,7 +322,64 @@ fn launch(a: &AppArgs, job: &Job, ranks: usize, dir: &Path) -> Result<i32> {
     if let Some(line) = said {
         bail!("{line}");
     }
-    finish(a, ranks, "local processes", started_at, points)
+    finish(a, ranks, "local processes", started_at, points, load?)
+}
+
+/// The background load of `--load`, running beside the job on rank 0.
+struct BesideLoad {
+    load: crate::plan::load::Background,
+    server: std::net::SocketAddr,
+    began: std::time::Instant,
+}
+
+impl BesideLoad {
+    /// Starts the load when asked (None otherwise), to --load-to or to a server of its own on
+    /// loopback.
+    fn start(a: &AppArgs) -> Result<Option<BesideLoad>> {
+        let Some(spec) = a.load else {
+            return Ok(None);
+        };
+        let server = match &a.load_to {
+            Some(to) => crate::control::client::resolve(to, crate::control::server::DEFAULT_PORT)?,
+            None => {
+                let config = crate::control::server::ServerConfig {
+                    limits: crate::control::limits::Limits::local(),
+                    io_timeout: a.io_timeout,
+                    ..Default::default()
+                };
+                crate::control::server::Server::bind(
+                    std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
+                    config,
+                )
+                .context("starting the load's server on loopback")?
+                .spawn()?
+            }
+        };
+        let mut base =
+            crate::request::Request::new(crate::pattern::PatternKind::Stream, TransportKind::Tcp);
+        base.timeouts.io = a.io_timeout;
+        let load = crate::plan::load::Background::start(spec, &base, server)?;
+        Ok(Some(BesideLoad {
+            load,
+            server,
+            began: std::time::Instant::now(),
+        }))
+    }
+
+    fn stop(self) -> Result<speedup::AppLoad> {
+        let r = self.load.stop(self.began)?;
+        Ok(speedup::AppLoad {
+            spec: r.spec,
+            server: self.server.to_string(),
+            transport: r.transport,
+            target_bits_per_s: r.target_bits_per_s,
+            achieved_bits_per_s: r.achieved_bits_per_s,
+            datagrams_sent: r.datagrams_sent,
+            datagrams_lost: r.datagrams_lost,
+            elapsed_ns: r.elapsed_ns,
+            covered: r.covered,
+        })
+    }
 }
 
 /// Waits for the children (killing them first when rank 0 failed); the first line a failed
@@ -404,6 +484,7 @@ fn finish(
     launch: &str,
     started_at: String,
     points: Vec<crate::app::AppPoint>,
+    load: Option<speedup::AppLoad>,
 ) -> Result<i32> {
     let r = AppReport {
         schema: speedup::SCHEMA.into(),
@@ -420,6 +501,7 @@ fn finish(
         repetitions: a.repetitions,
         warmup: a.warmup,
         points,
+        load,
     };
     let json = serde_json::to_string_pretty(&r)?;
     if a.json {
@@ -467,6 +549,11 @@ fn run_mpi(a: AppArgs) -> Result<i32> {
     let (rank, ranks) = (group.rank(), group.size());
     let job = a.validate(ranks)?;
     let started_at = crate::env::now_rfc3339();
+    let load = if rank == crate::app::ROOT {
+        BesideLoad::start(&a).map_err(|e| anyhow!("MPI rank {rank}: {}", one_line(&e)))?
+    } else {
+        None
+    };
     let points = if a.transport == TransportKind::Mpi {
         let mut conns: Vec<Option<Box<dyn Connection>>> = Vec::new();
         for r in 0..ranks {
@@ -483,11 +570,12 @@ fn run_mpi(a: AppArgs) -> Result<i32> {
     } else {
         rank_body(&group, &a, &job)
     };
+    let load = load.map(BesideLoad::stop).transpose();
     let points = points.map_err(|e| anyhow!("MPI rank {rank}: {}", one_line(&e)))?;
     if rank != crate::app::ROOT {
         return Ok(0);
     }
-    finish(&a, ranks, "mpirun", started_at, points)
+    finish(&a, ranks, "mpirun", started_at, points, load?)
 }
 
 #[cfg(not(feature = "mpi"))]

@@ -122,31 +122,32 @@ impl<'a> LoadedRunner<'a> {
             plan: None,
         }
     }
+}
 
-    /// The load's own request: a forward stream to the measured test's server.
-    fn load_request(&self, server: SocketAddr, chunk: Duration) -> Request {
-        let (transport, streams, rate, interval) = match self.spec {
-            LoadSpec::Tcp(n) => (TransportKind::Tcp, n, None, Some(TCP_REPORT_INTERVAL)),
-            LoadSpec::Udp(b) | LoadSpec::Utilisation(b) => {
-                (TransportKind::Udp, 1, Some(Rate::BitsPerSecond(b)), None)
-            }
-        };
-        let mut r = Request::new(PatternKind::Stream, transport);
-        r.server.to = Some(server.to_string());
-        r.server.psk_file = self.request.server.psk_file.clone();
-        r.local = self.request.local.clone();
-        r.timeouts = self.request.timeouts.clone();
-        r.traffic.parallel = streams;
-        r.traffic.rate = rate;
-        r.traffic.interval = interval;
-        r.stop.duration = Some(chunk);
-        r.stop.warmup = 0;
-        if transport == TransportKind::Udp {
-            r.sizes.size = Some(vec![UDP_LOAD_SIZE]);
+/// The load's own request: a forward stream of `spec` to `server`, with `base`'s
+/// credentials, transport settings and timeouts, in points of `chunk`.
+fn load_request(spec: LoadSpec, base: &Request, server: SocketAddr, chunk: Duration) -> Request {
+    let (transport, streams, rate, interval) = match spec {
+        LoadSpec::Tcp(n) => (TransportKind::Tcp, n, None, Some(TCP_REPORT_INTERVAL)),
+        LoadSpec::Udp(b) | LoadSpec::Utilisation(b) => {
+            (TransportKind::Udp, 1, Some(Rate::BitsPerSecond(b)), None)
         }
-        r.output.save = false;
-        r
+    };
+    let mut r = Request::new(PatternKind::Stream, transport);
+    r.server.to = Some(server.to_string());
+    r.server.psk_file = base.server.psk_file.clone();
+    r.local = base.local.clone();
+    r.timeouts = base.timeouts.clone();
+    r.traffic.parallel = streams;
+    r.traffic.rate = rate;
+    r.traffic.interval = interval;
+    r.stop.duration = Some(chunk);
+    r.stop.warmup = 0;
+    if transport == TransportKind::Udp {
+        r.sizes.size = Some(vec![UDP_LOAD_SIZE]);
     }
+    r.output.save = false;
+    r
 }
 
 /// How long one stream point of the load lasts.
@@ -174,8 +175,13 @@ impl PointRunner for LoadedRunner<'_> {
             .filter_map(|p| p.spec.duration_ms)
             .max()
             .map(Duration::from_millis);
-        let load_plan = super::build(&self.load_request(server, chunk_length(self.spec, measured)))
-            .context("background load")?;
+        let load_plan = super::build(&load_request(
+            self.spec,
+            self.request,
+            server,
+            chunk_length(self.spec, measured),
+        ))
+        .context("background load")?;
         let psk = crate::control::auth::Psk::load(self.request.server.psk_file.as_deref())?;
         let session = Session::open(
             server,
@@ -452,4 +458,76 @@ fn tcp_intervals<'s>(
         };
     }
     out
+}
+
+/// Load for as long as something else runs that is not a measured point of a plan (the
+/// application kernels, `app --load`): started before it, stopped after it, with the same
+/// flows, pacing and figures as a run's `--load`.
+pub struct Background {
+    stop: std::sync::Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Result<LoadRun>>,
+    given: LoadSpec,
+    spec: LoadSpec,
+    /// When the load's first interval began.
+    began: Instant,
+}
+
+impl Background {
+    /// Opens a load session with `server` (a wirebench server) and starts the load; returns
+    /// once its first interval has begun and [`LEAD`] has passed. `base` gives the
+    /// credentials, this side's transport settings and the timeouts.
+    pub fn start(given: LoadSpec, base: &Request, server: SocketAddr) -> Result<Background> {
+        let spec = resolve(given, None)?;
+        let plan = super::build(&load_request(spec, base, server, chunk_length(spec, None)))
+            .context("background load")?;
+        let psk = crate::control::auth::Psk::load(base.server.psk_file.as_deref())?;
+        let mut session = Session::open(
+            server,
+            plan.test.clone(),
+            &base.local,
+            base.timeouts.io,
+            psk.as_ref(),
+        )
+        .with_context(|| format!("background load: opening its session with {server}"))?;
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (started_tx, started_rx) = mpsc::channel::<Instant>();
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("wb-load".into())
+            .spawn(move || {
+                let run = run_load(&mut session, &plan, spec, &flag, started_tx);
+                session.close();
+                run
+            })
+            .context("starting the background load")?;
+        let Ok(began) = started_rx.recv() else {
+            let why = match thread.join() {
+                Ok(Err(e)) => crate::error::one_line(&e),
+                _ => "it ended before it began".into(),
+            };
+            bail!("background load: {why}");
+        };
+        std::thread::sleep(LEAD);
+        Ok(Background {
+            stop,
+            thread,
+            given,
+            spec,
+            began,
+        })
+    }
+
+    /// Stops the load once its current interval ends, and says what it did; `measured` is
+    /// when the loaded work began (after [`Background::start`] returned).
+    pub fn stop(self, measured_from: Instant) -> Result<LoadResult> {
+        let ended = Instant::now();
+        self.stop.store(true, Ordering::SeqCst);
+        let run = self
+            .thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the load thread panicked"))?
+            .context("background load")?;
+        debug_assert!(self.began <= measured_from);
+        Ok(run.result(&self.given, self.spec, (measured_from, ended)))
+    }
 }
