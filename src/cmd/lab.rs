@@ -714,6 +714,7 @@ impl LinkArgs {
             mtu: Some(self.mtu),
             mechanism: Some(self.mechanism),
             framing: self.framing,
+            host_cpu: None,
         }
     }
 

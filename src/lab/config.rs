@@ -104,6 +104,9 @@ pub struct LinkSpec {
     pub mechanism: Option<Mechanism>,
     /// How the wire frames each packet; None: the kernel's frame (`frame`).
     pub framing: Option<Framing>,
+    /// CPU budgets of the lab's hosts, as `lab up --host-cpu` ("b=10%"): a study's lab end
+    /// systems. Not part of the link itself: `lab up` takes it as its own option.
+    pub host_cpu: Option<String>,
 }
 
 /// The rate `s` in bits per second, and the network's name when it was given by one.
@@ -143,6 +146,7 @@ impl LinkSpec {
             mtu: self.mtu.or(base.mtu),
             mechanism: self.mechanism.or(base.mechanism),
             framing: self.framing.or(base.framing),
+            host_cpu: self.host_cpu.clone().or_else(|| base.host_cpu.clone()),
         }
     }
 

@@ -121,6 +121,13 @@ pub fn link_for(file: &StudyFile, coords: &[usize]) -> Result<Option<LinkSpec>> 
     let spec: LinkSpec = serde_json::from_value(tree)?;
     spec.to_config()
         .map_err(|e| anyhow!("the link at this point: {e:#}"))?;
+    if let Some(h) = spec
+        .host_cpu
+        .as_deref()
+        .filter(|h| !matches!(*h, "" | "none"))
+    {
+        crate::lab::cpu::parse(h).map_err(|e| anyhow!("link.host_cpu: {e:#}"))?;
+    }
     Ok(Some(spec))
 }
 

@@ -142,7 +142,16 @@ struct LabRun {
 }
 
 fn lab_up(name: &str, spec: &LinkSpec) -> Result<LabRun> {
-    let lab = Lab::up(name, spec.to_config()?)?;
+    // "none" (or "") on a host_cpu axis: the point without a budget.
+    let budgets = match spec
+        .host_cpu
+        .as_deref()
+        .filter(|h| !matches!(*h, "" | "none"))
+    {
+        Some(h) => crate::lab::cpu::parse(h)?,
+        None => Vec::new(),
+    };
+    let lab = Lab::up_with(name, spec.to_config()?, &budgets)?;
     let server = crate::plan::lab_server::start(
         &lab.state,
         crate::request::Timeouts::default().io,
