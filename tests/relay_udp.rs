@@ -21,6 +21,8 @@ struct Relay {
     child: Child,
     addr: String,
     log: mpsc::Receiver<String>,
+    /// Closed-channel lines read so far.
+    closed: std::cell::Cell<usize>,
 }
 
 impl Relay {
@@ -47,7 +49,12 @@ impl Relay {
                 let _ = tx.send(l);
             }
         });
-        Relay { child, addr, log }
+        Relay {
+            child,
+            addr,
+            log,
+            closed: std::cell::Cell::new(0),
+        }
     }
 
     /// B, then A in front of it, forwarding to `server`; A drops every `drop_every`-th
@@ -84,10 +91,21 @@ impl Relay {
             let Ok(l) = self.log.recv_timeout(left) else {
                 panic!("the relay never logged the line wanted; it logged: {seen:#?}");
             };
+            if l.contains(" closed: ") {
+                self.closed.set(self.closed.get() + 1);
+            }
             if want(&l) {
                 return l;
             }
             seen.push(l);
+        }
+    }
+
+    /// Waits until `n` channels have been logged closed in all: their last datagrams (a FIN
+    /// resent after a drop) may cross after the client has exited.
+    fn wait_closed(&self, n: usize) {
+        while self.closed.get() < n {
+            self.line(|l| l.contains(" closed: "));
         }
     }
 
@@ -205,7 +223,10 @@ fn pingpong_and_stream_cross_a_udp_leg_and_every_count_agrees() {
         count(&lb, " data datagrams up") - 2
     );
 
-    // Both relays' totals agree with each other, both ways.
+    // Both relays' totals agree with each other, both ways, once every channel (control and
+    // data of two runs) has ended.
+    a.wait_closed(4);
+    b.wait_closed(4);
     let (ta, tb) = (a.interrupt(), b.interrupt());
     assert_eq!(up_down(&ta), up_down(&tb), "{ta} / {tb}");
     assert_eq!(count(&ta, " from other than the peer relay ignored"), 0);
@@ -238,6 +259,9 @@ fn a_udp_leg_that_drops_datagrams_resends_them_and_loses_nothing() {
     }
     let v = pingpong(&a.addr, 64, 200);
     assert_eq!(u(&v["points"][0]["latency"]["transactions"]), 200);
+    // Three runs, two channels each (control and data), all ended.
+    a.wait_closed(6);
+    b.wait_closed(6);
     let ta = a.interrupt();
     let tb = b.interrupt();
     assert!(count(&ta, " datagrams dropped by --drop-every") > 0, "{ta}");
