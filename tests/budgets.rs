@@ -109,6 +109,7 @@ fn stream_test(transport: &str, direction: Direction, streams: u32, batch: u32) 
     TestSpec {
         write_size: None,
         think_ns: None,
+        length_prefix: 0,
         pattern: PatternKind::Stream,
         transport: wirebench::transport::TransportKind::from_name(transport).unwrap(),
         streams,

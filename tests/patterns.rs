@@ -72,6 +72,61 @@ fn pingpong_over_every_transport_is_consistent() {
     }
 }
 
+/// PVM's timings start at 0 bytes: over TCP (a byte stream, so every message of the run goes
+/// framed with a 4-byte length) and over UDP (a 0-byte datagram is a message), every point of
+/// `-s 0,1,64` completes its exchanges, and the byte figures count the messages' own bytes.
+#[test]
+fn pingpong_of_0_bytes_is_a_real_exchange_framed_over_tcp() {
+    for t in ["tcp", "udp"] {
+        let v = run_json(&[
+            "pingpong",
+            "-t",
+            t,
+            "-s",
+            "0,1,64",
+            "-n",
+            "200",
+            "--warmup",
+            "5",
+            "--no-save",
+        ]);
+        let framed = &v["settings"]["length_prefix_bytes"];
+        if t == "tcp" {
+            assert_eq!(u(framed), 4, "{}", v["settings"]);
+        } else {
+            assert!(framed.is_null(), "{t}: {framed}");
+        }
+        let points = v["points"].as_array().unwrap();
+        let sizes: Vec<u64> = points.iter().map(|p| u(&p["key"]["size"])).collect();
+        assert_eq!(sizes, [0, 1, 64], "{t}");
+        for p in points {
+            let l = &p["latency"];
+            // Loopback UDP may lose a datagram under load: each attempt is done or lost.
+            assert_eq!(u(&l["transactions"]) + u(&l["lost"]), 200, "{t}: {l}");
+            if t == "tcp" {
+                assert_eq!(u(&l["transactions"]), 200, "{t}: {l}");
+            }
+        }
+        // 2n/RTT of 0-byte messages is 0, not a division by 0.
+        assert_eq!(f(&points[0]["latency"]["throughput_bits_per_s"]), 0.0);
+    }
+    // rr: empty requests for 64-byte answers, framed as well.
+    let v = run_json(&[
+        "rr",
+        "--request-size",
+        "0",
+        "--response-size",
+        "64",
+        "-n",
+        "100",
+        "--warmup",
+        "5",
+        "--no-save",
+    ]);
+    assert_eq!(u(&v["settings"]["length_prefix_bytes"]), 4);
+    assert_eq!(u(&only_point(&v)["latency"]["transactions"]), 100);
+}
+
 #[test]
 fn pingpong_iterations_are_exact() {
     let v = run_json(&["pingpong", "-n", "500", "--warmup", "5"]);

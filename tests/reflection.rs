@@ -72,6 +72,7 @@ impl Control {
         let spec = TestSpec {
             write_size: None,
             think_ns: None,
+            length_prefix: 0,
             pattern,
             transport: wirebench::transport::TransportKind::from_name(transport).unwrap(),
             streams: 1,

@@ -51,7 +51,8 @@ fn malformed_sizes_are_one_clear_line() {
     fails_with(&["run", "pingpong", "--size", "12Q"], "--size");
     fails_with(&["run", "pingpong", "--size", "64K..1K:*2"], "--size");
     fails_with(&["run", "pingpong", "--size", "1..1M:*1"], "--size");
-    fails_with(&["run", "pingpong", "--size", "0"], "at least 1 byte");
+    fails_with(&["run", "stream", "--size", "0"], "at least 1 byte");
+    fails_with(&["run", "crr", "--size", "0"], "at least 1 byte");
 }
 
 #[test]

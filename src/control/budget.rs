@@ -171,6 +171,7 @@ mod tests {
         TestSpec {
             write_size: None,
             think_ns: None,
+            length_prefix: 0,
             pattern,
             transport: TransportKind::Udp,
             streams,

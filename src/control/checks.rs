@@ -76,14 +76,15 @@ impl Limits {
     }
 
     pub fn check_point(&self, p: &PointSpec) -> Result<(), Refusal> {
-        for (what, v) in [
-            ("request/message size", p.request_size),
-            ("response size", p.response_size),
-            ("read size", p.read_size),
+        for (what, v, least) in [
+            // 0-byte messages: exchanges only, which `check_fit` sees.
+            ("request/message size", p.request_size, 0),
+            ("response size", p.response_size, 0),
+            ("read size", p.read_size, 1),
         ] {
-            if v == 0 || v > self.max_message {
+            if v < least || v > self.max_message {
                 return Err(Refusal::limit(format!(
-                    "{what} of {v} bytes; this server allows 1 to {} bytes",
+                    "{what} of {v} bytes; this server allows {least} to {} bytes",
                     self.max_message
                 )));
             }
@@ -156,6 +157,21 @@ impl Limits {
         caps: &Capabilities,
     ) -> Result<Footprint, Refusal> {
         let transport = t.transport;
+        let exchange = matches!(t.pattern, PatternKind::Pingpong | PatternKind::Rr);
+        if (p.request_size == 0 || p.response_size == 0)
+            && !(exchange && (caps.message_boundaries || t.length_prefix != 0))
+        {
+            return Err(Refusal::invalid(
+                "a message of 0 bytes: only pingpong and rr exchange them, over a byte stream framed with their length",
+            ));
+        }
+        let framed = crate::pattern::channel::LENGTH_PREFIX as u32;
+        if t.length_prefix != 0 && (t.length_prefix != framed || !exchange) {
+            return Err(Refusal::invalid(format!(
+                "a length prefix of {} bytes; this server frames exchanges with {framed}",
+                t.length_prefix
+            )));
+        }
         if caps.message_boundaries {
             let max = caps.max_message;
             for (what, v, limit) in [
@@ -259,6 +275,7 @@ mod tests {
         TestSpec {
             write_size: None,
             think_ns: None,
+            length_prefix: 0,
             pattern,
             transport,
             streams,

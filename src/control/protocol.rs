@@ -80,6 +80,16 @@ pub struct TestSpec {
     /// (the client's own business: a server ignores it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_ns: Option<u64>,
+    /// Exchanges over a byte stream: every message of the test goes with its length, in this
+    /// many bytes, before it (0: none, as always before). A run whose sizes include 0 asks
+    /// for it, so that a 0-byte message is a real exchange and every point of the run is
+    /// framed alike. A server older than this field refuses such a run (sizes of 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub length_prefix: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 /// One point of a sweep: sizes, stop condition and the server's socket options.

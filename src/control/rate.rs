@@ -166,6 +166,7 @@ mod tests {
         TestSpec {
             write_size: None,
             think_ns: None,
+            length_prefix: 0,
             pattern,
             transport: crate::transport::TransportKind::Tcp,
             streams,

@@ -86,6 +86,9 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
         crate::sys::pin_current_thread(cpu)?;
     }
     let p = plan.point;
+    if matches!(plan.role, Role::Requester | Role::Responder) {
+        ch.set_framed(plan.test.length_prefix != 0);
+    }
     match plan.role {
         Role::Sender => {
             let send = send_plan(plan.test, p, Some(&plan.end.abort));

@@ -127,6 +127,11 @@ impl RunDocument {
     }
 }
 
+/// serde: a zero count is left out of the document.
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
 /// "3 of 7 planned points measured", or for a result that does not record its planned total
 /// (written before wirebench recorded it) "3 points measured (the planned total is not
 /// recorded)".
@@ -211,6 +216,12 @@ pub struct Settings {
     /// Absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_ns: Option<u64>,
+    /// pingpong, rr over a byte stream whose sizes include 0: every message of the run went
+    /// with its length in this many bytes before it, so that a 0-byte message is a real
+    /// exchange and all points are framed alike. Sizes, byte counts and rates count the
+    /// messages' own bytes, without the prefix. Absent (0): messages were not framed.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub length_prefix_bytes: u32,
     /// TCP_NODELAY on the data connections: asked for (--nodelay), or chosen by wirebench for a
     /// bulk TCP stream (`nodelay_auto`).
     pub nodelay: bool,

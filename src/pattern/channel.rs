@@ -16,7 +16,15 @@ pub struct DataChannel {
     read_timeout: Duration,
     /// What `new` was given: how long a send or receive may make no progress at all.
     io_timeout: Duration,
+    /// Byte streams only: every message goes with a [`LENGTH_PREFIX`]-byte length before it
+    /// (see [`DataChannel::set_framed`]).
+    framed: bool,
+    /// A framed message as written: its length, then its bytes.
+    frame: Vec<u8>,
 }
+
+/// Bytes of the length before each message of a framed byte stream: big-endian, unsigned.
+pub const LENGTH_PREFIX: usize = 4;
 
 /// The error of a send or receive that made no progress within the I/O timeout.
 pub(crate) fn timed_out() -> io::Error {
@@ -50,7 +58,36 @@ impl DataChannel {
             spin,
             read_timeout: io_timeout,
             io_timeout,
+            framed: false,
+            frame: Vec::new(),
         })
+    }
+
+    /// Frames every message of a byte stream with its length ([`LENGTH_PREFIX`] bytes), so
+    /// that a message of 0 bytes is still something on the wire (a datagram of 0 bytes is a
+    /// message by itself: on a transport with message boundaries this does nothing). Both
+    /// ends of a connection must agree.
+    pub fn set_framed(&mut self, on: bool) {
+        self.framed = on && !self.caps.message_boundaries;
+    }
+
+    /// Whether messages go with their length (a byte stream told to by `set_framed`).
+    pub fn framed(&self) -> bool {
+        self.framed
+    }
+
+    /// The framed message: its length and its bytes, in `self.frame`.
+    fn build_frame(&mut self, buf: &[u8]) -> io::Result<()> {
+        let len = u32::try_from(buf.len()).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a framed message holds at most 4 GiB - 1",
+            )
+        })?;
+        self.frame.clear();
+        self.frame.extend_from_slice(&len.to_be_bytes());
+        self.frame.extend_from_slice(buf);
+        Ok(())
     }
 
     /// The I/O timeout the channel was made with (`--io-timeout`): a pattern that shortens a
@@ -155,17 +192,29 @@ impl DataChannel {
     pub fn send_message(&mut self, buf: &[u8]) -> io::Result<()> {
         if self.caps.message_boundaries {
             self.send_some(buf).map(|_| ())
+        } else if self.framed {
+            self.build_frame(buf)?;
+            let frame = std::mem::take(&mut self.frame);
+            let r = self.send_all(&frame);
+            self.frame = frame;
+            r
         } else {
-            let mut off = 0;
-            while off < buf.len() {
-                let n = self.send_some(&buf[off..])?;
-                if n == 0 {
-                    return Err(io::ErrorKind::WriteZero.into());
-                }
-                off += n;
-            }
-            Ok(())
+            self.send_all(buf)
         }
+    }
+
+    /// Writes all of `buf` to a byte stream.
+    #[inline]
+    fn send_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        let mut off = 0;
+        while off < buf.len() {
+            let n = self.send_some(&buf[off..])?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            off += n;
+        }
+        Ok(())
     }
 
     /// Sends one whole message in calls of at most `write_size` bytes each (0: one call), as
@@ -174,7 +223,20 @@ impl DataChannel {
     /// plan refuses it), so on a message transport the whole message is sent as one.
     #[inline]
     pub fn send_message_split(&mut self, buf: &[u8], write_size: usize) -> io::Result<()> {
-        if write_size == 0 || write_size >= buf.len() || self.caps.message_boundaries {
+        if write_size == 0 || self.caps.message_boundaries {
+            return self.send_message(buf);
+        }
+        if self.framed {
+            // The length goes in the first piece, as a header an application writes first.
+            self.build_frame(buf)?;
+            let frame = std::mem::take(&mut self.frame);
+            let r = frame
+                .chunks(write_size)
+                .try_for_each(|piece| self.send_all(piece));
+            self.frame = frame;
+            return r;
+        }
+        if write_size >= buf.len() {
             return self.send_message(buf);
         }
         for piece in buf.chunks(write_size) {
@@ -183,13 +245,44 @@ impl DataChannel {
         Ok(())
     }
 
-    /// Receives one whole message into `buf`: exactly `buf.len()` bytes on a byte stream, one
-    /// datagram on a message transport. Ok(None) is a clean end of stream before the message.
+    /// Receives one whole message into `buf`: exactly `buf.len()` bytes on a byte stream
+    /// (framed: as many as its length says, at most `buf.len()`), one datagram on a message
+    /// transport. Ok(None) is a clean end of stream before the message.
     #[inline]
     pub fn recv_message(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
         if self.caps.message_boundaries {
             return self.recv_some(buf).map(Some);
         }
+        if self.framed {
+            let mut len = [0u8; LENGTH_PREFIX];
+            if self.recv_exact(&mut len)?.is_none() {
+                return Ok(None);
+            }
+            let len = u32::from_be_bytes(len) as usize;
+            let Some(body) = buf.get_mut(..len) else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "a framed message of {len} bytes, larger than the {} expected",
+                        buf.len()
+                    ),
+                ));
+            };
+            return match self.recv_exact(body)? {
+                Some(n) => Ok(Some(n)),
+                None if len == 0 => Ok(Some(0)),
+                None => Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "peer closed the connection in the middle of a message",
+                )),
+            };
+        }
+        self.recv_exact(buf)
+    }
+
+    /// Exactly `buf.len()` bytes of a byte stream; Ok(None) at a clean end before the first.
+    #[inline]
+    fn recv_exact(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
         let mut off = 0;
         while off < buf.len() {
             match self.recv_some(&mut buf[off..])? {

@@ -157,10 +157,14 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
             Vec::new()
         },
     };
-    let mut req = payload(plan.request_size.max(1));
+    // A message of 0 bytes is a real one only where messages have bounds of their own (a
+    // datagram, a framed byte stream); an unframed byte stream sends at least a byte.
+    let exact = ch.capabilities().message_boundaries || ch.framed();
+    let least = usize::from(!exact);
+    let mut req = payload(plan.request_size.max(least));
     // A datagram response may be any size up to the largest datagram; size the buffer for it.
     let mut resp = vec![0u8; message_buffer_size(&ch.capabilities(), plan.response_size)];
-    let resp_len = plan.response_size.max(1);
+    let resp_len = plan.response_size.max(least);
     let mut seq: u64 = 0;
 
     for i in 0..plan.warmup {
@@ -374,6 +378,10 @@ pub fn run_responder(
     let caps = ch.capabilities();
     let mut out = ResponderStats::default();
     let (mut req, mut resp) = responder_buffers(&caps, request_size, response_size);
+    if caps.message_boundaries || ch.framed() {
+        // A response of 0 bytes is a real message here (see `run_requester`).
+        resp.truncate(response_size);
+    }
     let tag = !caps.reliable && response_size >= TAG_LEN;
     ch.set_read_timeout(if caps.reliable { io_timeout } else { poll })?;
     loop {
@@ -464,12 +472,31 @@ mod tests {
         timed: u64,
         rtt_series: bool,
     ) -> Outcome {
+        exchange_with(
+            BYTES, false, request, response, write_size, think, timed, rtt_series,
+        )
+    }
+
+    /// As [`exchange_n`], over a pair with `caps`, framed (both ends) or not.
+    #[allow(clippy::too_many_arguments)]
+    fn exchange_with(
+        caps: crate::transport::Capabilities,
+        framed: bool,
+        request: usize,
+        response: usize,
+        write_size: usize,
+        think: Option<Duration>,
+        timed: u64,
+        rtt_series: bool,
+    ) -> Outcome {
         let (requests, responses) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let (a, b) = mem::pair(BYTES, counting(&requests), counting(&responses));
+        let (a, b) = mem::pair(caps, counting(&requests), counting(&responses));
         // A hang guard: the in-memory link never makes either side wait for long.
         let io = crate::test_support::HUNG;
-        let mut client = DataChannel::new(Box::new(a), BYTES, false, io).unwrap();
-        let mut server = DataChannel::new(Box::new(b), BYTES, false, io).unwrap();
+        let mut client = DataChannel::new(Box::new(a), caps, false, io).unwrap();
+        let mut server = DataChannel::new(Box::new(b), caps, false, io).unwrap();
+        client.set_framed(framed);
+        server.set_framed(framed);
         let plan = ExchangePlan {
             request_size: request,
             response_size: response,
@@ -485,6 +512,13 @@ mod tests {
             rtt_series,
         };
         let stop = AtomicBool::new(false);
+        // A datagram responder has no end of stream: it looks at `stop` between reads that
+        // time out after `poll`.
+        let poll = if caps.reliable {
+            io
+        } else {
+            Duration::from_millis(10)
+        };
         let (requester, responder) = std::thread::scope(|s| {
             let responder = s.spawn(|| {
                 run_responder(
@@ -494,15 +528,24 @@ mod tests {
                     write_size,
                     &stop,
                     io,
-                    io,
+                    poll,
                     None,
                 )
                 .unwrap()
             });
             let stats = run_requester(&mut client, &plan).unwrap();
-            // The requester's end closes: the responder sees the end of the stream.
-            drop(client);
-            (stats, responder.join().unwrap())
+            stop.store(true, Ordering::Relaxed);
+            if caps.reliable {
+                // The requester's end closes: the responder sees the end of the stream.
+                drop(client);
+                (stats, responder.join().unwrap())
+            } else {
+                // Kept open until the responder stopped: a closed in-memory link reads as
+                // endless empty datagrams, which would count as requests of 0 bytes.
+                let responder = responder.join().unwrap();
+                drop(client);
+                (stats, responder)
+            }
         });
         Outcome {
             requester,
@@ -535,6 +578,67 @@ mod tests {
             assert_eq!(o.response_writes, messages * per_resp, "{req}/{resp}/{w}");
             assert_eq!((o.requester.thinks, o.requester.think_ns), (0, 0));
         }
+    }
+
+    /// Framed, a message of any size, 0 included, is one write of its length and its bytes
+    /// (or ceil((4 + n) / w) writes when split), and both ends count the messages' own bytes.
+    /// A datagram pair is never framed: a 0-byte datagram is a message by itself.
+    #[test]
+    fn framed_messages_of_0_bytes_and_more_are_exchanged_whole() {
+        let messages = WARMUP + TIMED;
+        // (caps, framed, request, response, write size, writes per request, per response)
+        for (caps, framed, req, resp, w, per_req, per_resp) in [
+            (BYTES, true, 0, 0, 0, 1, 1),
+            (BYTES, true, 64, 64, 0, 1, 1),
+            (BYTES, true, 0, 1000, 0, 1, 1),
+            (BYTES, true, 1000, 0, 300, 4, 1), // 1004 bytes in pieces of 300
+            (BYTES, true, 8, 8, 3, 4, 4),      // 12 bytes in pieces of 3
+            (DATAGRAMS, true, 0, 0, 0, 1, 1),
+            (DATAGRAMS, false, 0, 64, 0, 1, 1),
+        ] {
+            let case = format!("{caps:?} framed {framed} {req}/{resp}/{w}");
+            let o = exchange_with(caps, framed, req, resp, w, None, TIMED, false);
+            assert_eq!(o.requester.transactions, TIMED, "{case}");
+            assert_eq!((o.requester.lost, o.requester.stale), (0, 0), "{case}");
+            assert_eq!(o.responder.requests, messages, "{case}");
+            assert_eq!(o.responder.bytes_received, messages * req as u64, "{case}");
+            assert_eq!(o.responder.bytes_sent, messages * resp as u64, "{case}");
+            assert_eq!(o.request_writes, messages * per_req, "{case}");
+            assert_eq!(o.response_writes, messages * per_resp, "{case}");
+        }
+    }
+
+    /// A framed message longer than the receiver expects is an error, not an overrun.
+    #[test]
+    fn a_framed_message_larger_than_expected_is_refused() {
+        let io = crate::test_support::HUNG;
+        let (a, b) = mem::pair(
+            BYTES,
+            Box::new(|_| Fate::Deliver),
+            Box::new(|_| Fate::Deliver),
+        );
+        let mut tx = DataChannel::new(Box::new(a), BYTES, false, io).unwrap();
+        let mut rx = DataChannel::new(Box::new(b), BYTES, false, io).unwrap();
+        tx.set_framed(true);
+        rx.set_framed(true);
+        tx.send_message(&[7; 10]).unwrap();
+        tx.send_message(&[]).unwrap();
+        let mut buf = [0u8; 16];
+        assert_eq!(rx.recv_message(&mut buf).unwrap(), Some(10));
+        assert_eq!(&buf[..10], &[7; 10]);
+        assert_eq!(rx.recv_message(&mut buf).unwrap(), Some(0));
+        tx.send_message(&[1; 20]).unwrap();
+        let e = rx.recv_message(&mut buf).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        // Framing does nothing where datagrams carry their own bounds.
+        let (c, _d) = mem::pair(
+            DATAGRAMS,
+            Box::new(|_| Fate::Deliver),
+            Box::new(|_| Fate::Deliver),
+        );
+        let mut c = DataChannel::new(Box::new(c), DATAGRAMS, false, io).unwrap();
+        c.set_framed(true);
+        assert!(!c.framed());
     }
 
     #[test]

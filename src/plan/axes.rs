@@ -91,11 +91,17 @@ pub(super) fn sizes(r: &Request, caps: &Capabilities) -> Result<Vec<u64>> {
         );
     }
     sizes = units::perturb(&sizes, sizes_req.perturb);
-    if let Some(&bad) = sizes.iter().find(|&&s| s == 0) {
-        bail!("message size {bad}: sizes must be at least 1 byte");
+    // A 0-byte message is an exchange's (PVM's timings start at 0 bytes): a datagram of 0
+    // bytes, or a framed message on a byte stream. A stream or crr of 0-byte writes moves
+    // nothing.
+    let exchange = matches!(pattern, PatternKind::Pingpong | PatternKind::Rr);
+    if !exchange && sizes.contains(&0) {
+        bail!("message size 0: {pattern} sizes must be at least 1 byte (only pingpong and rr exchange 0-byte messages)");
     }
     let floor = if pattern == PatternKind::Stream && !caps.reliable {
         DATAGRAM_HEADER as u64
+    } else if exchange {
+        0
     } else {
         1
     };
@@ -119,8 +125,8 @@ pub(super) fn sizes(r: &Request, caps: &Capabilities) -> Result<Vec<u64>> {
             caps.max_message
         );
     }
-    if response == Some(0) {
-        bail!("--response-size must be at least 1 byte");
+    if response == Some(0) && !exchange {
+        bail!("--response-size must be at least 1 byte for {pattern} (only pingpong and rr exchange 0-byte messages)");
     }
     // A datagram read holds one datagram: a larger read buffer only costs memory (times
     // --batch, on both ends), and a server refuses it.

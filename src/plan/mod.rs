@@ -146,7 +146,7 @@ fn build_on(r: &Request, default_cc: impl FnOnce() -> Option<String>) -> Result<
     let points = points::lay_out(r, caps.reliable, &axes, points::duration(r), &base_socket);
     let stats = &r.statistics;
     Ok(RunPlan {
-        test: test_spec(r, &caps),
+        test: test_spec(r, &caps, &axes.sizes),
         points,
         swept: axes.swept(),
         client: ClientSide {
@@ -194,8 +194,22 @@ fn socket_options(
     (base, nodelay_auto)
 }
 
+/// Bytes of the length before each message of a run's exchanges: a byte stream carries a
+/// 0-byte message as nothing at all, so a run with a size of 0 frames every message of every
+/// point (all its points alike, comparable); a transport with message boundaries sends a
+/// 0-byte datagram as it is.
+pub fn length_prefix(r: &Request, caps: &Capabilities, sizes: &[u64]) -> u32 {
+    let exchange = matches!(r.pattern, PatternKind::Pingpong | PatternKind::Rr);
+    let zero = sizes.contains(&0) || r.sizes.response_size == Some(0);
+    if exchange && zero && !caps.message_boundaries {
+        crate::pattern::channel::LENGTH_PREFIX as u32
+    } else {
+        0
+    }
+}
+
 /// The test as both ends run it, the same for every point.
-fn test_spec(r: &Request, caps: &Capabilities) -> TestSpec {
+fn test_spec(r: &Request, caps: &Capabilities, sizes: &[u64]) -> TestSpec {
     let (pattern, traffic, sock, fast) = (r.pattern, &r.traffic, &r.socket, &r.fast);
     TestSpec {
         one_port: r.server.one_port,
@@ -212,6 +226,7 @@ fn test_spec(r: &Request, caps: &Capabilities) -> TestSpec {
             _ => None,
         },
         think_ns: traffic.think.map(units::whole_ns),
+        length_prefix: length_prefix(r, caps, sizes),
         fast: FastPaths {
             zerocopy: fast.zerocopy,
             sendfile: fast.sendfile,

@@ -94,7 +94,9 @@ fn point(
                 .read_size
                 .unwrap_or(if reliable { 128 * 1024 } else { 65_536 })
         }
-        _ => key.size,
+        // An exchange reads whole messages, not in read calls of a size: the field only has to
+        // be a size a server takes (a 0-byte message has one of 1).
+        _ => key.size.max(1),
     };
     let streams = u64::from(r.traffic.parallel);
     // Totals per direction are split evenly over the streams.

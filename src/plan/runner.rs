@@ -85,6 +85,7 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunDocument {
             interval_ns: args.traffic.interval.map(crate::pattern::duration_ns),
             write_size: t.write_size,
             think_ns: t.think_ns,
+            length_prefix_bytes: t.length_prefix,
             nodelay: args.socket.nodelay || plan.nodelay_auto,
             nodelay_auto: plan.nodelay_auto,
             // One algorithm for the whole run; a sweep's are in the points' keys.

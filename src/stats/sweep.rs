@@ -453,6 +453,38 @@ mod tests {
         );
     }
 
+    /// A sweep from 0 bytes (PVM's timings started there): the 0-byte point is t0 itself
+    /// and a throughput of 0, and nothing divides by its size.
+    #[test]
+    fn a_sweep_from_0_bytes_fits_and_its_0_point_is_t0() {
+        let pts: Vec<SweepPoint> = [0u64, 64, 1024, 16_384, 65_536]
+            .iter()
+            .map(|&n| pt(n, 50e3 + n as f64 * 10.0))
+            .collect();
+        let m = derive(&pts).unwrap();
+        assert_eq!((m.points, m.t0_size), (5, 0));
+        assert_rel(m.t0_ns, 50e3, 1e-15);
+        let fit = m.fit.unwrap();
+        assert_eq!(fit.points, 5);
+        assert_rel(fit.t0_ns, 50e3, 1e-9);
+        assert_rel(fit.r_inf_bits_per_s, 8e8, 1e-9);
+        assert_rel(fit.n_half_bytes, 5000.0, 1e-9);
+        assert_eq!(m.fit_valid, Some(true));
+        assert_eq!(m.r_max_size, 65_536);
+        assert_rel(
+            m.r_max_bits_per_s,
+            65_536.0 * 8e9 / (50e3 + 655_360.0),
+            1e-12,
+        );
+        // Half of r_max lies between 1 KiB and 16 KiB; the 0 B point (throughput 0) is below.
+        let half = m.n_half_bytes.unwrap();
+        assert!(
+            half.is_finite() && half > 1024.0 && half < 16_384.0,
+            "{half}"
+        );
+        assert!(!m.n_half_at_smallest);
+    }
+
     #[test]
     fn a_curve_that_flattened_is_not_flagged() {
         // Throughput n / t: 1 MB/s at 1 B, 1e3/1e-5 = 100 MB/s at 1000 B, 4000/2e-5 = 200 MB/s

@@ -24,6 +24,7 @@ fn spec(direction: Direction, streams: u32) -> TestSpec {
     TestSpec {
         write_size: None,
         think_ns: None,
+        length_prefix: 0,
         pattern: PatternKind::Stream,
         transport: TransportKind::Tcp,
         streams,

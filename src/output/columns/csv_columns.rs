@@ -77,6 +77,12 @@ pub const CSV: &[Column] = &[
     SIZE,
     REQUEST_SIZE,
     RESPONSE_SIZE,
+    // 0: messages unframed; else the bytes of the length before each message (the sizes and
+    // byte figures count the messages' own bytes).
+    Column {
+        name: "length_prefix_bytes",
+        get: |r| u64::from(r.report.settings.length_prefix_bytes).into(),
+    },
     Column {
         name: "sndbuf_bytes",
         get: |r| r.point.key.sndbuf.into(),

@@ -111,6 +111,12 @@ impl TableSink {
                 if st.nodelay { "" } else { " (Nagle's algorithm on: --nodelay turns it off)" }
             ))?;
         }
+        if st.length_prefix_bytes != 0 {
+            self.line(&format!(
+                "# every message framed with a {}-byte length before it (a size of 0 over a byte stream is nothing on the wire otherwise); sizes, bytes and throughput count the messages' own bytes, not the prefix",
+                st.length_prefix_bytes
+            ))?;
+        }
         if let Some(t) = st.think_ns {
             self.line(&format!(
                 "# think time {} before each timed transaction: txn/s over the raw time, txn/s-think over the time without the waits; RTTs exclude them",

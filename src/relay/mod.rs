@@ -16,6 +16,13 @@
 //! direction. A pair ends as soon as either side closes: every wirebench connection carries
 //! data one way only after its opening, so nothing waits on a half-closed pair, and a server
 //! that hangs up on a silent client (its hello deadline) frees the relay's pair with it.
+//!
+//! PVM's default route has two daemons and a UDP leg between them: task -> pvmd (local) ->
+//! pvmd (remote, over UDP, with the daemons' own fragmentation, acknowledgements and resends)
+//! -> task (Geist et al., *PVM 3 user's guide and reference manual*). Two relays make that
+//! path: relay A (`--listen` with `--forward-udp`) carries every connection it accepts over
+//! UDP to relay B (`--listen-udp` with `--forward`), which opens the TCP connection to the
+//! server; [`link`] is the protocol of that leg, `udp` its I/O. The same bounds hold there.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -30,6 +37,9 @@ use anyhow::{bail, Context, Result};
 use crate::control::access::ClientKey;
 use crate::control::client::resolve;
 use crate::control::server::DEFAULT_PORT;
+
+pub mod link;
+mod udp;
 
 /// The largest copy buffer: 16 MiB per direction, far beyond what a socket hands one read.
 pub const MAX_BUFFER: u64 = 16 << 20;
@@ -154,12 +164,7 @@ impl Relay {
 
     /// Sets the caps and timeouts; a zero cap or timeout is refused.
     pub fn set_limits(&mut self, limits: Limits) -> Result<()> {
-        if limits.max_connections == 0 || limits.max_per_source == 0 {
-            bail!("--max-connections and --max-per-source must be at least 1");
-        }
-        if limits.idle_timeout.is_zero() || limits.write_timeout.is_zero() {
-            bail!("--idle-timeout and --write-timeout must be longer than 0");
-        }
+        check_limits(&limits)?;
         self.limits = limits;
         Ok(())
     }
@@ -449,6 +454,145 @@ pub struct RelayConfig {
     pub limits: Limits,
     /// One line per closed connection.
     pub log: bool,
+}
+
+/// Where a relay with a UDP leg listens and sends (see [`udp`]).
+#[derive(Debug, Clone)]
+pub enum UdpLegConfig {
+    /// Relay A: accepts TCP on `listen`, carries each connection to the relay at `peer`
+    /// over UDP from a socket bound to `bind`.
+    Opener {
+        listen: SocketAddr,
+        peer: SocketAddr,
+        bind: SocketAddr,
+    },
+    /// Relay B: takes the UDP leg on `listen_udp` from `peer` (an address, or an address and
+    /// port), and connects each channel to `forward` (HOST[:PORT], default port 5320).
+    Acceptor {
+        listen_udp: SocketAddr,
+        peer: udp::Peer,
+        forward: String,
+    },
+}
+
+/// What a relay with a UDP leg runs.
+#[derive(Debug, Clone)]
+pub struct UdpRelayConfig {
+    pub leg: UdpLegConfig,
+    /// Largest datagram of the leg, header included, bytes.
+    pub datagram: u64,
+    pub buffer: u64,
+    pub connect_timeout: Duration,
+    pub limits: Limits,
+    /// Test aid: drop every n-th datagram this relay sends (0: none).
+    pub drop_every: u64,
+    pub log: bool,
+}
+
+pub use udp::Peer as UdpPeer;
+
+/// The datagram size asked for, refused in one line outside what the leg carries.
+pub fn check_datagram(datagram: u64) -> Result<usize> {
+    let (lo, hi) = (link::MIN_DATAGRAM as u64, link::MAX_DATAGRAM as u64);
+    if !(lo..=hi).contains(&datagram) {
+        bail!(
+            "--datagram {datagram} bytes: the UDP leg's datagrams hold {lo} to {hi} bytes (its {}-byte header included)",
+            link::HEADER
+        );
+    }
+    Ok(datagram as usize)
+}
+
+fn check_limits(limits: &Limits) -> Result<()> {
+    if limits.max_connections == 0 || limits.max_per_source == 0 {
+        bail!("--max-connections and --max-per-source must be at least 1");
+    }
+    if limits.idle_timeout.is_zero() || limits.write_timeout.is_zero() {
+        bail!("--idle-timeout and --write-timeout must be longer than 0");
+    }
+    Ok(())
+}
+
+/// Runs a relay with a UDP leg until killed (or Ctrl-C, which prints its totals).
+pub fn run_udp(c: UdpRelayConfig) -> Result<()> {
+    // Checked before anything is bound: a refused option is one line, not a listening relay.
+    let buffer = check_buffer(c.buffer)?;
+    let datagram = check_datagram(c.datagram)?;
+    check_limits(&c.limits)?;
+    let window = format!(
+        "datagrams of at most {datagram} B ({} B of data), window {} per channel, resent after {}",
+        datagram - link::HEADER,
+        link::WINDOW,
+        crate::units::format_seconds(link::RTO.as_secs_f64())
+    );
+    let bounds = format!(
+        "at most {} connections, {} per source, idle timeout {}, write timeout {}",
+        c.limits.max_connections,
+        c.limits.max_per_source,
+        crate::units::format_seconds(c.limits.idle_timeout.as_secs_f64()),
+        crate::units::format_seconds(c.limits.write_timeout.as_secs_f64())
+    );
+    let aid = if c.drop_every != 0 {
+        format!(
+            "; dropping every {}th datagram it sends (--drop-every, a test aid)",
+            c.drop_every
+        )
+    } else {
+        String::new()
+    };
+    let leg = match c.leg {
+        UdpLegConfig::Opener { listen, peer, bind } => {
+            let listener =
+                TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
+            let socket = std::net::UdpSocket::bind(bind)
+                .with_context(|| format!("cannot bind the UDP leg to {bind}"))?;
+            eprintln!(
+                "wirebench relay on {} forwarding over UDP from {} to the relay at {peer} ({window}; {bounds}{aid})",
+                listener.local_addr()?,
+                socket.local_addr()?,
+            );
+            udp::Leg {
+                role: link::Role::Opener,
+                listener: Some(listener),
+                socket,
+                peer: udp::Peer::Exact(peer),
+                forward: None,
+                datagram,
+                buffer,
+                connect_timeout: c.connect_timeout,
+                limits: c.limits,
+                drop_every: c.drop_every,
+                log: c.log,
+            }
+        }
+        UdpLegConfig::Acceptor {
+            listen_udp,
+            peer,
+            forward,
+        } => {
+            let forward = resolve(&forward, DEFAULT_PORT)?;
+            let socket = std::net::UdpSocket::bind(listen_udp)
+                .with_context(|| format!("cannot listen on {listen_udp} (UDP)"))?;
+            eprintln!(
+                "wirebench relay on {} (UDP, from the relay at {peer}) forwarding to {forward} ({window}; {bounds}{aid})",
+                socket.local_addr()?,
+            );
+            udp::Leg {
+                role: link::Role::Acceptor,
+                listener: None,
+                socket,
+                peer,
+                forward: Some(forward),
+                datagram,
+                buffer,
+                connect_timeout: c.connect_timeout,
+                limits: c.limits,
+                drop_every: c.drop_every,
+                log: c.log,
+            }
+        }
+    };
+    udp::serve(leg)
 }
 
 /// Runs a relay until killed.

@@ -1,0 +1,273 @@
+//! PVM's routed path on loopback: a test through relay A (TCP in), a UDP leg to relay B, and
+//! B's TCP connection to the server. Every byte arrives, and the relays' counters agree with
+//! the test's counts and with each other. Losses on the UDP leg are the state machine's unit
+//! tests' business; here `--drop-every` (a test aid) only shows resending at work.
+
+// Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use common::{bin, run_json, u, Server, FINISH};
+use serde_json::Value;
+
+/// A `wirebench relay -v` on loopback; its log lines arrive on `log`.
+struct Relay {
+    child: Child,
+    addr: String,
+    log: mpsc::Receiver<String>,
+    /// Closed-channel lines read so far.
+    closed: std::cell::Cell<usize>,
+}
+
+impl Relay {
+    fn start(args: &[&str]) -> Relay {
+        let mut child = bin()
+            .arg("relay")
+            .args(args)
+            .arg("-v")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("relay starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let first = lines.next().expect("relay prints its address").unwrap();
+        let addr = first
+            .split_whitespace()
+            .nth(3)
+            .expect("'wirebench relay on ADDR ...'")
+            .to_owned();
+        let (tx, log) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in lines.map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        Relay {
+            child,
+            addr,
+            log,
+            closed: std::cell::Cell::new(0),
+        }
+    }
+
+    /// B, then A in front of it, forwarding to `server`; A drops every `drop_every`-th
+    /// datagram it sends when not 0.
+    fn pair(server: &str, drop_every: u64) -> (Relay, Relay) {
+        let b = Relay::start(&[
+            "--listen-udp",
+            "127.0.0.1:0",
+            "--udp-peer",
+            "127.0.0.1",
+            "--forward",
+            server,
+        ]);
+        let n = drop_every.to_string();
+        let a = Relay::start(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--forward-udp",
+            &b.addr,
+            "--udp-bind",
+            "127.0.0.1:0",
+            "--drop-every",
+            &n,
+        ]);
+        (a, b)
+    }
+
+    /// Log lines until one satisfies `want` (returned), failing the test after [`FINISH`].
+    fn line(&self, want: impl Fn(&str) -> bool) -> String {
+        let until = Instant::now() + FINISH;
+        let mut seen = Vec::new();
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let Ok(l) = self.log.recv_timeout(left) else {
+                panic!("the relay never logged the line wanted; it logged: {seen:#?}");
+            };
+            if l.contains(" closed: ") {
+                self.closed.set(self.closed.get() + 1);
+            }
+            if want(&l) {
+                return l;
+            }
+            seen.push(l);
+        }
+    }
+
+    /// Waits until `n` channels have been logged closed in all: their last datagrams (a FIN
+    /// resent after a drop) may cross after the client has exited.
+    fn wait_closed(&self, n: usize) {
+        while self.closed.get() < n {
+            self.line(|l| l.contains(" closed: "));
+        }
+    }
+
+    /// Ctrl-C: the relay prints its totals and exits.
+    fn interrupt(&mut self) -> String {
+        let pid = self.child.id().to_string();
+        let ok = std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let l = self.line(|l| l.contains("totals over UDP"));
+        let status = self.child.wait().unwrap();
+        assert_eq!(status.code(), Some(130));
+        l
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// (bytes up, bytes down) of a relay's closed-channel or totals line.
+fn up_down(l: &str) -> (u64, u64) {
+    let num = |before: &str| -> u64 {
+        let i = l
+            .find(before)
+            .unwrap_or_else(|| panic!("no '{before}' in {l}"));
+        l[..i].split_whitespace().last().unwrap().parse().unwrap()
+    };
+    (num(" bytes up"), num(" bytes down"))
+}
+
+/// The number before `what` in a log line.
+fn count(l: &str, what: &str) -> u64 {
+    let i = l.find(what).unwrap_or_else(|| panic!("no '{what}' in {l}"));
+    l[..i].split_whitespace().last().unwrap().parse().unwrap()
+}
+
+fn pingpong(to: &str, size: u64, n: u64) -> Value {
+    let (s, n) = (size.to_string(), n.to_string());
+    run_json(&[
+        "pingpong",
+        "--to",
+        to,
+        "--size",
+        &s,
+        "-n",
+        &n,
+        "--warmup",
+        "5",
+        "--no-save",
+    ])
+}
+
+#[test]
+fn pingpong_and_stream_cross_a_udp_leg_and_every_count_agrees() {
+    let server = Server::start(&[]);
+    let (mut a, mut b) = Relay::pair(&server.addr, 0);
+    let (size, n) = (1000u64, 300u64);
+    let direct = pingpong(&server.addr, size, n);
+    let routed = pingpong(&a.addr, size, n);
+    for v in [&direct, &routed] {
+        assert_eq!(u(&v["points"][0]["latency"]["transactions"]), n);
+    }
+    assert_eq!(direct["server"]["one_port"], false);
+    assert_eq!(routed["server"]["one_port"], true, "{}", routed["server"]);
+    // The data channel: its 20-byte prefix and cookie, then 305 requests up, 305 responses
+    // down, each 1000 bytes (a 1000-byte message is one datagram of 4078 bytes' payload).
+    let moved = (n + 5) * size;
+    let data = |l: &str| l.contains(" closed: ") && up_down(l) == (moved + 20, moved);
+    let la = a.line(data);
+    let lb = b.line(data);
+    // Each message a TCP read on its way in (or more), one datagram each way per read.
+    for l in [&la, &lb] {
+        assert!(count(l, " data datagrams up") >= n + 5, "{l}");
+        assert!(count(l, " data datagrams down") >= n + 5, "{l}");
+    }
+    assert_eq!(
+        count(&la, " data datagrams up"),
+        count(&lb, " data datagrams up"),
+        "A sent what B took: {la} / {lb}"
+    );
+    assert_eq!(
+        count(&la, " data datagrams down"),
+        count(&lb, " data datagrams down")
+    );
+
+    let bytes: u64 = 4 << 20;
+    let b_s = bytes.to_string();
+    let v = run_json(&[
+        "stream",
+        "--to",
+        &a.addr,
+        "--bytes",
+        &b_s,
+        "--warmup",
+        "0",
+        "--no-save",
+    ]);
+    let t = &v["points"][0]["stream"]["totals"][0];
+    assert_eq!(u(&t["bytes_sent"]), bytes);
+    assert_eq!(u(&t["bytes_received"]), bytes);
+    let data = |l: &str| l.contains(" closed: ") && up_down(l).0 == bytes + 20;
+    let (la, lb) = (a.line(data), b.line(data));
+    // 4 MiB in datagrams of at most 4078 bytes of data: at least 1029 of them.
+    for l in [&la, &lb] {
+        assert!(count(l, " data datagrams up") > bytes / 4078, "{l}");
+    }
+    assert_eq!(
+        count(&la, " fragments of"),
+        count(&lb, " data datagrams up") - 2
+    );
+
+    // Both relays' totals agree with each other, both ways, once every channel (control and
+    // data of two runs) has ended.
+    a.wait_closed(4);
+    b.wait_closed(4);
+    let (ta, tb) = (a.interrupt(), b.interrupt());
+    assert_eq!(up_down(&ta), up_down(&tb), "{ta} / {tb}");
+    assert_eq!(count(&ta, " from other than the peer relay ignored"), 0);
+}
+
+#[test]
+fn a_udp_leg_that_drops_datagrams_resends_them_and_loses_nothing() {
+    let server = Server::start(&[]);
+    let (mut a, mut b) = Relay::pair(&server.addr, 9);
+    let bytes: u64 = 1 << 20;
+    for reverse in [false, true] {
+        let b_s = bytes.to_string();
+        let mut args = vec![
+            "stream",
+            "--to",
+            &a.addr,
+            "--bytes",
+            &b_s,
+            "--warmup",
+            "0",
+            "--no-save",
+        ];
+        if reverse {
+            args.push("--reverse");
+        }
+        let v = run_json(&args);
+        let t = &v["points"][0]["stream"]["totals"][0];
+        assert_eq!(u(&t["bytes_sent"]), bytes);
+        assert_eq!(u(&t["bytes_received"]), bytes);
+    }
+    let v = pingpong(&a.addr, 64, 200);
+    assert_eq!(u(&v["points"][0]["latency"]["transactions"]), 200);
+    // Three runs, two channels each (control and data), all ended.
+    a.wait_closed(6);
+    b.wait_closed(6);
+    let ta = a.interrupt();
+    let tb = b.interrupt();
+    assert!(count(&ta, " datagrams dropped by --drop-every") > 0, "{ta}");
+    // A's losses of data are A's resends; its lost acks make B resend, and A drop the
+    // duplicates.
+    assert!(count(&ta, " resent") > 0, "{ta}");
+    assert!(count(&tb, " resent") > 0, "{tb}");
+    assert_eq!(up_down(&ta), up_down(&tb), "{ta} / {tb}");
+}
