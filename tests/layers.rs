@@ -165,6 +165,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "outfile",
             "pattern",
             "plan",
+            "relay",
             "request",
             "stats",
             "store",

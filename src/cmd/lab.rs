@@ -715,6 +715,7 @@ impl LinkArgs {
             mechanism: Some(self.mechanism),
             framing: self.framing,
             host_cpu: None,
+            route: None,
         }
     }
 

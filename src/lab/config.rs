@@ -107,6 +107,11 @@ pub struct LinkSpec {
     /// CPU budgets of the lab's hosts, as `lab up --host-cpu` ("b=10%"): a study's lab end
     /// systems. Not part of the link itself: `lab up` takes it as its own option.
     pub host_cpu: Option<String>,
+    /// The path between a study's client and server: "direct" (None), or "udp-relays" for
+    /// PVM's default route: a relay on each host and a UDP leg between them (datagrams of
+    /// at most 4 KiB, PVM's UDPMAXLEN; `wirebench relay --forward-udp`), or "udp-relays:SIZE"
+    /// for another largest datagram. Not part of the link itself.
+    pub route: Option<String>,
 }
 
 /// The rate `s` in bits per second, and the network's name when it was given by one.
@@ -127,7 +132,25 @@ fn queue(s: &str, what: &str) -> Result<QueueLimit> {
     QueueLimit::parse(s).map_err(|e| anyhow::anyhow!("--{what}: {e}"))
 }
 
+/// PVM's UDPMAXLEN: the largest datagram between two pvmds, and a study route's default.
+pub const PVM_UDPMAXLEN: u64 = 4096;
+
 impl LinkSpec {
+    /// The largest datagram of the route's UDP leg, None for the direct path; an unknown
+    /// route is an error.
+    pub fn relay_datagram(&self) -> Result<Option<u64>> {
+        match self.route.as_deref() {
+            None | Some("direct") => Ok(None),
+            Some("udp-relays") => Ok(Some(PVM_UDPMAXLEN)),
+            Some(r) => match r.strip_prefix("udp-relays:") {
+                Some(size) => crate::units::parse_bytes(size)
+                    .map(Some)
+                    .map_err(|e| anyhow::anyhow!("route '{r}': {e}")),
+                None => bail!("route '{r}': expected direct, udp-relays or udp-relays:SIZE"),
+            },
+        }
+    }
+
     /// This spec's fields, and `base`'s where this one leaves them out (an N-host lab's
     /// per-link settings over the lab's link options).
     pub fn over(&self, base: &LinkSpec) -> LinkSpec {
@@ -147,6 +170,7 @@ impl LinkSpec {
             mechanism: self.mechanism.or(base.mechanism),
             framing: self.framing.or(base.framing),
             host_cpu: self.host_cpu.clone().or_else(|| base.host_cpu.clone()),
+            route: self.route.clone().or_else(|| base.route.clone()),
         }
     }
 

@@ -43,6 +43,8 @@ mod udp;
 
 /// The largest copy buffer: 16 MiB per direction, far beyond what a socket hands one read.
 pub const MAX_BUFFER: u64 = 16 << 20;
+/// The copy buffer when none is given: `relay --buffer`'s default.
+pub const DEFAULT_BUFFER: u64 = 128 << 10;
 /// Default cap on connections relayed at once.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// Default cap on the connections of one source (an IPv4 address, an IPv6 /64): a quarter of
@@ -593,6 +595,71 @@ pub fn run_udp(c: UdpRelayConfig) -> Result<()> {
         }
     };
     udp::serve(leg)
+}
+
+/// A pair of relays with a UDP leg between them, as threads of this process: the opener
+/// listens for TCP on `opener_listen` and sends over UDP to the acceptor, which listens on
+/// `acceptor_listen` and forwards to `forward`. `in_opener` and `in_acceptor` run a closure
+/// where each relay's sockets belong (a lab host's network namespace); their threads
+/// inherit it. Returns the opener's TCP address: what a client connects to. The relays run
+/// until the process ends, with datagrams of at most `datagram` bytes (a study's PVM route).
+pub fn spawn_udp_pair(
+    opener_listen: SocketAddr,
+    acceptor_listen: SocketAddr,
+    forward: SocketAddr,
+    datagram: u64,
+    in_acceptor: &dyn Fn(Box<dyn FnOnce() -> Result<SocketAddr> + Send>) -> Result<SocketAddr>,
+    in_opener: &dyn Fn(Box<dyn FnOnce() -> Result<SocketAddr> + Send>) -> Result<SocketAddr>,
+) -> Result<SocketAddr> {
+    let datagram = check_datagram(datagram)?;
+    let buffer = check_buffer(DEFAULT_BUFFER)?;
+    let opener_ip = opener_listen.ip();
+    let acceptor = in_acceptor(Box::new(move || {
+        let socket = std::net::UdpSocket::bind(acceptor_listen)
+            .with_context(|| format!("cannot listen on {acceptor_listen} (UDP)"))?;
+        let addr = socket.local_addr()?;
+        let leg = udp::Leg {
+            role: link::Role::Acceptor,
+            listener: None,
+            socket,
+            peer: udp::Peer::Host(opener_ip),
+            forward: Some(forward),
+            datagram,
+            buffer,
+            connect_timeout: Duration::from_secs(5),
+            limits: Limits::default(),
+            drop_every: 0,
+            log: false,
+        };
+        thread::Builder::new()
+            .name("wb-relay-b".into())
+            .spawn(move || udp::serve(leg))?;
+        Ok(addr)
+    }))?;
+    in_opener(Box::new(move || {
+        let listener = TcpListener::bind(opener_listen)
+            .with_context(|| format!("cannot listen on {opener_listen}"))?;
+        let socket = std::net::UdpSocket::bind(SocketAddr::new(opener_ip, 0))
+            .with_context(|| format!("cannot bind the UDP leg to {opener_ip}"))?;
+        let addr = listener.local_addr()?;
+        let leg = udp::Leg {
+            role: link::Role::Opener,
+            listener: Some(listener),
+            socket,
+            peer: udp::Peer::Exact(acceptor),
+            forward: None,
+            datagram,
+            buffer,
+            connect_timeout: Duration::from_secs(5),
+            limits: Limits::default(),
+            drop_every: 0,
+            log: false,
+        };
+        thread::Builder::new()
+            .name("wb-relay-a".into())
+            .spawn(move || udp::serve(leg))?;
+        Ok(addr)
+    }))
 }
 
 /// Runs a relay until killed.

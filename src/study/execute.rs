@@ -152,12 +152,30 @@ fn lab_up(name: &str, spec: &LinkSpec) -> Result<LabRun> {
         None => Vec::new(),
     };
     let lab = Lab::up_with(name, spec.to_config()?, &budgets)?;
-    let server = crate::plan::lab_server::start(
+    let mut server = crate::plan::lab_server::start(
         &lab.state,
         crate::request::Timeouts::default().io,
         Default::default(),
         None,
     )?;
+    if let Some(datagram) = spec.relay_datagram()? {
+        // PVM's default route: task -> pvmd (host a) -> UDP -> pvmd (host b) -> task. The
+        // client reaches the server through relay A; relay B forwards to the server.
+        let (ns_a, ns_b) = (
+            lab.state.host_a.netns.clone(),
+            lab.state.host_b.netns.clone(),
+        );
+        let addr = |s: &str| -> Result<std::net::IpAddr> { Ok(s.parse()?) };
+        server = crate::relay::spawn_udp_pair(
+            SocketAddr::new(addr(crate::lab::ADDR_A)?, 0),
+            SocketAddr::new(addr(crate::lab::ADDR_B)?, 0),
+            server,
+            datagram,
+            &|f| crate::lab::in_netns(&ns_b, f),
+            &|f| crate::lab::in_netns(&ns_a, f),
+        )
+        .context("starting the route's relays")?;
+    }
     Ok(LabRun {
         lab,
         spec: spec.clone(),
