@@ -28,6 +28,11 @@ pub struct TransportArgs {
     /// the certificate whose SHA-256 fingerprint the server announced on the control connection).
     #[arg(long, value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
+    /// grpc: how each message carries its bytes: one bytes field, n/8 doubles (packed) or
+    /// n/32 records of four fields; the n mod 8 (32) bytes left over go as raw bytes. The
+    /// server answers in the encoding of the call.
+    #[arg(long, value_enum, value_name = "ENCODING")]
+    pub encoding: Option<crate::model::vocab::Encoding>,
 }
 
 impl TransportArgs {
@@ -37,6 +42,7 @@ impl TransportArgs {
             tls_cert: self.tls_cert.clone(),
             tls_key: self.tls_key.clone(),
             tls_ca: self.tls_ca.clone(),
+            encoding: self.encoding.unwrap_or_default(),
         }
     }
 }
@@ -563,6 +569,14 @@ impl TryFrom<&RunArgs> for Request {
     /// The command line as a request: the only place `run`'s flags are read.
     fn try_from(a: &RunArgs) -> Result<Request> {
         let list = |s: &Option<Sweep>| s.as_ref().map(|s| s.0.clone());
+        if let Some(e) = a.transport_args.encoding {
+            if a.transport != TransportKind::Grpc {
+                anyhow::bail!(
+                    "--encoding {e} applies to -t grpc alone (messages of {} carry plain bytes)",
+                    a.transport
+                );
+            }
+        }
         Ok(Request {
             pattern: a.pattern,
             transport: a.transport,

@@ -45,6 +45,8 @@ fn tcp_like(t: TransportKind) -> bool {
 pub fn goodput_of(transport: TransportKind, rate: f64, mtu: u64, size: u64) -> Option<f64> {
     match transport {
         TransportKind::Tcp | TransportKind::Mptcp => Some(goodput::tcp(rate, mtu).tcp_bits_per_s),
+        // HTTP/2 frames and protobuf framing only take from TCP's goodput: its bound holds.
+        TransportKind::Grpc => Some(goodput::tcp(rate, mtu).tcp_bits_per_s),
         TransportKind::Udp => Some(goodput::udp(rate, mtu, size.max(1))),
         TransportKind::Raw => Some(goodput::raw(rate, mtu, size.max(1))),
         TransportKind::Quic => Some(goodput::udp(
