@@ -64,6 +64,11 @@ pub struct RunArgs {
     pub transport: TransportKind,
     #[command(flatten)]
     pub transport_args: TransportArgs,
+    /// grpc, pingpong and rr: measure against this gRPC service of wirebench.v1.Echo
+    /// (proto/wirebench_echo.proto) that is not a wirebench server, HOST:PORT: no control
+    /// connection, so client-side figures only.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "to")]
+    pub grpc_endpoint: Option<String>,
     /// Send the data connections to the control port too (TCP only), so that a single
     /// forwarded port carries the test: use it when --to is a relay or proxy. The server
     /// applies its socket options after accepting such a connection.
@@ -653,6 +658,12 @@ impl TryFrom<&RunArgs> for Request {
 /// `wirebench run`: the exit code.
 pub fn run(a: &RunArgs) -> Result<i32> {
     let request = Request::try_from(a)?;
+    if let Some(endpoint) = &a.grpc_endpoint {
+        if a.transport != TransportKind::Grpc {
+            anyhow::bail!("--grpc-endpoint needs -t grpc");
+        }
+        return crate::glue::grpc_endpoint::run(&request, endpoint);
+    }
     Ok(crate::glue::measure::run(&request, None))
 }
 

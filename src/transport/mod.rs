@@ -26,6 +26,9 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+pub use grpc::{
+    connect_foreign as grpc_connect_foreign, serve_echo as grpc_serve_echo, EchoCounts,
+};
 pub use kind::{names, Layer, TransportKind};
 pub use sockopt::{EffectiveOptions, SocketOptions};
 pub use tcp::{HandedOverListener, CONTROL_PORT_ENDPOINT, DATA_PREFIX};

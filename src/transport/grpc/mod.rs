@@ -128,6 +128,24 @@ impl Transport for Grpc {
     }
 }
 
+pub use server::{serve_echo, EchoCounts};
+
+/// A client connection to a gRPC echo service that is not a wirebench server (no control
+/// connection, no cookie, no hello): `run --grpc-endpoint`.
+pub fn connect_foreign(
+    addr: SocketAddr,
+    encoding: Encoding,
+    timeout: Duration,
+) -> Result<Box<dyn Connection>> {
+    Ok(Box::new(client::GrpcClient::connect(
+        addr,
+        &SocketOptions::default(),
+        None,
+        encoding,
+        timeout,
+    )?))
+}
+
 /// The connection of a shape: what a client connection does until told otherwise.
 fn default_shape() -> Shape {
     Shape::Exchange {
