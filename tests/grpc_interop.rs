@@ -5,6 +5,9 @@
 //! against wirebench's hand-written messages. Counts and sizes only: nothing here depends on
 //! load.
 
+// Helpers outside #[test] fns fail their test by panicking, as the tests do (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

@@ -34,6 +34,8 @@ use crate::transport::{sockopt, Connection, Cookie, EffectiveOptions, Shape, Soc
 
 type Grpc = tonic::client::Grpc<Channel>;
 type CallResult = std::result::Result<Payload, Status>;
+/// The running Upload call, which answers with the server's summary.
+type UploadCall = JoinHandle<std::result::Result<UploadSummary, Status>>;
 
 /// An outstanding call: still running, or its answer kept until `recv` takes it.
 enum Slot {
@@ -50,10 +52,7 @@ pub(super) struct GrpcClient {
     encoding: Encoding,
     shape: Shape,
     calls: VecDeque<Slot>,
-    upload: Option<(
-        mpsc::Sender<Payload>,
-        JoinHandle<std::result::Result<UploadSummary, Status>>,
-    )>,
+    upload: Option<(mpsc::Sender<Payload>, UploadCall)>,
     download: Option<Streaming<Payload>>,
     current: Bytes,
     /// A duplicate of the TCP socket, for its options.
