@@ -65,7 +65,7 @@ fn pipelined_calls_come_back_in_order_with_their_sizes_in_every_encoding() {
         conn.expect(Shape::Exchange {
             response_size: Some(1),
         });
-        let req = crate::pattern::payload(REQUEST);
+        let req = super::wire::filler(REQUEST);
         for _ in 0..CALLS {
             assert_eq!(conn.send(&req).unwrap(), REQUEST);
         }
@@ -118,7 +118,7 @@ fn an_upload_delivers_every_byte_then_its_end() {
         .unwrap();
     conn.set_write_timeout(Some(HUNG)).unwrap();
     conn.expect(Shape::Send);
-    let msg = crate::pattern::payload(SIZE);
+    let msg = super::wire::filler(SIZE);
     for _ in 0..MESSAGES {
         assert_eq!(conn.send(&msg).unwrap(), SIZE);
     }

@@ -183,7 +183,7 @@ fn cookie_of<T>(req: &Request<T>) -> Option<[u8; 16]> {
 /// request itself.
 fn echo_answer(p: Payload) -> Payload {
     match usize::try_from(p.response_size) {
-        Ok(n) if n > 0 => wire::to_payload(&crate::pattern::payload(n), wire::encoding_of(&p), 0),
+        Ok(n) if n > 0 => wire::to_payload(&super::wire::filler(n), wire::encoding_of(&p), 0),
         _ => Payload {
             response_size: 0,
             ..p

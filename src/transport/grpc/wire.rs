@@ -76,6 +76,12 @@ pub struct UploadSummary {
     pub bytes: i64,
 }
 
+/// `n` bytes of a fixed non-zero pattern (the patterns' own payload), for an answer of a
+/// size asked for.
+pub fn filler(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i % 251) as u8 ^ 0x5a).collect()
+}
+
 /// The message that carries `app` in `encoding`, asking for `response_size` bytes back.
 pub fn to_payload(app: &[u8], encoding: Encoding, response_size: i64) -> Payload {
     let unit = encoding.unit();
@@ -197,7 +203,7 @@ mod tests {
     /// and decoding the encoded message gives them back (a record's tag made printable).
     #[test]
     fn a_message_carries_exactly_its_application_bytes_in_every_encoding() {
-        let app = crate::pattern::payload(1000);
+        let app = filler(1000);
         for enc in [Encoding::Bytes, Encoding::Doubles, Encoding::Records] {
             for n in [0usize, 1, 7, 8, 9, 31, 32, 33, 64, 100, 1000] {
                 let p = to_payload(&app[..n], enc, 5);
