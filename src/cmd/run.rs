@@ -28,6 +28,11 @@ pub struct TransportArgs {
     /// the certificate whose SHA-256 fingerprint the server announced on the control connection).
     #[arg(long, value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
+    /// grpc: how each message carries its bytes: one bytes field, n/8 doubles (packed) or
+    /// n/32 records of four fields; the n mod 8 (32) bytes left over go as raw bytes. The
+    /// server answers in the encoding of the call.
+    #[arg(long, value_enum, value_name = "ENCODING")]
+    pub encoding: Option<crate::model::vocab::Encoding>,
 }
 
 impl TransportArgs {
@@ -37,6 +42,7 @@ impl TransportArgs {
             tls_cert: self.tls_cert.clone(),
             tls_key: self.tls_key.clone(),
             tls_ca: self.tls_ca.clone(),
+            encoding: self.encoding.unwrap_or_default(),
         }
     }
 }
@@ -58,6 +64,11 @@ pub struct RunArgs {
     pub transport: TransportKind,
     #[command(flatten)]
     pub transport_args: TransportArgs,
+    /// grpc, pingpong and rr: measure against this gRPC service of wirebench.v1.Echo
+    /// (proto/wirebench_echo.proto) that is not a wirebench server, HOST:PORT: no control
+    /// connection, so client-side figures only.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "to")]
+    pub grpc_endpoint: Option<String>,
     /// Send the data connections to the control port too (TCP only), so that a single
     /// forwarded port carries the test: use it when --to is a relay or proxy. The server
     /// applies its socket options after accepting such a connection.
@@ -563,6 +574,14 @@ impl TryFrom<&RunArgs> for Request {
     /// The command line as a request: the only place `run`'s flags are read.
     fn try_from(a: &RunArgs) -> Result<Request> {
         let list = |s: &Option<Sweep>| s.as_ref().map(|s| s.0.clone());
+        if let Some(e) = a.transport_args.encoding {
+            if a.transport != TransportKind::Grpc {
+                anyhow::bail!(
+                    "--encoding {e} applies to -t grpc alone (messages of {} carry plain bytes)",
+                    a.transport
+                );
+            }
+        }
         Ok(Request {
             pattern: a.pattern,
             transport: a.transport,
@@ -639,6 +658,12 @@ impl TryFrom<&RunArgs> for Request {
 /// `wirebench run`: the exit code.
 pub fn run(a: &RunArgs) -> Result<i32> {
     let request = Request::try_from(a)?;
+    if let Some(endpoint) = &a.grpc_endpoint {
+        if a.transport != TransportKind::Grpc {
+            anyhow::bail!("--grpc-endpoint needs -t grpc");
+        }
+        return crate::glue::grpc_endpoint::run(&request, endpoint);
+    }
     Ok(crate::glue::measure::run(&request, None))
 }
 

@@ -39,6 +39,13 @@ pub struct ServeArgs {
     /// Print nothing per session.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Also serve the plain gRPC echo service wirebench.v1.Echo (proto/wirebench_echo.proto)
+    /// on ADDR (IP:PORT), for other gRPC stacks: Call answers response_size bytes in the
+    /// request's encoding (an echo when 0), Upload answers the count of messages and bytes.
+    /// --allow and --deny apply to it; the pre-shared key, the budgets and the limits do not
+    /// (it has no control connection).
+    #[arg(long, value_name = "ADDR")]
+    pub grpc_echo: Option<SocketAddr>,
     #[command(flatten)]
     pub transport: TransportArgs,
     #[command(flatten)]
@@ -174,6 +181,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
         ..ServerConfig::default()
     };
     let keyless = config.access.psk.is_none();
+    let list = config.access.list.clone();
     let server = Server::bind(SocketAddr::new(a.listen, a.port), config)?;
     let addr = server.local_addr()?;
     eprintln!(
@@ -185,5 +193,22 @@ pub fn run(a: ServeArgs) -> Result<()> {
             "wirebench serve: warning: no pre-shared key: anyone who can reach {addr} can run tests from it (--psk-file or WIREBENCH_PSK; see SECURITY.md)"
         );
     }
+    // Kept until the server returns: dropping the stop handle ends the echo service.
+    let _echo = match a.grpc_echo {
+        Some(addr) => {
+            let list = list.clone();
+            let counts = std::sync::Arc::new(crate::transport::EchoCounts::default());
+            let (local, stop, thread) = crate::transport::grpc_serve_echo(
+                addr,
+                counts,
+                std::sync::Arc::new(move |ip| list.permits(ip)),
+            )?;
+            eprintln!(
+                "wirebench gRPC echo service (wirebench.v1.Echo) on {local}: --allow/--deny apply; no pre-shared key, budgets or limits"
+            );
+            Some((stop, thread))
+        }
+        None => None,
+    };
     server.serve()
 }

@@ -85,6 +85,18 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
     if let Some(cpu) = plan.cpu {
         crate::sys::pin_current_thread(cpu)?;
     }
+    let mut result = run_role(&mut ch, plan)?;
+    // After the pattern: the serialisation of every message the connection carried.
+    let times = ch.connection().serialisation(false);
+    match &mut result {
+        WorkerResult::Stream(s) => s.serialisation = times,
+        WorkerResult::Exchange(x) => x.serialisation = times,
+        WorkerResult::Responder(r) => r.serialisation = times,
+    }
+    Ok(result)
+}
+
+fn run_role(ch: &mut DataChannel, plan: WorkerPlan<'_>) -> io::Result<WorkerResult> {
     let p = plan.point;
     if matches!(plan.role, Role::Requester | Role::Responder) {
         ch.set_framed(plan.test.length_prefix != 0);
@@ -92,13 +104,12 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
     match plan.role {
         Role::Sender => {
             let send = send_plan(plan.test, p, Some(&plan.end.abort));
-            stream::run_sender(&mut ch, &send, plan.index, plan.live.as_ref())
-                .map(WorkerResult::Stream)
+            stream::run_sender(ch, &send, plan.index, plan.live.as_ref()).map(WorkerResult::Stream)
         }
         Role::Receiver => {
             let recv = recv_plan(plan.test, p);
             stream::run_receiver(
-                &mut ch,
+                ch,
                 &recv,
                 plan.end,
                 plan.io_timeout,
@@ -119,10 +130,10 @@ pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<Worke
                 think: plan.test.think_ns.map(Duration::from_nanos),
                 rtt_series: plan.rtt_series,
             };
-            exchange::run_requester(&mut ch, &ex).map(WorkerResult::Exchange)
+            exchange::run_requester(ch, &ex).map(WorkerResult::Exchange)
         }
         Role::Responder => exchange::run_responder(
-            &mut ch,
+            ch,
             p.request_size as usize,
             p.response_size as usize,
             exchange_write_size(plan.test),

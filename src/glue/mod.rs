@@ -3,6 +3,7 @@
 //! returns the process's exit code. Commands call it; nothing below it knows it exists.
 
 pub mod compare_transports;
+pub mod grpc_endpoint;
 pub mod measure;
 #[cfg(feature = "mpi")]
 pub mod mpi;

@@ -250,6 +250,9 @@ pub struct Settings {
     /// Fast paths asked for; what actually ran is in each stream's `io_path` and `fallbacks`.
     #[serde(default)]
     pub fast: super::socket::FastPaths,
+    /// grpc: how the messages carried their bytes (--encoding). Absent for other transports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<super::vocab::Encoding>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -297,6 +300,10 @@ pub struct PointResult {
     /// without --compete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<super::fairness::FairnessResult>,
+    /// grpc: encode and decode times per message on both ends (last run). Absent for other
+    /// transports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc: Option<super::rpc::RpcResult>,
 }
 
 /// The network counters of a point, each end's read on its own host around its side of the

@@ -14,6 +14,7 @@ pub mod lab;
 pub mod load;
 pub mod mesh;
 mod point;
+pub mod rpc;
 pub mod schema;
 pub mod socket;
 pub mod span;

@@ -56,6 +56,10 @@ pub struct LossStats {
 #[serde(default)]
 pub struct StreamStats {
     pub role: Option<Role>,
+    /// grpc: this end's serialisation times over the stream, warm-up included. Absent for
+    /// other transports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serialisation: Option<super::rpc::Serialisation>,
     /// All bytes moved, warm-up included.
     pub bytes_total: u64,
     /// Bytes moved inside the timed phase.

@@ -38,6 +38,62 @@ pub enum TransportKind {
     Raw,
     /// MPI point-to-point calls between two ranks (`wirebench mpi` only).
     Mpi,
+    /// gRPC calls (tonic, protobuf by prost) over HTTP/2 over TCP.
+    Grpc,
+}
+
+/// How a gRPC message carries its application bytes (`--encoding`): the serialisation a
+/// call pays for. A message of n bytes carries n bytes as one `bytes` field, n/8 doubles as
+/// a packed `repeated double` (XDR's array of doubles), or n/32 records of four small
+/// fields; the n mod 8 (or 32) bytes left over travel as raw bytes beside them.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+#[value(rename_all = "lower")]
+pub enum Encoding {
+    /// One `bytes` field: framing, no per-value work.
+    #[default]
+    Bytes,
+    /// A packed `repeated double`, 8 bytes a value.
+    Doubles,
+    /// `repeated Record`, 32 bytes a record (uint32, double, fixed64, 12-character string).
+    Records,
+}
+
+impl Encoding {
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::Bytes => "bytes",
+            Encoding::Doubles => "doubles",
+            Encoding::Records => "records",
+        }
+    }
+
+    /// Application bytes of one value: a message of n bytes carries n / unit values.
+    pub fn unit(self) -> usize {
+        match self {
+            Encoding::Bytes => 1,
+            Encoding::Doubles => 8,
+            Encoding::Records => 32,
+        }
+    }
+}
+
+impl std::fmt::Display for Encoding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Where a transport sits in the stack, for comparisons across layers.
@@ -205,13 +261,14 @@ impl<'de> Deserialize<'de> for CcName {
 
 impl TransportKind {
     /// Every transport a wirebench server carries (`mpi` runs between MPI ranks instead).
-    pub const SERVED: [TransportKind; 6] = [
+    pub const SERVED: [TransportKind; 7] = [
         TransportKind::Tcp,
         TransportKind::Udp,
         TransportKind::Unix,
         TransportKind::Mptcp,
         TransportKind::Quic,
         TransportKind::Raw,
+        TransportKind::Grpc,
     ];
 
     pub fn name(self) -> &'static str {
@@ -223,6 +280,7 @@ impl TransportKind {
             TransportKind::Quic => "quic",
             TransportKind::Raw => "raw",
             TransportKind::Mpi => "mpi",
+            TransportKind::Grpc => "grpc",
         }
     }
 
@@ -235,6 +293,7 @@ impl TransportKind {
             TransportKind::Mptcp => (3, "IP byte stream, multipath"),
             TransportKind::Quic => (4, "user-space stream over UDP"),
             TransportKind::Mpi => (5, "message passing library"),
+            TransportKind::Grpc => (5, "RPC: protobuf over HTTP/2 over TCP"),
         };
         Layer { rank, what }
     }
@@ -244,7 +303,7 @@ impl TransportKind {
     pub fn call_noun(self, sender: bool) -> &'static str {
         match (self, sender) {
             (TransportKind::Udp, _) => "datagram",
-            (TransportKind::Raw, _) => "message",
+            (TransportKind::Raw | TransportKind::Grpc, _) => "message",
             (_, true) => "write",
             (_, false) => "read",
         }

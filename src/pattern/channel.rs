@@ -4,7 +4,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::transport::{Capabilities, Connection};
+use crate::transport::{Capabilities, Connection, Shape};
 
 /// How many empty polls a spinning receive makes between clock reads.
 const SPINS_PER_CLOCK_READ: u32 = 1024;
@@ -102,6 +102,11 @@ impl DataChannel {
 
     pub fn connection(&self) -> &dyn Connection {
         self.conn.as_ref()
+    }
+
+    /// Tells the transport what the pattern is about to do (see [`Shape`]).
+    pub fn expect(&mut self, shape: Shape) {
+        self.conn.expect(shape);
     }
 
     /// Whether receives and sends busy-poll a non-blocking socket.
@@ -247,11 +252,16 @@ impl DataChannel {
 
     /// Receives one whole message into `buf`: exactly `buf.len()` bytes on a byte stream
     /// (framed: as many as its length says, at most `buf.len()`), one datagram on a message
-    /// transport. Ok(None) is a clean end of stream before the message.
+    /// transport. Ok(None) is a clean end of stream before the message: on a reliable message
+    /// transport (grpc) an empty receive, since no run sends an empty message there (the plan
+    /// refuses size 0 on it); a datagram transport has no end of stream.
     #[inline]
     pub fn recv_message(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
         if self.caps.message_boundaries {
-            return self.recv_some(buf).map(Some);
+            return match self.recv_some(buf)? {
+                0 if self.caps.reliable => Ok(None),
+                n => Ok(Some(n)),
+            };
         }
         if self.framed {
             let mut len = [0u8; LENGTH_PREFIX];

@@ -13,7 +13,7 @@ use super::exchange::{
 };
 use super::{nanos, payload, CpuMeter, CpuTime, DataChannel, StopAt};
 use crate::stats::LatencyRecorder;
-use crate::transport::{Capabilities, Cookie, Listener, SocketOptions, Transport};
+use crate::transport::{Capabilities, Cookie, Listener, Shape, SocketOptions, Transport};
 
 pub struct CrrPlan {
     pub request_size: usize,
@@ -68,6 +68,9 @@ pub fn run_client(target: &CrrTarget<'_>, plan: &CrrPlan) -> Result<CrrStats> {
             plan.io_timeout,
         )?;
         let mut ch = DataChannel::new(conn, caps, plan.spin, plan.io_timeout)?;
+        ch.expect(Shape::Exchange {
+            response_size: Some(resp_len as u64),
+        });
         let t1 = Instant::now();
         ch.send_message(&req[..]).context("sending a crr request")?;
         let buf = if caps.message_boundaries {

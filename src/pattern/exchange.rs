@@ -23,7 +23,7 @@ use super::{
     TAG_LEN,
 };
 use crate::stats::LatencyRecorder;
-use crate::transport::Capabilities;
+use crate::transport::{Capabilities, Shape};
 
 /// Bytes of a buffer that takes one message of `size` bytes: with message boundaries a whole
 /// datagram (a message may come up to that size, and a smaller buffer would cut it), on a
@@ -100,6 +100,8 @@ pub struct ExchangeStats {
     /// start, its round trip), nanoseconds, in the order completed; at most
     /// [`MAX_RTT_SERIES`]. Empty otherwise.
     pub series: Vec<(u64, u64)>,
+    /// The connection's serialisation times, warm-up included (grpc); None elsewhere.
+    pub serialisation: Option<crate::model::rpc::Serialisation>,
 }
 
 /// Most round trips one connection keeps with their times (16 MiB): the percentiles come from
@@ -123,6 +125,9 @@ pub struct ResponderStats {
     pub bytes_received: u64,
     pub bytes_sent: u64,
     pub cpu: CpuTime,
+    /// The connection's serialisation times, warm-up included (grpc); absent elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serialisation: Option<crate::model::rpc::Serialisation>,
 }
 
 fn closed() -> io::Error {
@@ -135,6 +140,9 @@ fn closed() -> io::Error {
 /// Runs warm-up and timed transactions until the stop condition.
 pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<ExchangeStats> {
     let cpu = CpuMeter::start();
+    ch.expect(Shape::Exchange {
+        response_size: Some(plan.response_size.max(1) as u64),
+    });
     let tagged = !ch.capabilities().reliable && plan.request_size >= TAG_LEN;
     if !ch.capabilities().reliable {
         ch.set_read_timeout(plan.loss_timeout)?;
@@ -156,6 +164,7 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
         } else {
             Vec::new()
         },
+        serialisation: None,
     };
     // A message of 0 bytes is a real one only where messages have bounds of their own (a
     // datagram, a framed byte stream); an unframed byte stream sends at least a byte.

@@ -98,6 +98,15 @@ pub(super) fn sizes(r: &Request, caps: &Capabilities) -> Result<Vec<u64>> {
     if !exchange && sizes.contains(&0) {
         bail!("message size 0: {pattern} sizes must be at least 1 byte (only pingpong and rr exchange 0-byte messages)");
     }
+    // A reliable message transport (grpc) reads an empty message as the end of the peer's
+    // messages: a 0-byte message would end the exchange.
+    let zero = sizes.contains(&0) || sizes_req.response_size == Some(0);
+    if zero && caps.reliable && caps.message_boundaries {
+        bail!(
+            "message size 0: over {} an empty message marks the end of the call stream; sizes start at 1 byte there",
+            r.transport
+        );
+    }
     let floor = if pattern == PatternKind::Stream && !caps.reliable {
         DATAGRAM_HEADER as u64
     } else if exchange {

@@ -54,6 +54,8 @@ pub fn goodput_of(
         TransportKind::Tcp | TransportKind::Mptcp => {
             Some(goodput::tcp(rate, mtu, framing).tcp_bits_per_s)
         }
+        // HTTP/2 frames and protobuf framing only take from TCP's goodput: its bound holds.
+        TransportKind::Grpc => Some(goodput::tcp(rate, mtu, framing).tcp_bits_per_s),
         TransportKind::Udp => Some(goodput::udp(rate, mtu, size.max(1), framing)),
         TransportKind::Raw => Some(goodput::raw(rate, mtu, size.max(1), framing)),
         TransportKind::Quic => Some(goodput::udp(

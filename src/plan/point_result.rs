@@ -386,6 +386,30 @@ pub fn summarize(
         server_us_per_transaction: us_per(last.server.cpu, txns),
     };
 
+    let rpc = {
+        let client: Vec<_> = last
+            .exchanges
+            .iter()
+            .filter_map(|x| x.serialisation)
+            .chain(
+                last.client_streams
+                    .iter()
+                    .filter_map(|(_, s)| s.serialisation),
+            )
+            .collect();
+        let server: Vec<_> = last
+            .server
+            .responders
+            .iter()
+            .filter_map(|r| r.serialisation)
+            .chain(last.server.streams.iter().filter_map(|s| s.serialisation))
+            .collect();
+        let rtt = latency
+            .as_ref()
+            .filter(|_| !last.exchanges.is_empty())
+            .map(|l| l.rtt.mean_ns);
+        crate::model::rpc::RpcResult::new(client, server, rtt)
+    };
     Some(PointResult {
         index,
         key: planned.key,
@@ -415,6 +439,7 @@ pub fn summarize(
         load: None,
         under_load: None,
         fairness: None,
+        rpc,
     })
 }
 
@@ -434,6 +459,7 @@ mod tests {
             think_ns,
             cpu: CpuTime::default(),
             series: Vec::new(),
+            serialisation: None,
         }
     }
 

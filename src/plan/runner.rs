@@ -101,6 +101,8 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunDocument {
             io_timeout_ns: crate::pattern::duration_ns(args.timeouts.io),
             loss_timeout_ns: crate::pattern::duration_ns(args.timeouts.loss),
             fast: t.fast.clone(),
+            encoding: (t.transport == crate::transport::TransportKind::Grpc)
+                .then_some(request.local.encoding),
         },
         swept: plan.swept,
         points: Vec::new(),

@@ -95,6 +95,7 @@ impl PointRunner for Scripted {
                 think_ns: 0,
                 cpu: CpuTime::default(),
                 series: Vec::new(),
+                serialisation: None,
             }],
             crr: None,
             server: ServerMeasurement::default(),

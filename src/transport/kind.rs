@@ -22,6 +22,7 @@ impl TransportKind {
             TransportKind::Unix => Box::new(super::unix::Unix),
             TransportKind::Raw => Box::new(super::raw::Raw::new(config)),
             TransportKind::Quic => Box::new(super::quic::Quic::new(config)?),
+            TransportKind::Grpc => Box::new(super::grpc::Grpc::new(config)),
             #[cfg(feature = "mpi")]
             TransportKind::Mpi => Box::new(super::mpi::Mpi),
             #[cfg(not(feature = "mpi"))]
@@ -57,7 +58,7 @@ mod tests {
         assert!(TransportKind::from_name("sctp")
             .unwrap_err()
             .to_string()
-            .contains("available: tcp, udp, unix, mptcp, quic, raw"));
+            .contains("available: tcp, udp, unix, mptcp, quic, raw, grpc"));
     }
 
     /// Each served transport's implementation answers to its own kind's name.

@@ -4,6 +4,7 @@
 //! is one new file implementing them, plus one arm of [`TransportKind`] (in `kind.rs`).
 
 mod bytestream;
+mod grpc;
 mod kind;
 #[cfg(test)]
 pub mod mem;
@@ -25,6 +26,9 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+pub use grpc::{
+    connect_foreign as grpc_connect_foreign, serve_echo as grpc_serve_echo, EchoCounts,
+};
 pub use kind::{names, Layer, TransportKind};
 pub use sockopt::{EffectiveOptions, SocketOptions};
 pub use tcp::{HandedOverListener, CONTROL_PORT_ENDPOINT, DATA_PREFIX};
@@ -122,6 +126,20 @@ pub trait Listener: Send {
     }
 }
 
+/// What a pattern is about to do with a connection, for transports whose calls differ by it
+/// (an RPC: a unary call per exchange, one client-streaming call for a stream). Every
+/// transport that moves bytes alike ignores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Requests and responses: each message sent is answered by one of `response_size` bytes
+    /// (None: of the request's size, an echo).
+    Exchange { response_size: Option<u64> },
+    /// One-way messages from this end.
+    Send,
+    /// One-way messages to this end.
+    Receive,
+}
+
 /// One established data path. `send`/`recv` map to one system call each.
 pub trait Connection: Send {
     /// Sends bytes; a message transport sends `buf` as one message.
@@ -163,6 +181,14 @@ pub trait Connection: Send {
     fn link_counters(&self) -> Option<LinkCounters> {
         None
     }
+    /// Tells the transport what the pattern will do (see [`Shape`]) before its first send
+    /// or receive. A no-op for transports that move bytes the same way whatever the shape.
+    fn expect(&mut self, _shape: Shape) {}
+    /// This end's serialisation times since the connection was made or last asked with
+    /// `reset` (for transports that serialise messages: grpc); None elsewhere.
+    fn serialisation(&self, _reset: bool) -> Option<crate::model::rpc::Serialisation> {
+        None
+    }
 }
 
 /// What some transports need besides socket options. It comes from this side's own command
@@ -180,6 +206,9 @@ pub struct TransportConfig {
     /// quic client: CA certificates (PEM) to verify the server with. Default: accept exactly
     /// the certificate whose fingerprint the server announced over the control connection.
     pub tls_ca: Option<PathBuf>,
+    /// grpc client: how messages carry their bytes. The server answers each call in the
+    /// encoding it came in, so only the client needs it.
+    pub encoding: crate::model::vocab::Encoding,
 }
 
 /// What a build without the `mpi` feature says when asked for MPI.

@@ -36,6 +36,9 @@ pub enum Need {
     PrivateMount,
     /// `iperf3` on PATH: its own JSON, the ground truth of `export --format iperf3`.
     Iperf3,
+    /// python3 with grpcio and grpcio-tools (pip install grpcio grpcio-tools): the gRPC
+    /// interop tests' other implementation.
+    PythonGrpc,
 }
 
 impl Need {
@@ -80,6 +83,18 @@ impl Need {
             Need::Iperf3 => on_path("iperf3")
                 .is_none()
                 .then(|| "needs `iperf3` (apt-get install iperf3) on PATH".into()),
+            Need::PythonGrpc => {
+                let ok = Command::new("python3")
+                    .args(["-c", "import grpc, grpc_tools"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
+                (!ok).then(|| {
+                    "needs python3 with grpcio and grpcio-tools (pip install grpcio grpcio-tools)"
+                        .into()
+                })
+            }
         }
     }
 }

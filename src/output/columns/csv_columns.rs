@@ -244,4 +244,41 @@ pub const CSV: &[Column] = &[
         name: "invalid_reason",
         get: |r| text(r.validity().reason()),
     },
+    // grpc's serialisation, per message, count-weighted over the point's connections (warm-up
+    // included); empty for other transports.
+    Column {
+        name: "encoding",
+        get: |r| r.whole(|p| p.rpc.as_ref().map(|x| x.encoding.to_string())),
+    },
+    Column {
+        name: "client_encode_mean_ns",
+        get: |r| r.whole(|p| rpc_mean(p, false, |s| s.encode)),
+    },
+    Column {
+        name: "client_decode_mean_ns",
+        get: |r| r.whole(|p| rpc_mean(p, false, |s| s.decode)),
+    },
+    Column {
+        name: "server_decode_mean_ns",
+        get: |r| r.whole(|p| rpc_mean(p, true, |s| s.decode)),
+    },
+    Column {
+        name: "server_encode_mean_ns",
+        get: |r| r.whole(|p| rpc_mean(p, true, |s| s.encode)),
+    },
+    Column {
+        name: "serialisation_share_of_rtt",
+        get: |r| r.whole(|p| p.rpc.as_ref().and_then(|x| x.share_of_rtt)),
+    },
 ];
+
+/// One codec step's mean per message on one end, over the point's connections.
+fn rpc_mean(
+    p: &PointResult,
+    server: bool,
+    step: fn(&crate::model::rpc::Serialisation) -> Option<crate::model::rpc::CodecTime>,
+) -> Option<f64> {
+    let x = p.rpc.as_ref()?;
+    let side = if server { &x.server } else { &x.client };
+    crate::model::rpc::merged(side, step).map(|(_, mean)| mean)
+}

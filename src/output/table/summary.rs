@@ -141,6 +141,9 @@ impl TableSink {
                 if setups.len() == 1 { "" } else { "s" }
             ))?;
         }
+        if let Some(x) = r.points.last().and_then(|p| p.rpc.as_ref()) {
+            self.line(&rpc_note(x))?;
+        }
         if let Some(p) = r.points.last() {
             if let Some(first) = p.latency.as_ref().and_then(|l| l.first_ns) {
                 self.line(&format!(
@@ -154,6 +157,39 @@ impl TableSink {
         }
         Ok(())
     }
+}
+
+/// The last point's serialisation (grpc): each codec step's mean per message on each end,
+/// with the messages it counts, and its share of the mean round trip.
+fn rpc_note(x: &crate::model::rpc::RpcResult) -> String {
+    use crate::model::rpc::merged;
+    let step =
+        |side: &[crate::model::rpc::Serialisation],
+         f: fn(&crate::model::rpc::Serialisation) -> Option<crate::model::rpc::CodecTime>| {
+            match merged(side, f) {
+                Some((n, mean)) => format!("{} (n={n})", format_us(mean)),
+                None => "-".into(),
+            }
+        };
+    let server = if x.server.is_empty() {
+        "server: not measured (no wirebench server)".to_owned()
+    } else {
+        format!(
+            "server decode {}, encode {}",
+            step(&x.server, |s| s.decode),
+            step(&x.server, |s| s.encode)
+        )
+    };
+    let share = match x.share_of_rtt {
+        Some(s) => format!("; {:.1}% of the mean round trip", s * 100.0),
+        None => String::new(),
+    };
+    format!(
+        "# serialisation ({}), mean per message, last point, warm-up included: client encode {}, decode {}; {server}{share}",
+        x.encoding,
+        step(&x.client, |s| s.encode),
+        step(&x.client, |s| s.decode),
+    )
 }
 
 /// At least four significant digits, no more decimals than that needs ("14576", "6.500").

@@ -84,6 +84,7 @@ pub fn run_receiver(
         ..StreamStats::default()
     };
     busy_poll(ch, plan.fast.busy_poll_us, &mut stats);
+    ch.expect(crate::transport::Shape::Receive);
     let waiting_since = Instant::now();
     let live = live.map(|tx| (tx, stream, Role::Receiver));
     if ch.capabilities().reliable {

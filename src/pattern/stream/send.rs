@@ -282,6 +282,7 @@ pub fn run_sender(
         ..StreamStats::default()
     };
     busy_poll(ch, plan.fast.busy_poll_us, &mut stats);
+    ch.expect(crate::transport::Shape::Send);
     let (start, end) = if reliable {
         send_bytes(ch, plan, stream, live, &mut stats)?
     } else {

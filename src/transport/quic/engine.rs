@@ -1,5 +1,6 @@
 //! The engine: a current-thread tokio runtime that quinn's drivers run on, driven by
-//! whichever flow waits on it and by a background thread while none does.
+//! whichever flow waits on it and by a background thread while none does. The grpc
+//! transport runs tonic on it the same way.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -17,7 +18,7 @@ const IDLE_GRACE: Duration = Duration::from_millis(2);
 
 /// A current-thread tokio runtime driven by whichever flow waits on it, and by a background
 /// thread while none does.
-pub(super) struct Engine {
+pub(in crate::transport) struct Engine {
     rt: Runtime,
     /// Flows inside [`EngineRef::run`] now.
     inside: AtomicUsize,
@@ -33,7 +34,7 @@ pub(super) struct Engine {
 
 /// A user's share of an [`Engine`]: the listener, its connections, a client connection, a
 /// closing connection. When the last share goes, the engine stops.
-pub(super) struct EngineRef(Arc<Engine>);
+pub(in crate::transport) struct EngineRef(Arc<Engine>);
 
 impl Drop for EngineRef {
     fn drop(&mut self) {
@@ -43,7 +44,7 @@ impl Drop for EngineRef {
 }
 
 impl Engine {
-    pub(super) fn start() -> Result<Arc<EngineRef>> {
+    pub(in crate::transport) fn start() -> Result<Arc<EngineRef>> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .enable_time()
@@ -89,7 +90,7 @@ impl Engine {
 impl EngineRef {
     /// Runs `f` to completion on this thread, driving the runtime meanwhile (or waiting for
     /// whoever drives it).
-    pub(super) fn run<F: Future>(&self, f: F) -> F::Output {
+    pub(in crate::transport) fn run<F: Future>(&self, f: F) -> F::Output {
         struct Leave<'a>(&'a AtomicUsize);
         impl Drop for Leave<'_> {
             fn drop(&mut self) {
@@ -106,12 +107,21 @@ impl EngineRef {
         e.rt.block_on(f)
     }
 
-    pub(super) fn spawn<F: Future<Output = ()> + Send + 'static>(&self, f: F) {
+    pub(in crate::transport) fn spawn<F: Future<Output = ()> + Send + 'static>(&self, f: F) {
         self.0.rt.spawn(f);
     }
 
+    /// Spawns `f` on the runtime; its output comes back through the handle.
+    pub(in crate::transport) fn spawn_task<F>(&self, f: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.0.rt.spawn(f)
+    }
+
     /// A quinn endpoint on `socket`, its driver on this runtime.
-    pub(super) fn endpoint(
+    pub(in crate::transport) fn endpoint(
         &self,
         socket: Socket,
         server: Option<quinn::ServerConfig>,

@@ -46,7 +46,7 @@
 mod client;
 mod connection;
 mod endpoint;
-mod engine;
+pub(super) mod engine;
 mod listener;
 #[cfg(test)]
 mod loopback_tests;

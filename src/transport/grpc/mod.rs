@@ -1,0 +1,154 @@
+//! gRPC: RPC with serialisation on the field's standard stack, tonic (HTTP/2 by hyper and
+//! h2, over TCP) with protobuf messages by prost, as Müller et al. put Sun RPC/XDR beside
+//! raw ATM, TCP sockets and PVM in one table.
+//!
+//! **Service.** `wirebench.v1.Echo` (proto/wirebench_echo.proto, for other implementations):
+//! `Call(Payload) returns (Payload)`, `Upload(stream Payload) returns (UploadSummary)` and
+//! `Download(Payload) returns (stream Payload)`. The messages are written by hand with prost's
+//! derive and the service with tonic's generic client and server, so no protoc is needed.
+//! A message of n application bytes carries them in the encoding the client chose
+//! (`--encoding bytes|doubles|records`, see [`wire`]); the server answers each call in the
+//! encoding it came in, so the two ends agree without being told.
+//!
+//! **Mapping.** One data connection is one HTTP/2 connection (a tonic channel). pingpong and
+//! rr: a unary `Call` per transaction, the request carrying the response size it asks for;
+//! crr: a new connection per call (crr connects anew per transaction anyway); stream: one
+//! client-streaming `Upload` (client to server), or one server-streaming `Download`
+//! (server to client). The pattern says which before it starts ([`Shape`]).
+//!
+//! **Blocking bridge.** On the client, `send` starts a call without waiting for its answer
+//! (at most [`MAX_IN_FLIGHT`] at once) and `recv` returns the oldest outstanding call's
+//! answer, so calls can be pipelined and answers come in the order asked, as bytes do over
+//! TCP; with `set_nonblocking(true)` `recv` says WouldBlock while the oldest is not back. On
+//! the server, `recv` returns the next request and `send` answers the oldest unanswered one.
+//! Like quic's, every connection runs its side of tonic on a current-thread tokio runtime
+//! that the flow's own thread drives while it waits (the listener's runtime is shared by the
+//! connections it accepted), so a call crosses no thread on either end.
+//!
+//! **Admission.** The data listener drops TCP connections from any address other than the
+//! control peer's before any HTTP/2. A new connection's first call is a hello with the test's
+//! cookie (metadata `wb-cookie`, and `wb-hello`); the server answers it once `accept` took
+//! the connection for that cookie, PERMISSION_DENIED for another cookie. Every later call
+//! presents the cookie again, and a wrong one (or none) is refused with PERMISSION_DENIED.
+//!
+//! **Serialisation.** Every message's encode and decode is timed apart from the call, on both
+//! ends (see [`codec`]); [`Connection::serialisation`] reads them.
+//!
+//! **Options.** TCP_NODELAY on both ends, as gRPC stacks set it. HTTP/2 flow-control windows
+//! of 16 MiB per stream and 32 MiB per connection (h2's 64 KiB default would cap a stream
+//! at 64 KiB per round trip); messages of up to [`MAX_MESSAGE`] application bytes.
+
+mod client;
+mod codec;
+#[cfg(test)]
+mod loopback_tests;
+mod server;
+pub(crate) mod wire;
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::{
+    Capabilities, Connection, Cookie, Listener, Shape, SocketOptions, Transport, TransportConfig,
+};
+use crate::model::vocab::Encoding;
+
+/// The largest message, application bytes. Its encoding may take more on the wire (records:
+/// about 1.3 times), under the decoders' limit [`MAX_DECODED`].
+pub const MAX_MESSAGE: u64 = 64 << 20;
+/// tonic's limit on an encoded message, both ends (its default is 4 MiB).
+const MAX_DECODED: usize = 192 << 20;
+/// Calls a client connection keeps outstanding at most.
+pub const MAX_IN_FLIGHT: usize = 1024;
+/// HTTP/2 streams a server connection takes at once: every outstanding call, and the hello.
+const MAX_STREAMS: u32 = MAX_IN_FLIGHT as u32 + 8;
+const STREAM_WINDOW: u32 = 16 << 20;
+const CONNECTION_WINDOW: u32 = 32 << 20;
+/// Upload messages a client may queue ahead of the HTTP/2 stream.
+const UPLOAD_QUEUE: usize = 64;
+/// Requests a server connection queues for its flow before the calls wait.
+const REQUEST_QUEUE: usize = MAX_IN_FLIGHT + 8;
+/// Metadata keys.
+const COOKIE_KEY: &str = "wb-cookie";
+const HELLO_KEY: &str = "wb-hello";
+/// How long a hello may wait for the server's flow to accept its connection.
+const HELLO_WAIT: Duration = Duration::from_secs(10);
+
+pub struct Grpc {
+    encoding: Encoding,
+}
+
+impl Grpc {
+    pub fn new(config: &TransportConfig) -> Grpc {
+        Grpc {
+            encoding: config.encoding,
+        }
+    }
+}
+
+impl Transport for Grpc {
+    fn name(&self) -> &'static str {
+        "grpc"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            reliable: true,
+            message_boundaries: true,
+            max_message: MAX_MESSAGE,
+            tcp_options: false,
+            host_local: false,
+            syscall_batching: false,
+            rcvlowat: false,
+        }
+    }
+    fn listen(&self, local: IpAddr, peer: IpAddr) -> Result<Box<dyn Listener>> {
+        Ok(Box::new(server::GrpcListener::open(local, peer)?))
+    }
+    fn connect(
+        &self,
+        control: SocketAddr,
+        endpoint: &str,
+        opts: &SocketOptions,
+        cookie: &Cookie,
+        timeout: Duration,
+    ) -> Result<Box<dyn Connection>> {
+        let port: u16 = endpoint
+            .parse()
+            .map_err(|_| anyhow::anyhow!("bad grpc data endpoint '{endpoint}' (a port)"))?;
+        let addr = SocketAddr::new(control.ip(), port);
+        Ok(Box::new(client::GrpcClient::connect(
+            addr,
+            opts,
+            Some(cookie),
+            self.encoding,
+            timeout,
+        )?))
+    }
+}
+
+pub use server::{serve_echo, EchoCounts};
+
+/// A client connection to a gRPC echo service that is not a wirebench server (no control
+/// connection, no cookie, no hello): `run --grpc-endpoint`.
+pub fn connect_foreign(
+    addr: SocketAddr,
+    encoding: Encoding,
+    timeout: Duration,
+) -> Result<Box<dyn Connection>> {
+    Ok(Box::new(client::GrpcClient::connect(
+        addr,
+        &SocketOptions::default(),
+        None,
+        encoding,
+        timeout,
+    )?))
+}
+
+/// The connection of a shape: what a client connection does until told otherwise.
+fn default_shape() -> Shape {
+    Shape::Exchange {
+        response_size: None,
+    }
+}

@@ -1,0 +1,843 @@
+//! The server side: a tonic server on the listener's runtime, the admission of each HTTP/2
+//! connection by its hello, and the blocking connection a flow reads requests from and
+//! answers them through. Also the plain echo service (`serve --grpc-echo`).
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _, Result};
+use bytes::Bytes;
+use socket2::{SockRef, Socket};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::StreamExt;
+use tonic::body::Body;
+use tonic::transport::server::Connected;
+use tonic::{Request, Response, Status, Streaming};
+
+use super::codec::{TimedCodec, Times};
+use super::wire::{self, Payload, UploadSummary};
+use super::{
+    CONNECTION_WINDOW, COOKIE_KEY, HELLO_KEY, HELLO_WAIT, MAX_DECODED, MAX_STREAMS, REQUEST_QUEUE,
+    STREAM_WINDOW,
+};
+use crate::model::rpc::Serialisation;
+use crate::model::vocab::Encoding;
+use crate::transport::quic::engine::{Engine, EngineRef};
+use crate::transport::{
+    remaining, same_ip, sockopt, Connection, Cookie, EffectiveOptions, Listener, SocketOptions,
+};
+
+/// Connections whose hello waits for `accept`; more are refused.
+const ADMISSION_QUEUE: usize = 64;
+
+/// What a connection's calls hand its flow.
+enum Incoming {
+    /// A unary call's request and where its answer goes.
+    Call {
+        payload: Payload,
+        reply: oneshot::Sender<Payload>,
+    },
+    /// A message of an Upload stream.
+    Upload(Payload),
+    /// The Upload stream ended.
+    UploadEnd,
+    /// A Download call: where the flow's messages go.
+    Download(mpsc::Sender<std::result::Result<Payload, Status>>),
+}
+
+/// One accepted TCP (HTTP/2) connection, as its calls see it.
+struct Peer {
+    /// The cookie the connection was admitted with; unset until `accept` took it.
+    admitted: OnceLock<[u8; 16]>,
+    tx: mpsc::Sender<Incoming>,
+    /// The flow's end of `tx`, taken when the connection is admitted.
+    rx: Mutex<Option<mpsc::Receiver<Incoming>>>,
+    /// The TCP connection is gone (hyper dropped it).
+    closed: AtomicBool,
+    close: Notify,
+    times: Arc<Times>,
+    candidates: mpsc::Sender<Candidate>,
+}
+
+impl Peer {
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.close.notify_one();
+    }
+}
+
+/// The request extension (tonic's connect info) that names a call's connection.
+#[derive(Clone)]
+struct PeerInfo(Option<Arc<Peer>>);
+
+/// A hello waiting for `accept`.
+struct Candidate {
+    peer: Arc<Peer>,
+    cookie: [u8; 16],
+    answer: oneshot::Sender<bool>,
+}
+
+/// An accepted TCP stream that tells its [`Peer`] when hyper drops it.
+struct PeerIo {
+    stream: TcpStream,
+    info: PeerInfo,
+}
+
+impl Drop for PeerIo {
+    fn drop(&mut self) {
+        if let Some(p) = &self.info.0 {
+            p.close();
+        }
+    }
+}
+
+impl Connected for PeerIo {
+    type ConnectInfo = PeerInfo;
+    fn connect_info(&self) -> PeerInfo {
+        self.info.clone()
+    }
+}
+
+impl AsyncRead for PeerIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for PeerIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
+
+/// What the service does with calls.
+#[derive(Clone)]
+pub(super) enum Mode {
+    /// A test's data listener: calls go to the flow that accepted their connection.
+    Test,
+    /// `serve --grpc-echo`: every call answered at once, counted.
+    Echo(Arc<EchoCounts>),
+}
+
+/// What a plain echo service answered, for its log.
+#[derive(Default)]
+pub struct EchoCounts {
+    pub calls: AtomicU64,
+    pub uploads: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub bytes_out: AtomicU64,
+}
+
+#[derive(Clone)]
+pub(super) struct EchoService {
+    mode: Mode,
+}
+
+type HttpResult = std::result::Result<http::Response<Body>, Infallible>;
+
+fn permission_denied(why: &str) -> Status {
+    Status::permission_denied(why.to_owned())
+}
+
+fn cookie_of<T>(req: &Request<T>) -> Option<[u8; 16]> {
+    let v = req.metadata().get(COOKIE_KEY)?.to_str().ok()?;
+    Cookie::from_hex(v).map(|c| c.0)
+}
+
+/// The answer a plain echo gives: `response_size` bytes in the request's encoding, or the
+/// request itself.
+fn echo_answer(p: Payload) -> Payload {
+    match usize::try_from(p.response_size) {
+        Ok(n) if n > 0 => wire::to_payload(&super::wire::filler(n), wire::encoding_of(&p), 0),
+        _ => Payload {
+            response_size: 0,
+            ..p
+        },
+    }
+}
+
+/// The connection a test's call came on, once admitted with the call's cookie.
+fn admitted_peer<T>(info: &PeerInfo, req: &Request<T>) -> std::result::Result<Arc<Peer>, Status> {
+    let Some(peer) = info.0.clone() else {
+        return Err(Status::internal("no connection for the call"));
+    };
+    match (peer.admitted.get(), cookie_of(req)) {
+        (Some(a), Some(c)) if *a == c => Ok(peer),
+        (None, _) => Err(permission_denied("the connection has not been admitted")),
+        _ => Err(permission_denied("wrong or missing test cookie")),
+    }
+}
+
+async fn on_call(
+    mode: Mode,
+    info: PeerInfo,
+    req: Request<Payload>,
+) -> std::result::Result<Response<Payload>, Status> {
+    if let Mode::Echo(counts) = &mode {
+        let p = req.into_inner();
+        counts.calls.fetch_add(1, Ordering::Relaxed);
+        counts
+            .bytes_in
+            .fetch_add(wire::app_len(&p) as u64, Ordering::Relaxed);
+        let answer = echo_answer(p);
+        counts
+            .bytes_out
+            .fetch_add(wire::app_len(&answer) as u64, Ordering::Relaxed);
+        return Ok(Response::new(answer));
+    }
+    if req.metadata().contains_key(HELLO_KEY) {
+        return hello(info, req).await;
+    }
+    let peer = admitted_peer(&info, &req)?;
+    let (reply, answer) = oneshot::channel();
+    peer.tx
+        .send(Incoming::Call {
+            payload: req.into_inner(),
+            reply,
+        })
+        .await
+        .map_err(|_| Status::unavailable("the test's flow is gone"))?;
+    match answer.await {
+        Ok(p) => Ok(Response::new(p)),
+        Err(_) => Err(Status::unavailable(
+            "the test's flow ended without answering",
+        )),
+    }
+}
+
+/// A connection's first call: it waits until a flow accepted the connection for its cookie.
+async fn hello(
+    info: PeerInfo,
+    req: Request<Payload>,
+) -> std::result::Result<Response<Payload>, Status> {
+    let Some(peer) = info.0 else {
+        return Err(Status::internal("no connection for the call"));
+    };
+    let Some(cookie) = cookie_of(&req) else {
+        return Err(permission_denied("no test cookie"));
+    };
+    if peer.admitted.get().is_some() {
+        return Err(permission_denied("the connection said hello twice"));
+    }
+    let (answer, admitted) = oneshot::channel();
+    let c = Candidate {
+        peer: peer.clone(),
+        cookie,
+        answer,
+    };
+    if peer.candidates.try_send(c).is_err() {
+        return Err(Status::unavailable("no test is accepting connections"));
+    }
+    match tokio::time::timeout(HELLO_WAIT, admitted).await {
+        Ok(Ok(true)) => Ok(Response::new(Payload::default())),
+        Ok(Ok(false)) => Err(permission_denied("wrong test cookie")),
+        _ => Err(Status::unavailable("no test accepted the connection")),
+    }
+}
+
+async fn on_upload(
+    mode: Mode,
+    info: PeerInfo,
+    req: Request<Streaming<Payload>>,
+) -> std::result::Result<Response<UploadSummary>, Status> {
+    let peer = match &mode {
+        Mode::Test => Some(admitted_peer(&info, &req)?),
+        Mode::Echo(_) => None,
+    };
+    let mut stream = req.into_inner();
+    let mut summary = UploadSummary::default();
+    while let Some(p) = stream.message().await? {
+        summary.messages += 1;
+        summary.bytes += wire::app_len(&p) as i64;
+        if let Some(peer) = &peer {
+            peer.tx
+                .send(Incoming::Upload(p))
+                .await
+                .map_err(|_| Status::unavailable("the test's flow is gone"))?;
+        }
+    }
+    match (&mode, &peer) {
+        (Mode::Echo(counts), _) => {
+            counts.uploads.fetch_add(1, Ordering::Relaxed);
+            counts
+                .bytes_in
+                .fetch_add(summary.bytes as u64, Ordering::Relaxed);
+        }
+        (Mode::Test, Some(peer)) => {
+            let _ = peer.tx.send(Incoming::UploadEnd).await;
+        }
+        (Mode::Test, None) => {}
+    }
+    Ok(Response::new(summary))
+}
+
+type DownloadStream = ReceiverStream<std::result::Result<Payload, Status>>;
+
+async fn on_download(
+    mode: Mode,
+    info: PeerInfo,
+    req: Request<Payload>,
+) -> std::result::Result<Response<DownloadStream>, Status> {
+    if let Mode::Echo(_) = mode {
+        return Err(Status::unimplemented(
+            "the echo service answers Call and Upload",
+        ));
+    }
+    let peer = admitted_peer(&info, &req)?;
+    let (tx, rx) = mpsc::channel(super::UPLOAD_QUEUE);
+    peer.tx
+        .send(Incoming::Download(tx))
+        .await
+        .map_err(|_| Status::unavailable("the test's flow is gone"))?;
+    Ok(Response::new(ReceiverStream::new(rx)))
+}
+
+fn unimplemented_path() -> http::Response<Body> {
+    let mut r = http::Response::new(Body::default());
+    let h = r.headers_mut();
+    h.insert(
+        "grpc-status",
+        http::HeaderValue::from(tonic::Code::Unimplemented as i32),
+    );
+    h.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/grpc"),
+    );
+    r
+}
+
+impl tower_service::Service<http::Request<Body>> for EchoService {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = HttpResult> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<std::result::Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        let info = req
+            .extensions()
+            .get::<PeerInfo>()
+            .cloned()
+            .unwrap_or(PeerInfo(None));
+        let mode = self.mode.clone();
+        Box::pin(async move {
+            // A hello is no message of the test's: its codec times go nowhere.
+            let times = match &info.0 {
+                Some(p) if !req.headers().contains_key(HELLO_KEY) => p.times.clone(),
+                _ => Times::new(),
+            };
+            let resp = match req.uri().path() {
+                wire::CALL => {
+                    let mut g =
+                        tonic::server::Grpc::new(TimedCodec::<Payload, Payload>::new(&times))
+                            .max_decoding_message_size(MAX_DECODED)
+                            .max_encoding_message_size(MAX_DECODED);
+                    let svc = tower::service_fn(move |r| on_call(mode.clone(), info.clone(), r));
+                    g.unary(svc, req).await
+                }
+                wire::UPLOAD => {
+                    let mut g =
+                        tonic::server::Grpc::new(TimedCodec::<UploadSummary, Payload>::new(&times))
+                            .max_decoding_message_size(MAX_DECODED)
+                            .max_encoding_message_size(MAX_DECODED);
+                    let svc = tower::service_fn(move |r| on_upload(mode.clone(), info.clone(), r));
+                    g.client_streaming(svc, req).await
+                }
+                wire::DOWNLOAD => {
+                    let mut g =
+                        tonic::server::Grpc::new(TimedCodec::<Payload, Payload>::new(&times))
+                            .max_decoding_message_size(MAX_DECODED)
+                            .max_encoding_message_size(MAX_DECODED);
+                    let svc =
+                        tower::service_fn(move |r| on_download(mode.clone(), info.clone(), r));
+                    g.server_streaming(svc, req).await
+                }
+                _ => unimplemented_path(),
+            };
+            Ok(resp)
+        })
+    }
+}
+
+/// A bound TCP listener for the data port, with the requested options, non-blocking.
+fn bind(addr: SocketAddr) -> Result<(std::net::TcpListener, Socket)> {
+    let sock = Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )
+    .context("creating a TCP socket")?;
+    sock.set_reuse_address(true)?;
+    sock.bind(&addr.into())
+        .with_context(|| format!("binding a TCP socket to {addr}"))?;
+    sock.listen(1024)?;
+    sock.set_nonblocking(true)?;
+    let dup = sock.try_clone().context("duplicating the data socket")?;
+    Ok((sock.into(), dup))
+}
+
+/// Serves `mode` on `listener` until `stop`, admitting TCP connections from `peer` alone
+/// (all with None), counting the others in `strangers`.
+async fn serve(
+    listener: std::net::TcpListener,
+    mode: Mode,
+    peer: Option<IpAddr>,
+    strangers: Arc<AtomicU64>,
+    candidates: mpsc::Sender<Candidate>,
+    stop: oneshot::Receiver<()>,
+) -> Result<()> {
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let test = matches!(mode, Mode::Test);
+    let incoming =
+        tokio_stream::wrappers::TcpListenerStream::new(listener).filter_map(move |accepted| {
+            // A failed accept (no descriptor left) drops that connection; the rest go on.
+            let stream = accepted.ok()?;
+            let from = stream.peer_addr().ok()?;
+            if let Some(p) = peer {
+                if !same_ip(from.ip(), p) {
+                    strangers.fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+            }
+            let _ = stream.set_nodelay(true);
+            let info = if test {
+                let (tx, rx) = mpsc::channel(REQUEST_QUEUE);
+                PeerInfo(Some(Arc::new(Peer {
+                    admitted: OnceLock::new(),
+                    tx,
+                    rx: Mutex::new(Some(rx)),
+                    closed: AtomicBool::new(false),
+                    close: Notify::new(),
+                    times: Times::new(),
+                    candidates: candidates.clone(),
+                })))
+            } else {
+                PeerInfo(None)
+            };
+            Some(Ok::<_, io::Error>(PeerIo { stream, info }))
+        });
+    tonic::transport::Server::builder()
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .max_concurrent_streams(MAX_STREAMS)
+        .serve_with_incoming_shutdown(EchoService { mode }, incoming, async {
+            let _ = stop.await;
+        })
+        .await?;
+    Ok(())
+}
+
+pub(super) struct GrpcListener {
+    engine: Arc<EngineRef>,
+    port: u16,
+    /// The listening socket (a duplicate): accepted connections inherit its buffer sizes.
+    options: Arc<Socket>,
+    candidates: mpsc::Receiver<Candidate>,
+    strangers: Arc<AtomicU64>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl GrpcListener {
+    pub(super) fn open(local: IpAddr, peer: IpAddr) -> Result<GrpcListener> {
+        let (listener, options) = bind(SocketAddr::new(local, 0))
+            .with_context(|| format!("binding the gRPC data port on {local}"))?;
+        let port = listener.local_addr()?.port();
+        let engine = Engine::start()?;
+        let (tx, candidates) = mpsc::channel(ADMISSION_QUEUE);
+        let (stop, stopped) = oneshot::channel();
+        let strangers = Arc::new(AtomicU64::new(0));
+        let s = strangers.clone();
+        engine.spawn(async move {
+            let _ = serve(listener, Mode::Test, Some(peer), s, tx, stopped).await;
+        });
+        Ok(GrpcListener {
+            engine,
+            port,
+            options: Arc::new(options),
+            candidates,
+            strangers,
+            stop: Some(stop),
+        })
+    }
+}
+
+impl Drop for GrpcListener {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        self.engine.run(async {
+            tokio::task::yield_now().await;
+            tokio::task::yield_now().await;
+        });
+    }
+}
+
+impl Listener for GrpcListener {
+    fn endpoint(&self) -> String {
+        self.port.to_string()
+    }
+    fn configure(&mut self, opts: &SocketOptions) -> Result<()> {
+        sockopt::apply(&SockRef::from(&self.options), opts, false)
+    }
+    fn accept(
+        &mut self,
+        cookie: &Cookie,
+        timeout: Duration,
+    ) -> Result<Option<Box<dyn Connection>>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let Some(left) = remaining(deadline) else {
+                return Ok(None);
+            };
+            let queue = &mut self.candidates;
+            let next = self
+                .engine
+                .run(async { tokio::time::timeout(left, queue.recv()).await });
+            let c = match next {
+                Err(_) => return Ok(None),
+                Ok(None) => bail!("the gRPC server stopped"),
+                Ok(Some(c)) => c,
+            };
+            if c.cookie != cookie.0 || c.peer.admitted.set(c.cookie).is_err() {
+                let _ = c.answer.send(false);
+                continue;
+            }
+            let rx = c.peer.rx.lock().ok().and_then(|mut r| r.take());
+            let Some(rx) = rx else {
+                let _ = c.answer.send(false);
+                continue;
+            };
+            if c.answer.send(true).is_err() {
+                continue; // the hello gave up waiting
+            }
+            return Ok(Some(Box::new(ServerConn {
+                engine: self.engine.clone(),
+                options: self.options.clone(),
+                peer: c.peer,
+                rx,
+                pending: VecDeque::new(),
+                download: None,
+                current: Bytes::new(),
+                encoding: Encoding::Bytes,
+                read_timeout: None,
+                write_timeout: None,
+                nonblocking: false,
+                eof: false,
+            })));
+        }
+    }
+    fn strangers(&self) -> u64 {
+        self.strangers.load(Ordering::Relaxed)
+    }
+}
+
+/// The flow's end of an admitted connection.
+struct ServerConn {
+    engine: Arc<EngineRef>,
+    options: Arc<Socket>,
+    peer: Arc<Peer>,
+    rx: mpsc::Receiver<Incoming>,
+    /// Calls received and not yet answered, oldest first.
+    pending: VecDeque<oneshot::Sender<Payload>>,
+    download: Option<mpsc::Sender<std::result::Result<Payload, Status>>>,
+    /// What is left of the message being read.
+    current: Bytes,
+    /// The encoding of the latest request: answers go in it.
+    encoding: Encoding,
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+    nonblocking: bool,
+    eof: bool,
+}
+
+fn timed_out(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!("no {what} within the timeout"),
+    )
+}
+
+impl ServerConn {
+    /// The next thing the connection's calls hand over; None at the end of the connection.
+    fn next(&mut self, timeout: Option<Duration>) -> io::Result<Option<Incoming>> {
+        if self.eof {
+            return Ok(None);
+        }
+        let (rx, peer) = (&mut self.rx, &self.peer);
+        let wait = async {
+            loop {
+                if let Ok(m) = rx.try_recv() {
+                    return Some(m);
+                }
+                if peer.closed.load(Ordering::SeqCst) {
+                    return None;
+                }
+                tokio::select! {
+                    m = rx.recv() => return m,
+                    _ = peer.close.notified() => {}
+                }
+            }
+        };
+        let got = if self.nonblocking {
+            let got = self.engine.run(async {
+                tokio::task::yield_now().await;
+                tokio::time::timeout(Duration::ZERO, wait).await
+            });
+            match got {
+                Ok(m) => m,
+                Err(_) => return Err(io::ErrorKind::WouldBlock.into()),
+            }
+        } else {
+            match timeout {
+                Some(t) => self
+                    .engine
+                    .run(async { tokio::time::timeout(t, wait).await })
+                    .map_err(|_| timed_out("request"))?,
+                None => self.engine.run(wait),
+            }
+        };
+        if got.is_none() {
+            self.eof = true;
+        }
+        Ok(got)
+    }
+}
+
+fn copy_out(current: &mut Bytes, buf: &mut [u8]) -> usize {
+    let n = current.len().min(buf.len());
+    buf[..n].copy_from_slice(&current[..n]);
+    let _ = current.split_to(n);
+    n
+}
+
+impl Connection for ServerConn {
+    fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            if let Some(reply) = self.pending.pop_front() {
+                let answer = wire::to_payload(buf, self.encoding, 0);
+                return match reply.send(answer) {
+                    Ok(()) => Ok(buf.len()),
+                    Err(_) => Err(io::Error::new(
+                        io::ErrorKind::BrokenPipe,
+                        "the gRPC call went away before its answer",
+                    )),
+                };
+            }
+            if let Some(tx) = &self.download {
+                let p = wire::to_payload(buf, self.encoding, 0);
+                let sent = match tx.try_send(Ok(p)) {
+                    Ok(()) => Ok(()),
+                    Err(mpsc::error::TrySendError::Full(p)) if !self.nonblocking => {
+                        let wait = tx.send(p);
+                        match self.write_timeout {
+                            Some(t) => self
+                                .engine
+                                .run(async { tokio::time::timeout(t, wait).await })
+                                .map_err(|_| timed_out("room for a message"))?
+                                .map_err(|_| ()),
+                            None => self.engine.run(wait).map_err(|_| ()),
+                        }
+                    }
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        return Err(io::ErrorKind::WouldBlock.into())
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => Err(()),
+                };
+                return match sent {
+                    Ok(()) => Ok(buf.len()),
+                    Err(()) => Err(io::Error::new(
+                        io::ErrorKind::BrokenPipe,
+                        "the client ended its gRPC Download call",
+                    )),
+                };
+            }
+            // Nothing to answer yet: a flow that sends first waits for the client's call.
+            match self.next(self.write_timeout)? {
+                Some(m) => self.take(m)?,
+                None => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::BrokenPipe,
+                        "the client closed the gRPC connection",
+                    ))
+                }
+            }
+        }
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if !self.current.is_empty() {
+                return Ok(copy_out(&mut self.current, buf));
+            }
+            match self.next(self.read_timeout)? {
+                None | Some(Incoming::UploadEnd) => {
+                    self.eof = true;
+                    return Ok(0);
+                }
+                Some(m) => {
+                    self.take(m)?;
+                }
+            }
+        }
+    }
+
+    fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.read_timeout = timeout;
+        Ok(())
+    }
+    fn set_write_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.write_timeout = timeout;
+        Ok(())
+    }
+    fn set_nonblocking(&mut self, on: bool) -> io::Result<()> {
+        self.nonblocking = on;
+        Ok(())
+    }
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        // The end of a Download stream; calls end with their answers.
+        self.download = None;
+        Ok(())
+    }
+    fn effective_options(&self, requested: &SocketOptions) -> EffectiveOptions {
+        // The accepted socket is hyper's: the listening socket's buffer sizes are what it
+        // inherited.
+        sockopt::read_back(&SockRef::from(self.options.as_ref()), requested, false)
+    }
+    fn serialisation(&self, reset: bool) -> Option<Serialisation> {
+        Some(read_times(&self.peer.times, self.encoding, reset))
+    }
+}
+
+impl ServerConn {
+    /// Takes one handed-over item: a request to answer, a message to read, a stream to fill.
+    fn take(&mut self, m: Incoming) -> io::Result<()> {
+        match m {
+            Incoming::Call { payload, reply } => {
+                self.encoding = wire::encoding_of(&payload);
+                self.pending.push_back(reply);
+                self.current = wire::app_bytes(payload);
+            }
+            Incoming::Upload(payload) => {
+                self.encoding = wire::encoding_of(&payload);
+                self.current = wire::app_bytes(payload);
+            }
+            Incoming::UploadEnd => self.eof = true,
+            Incoming::Download(tx) => {
+                self.download = Some(tx);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A connection's serialisation times, and with `reset` a new start.
+pub(super) fn read_times(times: &Times, encoding: Encoding, reset: bool) -> Serialisation {
+    let s = Serialisation {
+        encoding,
+        encode: times.encode.summary(),
+        decode: times.decode.summary(),
+    };
+    if reset {
+        times.encode.clear();
+        times.decode.clear();
+    }
+    s
+}
+
+/// `wirebench serve --grpc-echo ADDR`: a plain echo service on its own runtime, answering
+/// every client that reaches it (the caller's access rules admit them); runs until `stop`.
+pub fn serve_echo(
+    addr: SocketAddr,
+    counts: Arc<EchoCounts>,
+    allow: Arc<dyn Fn(IpAddr) -> bool + Send + Sync>,
+) -> Result<(
+    SocketAddr,
+    oneshot::Sender<()>,
+    std::thread::JoinHandle<Result<()>>,
+)> {
+    let (listener, _options) =
+        bind(addr).with_context(|| format!("binding the gRPC echo service to {addr}"))?;
+    let local = listener.local_addr()?;
+    let (stop, stopped) = oneshot::channel();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .context("starting a tokio runtime for the gRPC echo service")?;
+    let thread = std::thread::Builder::new()
+        .name("wirebench-grpc-echo".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener)?;
+                let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener).filter_map(
+                    move |accepted| {
+                        let stream = accepted.ok()?;
+                        let from = stream.peer_addr().ok()?;
+                        if !allow(from.ip()) {
+                            return None;
+                        }
+                        let _ = stream.set_nodelay(true);
+                        Some(Ok::<_, io::Error>(PeerIo {
+                            stream,
+                            info: PeerInfo(None),
+                        }))
+                    },
+                );
+                tonic::transport::Server::builder()
+                    .initial_stream_window_size(STREAM_WINDOW)
+                    .initial_connection_window_size(CONNECTION_WINDOW)
+                    .max_concurrent_streams(MAX_STREAMS)
+                    .serve_with_incoming_shutdown(
+                        EchoService {
+                            mode: Mode::Echo(counts),
+                        },
+                        incoming,
+                        async {
+                            let _ = stopped.await;
+                        },
+                    )
+                    .await?;
+                Ok(())
+            })
+        })
+        .context("starting the gRPC echo thread")?;
+    Ok((local, stop, thread))
+}
