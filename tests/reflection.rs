@@ -72,6 +72,7 @@ impl Control {
         let spec = TestSpec {
             write_size: None,
             think_ns: None,
+            open_loop: None,
             pattern,
             transport: wirebench::transport::TransportKind::from_name(transport).unwrap(),
             streams: 1,
@@ -102,6 +103,7 @@ impl Control {
             pace: None,
             server_socket: SocketOptions::default(),
             buffers_fixed: false,
+            rate_per_s: None,
         };
         write_frame(&mut self.ctrl, &ClientMessage::Point { spec: point }).unwrap();
         match self.reply() {

@@ -171,6 +171,7 @@ mod tests {
         TestSpec {
             write_size: None,
             think_ns: None,
+            open_loop: None,
             pattern,
             transport: TransportKind::Udp,
             streams,
@@ -202,6 +203,7 @@ mod tests {
                 ..SocketOptions::default()
             },
             buffers_fixed: true,
+            rate_per_s: None,
         }
     }
 

@@ -252,6 +252,7 @@ mod tests {
             pace: Some(Pace { interval_ns, burst }),
             server_socket: SocketOptions::default(),
             buffers_fixed: false,
+            rate_per_s: None,
         }
     }
 
@@ -259,6 +260,7 @@ mod tests {
         TestSpec {
             write_size: None,
             think_ns: None,
+            open_loop: None,
             pattern,
             transport,
             streams,

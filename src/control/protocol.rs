@@ -80,6 +80,10 @@ pub struct TestSpec {
     /// (the client's own business: a server ignores it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_ns: Option<u64>,
+    /// rr: requests on a schedule (`--arrivals`), each point at its own rate (the client's
+    /// own business: the responder answers as ever, and a server ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<crate::pattern::OpenLoopSettings>,
 }
 
 /// One point of a sweep: sizes, stop condition and the server's socket options.
@@ -104,6 +108,10 @@ pub struct PointSpec {
     /// point studies TCP under small buffers, so the receivers keep the kernel's wake-ups.
     #[serde(default)]
     pub buffers_fixed: bool,
+    /// rr with open-loop arrivals: the offered rate, requests per second over all connections
+    /// (the client's own business: a server ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

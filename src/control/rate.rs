@@ -166,6 +166,7 @@ mod tests {
         TestSpec {
             write_size: None,
             think_ns: None,
+            open_loop: None,
             pattern,
             transport: crate::transport::TransportKind::Tcp,
             streams,
@@ -194,6 +195,7 @@ mod tests {
             }),
             server_socket: SocketOptions::default(),
             buffers_fixed: false,
+            rate_per_s: None,
         }
     }
 

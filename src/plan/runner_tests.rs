@@ -95,6 +95,7 @@ impl PointRunner for Scripted {
                 think_ns: 0,
                 cpu: CpuTime::default(),
                 series: Vec::new(),
+                open_loop: None,
             }],
             crr: None,
             server: ServerMeasurement::default(),

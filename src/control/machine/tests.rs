@@ -24,6 +24,7 @@ fn spec(direction: Direction, streams: u32) -> TestSpec {
     TestSpec {
         write_size: None,
         think_ns: None,
+        open_loop: None,
         pattern: PatternKind::Stream,
         transport: TransportKind::Tcp,
         streams,
@@ -52,6 +53,7 @@ fn point(duration_ms: u64) -> PointSpec {
         pace: None,
         server_socket: SocketOptions::default(),
         buffers_fixed: false,
+        rate_per_s: None,
     }
 }
 
