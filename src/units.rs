@@ -929,6 +929,38 @@ pub fn format_clock(secs: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn request_rates_are_whole_requests_per_second_with_decimal_prefixes() {
+        assert_eq!(parse_request_rates("5000/s").unwrap(), vec![5000]);
+        assert_eq!(
+            parse_request_rates("5k,20k,50k,100k").unwrap(),
+            vec![5000, 20_000, 50_000, 100_000]
+        );
+        assert_eq!(parse_request_rates("1.5k/s").unwrap(), vec![1500]);
+        assert_eq!(
+            parse_request_rates("1k..4k:+1k,2k").unwrap(),
+            vec![1000, 2000, 3000, 4000]
+        );
+        assert_eq!(
+            parse_request_rates("1k..8k:*2").unwrap(),
+            vec![1000, 2000, 4000, 8000]
+        );
+        for bad in [
+            "",
+            "0",
+            "1.5",
+            "5x",
+            "-1",
+            "4k..1k:+1k",
+            "1k..2k",
+            "1..2000:+1",
+        ] {
+            let e = parse_request_rates(bad).unwrap_err();
+            assert!(e.starts_with("invalid request rate"), "{bad}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
     use super::*;
 
     #[test]
