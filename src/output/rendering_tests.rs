@@ -243,6 +243,75 @@ const RR_THINK_TABLE: &str = r#"# wirebench 0.1.0 rr over tcp, server 192.0.2.7:
 # first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
 "#;
 
+/// An open-loop rr sweep: the QPS-against-latency table, the schedule's settings in a line
+/// above it, and a point whose achieved rate fell short flagged under its row with the reason.
+#[test]
+fn an_open_loop_rr_table_with_an_overloaded_point() {
+    use crate::model::vocab::Arrivals;
+    let mut r = report("rr", 2, 30_000.0);
+    r.settings.arrivals = Some(Arrivals::Poisson);
+    r.settings.open_loop = Some(crate::model::OpenLoopSettings {
+        arrivals: Arrivals::Poisson,
+        seed: 7,
+        max_in_flight: 1024,
+    });
+    r.swept.rate = true;
+    for (p, (offered, achieved, overload)) in r.points.iter_mut().zip([
+        (20_000.0, 19_990.0, None),
+        (
+            50_000.0,
+            31_000.0,
+            Some("achieved 31000/s is below the 49980/s scheduled: the last reply came 600ms after the last request was due, the replies fell behind the schedule and the latency holds the queue that built".to_owned()),
+        ),
+    ]) {
+        p.key.rate_per_s = Some(offered as u64);
+        let l = p.latency.as_mut().unwrap();
+        let service = l.rtt.clone();
+        l.open_loop = Some(crate::model::OpenLoopResult {
+            arrivals: Arrivals::Poisson,
+            offered_per_s: offered,
+            scheduled_per_s: offered,
+            achieved_per_s: achieved,
+            scheduled: offered as u64,
+            sent: offered as u64,
+            received: l.transactions,
+            outstanding: 0,
+            unsent: 0,
+            bound_waits: 3,
+            service: Some(service),
+            overload,
+        });
+    }
+    let text = table(&r);
+    assert!(text.contains("# open loop: poisson arrivals (seed 7), at most 1024 requests in flight per connection"), "{text}");
+    assert!(
+        text.contains("offered/s   achieved/s   replies   outst   p50(us)   p99(us)  p99.9(us)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("! offered 50000/s, achieved 31000/s: achieved 31000/s is below"),
+        "{text}"
+    );
+    assert!(!text.contains("# closed loop"), "{text}");
+    let c = Capture::default();
+    render(&mut CsvSink::new(c.output()), &r);
+    let csv = c.text();
+    let mut rows = csv::Reader::from_reader(csv.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = rows.records().map(|r| r.unwrap()).collect();
+    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+    assert_eq!(&rows[0][at("arrivals")], "poisson");
+    assert_eq!(&rows[1][at("offered_per_s")], "50000");
+    assert_eq!(&rows[1][at("achieved_per_s")], "31000");
+    assert_eq!(&rows[1][at("in_flight_bound_waits")], "3");
+    assert!(rows[1][at("overload")].starts_with("achieved 31000/s"));
+    assert_eq!(&rows[0][at("overload")], "");
+    // A closed-loop exchange says it is one.
+    let mut closed = report("rr", 1, 30_000.0);
+    closed.settings.arrivals = Some(Arrivals::Closed);
+    assert!(table(&closed).contains("# closed loop: each request leaves once the reply"));
+}
+
 /// `r` as version 1 of the document held it: seconds where version 2 has nanoseconds, bytes
 /// per second where it has bits per second (the sweep metrics). Written here by name, apart
 /// from `report::upgrade`, so that the one checks the other.

@@ -121,8 +121,16 @@ pub(crate) fn open_loop_result(
             scheduled - received
         ))
     } else if achieved < KEPT_UP_SHARE * scheduled_per_s {
+        // How long after the schedule's last request its last reply came, on the connection
+        // that lagged most.
+        let lag_ns = ols
+            .iter()
+            .map(|(x, o)| x.elapsed_ns.saturating_sub(o.span_ns))
+            .max()
+            .unwrap_or(0);
         Some(format!(
-            "achieved {achieved:.0}/s is below the {scheduled_per_s:.0}/s scheduled: replies fell behind the schedule, and the latency holds the queue that built"
+            "achieved {achieved:.0}/s is below the {scheduled_per_s:.0}/s scheduled: the last reply came {} after the last request was due, the replies fell behind the schedule and the latency holds the queue that built",
+            crate::units::format_duration(std::time::Duration::from_nanos(lag_ns))
         ))
     } else {
         None
