@@ -242,7 +242,7 @@ pub(super) fn open_loop(
         bail!(
             "--rate {} per connection for {} schedules about {:.0} requests per connection; at most {MAX_SCHEDULE} are kept: lower the rate or shorten -d",
             most,
-            duration.map_or_else(|| "the run".to_owned(), |d| crate::units::format_duration(d)),
+            duration.map_or_else(|| "the run".to_owned(), crate::units::format_duration),
             by_time.min(by_count)
         );
     }

@@ -10,8 +10,11 @@ use crate::model::{LatencyResult, OpenLoopResult};
 use super::curves::{label, valid_latency};
 use super::Run;
 
-/// The percentiles drawn: their name (as their sample floors are named) and value, ns.
-const PERCENTILES: [(&str, fn(&LatencyResult) -> u64); 3] = [
+/// A percentile's value in a latency point, ns.
+type Percentile = fn(&LatencyResult) -> u64;
+
+/// The percentiles drawn: their name (as their sample floors are named) and value.
+const PERCENTILES: [(&str, Percentile); 3] = [
     ("p50", |l| l.rtt.median_ns),
     ("p99", |l| l.rtt.p99_ns),
     ("p99.9", |l| l.rtt.p999_ns),
