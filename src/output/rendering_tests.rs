@@ -261,7 +261,7 @@ fn an_open_loop_rr_table_with_an_overloaded_point() {
         (
             50_000.0,
             31_000.0,
-            Some("achieved 31000/s is below the 49980/s scheduled: the last reply came 600ms after the last request was due, the replies fell behind the schedule and the latency holds the queue that built".to_owned()),
+            Some("achieved 31000/s is below the 49980/s scheduled: the last reply came 600.0 ms after the last request was due, the replies fell behind the schedule and the latency holds the queue that built".to_owned()),
         ),
     ]) {
         p.key.rate_per_s = Some(offered as u64);

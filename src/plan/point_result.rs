@@ -129,8 +129,8 @@ pub(crate) fn open_loop_result(
             .max()
             .unwrap_or(0);
         Some(format!(
-            "achieved {achieved:.0}/s is below the {scheduled_per_s:.0}/s scheduled: the last reply came {} after the last request was due, the replies fell behind the schedule and the latency holds the queue that built",
-            crate::units::format_duration(std::time::Duration::from_nanos(lag_ns))
+            "achieved {achieved:.0}/s is below the {scheduled_per_s:.0}/s scheduled: the last reply came {:.1} ms after the last request was due, the replies fell behind the schedule and the latency holds the queue that built",
+            lag_ns as f64 / 1e6
         ))
     } else {
         None
