@@ -293,6 +293,10 @@ fn an_open_loop_rr_table_with_an_overloaded_point() {
         "{text}"
     );
     assert!(!text.contains("# closed loop"), "{text}");
+    assert!(
+        text.contains("# Nagle's algorithm on: a request written while others are unacknowledged"),
+        "{text}"
+    );
     let c = Capture::default();
     render(&mut CsvSink::new(c.output()), &r);
     let csv = c.text();

@@ -99,10 +99,18 @@ impl TableSink {
             ))?;
         }
         match (st.arrivals, &st.open_loop) {
-            (_, Some(o)) => self.line(&format!(
-                "# open loop: {} arrivals (seed {}), at most {} requests in flight per connection; latency from each request's scheduled send, so queueing is in it; svc from its actual send",
-                o.arrivals, o.seed, o.max_in_flight
-            ))?,
+            (_, Some(o)) => {
+                self.line(&format!(
+                    "# open loop: {} arrivals (seed {}), at most {} requests in flight per connection; latency from each request's scheduled send, so queueing is in it; svc from its actual send",
+                    o.arrivals, o.seed, o.max_in_flight
+                ))?;
+                // With requests in flight, a small write waits for the ACK of the ones before
+                // it (Nagle), which the peer may delay: on loopback the last replies of every
+                // point came 40 to 50 ms late without --nodelay, none with it.
+                if self.acked && !st.nodelay {
+                    self.line("# Nagle's algorithm on: a request written while others are unacknowledged waits for their ACK, which the peer may delay (about 40 ms on Linux); --nodelay turns it off")?;
+                }
+            }
             (Some(crate::model::vocab::Arrivals::Closed), None) => self.line(
                 "# closed loop: each request leaves once the reply to the one before came, so a slow server slows the load it gets and its queue stays out of the latency (--arrivals poisson --rate N/s: open loop)",
             )?,
