@@ -603,6 +603,91 @@ pub fn parse_rate_typed(s: &str) -> Result<Rate, String> {
     parse_rate(s)
 }
 
+const REQUEST_RATES_ACCEPTED: &str = "expected whole requests per second with optional decimal prefix k or M, one, a comma-separated list or a range A..B:+STEP or A..B:*FACTOR, optionally ending in /s (5000/s, 5k,20k,50k, 1k..20k:+1k)";
+
+/// Most request rates one `--rate` sweep may name.
+pub const MAX_REQUEST_RATES: usize = 1_000;
+
+/// One request rate: whole requests per second, with decimal prefixes (`5k` = 5000).
+fn request_rate_value(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let d = split_decimal(t).ok_or_else(|| format!("{t:?} is not a number"))?;
+    let unit: u128 = match d.rest.trim() {
+        "" => 1,
+        "k" | "K" => 1_000,
+        "m" | "M" => 1_000_000,
+        _ => return Err(format!("{t:?} has an unknown suffix")),
+    };
+    match d.times_exact(unit) {
+        Ok(0) => Err("a rate of 0 requests per second offers no load".into()),
+        Ok(v) => u64::try_from(v).map_err(|_| format!("{t:?} is too large")),
+        Err(NotExact::Overflow) => Err(format!("{t:?} is too large")),
+        Err(NotExact::Fraction) => Err(format!(
+            "{t:?} is not a whole number of requests per second"
+        )),
+    }
+}
+
+/// Parses open-loop request rates (`--rate` of rr): `5000/s`, `5k,20k,50k/s`, `1k..20k:+1k`
+/// or `1k..64k:*2`, in requests per second, decimal prefixes (`5k` = 5000). Items keep their
+/// order; a value already named is dropped. Each rate is a whole number of requests per second.
+pub fn parse_request_rates(s: &str) -> Result<Vec<u64>, String> {
+    let err = |why: &str| format!("invalid request rate {s:?}: {why}; {REQUEST_RATES_ACCEPTED}");
+    let t = s.trim();
+    let t = t
+        .strip_suffix("/s")
+        .or_else(|| t.strip_suffix("rps"))
+        .unwrap_or(t);
+    if t.trim().is_empty() {
+        return Err(err("empty"));
+    }
+    let mut out: Vec<u64> = Vec::new();
+    for item in t.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            return Err(err("empty item"));
+        }
+        let values = match item.split_once("..") {
+            None => vec![request_rate_value(item).map_err(|e| err(&e))?],
+            Some((a, rest)) => {
+                let Some((b, step)) = rest.split_once(':') else {
+                    return Err(err("a range needs a step, :+STEP or :*FACTOR"));
+                };
+                let (a, b) = (
+                    request_rate_value(a).map_err(|e| err(&e))?,
+                    request_rate_value(b).map_err(|e| err(&e))?,
+                );
+                if a > b {
+                    return Err(err(&format!("range start {a} is above range end {b}")));
+                }
+                let step = step.trim();
+                if let Some(inc) = step.strip_prefix('+') {
+                    linear(a, b, request_rate_value(inc).map_err(|e| err(&e))?)
+                } else if let Some(f) = step.strip_prefix('*') {
+                    let f = split_decimal(f.trim())
+                        .filter(|d| d.rest.is_empty())
+                        .map(|d| d.to_f64())
+                        .filter(|f| f.is_finite())
+                        .ok_or_else(|| err(&format!("range factor {f:?} is not a number")))?;
+                    geometric(a, b, f)
+                } else {
+                    return Err(err(&format!("range step {step:?} must start with + or *")));
+                }
+                .map_err(|e| err(&e))?
+            }
+        };
+        for v in values {
+            if !out.contains(&v) {
+                out.push(v);
+            }
+            if out.len() > MAX_REQUEST_RATES {
+                return Err(err(&format!("more than {MAX_REQUEST_RATES} rates")));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Parses a percentage (`2%` or `2`) into a fraction (0.02). The value must
 /// lie strictly between 0 and 100.
 pub fn parse_percent(s: &str) -> Result<f64, String> {
@@ -866,6 +951,38 @@ pub fn format_clock(secs: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn request_rates_are_whole_requests_per_second_with_decimal_prefixes() {
+        assert_eq!(parse_request_rates("5000/s").unwrap(), vec![5000]);
+        assert_eq!(
+            parse_request_rates("5k,20k,50k,100k").unwrap(),
+            vec![5000, 20_000, 50_000, 100_000]
+        );
+        assert_eq!(parse_request_rates("1.5k/s").unwrap(), vec![1500]);
+        assert_eq!(
+            parse_request_rates("1k..4k:+1k,2k").unwrap(),
+            vec![1000, 2000, 3000, 4000]
+        );
+        assert_eq!(
+            parse_request_rates("1k..8k:*2").unwrap(),
+            vec![1000, 2000, 4000, 8000]
+        );
+        for bad in [
+            "",
+            "0",
+            "1.5",
+            "5x",
+            "-1",
+            "4k..1k:+1k",
+            "1k..2k",
+            "1..2000:+1",
+        ] {
+            let e = parse_request_rates(bad).unwrap_err();
+            assert!(e.starts_with("invalid request rate"), "{bad}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
     use super::*;
 
     #[test]

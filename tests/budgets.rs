@@ -110,6 +110,7 @@ fn stream_test(transport: &str, direction: Direction, streams: u32, batch: u32) 
         write_size: None,
         think_ns: None,
         length_prefix: 0,
+        open_loop: None,
         pattern: PatternKind::Stream,
         transport: wirebench::transport::TransportKind::from_name(transport).unwrap(),
         streams,
@@ -138,6 +139,7 @@ fn point(request_size: u64, read_size: u64) -> PointSpec {
         pace: None,
         server_socket: SocketOptions::default(),
         buffers_fixed: false,
+        rate_per_s: None,
     }
 }
 

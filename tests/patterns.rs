@@ -127,6 +127,59 @@ fn pingpong_of_0_bytes_is_a_real_exchange_framed_over_tcp() {
     assert_eq!(u(&only_point(&v)["latency"]["transactions"]), 100);
 }
 
+/// rr with open-loop arrivals over loopback TCP: one point per rate, each with exactly the
+/// requests its schedule held (an iteration limit), every one sent, each reply counted once,
+/// and the seed and the rates recorded. Counts only: how fast loopback answers is the host's.
+#[test]
+fn open_loop_rr_over_loopback_tcp_counts_every_request() {
+    let v = run_json(&[
+        "rr",
+        "-t",
+        "tcp",
+        "--arrivals",
+        "poisson",
+        "--rate",
+        "2k,3k/s",
+        "--seed",
+        "7",
+        "-n",
+        "300",
+        "--warmup",
+        "5",
+    ]);
+    assert_eq!(v["settings"]["arrivals"], "poisson");
+    assert_eq!(u(&v["settings"]["open_loop"]["seed"]), 7);
+    assert_eq!(u(&v["settings"]["open_loop"]["max_in_flight"]), 1024);
+    assert_eq!(v["swept"]["rate"], true);
+    let points = v["points"].as_array().expect("points array");
+    assert_eq!(points.len(), 2);
+    for (p, rate) in points.iter().zip([2000u64, 3000]) {
+        assert_eq!(u(&p["key"]["rate_per_s"]), rate);
+        let l = &p["latency"];
+        let o = &l["open_loop"];
+        assert_eq!(o["arrivals"], "poisson");
+        assert_eq!(f(&o["offered_per_s"]), rate as f64);
+        assert_eq!(u(&o["scheduled"]), 300, "{o}");
+        assert_eq!(u(&o["unsent"]), 0, "{o}");
+        assert_eq!(u(&o["sent"]), 300, "{o}");
+        let received = u(&o["received"]);
+        assert_eq!(received + u(&o["outstanding"]), 300, "{o}");
+        assert_eq!(u(&l["transactions"]), received);
+        assert_eq!(u(&l["rtt"]["samples"]), received);
+        assert_eq!(u(&o["service"]["samples"]), received);
+        // Latency from the schedule holds the service time and any wait before the send.
+        assert!(u(&l["rtt"]["max_ns"]) >= u(&o["service"]["max_ns"]), "{l}");
+        if o["overload"].is_string() {
+            eprintln!("{rate}/s: {}", o["overload"]);
+        }
+    }
+    // A closed loop says so.
+    let v = run_json(&["rr", "-n", "50", "--warmup", "1"]);
+    assert_eq!(v["settings"]["arrivals"], "closed");
+    assert!(v["settings"]["open_loop"].is_null());
+    assert!(v["points"][0]["latency"]["open_loop"].is_null());
+}
+
 #[test]
 fn pingpong_iterations_are_exact() {
     let v = run_json(&["pingpong", "-n", "500", "--warmup", "5"]);

@@ -73,6 +73,7 @@ impl Control {
             write_size: None,
             think_ns: None,
             length_prefix: 0,
+            open_loop: None,
             pattern,
             transport: wirebench::transport::TransportKind::from_name(transport).unwrap(),
             streams: 1,
@@ -103,6 +104,7 @@ impl Control {
             pace: None,
             server_socket: SocketOptions::default(),
             buffers_fixed: false,
+            rate_per_s: None,
         };
         write_frame(&mut self.ctrl, &ClientMessage::Point { spec: point }).unwrap();
         match self.reply() {

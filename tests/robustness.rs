@@ -133,6 +133,52 @@ fn split_writes_and_think_time_refuse_what_they_cannot_do() {
     fails_with(&["run", "rr", "--think", "soon"], "--think");
 }
 
+/// Open-loop arrivals (`--arrivals`, rr's `--rate N/s`): what they cannot do is one line
+/// naming why, before anything runs.
+#[test]
+fn open_loop_arrivals_refuse_what_they_cannot_do() {
+    fails_with(&["run", "rr", "--rate", "0/s"], "offers no load");
+    fails_with(&["run", "rr", "--rate", "fast"], "invalid request rate");
+    fails_with(&["run", "rr", "--rate", "1.5/s"], "whole number");
+    fails_with(
+        &["run", "stream", "--arrivals", "poisson"],
+        "--arrivals poisson applies to the rr pattern only",
+    );
+    fails_with(
+        &["run", "pingpong", "--arrivals", "fixed", "--rate", "1k"],
+        "--arrivals fixed applies to the rr pattern only",
+    );
+    fails_with(
+        &["run", "rr", "-t", "udp", "--rate", "1k"],
+        "needs a reliable, in-order transport (tcp, unix, mptcp, quic, grpc): udp is not one",
+    );
+    fails_with(&["run", "rr", "--arrivals", "poisson"], "needs --rate N/s");
+    fails_with(
+        &["run", "rr", "--rate", "1k", "--request-size", "0"],
+        "a size of 0 is for closed-loop exchanges",
+    );
+    fails_with(
+        &["run", "rr", "--rate", "1k", "--burst", "4"],
+        "--burst shapes a closed loop",
+    );
+    fails_with(
+        &["run", "rr", "--arrivals", "closed", "--rate", "1k"],
+        "cannot be combined with --arrivals closed",
+    );
+    fails_with(
+        &["run", "rr", "--seed", "3"],
+        "--seed applies to rr with --arrivals",
+    );
+    fails_with(
+        &["run", "rr", "--rate", "1k", "--max-in-flight", "0"],
+        "--max-in-flight must be 1 to",
+    );
+    fails_with(
+        &["run", "rr", "--rate", "1M", "-d", "10s"],
+        "at most 4194304 are kept",
+    );
+}
+
 #[test]
 fn unreachable_server_is_one_clear_line() {
     // A port on loopback that nobody listens on: connection refused at once.

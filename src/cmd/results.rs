@@ -286,6 +286,9 @@ pub enum PlotKind {
     Cwnd,
     /// Kernel's smoothed RTT over time (TCP_INFO in interval reports).
     Rtt,
+    /// Open-loop rr (--arrivals, --rate swept): latency percentiles from the scheduled send
+    /// against the achieved rate, log latency axis.
+    Qps,
 }
 
 #[derive(Debug, Args)]
@@ -797,6 +800,7 @@ fn plot(a: PlotArgs) -> Result<()> {
         PlotKind::Rtt => {
             interval_point().and_then(|p| series::intervals(first, p, IntervalKind::Rtt))
         }
+        PlotKind::Qps => series::qps(&runs),
     };
     let Some(figure) = figure else {
         // A distribution whose every point was left out as not valid says which and why.
@@ -846,6 +850,7 @@ fn missing(kind: PlotKind, pattern: &str, point: Option<usize>) -> String {
             format!("a {pattern} run has no latency samples: try --kind throughput")
         }
         PlotKind::Signature => "the signature graph needs a pingpong run with measured points".into(),
+        PlotKind::Qps => "the QPS curve needs an open-loop rr run (--arrivals poisson --rate 5k,20k,50k) with valid points".into(),
         PlotKind::Heatmap => "a heatmap needs a run that sweeps two parameters (e.g. --sndbuf and --rcvbuf)".into(),
         PlotKind::Intervals | PlotKind::Cwnd | PlotKind::Rtt => format!(
             "no interval reports{at}: they come from stream runs with --interval (cwnd and rtt over TCP)"

@@ -95,10 +95,28 @@ pub struct RunArgs {
     /// Stream: both directions at once (separate connections).
     #[arg(long)]
     pub bidir: bool,
-    /// Pace each direction's total sending rate: bits/s with DECIMAL suffixes (100M = 10^8
-    /// bit/s of payload, split evenly over the streams) or packets/s ("10kpps"); a bare number is refused (100bit is 100 bit/s). iperf3: -b.
-    #[arg(long, short = 'b', value_parser = crate::units::parse_rate_typed)]
-    pub rate: Option<Rate>,
+    /// Stream: pace each direction's total sending rate: bits/s with DECIMAL suffixes (100M =
+    /// 10^8 bit/s of payload, split evenly over the streams) or packets/s ("10kpps"); a bare
+    /// number is refused (100bit is 100 bit/s). iperf3: -b. rr: the open-loop request rate,
+    /// requests per second over all connections, with decimal prefixes ("5k", "5000/s"), or a
+    /// sweep of them, one point per rate ("5k,20k,50k", "1k..20k:+1k"); without --arrivals
+    /// the requests are evenly spaced (fixed).
+    #[arg(long, short = 'b', value_name = "RATE")]
+    pub rate: Option<String>,
+    /// rr: when requests leave. closed (the default): each once the reply to the last one came;
+    /// fixed: evenly spaced at --rate; poisson: exponential gaps of mean 1/rate (seeded, see
+    /// --seed). Open loop counts each request's latency from its scheduled send, so that
+    /// queueing at the server is in it (no coordinated omission).
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub arrivals: Option<crate::pattern::Arrivals>,
+    /// With --arrivals poisson: the seed of the gaps (default: drawn at random; the run
+    /// document records it). Connection i uses seed + i.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// With open-loop arrivals: most requests unanswered at once per connection (default
+    /// 1024). A request due while the bound is reached waits, and the wait is in its latency.
+    #[arg(long, value_name = "N")]
+    pub max_in_flight: Option<u32>,
     /// With --rate: writes or datagrams let out together at each pacing step (default 1: each
     /// on its own schedule). The rate is the same; the sender sleeps between bursts, and with
     /// --gso a burst leaves as one frame (iperf3's -b RATE/BURST).
@@ -582,6 +600,7 @@ impl TryFrom<&RunArgs> for Request {
                 );
             }
         }
+        let (rate, open_loop) = rate_and_arrivals(a)?;
         Ok(Request {
             pattern: a.pattern,
             transport: a.transport,
@@ -609,11 +628,12 @@ impl TryFrom<&RunArgs> for Request {
                 } else {
                     Direction::Forward
                 },
-                rate: a.rate,
+                rate,
                 pace_burst: a.pace_burst,
                 burst: a.burst,
                 interval: a.interval,
                 think: a.think,
+                open_loop,
             },
             socket: request::SocketSettings {
                 nodelay: a.nodelay,
@@ -653,6 +673,69 @@ impl TryFrom<&RunArgs> for Request {
             plot: a.plot.clone(),
         })
     }
+}
+
+/// `--rate`, `--arrivals`, `--seed` and `--max-in-flight`: a stream's pacing rate, or rr's
+/// open-loop schedule. rr reads `--rate` as requests per second (a closed loop has no rate to
+/// keep), every other pattern as bits or packets per second.
+fn rate_and_arrivals(a: &RunArgs) -> Result<(Option<Rate>, Option<request::OpenLoopRequest>)> {
+    use crate::pattern::Arrivals;
+    let open = a.pattern == PatternKind::Rr && a.arrivals != Some(Arrivals::Closed);
+    if !open {
+        if let Some(kind) = a.arrivals.filter(|k| *k != Arrivals::Closed) {
+            anyhow::bail!(
+                "--arrivals {kind} applies to the rr pattern only (requests on a schedule), not to {}",
+                a.pattern
+            );
+        }
+        for (set, name) in [
+            (a.seed.is_some(), "--seed"),
+            (a.max_in_flight.is_some(), "--max-in-flight"),
+        ] {
+            if set {
+                anyhow::bail!("{name} applies to rr with --arrivals fixed or poisson only");
+            }
+        }
+        if a.pattern == PatternKind::Rr {
+            if a.rate.is_some() {
+                anyhow::bail!("--rate sets an open-loop schedule: it cannot be combined with --arrivals closed");
+            }
+            return Ok((None, None));
+        }
+        let rate = a
+            .rate
+            .as_deref()
+            .map(crate::units::parse_rate_typed)
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
+        return Ok((rate, None));
+    }
+    let Some(text) = a.rate.as_deref() else {
+        if let Some(kind) = a.arrivals {
+            anyhow::bail!("--arrivals {kind} needs --rate N/s: the requests per second to offer");
+        }
+        for (set, name) in [
+            (a.seed.is_some(), "--seed"),
+            (a.max_in_flight.is_some(), "--max-in-flight"),
+        ] {
+            if set {
+                anyhow::bail!("{name} applies to rr with --arrivals fixed or poisson only");
+            }
+        }
+        return Ok((None, None));
+    };
+    let rates = crate::units::parse_request_rates(text).map_err(anyhow::Error::msg)?;
+    Ok((
+        None,
+        Some(request::OpenLoopRequest {
+            arrivals: a.arrivals.unwrap_or(Arrivals::Fixed),
+            rates,
+            seed: a.seed,
+            max_in_flight: a
+                .max_in_flight
+                .unwrap_or(crate::pattern::openloop::DEFAULT_MAX_IN_FLIGHT),
+        }),
+    ))
 }
 
 /// `wirebench run`: the exit code.

@@ -172,6 +172,7 @@ mod tests {
             write_size: None,
             think_ns: None,
             length_prefix: 0,
+            open_loop: None,
             pattern,
             transport: TransportKind::Udp,
             streams,
@@ -203,6 +204,7 @@ mod tests {
                 ..SocketOptions::default()
             },
             buffers_fixed: true,
+            rate_per_s: None,
         }
     }
 

@@ -268,6 +268,7 @@ mod tests {
             pace: Some(Pace { interval_ns, burst }),
             server_socket: SocketOptions::default(),
             buffers_fixed: false,
+            rate_per_s: None,
         }
     }
 
@@ -276,6 +277,7 @@ mod tests {
             write_size: None,
             think_ns: None,
             length_prefix: 0,
+            open_loop: None,
             pattern,
             transport,
             streams,

@@ -86,6 +86,10 @@ pub struct TestSpec {
     /// framed alike. A server older than this field refuses such a run (sizes of 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub length_prefix: u32,
+    /// rr: requests on a schedule (`--arrivals`), each point at its own rate (the client's
+    /// own business: the responder answers as ever, and a server ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<crate::pattern::OpenLoopSettings>,
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -114,6 +118,10 @@ pub struct PointSpec {
     /// point studies TCP under small buffers, so the receivers keep the kernel's wake-ups.
     #[serde(default)]
     pub buffers_fixed: bool,
+    /// rr with open-loop arrivals: the offered rate, requests per second over all connections
+    /// (the client's own business: a server ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -167,6 +167,7 @@ mod tests {
             write_size: None,
             think_ns: None,
             length_prefix: 0,
+            open_loop: None,
             pattern,
             transport: crate::transport::TransportKind::Tcp,
             streams,
@@ -195,6 +196,7 @@ mod tests {
             }),
             server_socket: SocketOptions::default(),
             buffers_fixed: false,
+            rate_per_s: None,
         }
     }
 

@@ -620,6 +620,7 @@ mod tests {
             pace,
             server_socket: SocketOptions::default(),
             buffers_fixed: false,
+            rate_per_s: None,
         }
     }
 

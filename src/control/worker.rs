@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::protocol::{PointSpec, TestSpec};
 use crate::pattern::exchange::{self, ExchangePlan, ExchangeStats, ResponderStats};
+use crate::pattern::openloop::OpenLoopPlan;
 use crate::pattern::stream::{self, EndSignal, IntervalEvent, RecvPlan, SendPlan, StreamStats};
 use crate::pattern::{DataChannel, Role, StopAt};
 
@@ -81,6 +82,19 @@ fn exchange_write_size(test: &TestSpec) -> usize {
         .map_or(0, |w| usize::try_from(w).unwrap_or(usize::MAX))
 }
 
+/// Connection `index`'s share of an open-loop point: the offered rate split evenly over the
+/// connections, each with a seed of its own so that their Poisson schedules differ.
+fn open_loop(test: &TestSpec, p: &PointSpec, index: u32) -> Option<OpenLoopPlan> {
+    let settings = test.open_loop?;
+    let rate = p.rate_per_s?;
+    Some(OpenLoopPlan {
+        arrivals: settings.arrivals,
+        rate_per_s: rate as f64 / f64::from(test.streams.max(1)),
+        seed: settings.seed.wrapping_add(u64::from(index)),
+        max_in_flight: settings.max_in_flight,
+    })
+}
+
 pub fn run_worker(mut ch: DataChannel, plan: WorkerPlan<'_>) -> io::Result<WorkerResult> {
     if let Some(cpu) = plan.cpu {
         crate::sys::pin_current_thread(cpu)?;
@@ -129,6 +143,7 @@ fn run_role(ch: &mut DataChannel, plan: WorkerPlan<'_>) -> io::Result<WorkerResu
                 write_size: exchange_write_size(plan.test),
                 think: plan.test.think_ns.map(Duration::from_nanos),
                 rtt_series: plan.rtt_series,
+                open_loop: open_loop(plan.test, p, plan.index),
             };
             exchange::run_requester(ch, &ex).map(WorkerResult::Exchange)
         }

@@ -471,6 +471,10 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
             "Mean (solid, markers) and median (dashed) latency; the shaded band spans the 50th to the 99th percentile.",
         )?;
         page.figure(
+            series::qps(&group),
+            "Open loop: latency from each request's scheduled send (p50 solid; p99 and p99.9 dashed) against the replies per second achieved, one point per offered rate; where the curve turns up the server's queue sets the latency.",
+        )?;
+        page.figure(
             series::signature(&group),
             "NetPIPE's signature graph: throughput against the one-way time of a transfer; the knee shows the latency at which the network's bandwidth takes over.",
         )?;

@@ -58,6 +58,7 @@ pub fn run(r: &Request, endpoint: &str) -> Result<i32> {
         write_size: 0,
         think: None,
         rtt_series: false,
+        open_loop: None,
     };
     let stats = run_requester(&mut ch, &plan)
         .with_context(|| format!("calling the gRPC service at {addr}"))?;

@@ -222,6 +222,14 @@ pub struct Settings {
     /// messages' own bytes, without the prefix. Absent (0): messages were not framed.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub length_prefix_bytes: u32,
+    /// pingpong, rr: when requests leave: "closed" (each once the reply to the last one came),
+    /// or on a schedule, "fixed" or "poisson" (`--arrivals`; see `open_loop`). Absent from
+    /// other patterns and from documents written before it (those exchanges were closed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<super::vocab::Arrivals>,
+    /// rr with open-loop arrivals: the schedule's seed and in-flight bound. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopSettings>,
     /// TCP_NODELAY on the data connections: asked for (--nodelay), or chosen by wirebench for a
     /// bulk TCP stream (`nodelay_auto`).
     pub nodelay: bool,
@@ -381,6 +389,12 @@ pub struct LatencyResult {
     /// RTT does). Absent from runs without think time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think: Option<ThinkResult>,
+    /// With open-loop arrivals (`--arrivals`, rr): offered against achieved rate and the
+    /// counts of the schedule. `rtt` then holds each request's latency from its *scheduled*
+    /// send (queueing included), `transactions` the replies, `transactions_per_s` the achieved
+    /// rate. Absent from closed-loop points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopResult>,
     /// Each percentile of `rtt` that wirebench prints (p50, p90, p99, p99.9, p99.99) with
     /// the samples it needs (10 / (1 - p), so that 10 observations lie beyond it), how many
     /// lie beyond it, and whether it is a measurement: a percentile below its floor is marked,
@@ -444,6 +458,56 @@ pub struct ThinkResult {
     /// Timed transactions per second on each connection's time without thinking, summed over
     /// connections: the rate the exchange itself sustained.
     pub corrected_transactions_per_s: f64,
+}
+
+/// rr's open-loop schedule, the same for every point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OpenLoopSettings {
+    /// "fixed" or "poisson".
+    pub arrivals: super::vocab::Arrivals,
+    /// Seed of the Poisson gaps (connection i uses seed + i); the same seed gives the same
+    /// schedule.
+    pub seed: u64,
+    /// Most requests unanswered at once per connection (`--max-in-flight`).
+    pub max_in_flight: u32,
+}
+
+/// An open-loop point (`--arrivals`), last run, summed over its connections.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OpenLoopResult {
+    /// "fixed" or "poisson".
+    pub arrivals: super::vocab::Arrivals,
+    /// The rate asked for, requests per second over all connections.
+    pub offered_per_s: f64,
+    /// The rate the schedule held: requests scheduled over the schedule's span, summed over
+    /// connections (a Poisson draw differs from `offered_per_s` by chance).
+    pub scheduled_per_s: f64,
+    /// Replies per second: each connection's replies over its time from the schedule's start
+    /// to its last reply, summed.
+    pub achieved_per_s: f64,
+    /// Requests the schedules held.
+    pub scheduled: u64,
+    /// Requests written whole.
+    pub sent: u64,
+    /// Replies read within the point: the samples of the latency.
+    pub received: u64,
+    /// Requests sent and not answered when the point ended (replies are awaited after the last
+    /// scheduled send as long as the schedule lasted, at least 1 s, at most --io-timeout).
+    pub outstanding: u64,
+    /// Requests scheduled but never sent: the in-flight bound held them to the end.
+    pub unsent: u64,
+    /// Requests that came due while `max_in_flight` were unanswered and so left late (their
+    /// latency still counts from the schedule).
+    pub bound_waits: u64,
+    /// From each request's actual send to its reply: the service part of the latency, without
+    /// the wait for the in-flight bound or the socket. Null without replies.
+    pub service: Option<LatencySummary>,
+    /// Why the point did not keep up with its offered load, when it did not: fewer replies than
+    /// requests scheduled, or an achieved rate below the scheduled one. The load exceeded what
+    /// the path and server answered, and `rtt` holds the queue that built. Absent when it kept
+    /// up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overload: Option<String>,
 }
 
 /// One bin of a latency distribution: `count` round trips took `low_ns <= t < high_ns`.

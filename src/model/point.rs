@@ -20,6 +20,10 @@ pub struct PointKey {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
     pub cc: Option<CcName>,
+    /// rr with open-loop arrivals: the offered rate, requests per second over all
+    /// connections. Absent from closed-loop points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<u64>,
 }
 
 /// Which parameters vary across the sweep (for table columns and grouping).
@@ -35,4 +39,8 @@ pub struct Swept {
     /// `--cc` names several algorithms. False in documents written before it could.
     #[serde(default)]
     pub cc: bool,
+    /// rr's `--rate` names several request rates (a QPS sweep). False in documents written
+    /// before it could.
+    #[serde(default)]
+    pub rate: bool,
 }

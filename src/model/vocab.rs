@@ -158,6 +158,41 @@ impl std::fmt::Display for PatternKind {
     }
 }
 
+/// When an exchange's requests leave. Closed loop (`closed`, the default): each request once
+/// the reply to the one before it came, so a slow server slows the load it is offered and hides
+/// its queue ("coordinated omission", Gil Tene; wrk2 sends on a schedule for this reason).
+/// Open loop: on a schedule that does not wait for replies, `fixed` (evenly spaced) or
+/// `poisson` (exponential gaps from a seeded generator), latency counted from each request's
+/// scheduled send.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    /// The next request leaves when the reply to the last one came.
+    Closed,
+    /// Evenly spaced, 1/rate apart.
+    Fixed,
+    /// Exponential gaps of mean 1/rate (a Poisson process), from a seeded generator.
+    Poisson,
+}
+
+impl Arrivals {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrivals::Closed => "closed",
+            Arrivals::Fixed => "fixed",
+            Arrivals::Poisson => "poisson",
+        }
+    }
+}
+
+impl std::fmt::Display for Arrivals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Which way a stream test's data flows, seen from the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -243,6 +243,79 @@ const RR_THINK_TABLE: &str = r#"# wirebench 0.1.0 rr over tcp, server 192.0.2.7:
 # first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
 "#;
 
+/// An open-loop rr sweep: the QPS-against-latency table, the schedule's settings in a line
+/// above it, and a point whose achieved rate fell short flagged under its row with the reason.
+#[test]
+fn an_open_loop_rr_table_with_an_overloaded_point() {
+    use crate::model::vocab::Arrivals;
+    let mut r = report("rr", 2, 30_000.0);
+    r.settings.arrivals = Some(Arrivals::Poisson);
+    r.settings.open_loop = Some(crate::model::OpenLoopSettings {
+        arrivals: Arrivals::Poisson,
+        seed: 7,
+        max_in_flight: 1024,
+    });
+    r.swept.rate = true;
+    for (p, (offered, achieved, overload)) in r.points.iter_mut().zip([
+        (20_000.0, 19_990.0, None),
+        (
+            50_000.0,
+            31_000.0,
+            Some("achieved 31000/s is below the 49980/s scheduled: the last reply came 600.0 ms after the last request was due, the replies fell behind the schedule and the latency holds the queue that built".to_owned()),
+        ),
+    ]) {
+        p.key.rate_per_s = Some(offered as u64);
+        let l = p.latency.as_mut().unwrap();
+        let service = l.rtt.clone();
+        l.open_loop = Some(crate::model::OpenLoopResult {
+            arrivals: Arrivals::Poisson,
+            offered_per_s: offered,
+            scheduled_per_s: offered,
+            achieved_per_s: achieved,
+            scheduled: offered as u64,
+            sent: offered as u64,
+            received: l.transactions,
+            outstanding: 0,
+            unsent: 0,
+            bound_waits: 3,
+            service: Some(service),
+            overload,
+        });
+    }
+    let text = table(&r);
+    assert!(text.contains("# open loop: poisson arrivals (seed 7), at most 1024 requests in flight per connection"), "{text}");
+    assert!(
+        text.contains("offered/s   achieved/s   replies   outst   p50(us)   p99(us)  p99.9(us)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("! offered 50000/s, achieved 31000/s: achieved 31000/s is below"),
+        "{text}"
+    );
+    assert!(!text.contains("# closed loop"), "{text}");
+    assert!(
+        text.contains("# Nagle's algorithm on: a request written while others are unacknowledged"),
+        "{text}"
+    );
+    let c = Capture::default();
+    render(&mut CsvSink::new(c.output()), &r);
+    let csv = c.text();
+    let mut rows = csv::Reader::from_reader(csv.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = rows.records().map(|r| r.unwrap()).collect();
+    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+    assert_eq!(&rows[0][at("arrivals")], "poisson");
+    assert_eq!(&rows[1][at("offered_per_s")], "50000");
+    assert_eq!(&rows[1][at("achieved_per_s")], "31000");
+    assert_eq!(&rows[1][at("in_flight_bound_waits")], "3");
+    assert!(rows[1][at("overload")].starts_with("achieved 31000/s"));
+    assert_eq!(&rows[0][at("overload")], "");
+    // A closed-loop exchange says it is one.
+    let mut closed = report("rr", 1, 30_000.0);
+    closed.settings.arrivals = Some(Arrivals::Closed);
+    assert!(table(&closed).contains("# closed loop: each request leaves once the reply"));
+}
+
 /// `r` as version 1 of the document held it: seconds where version 2 has nanoseconds, bytes
 /// per second where it has bits per second (the sweep metrics). Written here by name, apart
 /// from `report::upgrade`, so that the one checks the other.
@@ -768,10 +841,10 @@ const CRR_TABLE: &str = r#"# wirebench 0.1.0 crr over tcp, server 192.0.2.7:5320
         2         2      1000     33333.3      30.00      0.10     30.00     60.00     90.00      1.07       12.35
 # first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
 "#;
-const STREAM_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,length_prefix_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_percentiles_valid,rtt_percentiles_invalid,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason,encoding,client_encode_mean_ns,client_decode_mean_ns,server_decode_mean_ns,server_encode_mean_ns,serialisation_share_of_rtt
-0,total,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,0,,1,24000000,,bit/s,,,,,,,,,,,,,,,,,,,,,,24000000,,24000000,3002000,3002000,,,,,0,7,0,0,,,,,,,,,true,,,,,,,
-0,0,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,,,8000000,,8000000,1001000,1001000,,,,,0,,,,,,,,,,,,true,,,,,,,
-0,1,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,,,16000000,,16000000,2001000,2001000,,,,,0,,,,,,,,,,,,true,,,,,,,
+const STREAM_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,length_prefix_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_percentiles_valid,rtt_percentiles_invalid,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,arrivals,offered_per_s,achieved_per_s,requests_scheduled,requests_sent,requests_outstanding,requests_unsent,in_flight_bound_waits,service_p50_ns,service_p99_ns,overload,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason,encoding,client_encode_mean_ns,client_decode_mean_ns,server_decode_mean_ns,server_encode_mean_ns,serialisation_share_of_rtt
+0,total,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,0,,1,24000000,,bit/s,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,24000000,,24000000,3002000,3002000,,,,,0,7,0,0,,,,,,,,,true,,,,,,,
+0,0,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,8000000,,8000000,1001000,1001000,,,,,0,,,,,,,,,,,,true,,,,,,,
+0,1,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,16000000,,16000000,2001000,2001000,,,,,0,,,,,,,,,,,,true,,,,,,,
 "#;
 const UDP_BIDIR_TABLE: &str = r#"# wirebench 0.1.0 stream over udp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
@@ -787,8 +860,8 @@ const UDP_BIDIR_TABLE: &str = r#"# wirebench 0.1.0 stream over udp, server 192.0
    131072     sum  client_to_server        12.00        12.00        1502000        1502000          0    0.000      0.2500         -         -
    131072     sum  server_to_client        28.00        28.00        3502000        3502000         25    1.250      0.5000         -         -
 "#;
-const PINGPONG_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,length_prefix_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_percentiles_valid,rtt_percentiles_invalid,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason,encoding,client_encode_mean_ns,client_decode_mean_ns,server_decode_mean_ns,server_encode_mean_ns,serialisation_share_of_rtt
-0,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,1,1,1,0,0,0,0,0,,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,,,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,,,,,,,
-1,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,2,2,2,0,0,0,0,0,,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,,,90000,11500,1391304.347826087,43478.260869565216,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,,,,,,,
-2,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,3,3,3,0,0,0,0,0,,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,,,90000,13000,1846153.8461538462,38461.53846153846,1000,0,,,,,,,,,,,,,,,0,0,,,,,,,,,true,,,,,,,
+const PINGPONG_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,length_prefix_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_percentiles_valid,rtt_percentiles_invalid,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,arrivals,offered_per_s,achieved_per_s,requests_scheduled,requests_sent,requests_outstanding,requests_unsent,in_flight_bound_waits,service_p50_ns,service_p99_ns,overload,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason,encoding,client_encode_mean_ns,client_decode_mean_ns,server_decode_mean_ns,server_encode_mean_ns,serialisation_share_of_rtt
+0,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,1,1,1,0,0,0,0,0,,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,,,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,,,,,,,true,,,,,,,
+1,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,2,2,2,0,0,0,0,0,,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,,,90000,11500,1391304.347826087,43478.260869565216,1000,0,,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,,,,,,,true,,,,,,,
+2,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,3,3,3,0,0,0,0,0,,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,,,90000,13000,1846153.8461538462,38461.53846153846,1000,0,,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,,,,,,,true,,,,,,,
 "#;

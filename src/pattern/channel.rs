@@ -309,6 +309,43 @@ impl DataChannel {
         Ok(Some(off))
     }
 
+    /// Puts the connection in non-blocking mode (or back) for a pattern that keeps its own
+    /// clock and must never block in a call: the open-loop requester. A spinning channel is
+    /// non-blocking already and stays so.
+    pub fn set_nonblocking(&mut self, on: bool) -> io::Result<()> {
+        if self.spin {
+            return Ok(());
+        }
+        self.conn.set_nonblocking(on)
+    }
+
+    /// One send call on a non-blocking connection: Ok(None) when the kernel has no room.
+    #[inline]
+    pub fn try_send(&mut self, buf: &[u8]) -> io::Result<Option<usize>> {
+        loop {
+            match self.conn.send(buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if is_timeout(&e) => return Ok(None),
+                Ok(n) => return Ok(Some(n)),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One receive call on a non-blocking connection: Ok(None) when nothing is there, Ok(Some(0))
+    /// at the end of the stream.
+    #[inline]
+    pub fn try_recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        loop {
+            match self.conn.recv(buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if is_timeout(&e) => return Ok(None),
+                Ok(n) => return Ok(Some(n)),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     pub fn shutdown_write(&mut self) -> io::Result<()> {
         self.conn.shutdown_write()
     }

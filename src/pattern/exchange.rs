@@ -73,6 +73,8 @@ pub struct ExchangePlan {
     /// Keep every timed round trip with its time in [`ExchangeStats::series`] (`--load`'s
     /// time-series plot); the figures are the same either way.
     pub rtt_series: bool,
+    /// Open-loop arrivals (`--arrivals`, rr): requests leave on a schedule, not on replies.
+    pub open_loop: Option<super::openloop::OpenLoopPlan>,
 }
 
 /// What the requesting side measured.
@@ -102,6 +104,10 @@ pub struct ExchangeStats {
     pub series: Vec<(u64, u64)>,
     /// The connection's serialisation times, warm-up included (grpc); None elsewhere.
     pub serialisation: Option<crate::model::rpc::Serialisation>,
+    /// With open-loop arrivals (`--arrivals`): the schedule's counts and the service times.
+    /// `rtt` then holds each request's latency from its scheduled send, `transactions` the
+    /// replies, and `elapsed_ns` runs from the schedule's start to the last reply.
+    pub open_loop: Option<super::openloop::OpenLoopStats>,
 }
 
 /// Most round trips one connection keeps with their times (16 MiB): the percentiles come from
@@ -109,9 +115,33 @@ pub struct ExchangeStats {
 pub const MAX_RTT_SERIES: usize = 1 << 20;
 
 impl ExchangeStats {
+    /// Nothing measured yet; with `rtt_series` the series is reserved before the timed phase,
+    /// so that keeping round trips never reallocates (and copies) inside it; untouched pages
+    /// cost nothing until used.
+    pub fn empty(rtt_series: bool) -> ExchangeStats {
+        ExchangeStats {
+            rtt: LatencyRecorder::new(),
+            transactions: 0,
+            lost: 0,
+            stale: 0,
+            first_ns: None,
+            elapsed_ns: 0,
+            thinks: 0,
+            think_ns: 0,
+            cpu: CpuTime::default(),
+            series: if rtt_series {
+                Vec::with_capacity(MAX_RTT_SERIES)
+            } else {
+                Vec::new()
+            },
+            serialisation: None,
+            open_loop: None,
+        }
+    }
+
     /// Keeps one round trip with its time, if asked to and while there is room.
     #[inline]
-    fn keep(&mut self, on: bool, since_start_ns: u64, rtt_ns: u64) {
+    pub(super) fn keep(&mut self, on: bool, since_start_ns: u64, rtt_ns: u64) {
         if on && self.series.len() < MAX_RTT_SERIES {
             self.series.push((since_start_ns, rtt_ns));
         }
@@ -139,33 +169,18 @@ fn closed() -> io::Error {
 
 /// Runs warm-up and timed transactions until the stop condition.
 pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<ExchangeStats> {
-    let cpu = CpuMeter::start();
     ch.expect(Shape::Exchange {
         response_size: Some(plan.response_size.max(1) as u64),
     });
+    if let Some(open) = &plan.open_loop {
+        return super::openloop::run_requester(ch, plan, open);
+    }
+    let cpu = CpuMeter::start();
     let tagged = !ch.capabilities().reliable && plan.request_size >= TAG_LEN;
     if !ch.capabilities().reliable {
         ch.set_read_timeout(plan.loss_timeout)?;
     }
-    let mut out = ExchangeStats {
-        rtt: LatencyRecorder::new(),
-        transactions: 0,
-        lost: 0,
-        stale: 0,
-        first_ns: None,
-        elapsed_ns: 0,
-        thinks: 0,
-        think_ns: 0,
-        cpu: CpuTime::default(),
-        // Reserved before the timed phase, so that keeping round trips never reallocates (and
-        // copies) inside it; untouched pages cost nothing until used.
-        series: if plan.rtt_series {
-            Vec::with_capacity(MAX_RTT_SERIES)
-        } else {
-            Vec::new()
-        },
-        serialisation: None,
-    };
+    let mut out = ExchangeStats::empty(plan.rtt_series);
     // A message of 0 bytes is a real one only where messages have bounds of their own (a
     // datagram, a framed byte stream); an unframed byte stream sends at least a byte.
     let exact = ch.capabilities().message_boundaries || ch.framed();
@@ -245,7 +260,7 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
 /// One request and its response. Ok(false) when the response was lost.
 #[inline]
 #[allow(clippy::too_many_arguments)]
-fn one_transaction(
+pub(super) fn one_transaction(
     ch: &mut DataChannel,
     req: &mut [u8],
     resp: &mut [u8],
@@ -519,6 +534,7 @@ mod tests {
             write_size,
             think,
             rtt_series,
+            open_loop: None,
         };
         let stop = AtomicBool::new(false);
         // A datagram responder has no end of stream: it looks at `stop` between reads that

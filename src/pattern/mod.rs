@@ -3,11 +3,13 @@
 //!
 //! - `pingpong` and `rr` share the request/response engine in [`exchange`];
 //! - `stream` is one-way bulk transfer in [`stream`];
-//! - `crr` opens a connection per transaction, in [`crr`].
+//! - `crr` opens a connection per transaction, in [`crr`];
+//! - `rr --arrivals` sends on a schedule that does not wait for replies, in [`openloop`].
 
 pub mod channel;
 pub mod crr;
 pub mod exchange;
+pub mod openloop;
 pub mod stream;
 pub mod think;
 
@@ -16,7 +18,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub use crate::model::socket::{CpuTime, FastPaths, RcvLowat};
-pub use crate::model::vocab::{Direction, PatternKind, Role};
+pub use crate::model::vocab::{Arrivals, Direction, PatternKind, Role};
+pub use crate::model::OpenLoopSettings;
 pub use channel::DataChannel;
 
 /// The largest datagram a receiver reads: reading more than a datagram holds gains nothing,

@@ -165,6 +165,16 @@ pub(super) struct Axes {
     pub server_rcvbufs: Vec<u64>,
     /// `[None]`: the host's default algorithm.
     pub ccs: Vec<Option<CcName>>,
+    /// rr's open-loop request rates, requests per second; `[None]`: a closed loop.
+    pub rates: Vec<Option<u64>>,
+}
+
+/// The open-loop request rates of the run (`--rate` of rr), or `[None]` for a closed loop.
+pub(super) fn rates(r: &Request) -> Vec<Option<u64>> {
+    match &r.traffic.open_loop {
+        Some(o) if !o.rates.is_empty() => o.rates.iter().map(|&v| Some(v)).collect(),
+        _ => vec![None],
+    }
 }
 
 impl Axes {
@@ -195,6 +205,7 @@ impl Axes {
             server_sndbufs,
             server_rcvbufs,
             ccs,
+            rates: vec![None],
         })
     }
 
@@ -207,6 +218,7 @@ impl Axes {
             server_sndbuf: self.server_sndbufs.len() > 1,
             server_rcvbuf: self.server_rcvbufs.len() > 1,
             cc: self.ccs.len() > 1,
+            rate: self.rates.len() > 1,
         }
     }
 
@@ -221,17 +233,19 @@ impl Axes {
             self.server_sndbufs.len(),
             self.server_rcvbufs.len(),
             self.ccs.len(),
+            self.rates.len(),
         ];
         let count = sweep_points(&dims);
         if count > MAX_POINTS as u128 {
             bail!(
-                "the sweep has {count} points ({} sizes x {} sndbuf x {} rcvbuf x {} server-sndbuf x {} server-rcvbuf x {} cc); at most {MAX_POINTS} are allowed",
+                "the sweep has {count} points ({} sizes x {} sndbuf x {} rcvbuf x {} server-sndbuf x {} server-rcvbuf x {} cc x {} rates); at most {MAX_POINTS} are allowed",
                 dims[0],
                 dims[1],
                 dims[2],
                 dims[3],
                 dims[4],
-                dims[5]
+                dims[5],
+                dims[6]
             );
         }
         Ok(())

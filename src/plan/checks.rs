@@ -186,6 +186,75 @@ pub(super) fn pacing(traffic: &Traffic) -> Result<()> {
     Ok(())
 }
 
+/// `--arrivals` and rr's `--rate`: an rr over a reliable byte stream (replies are matched
+/// to requests in order), with rates whose schedules fit in memory, and none of the options
+/// that shape a closed loop.
+pub(super) fn open_loop(
+    r: &Request,
+    caps: &Capabilities,
+    duration: Option<std::time::Duration>,
+) -> Result<()> {
+    use crate::pattern::openloop::{MAX_IN_FLIGHT, MAX_SCHEDULE};
+    use crate::pattern::Arrivals;
+    let Some(open) = &r.traffic.open_loop else {
+        return Ok(());
+    };
+    let kind = open.arrivals;
+    if r.pattern != PatternKind::Rr {
+        bail!(
+            "--arrivals {kind} applies to the rr pattern only (requests on a schedule), not to {}",
+            r.pattern
+        );
+    }
+    if kind == Arrivals::Closed {
+        bail!("--rate sets an open-loop schedule: it cannot be combined with --arrivals closed");
+    }
+    if !caps.reliable {
+        bail!(
+            "--arrivals {kind} matches each reply to the oldest request, so it needs a reliable, in-order transport (tcp, unix, mptcp, quic, grpc): {} is not one",
+            r.transport
+        );
+    }
+    let zero = r.sizes.size.as_ref().is_some_and(|s| s.contains(&0))
+        || r.sizes.request_size == Some(0)
+        || r.sizes.response_size == Some(0);
+    if zero {
+        bail!("--arrivals {kind} sends requests of at least 1 byte: a size of 0 is for closed-loop exchanges");
+    }
+    if open.rates.is_empty() {
+        bail!("--arrivals {kind} needs --rate N/s: the requests per second to offer");
+    }
+    if open.rates.contains(&0) {
+        bail!("--rate: a rate of 0 requests per second offers no load");
+    }
+    for (set, name) in [
+        (r.traffic.burst != 1, "--burst"),
+        (r.traffic.think.is_some(), "--think"),
+        (r.sizes.write_size.is_some(), "--write-size"),
+        (r.load.is_some(), "--load"),
+    ] {
+        if set {
+            bail!("{name} shapes a closed loop: it cannot be combined with --arrivals {kind} (--max-in-flight bounds the requests in flight)");
+        }
+    }
+    if open.max_in_flight == 0 || open.max_in_flight > MAX_IN_FLIGHT {
+        bail!("--max-in-flight must be 1 to {MAX_IN_FLIGHT}");
+    }
+    let streams = f64::from(r.traffic.parallel.max(1));
+    let most = open.rates.iter().copied().max().unwrap_or(1) as f64 / streams;
+    let by_time = duration.map_or(f64::INFINITY, |d| most * d.as_secs_f64());
+    let by_count = r.stop.iterations.map_or(f64::INFINITY, |n| n as f64);
+    if by_time.min(by_count) > MAX_SCHEDULE as f64 {
+        bail!(
+            "--rate {} per connection for {} schedules about {:.0} requests per connection; at most {MAX_SCHEDULE} are kept: lower the rate or shorten -d",
+            most,
+            duration.map_or_else(|| "the run".to_owned(), crate::units::format_duration),
+            by_time.min(by_count)
+        );
+    }
+    Ok(())
+}
+
 /// `--plot`: what it draws needs --load on an exchange or --compete, and a figure's file.
 fn check_plot(r: &Request) -> Result<()> {
     let Some(plot) = &r.plot else {

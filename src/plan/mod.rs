@@ -26,7 +26,7 @@ use anyhow::Result;
 
 use crate::control::client::ClientSide;
 use crate::control::protocol::{PointSpec, TestSpec};
-use crate::pattern::{Direction, FastPaths, PatternKind};
+use crate::pattern::{Direction, FastPaths, OpenLoopSettings, PatternKind};
 use crate::request::Request;
 use crate::transport::sockopt::CcName;
 use crate::transport::{self, Capabilities, SocketOptions};
@@ -139,8 +139,10 @@ fn build_on(r: &Request, default_cc: impl FnOnce() -> Option<String>) -> Result<
     let confidence = checks::statistics(&r.statistics)?;
     checks::cpus_and_stop(r)?;
     let sizes = axes::sizes(r, &caps)?;
-    let axes = axes::Axes::new(sizes, ccs, &r.buffers)?;
+    let mut axes = axes::Axes::new(sizes, ccs, &r.buffers)?;
+    axes.rates = axes::rates(r);
     checks::pacing(&r.traffic)?;
+    checks::open_loop(r, &caps, points::duration(r))?;
     axes.check_count()?;
     let (base_socket, nodelay_auto) = socket_options(r, &caps, &axes, default_cc);
     let points = points::lay_out(r, caps.reliable, &axes, points::duration(r), &base_socket);
@@ -227,6 +229,12 @@ fn test_spec(r: &Request, caps: &Capabilities, sizes: &[u64]) -> TestSpec {
         },
         think_ns: traffic.think.map(units::whole_ns),
         length_prefix: length_prefix(r, caps, sizes),
+        // A seed drawn here when none is given, so that the run document records the one used.
+        open_loop: traffic.open_loop.as_ref().map(|o| OpenLoopSettings {
+            arrivals: o.arrivals,
+            seed: o.seed.unwrap_or_else(|| fastrand::u64(..)),
+            max_in_flight: o.max_in_flight,
+        }),
         fast: FastPaths {
             zerocopy: fast.zerocopy,
             sendfile: fast.sendfile,

@@ -11,10 +11,11 @@ use crate::stats::{LatencyRecorder, MeanCi};
 
 use crate::model::span;
 use crate::model::{
-    CpuResult, DirectionTotal, Headline, LatencyResult, PointResult, SocketReport, StreamPair,
-    StreamResult, ThinkResult,
+    CpuResult, DirectionTotal, Headline, LatencyResult, OpenLoopResult, PointResult, SocketReport,
+    StreamPair, StreamResult, ThinkResult,
 };
 use crate::pattern::exchange::ExchangeStats;
+use crate::pattern::openloop::OpenLoopStats;
 
 /// The headline figure of one run, what `--repeat` and `--until-ci` aggregate, with the
 /// verdict on the figures it comes from.
@@ -73,6 +74,80 @@ fn think_result(asked_ns: u64, exchanges: &[ExchangeStats]) -> Option<ThinkResul
             .iter()
             .map(|x| per_s(x.transactions, x.elapsed_ns.saturating_sub(x.think_ns)))
             .sum(),
+    })
+}
+
+/// The achieved rate below this share of the scheduled one flags an open-loop point: under
+/// capacity the two differ only by the last reply's round trip over the schedule's span.
+const KEPT_UP_SHARE: f64 = 0.97;
+
+/// The open-loop figures of one run's connections, summed; None for a closed loop.
+pub(crate) fn open_loop_result(
+    exchanges: &[ExchangeStats],
+    confidence: f64,
+) -> Option<OpenLoopResult> {
+    let ols: Vec<(&ExchangeStats, &OpenLoopStats)> = exchanges
+        .iter()
+        .filter_map(|x| x.open_loop.as_ref().map(|o| (x, o)))
+        .collect();
+    let arrivals = ols.first()?.1.plan.arrivals;
+    let mut service = LatencyRecorder::new();
+    for (_, o) in &ols {
+        service.merge(&o.service);
+    }
+    let sum = |f: &dyn Fn(&OpenLoopStats) -> u64| ols.iter().map(|(_, o)| f(o)).sum::<u64>();
+    let (scheduled, sent, received) = (
+        sum(&|o| o.scheduled),
+        sum(&|o| o.sent),
+        sum(&|o| o.received),
+    );
+    let (outstanding, unsent) = (sum(&|o| o.outstanding()), sum(&|o| o.unsent()));
+    let offered: f64 = ols.iter().map(|(_, o)| o.plan.rate_per_s).sum();
+    // n requests span n - 1 gaps.
+    let scheduled_per_s: f64 = ols
+        .iter()
+        .map(|(_, o)| match o.scheduled {
+            n if n > 1 && o.span_ns > 0 => per_s(n - 1, o.span_ns),
+            _ => o.plan.rate_per_s,
+        })
+        .sum();
+    let achieved: f64 = ols
+        .iter()
+        .map(|(x, _)| per_s(x.transactions, x.elapsed_ns))
+        .sum();
+    let overload = if received < scheduled {
+        Some(format!(
+            "{} of {scheduled} requests scheduled were not answered within the point ({outstanding} outstanding, {unsent} never sent): the offered {offered:.0}/s exceeded what the client, path and server carried",
+            scheduled - received
+        ))
+    } else if achieved < KEPT_UP_SHARE * scheduled_per_s {
+        // How long after the schedule's last request its last reply came, on the connection
+        // that lagged most.
+        let lag_ns = ols
+            .iter()
+            .map(|(x, o)| x.elapsed_ns.saturating_sub(o.span_ns))
+            .max()
+            .unwrap_or(0);
+        Some(format!(
+            "achieved {achieved:.0}/s is below the {scheduled_per_s:.0}/s scheduled: the last reply came {:.1} ms after the last request was due, the replies fell behind the schedule and the latency holds the queue that built",
+            lag_ns as f64 / 1e6
+        ))
+    } else {
+        None
+    };
+    Some(OpenLoopResult {
+        arrivals,
+        offered_per_s: offered,
+        scheduled_per_s,
+        achieved_per_s: achieved,
+        scheduled,
+        sent,
+        received,
+        outstanding,
+        unsent,
+        bound_waits: sum(&|o| o.bound_waits),
+        service: service.summary(confidence),
+        overload,
     })
 }
 
@@ -285,12 +360,14 @@ pub fn summarize(
             let think = test
                 .think_ns
                 .and_then(|asked| think_result(asked, &last.exchanges));
+            let open_loop = open_loop_result(&last.exchanges, confidence);
             rec.summary(confidence).map(|rtt| {
                 let pingpong = test.pattern == PatternKind::Pingpong;
                 LatencyResult {
                     validity: validity::latency(rtt.samples),
                     elapsed_ns: elapsed,
                     think,
+                    open_loop,
                     one_way_mean_ns: pingpong.then_some(rtt.mean_ns / 2.0),
                     one_way_ci_ns: if pingpong {
                         rtt.ci_half_width_ns.map(|h| h / 2.0)
@@ -334,6 +411,7 @@ pub fn summarize(
                 validity: validity::latency(rtt.samples),
                 elapsed_ns: elapsed,
                 think: None,
+                open_loop: None,
                 rtt,
                 one_way_mean_ns: None,
                 one_way_ci_ns: None,
@@ -460,6 +538,7 @@ mod tests {
             cpu: CpuTime::default(),
             series: Vec::new(),
             serialisation: None,
+            open_loop: None,
         }
     }
 

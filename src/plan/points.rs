@@ -56,15 +56,19 @@ pub(super) fn lay_out(
                         for &srcv in &axes.server_rcvbufs {
                             let server_sndbuf = if ssnd == u64::MAX { snd } else { ssnd };
                             let server_rcvbuf = if srcv == u64::MAX { rcv } else { srcv };
-                            let key = PointKey {
-                                size,
-                                sndbuf: snd,
-                                rcvbuf: rcv,
-                                server_sndbuf,
-                                server_rcvbuf,
-                                cc: key_cc,
-                            };
-                            points.push(point(r, reliable, key, duration, &point_socket));
+                            // The rates innermost: a QPS curve reads in order.
+                            for &rate_per_s in &axes.rates {
+                                let key = PointKey {
+                                    size,
+                                    sndbuf: snd,
+                                    rcvbuf: rcv,
+                                    server_sndbuf,
+                                    server_rcvbuf,
+                                    cc: key_cc,
+                                    rate_per_s,
+                                };
+                                points.push(point(r, reliable, key, duration, &point_socket));
+                            }
                         }
                     }
                 }
@@ -130,6 +134,7 @@ fn point(
             buffers_fixed: [key.sndbuf, key.rcvbuf, key.server_sndbuf, key.server_rcvbuf]
                 .iter()
                 .any(|&b| b > 0),
+            rate_per_s: key.rate_per_s,
         },
         client_socket: SocketOptions {
             sndbuf: key.sndbuf,

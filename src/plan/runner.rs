@@ -86,6 +86,14 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunDocument {
             write_size: t.write_size,
             think_ns: t.think_ns,
             length_prefix_bytes: t.length_prefix,
+            arrivals: match t.pattern {
+                PatternKind::Pingpong | PatternKind::Rr => Some(
+                    t.open_loop
+                        .map_or(crate::model::vocab::Arrivals::Closed, |o| o.arrivals),
+                ),
+                _ => None,
+            },
+            open_loop: t.open_loop,
             nodelay: args.socket.nodelay || plan.nodelay_auto,
             nodelay_auto: plan.nodelay_auto,
             // One algorithm for the whole run; a sweep's are in the points' keys.

@@ -96,6 +96,7 @@ impl PointRunner for Scripted {
                 cpu: CpuTime::default(),
                 series: Vec::new(),
                 serialisation: None,
+                open_loop: None,
             }],
             crr: None,
             server: ServerMeasurement::default(),

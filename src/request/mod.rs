@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::pattern::{Direction, PatternKind, RcvLowat};
+use crate::pattern::{Arrivals, Direction, PatternKind, RcvLowat};
 use crate::transport::{TransportConfig, TransportKind};
 use crate::units::Rate;
 
@@ -142,6 +142,31 @@ pub struct Traffic {
     /// pingpong, rr: the client waits this long before each timed transaction.
     #[serde(with = "crate::units::opt_duration_text")]
     pub think: Option<Duration>,
+    /// rr: open-loop arrivals (`--arrivals`, `--rate N/s`). Absent: closed loop, each request
+    /// once the reply to the one before came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopRequest>,
+}
+
+/// rr's requests on a schedule that does not wait for replies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenLoopRequest {
+    /// `fixed` or `poisson` (`closed` is refused: it has no schedule).
+    pub arrivals: Arrivals,
+    /// The offered rates, requests per second over all connections: one point per rate.
+    pub rates: Vec<u64>,
+    /// Seed of the Poisson gaps; None: one drawn at random when the run is planned (the run
+    /// document records it either way).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Most requests unanswered at once per connection.
+    #[serde(default = "default_max_in_flight")]
+    pub max_in_flight: u32,
+}
+
+fn default_max_in_flight() -> u32 {
+    crate::pattern::openloop::DEFAULT_MAX_IN_FLIGHT
 }
 
 impl Default for Traffic {
@@ -154,6 +179,7 @@ impl Default for Traffic {
             burst: 1,
             interval: None,
             think: None,
+            open_loop: None,
         }
     }
 }

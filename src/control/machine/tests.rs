@@ -25,6 +25,7 @@ fn spec(direction: Direction, streams: u32) -> TestSpec {
         write_size: None,
         think_ns: None,
         length_prefix: 0,
+        open_loop: None,
         pattern: PatternKind::Stream,
         transport: TransportKind::Tcp,
         streams,
@@ -53,6 +54,7 @@ fn point(duration_ms: u64) -> PointSpec {
         pace: None,
         server_socket: SocketOptions::default(),
         buffers_fixed: false,
+        rate_per_s: None,
     }
 }
 

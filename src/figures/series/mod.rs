@@ -6,7 +6,7 @@
 //!
 //! A file per figure family: line charts against the swept parameter (`sweep`), latency
 //! distributions of one point (`distribution`), heatmaps of two swept parameters (`heatmap`)
-//! and time series of interval reports (`intervals`). What they share: how a run is named
+//! and time series of interval reports (`intervals`), and the QPS-against-latency curve of open-loop runs (`qps`). What they share: how a run is named
 //! (`run`), the swept parameters and the curves they split a run into (`param`), curves and
 //! axes (`curves`), and picking and naming a point (`points`).
 
@@ -16,6 +16,7 @@ mod heatmap;
 mod intervals;
 mod param;
 mod points;
+mod qps;
 mod run;
 mod sweep;
 
@@ -25,5 +26,6 @@ pub use heatmap::{heatmaps, MAX_HEATMAPS};
 pub use intervals::{intervals, points_with_intervals, IntervalKind};
 pub use param::{x_param, Param};
 pub use points::{describe_point, point_of, short_point};
+pub use qps::qps;
 pub use run::Run;
 pub use sweep::{latency, signature, throughput};

@@ -89,6 +89,77 @@ pub const THINK_WAITED: Column = Column {
             .into()
     },
 };
+pub const RTT_P999: Column = Column {
+    name: "rtt_p999_ns",
+    get: |r| r.latency(|l| l.rtt.p999_ns),
+};
+
+/// An open-loop point's figures (`--arrivals`); empty for a closed loop.
+fn open_loop<T: Into<Cell>>(r: &Row, f: fn(&crate::model::OpenLoopResult) -> T) -> Cell {
+    r.point
+        .latency
+        .as_ref()
+        .and_then(|l| l.open_loop.as_ref())
+        .map(f)
+        .into()
+}
+
+/// Open loop: the rate asked for, requests per second over all connections.
+pub const OFFERED_PER_S: Column = Column {
+    name: "offered_per_s",
+    get: |r| open_loop(r, |o| o.offered_per_s),
+};
+/// Open loop: replies per second.
+pub const ACHIEVED_PER_S: Column = Column {
+    name: "achieved_per_s",
+    get: |r| open_loop(r, |o| o.achieved_per_s),
+};
+pub const REQUESTS_SCHEDULED: Column = Column {
+    name: "requests_scheduled",
+    get: |r| open_loop(r, |o| o.scheduled),
+};
+pub const REQUESTS_SENT: Column = Column {
+    name: "requests_sent",
+    get: |r| open_loop(r, |o| o.sent),
+};
+pub const REQUESTS_OUTSTANDING: Column = Column {
+    name: "requests_outstanding",
+    get: |r| open_loop(r, |o| o.outstanding),
+};
+pub const REQUESTS_UNSENT: Column = Column {
+    name: "requests_unsent",
+    get: |r| open_loop(r, |o| o.unsent),
+};
+pub const BOUND_WAITS: Column = Column {
+    name: "in_flight_bound_waits",
+    get: |r| open_loop(r, |o| o.bound_waits),
+};
+/// Open loop: from each request's actual send to its reply.
+pub const SERVICE_P50: Column = Column {
+    name: "service_p50_ns",
+    get: |r| open_loop(r, |o| o.service.as_ref().map(|s| s.median_ns)),
+};
+pub const SERVICE_P99: Column = Column {
+    name: "service_p99_ns",
+    get: |r| open_loop(r, |o| o.service.as_ref().map(|s| s.p99_ns)),
+};
+/// Open loop: why the point did not keep up with its offered load; empty when it did.
+pub const OVERLOAD: Column = Column {
+    name: "overload",
+    get: |r| open_loop(r, |o| o.overload.clone()),
+};
+/// When requests left: closed, fixed or poisson; empty for patterns without requests.
+pub const ARRIVALS: Column = Column {
+    name: "arrivals",
+    get: |r| {
+        r.report
+            .settings
+            .arrivals
+            .map(|a| a.name().to_owned())
+            .into()
+    },
+};
+
 pub const SETUP_MEAN: Column = Column {
     name: "setup_mean_ns",
     get: |r| {

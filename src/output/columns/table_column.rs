@@ -18,6 +18,8 @@ pub enum Show {
     Mbit,
     /// One decimal (transactions per second).
     OneDecimal,
+    /// Rounded to a whole number (requests per second).
+    NoDecimals,
     /// Three decimals (CPU service demand).
     ThreeDecimals,
     /// A ratio as a percentage, 3 decimals.
@@ -40,6 +42,8 @@ pub enum Judged {
     Receiver,
     /// The point's p99, against its sample floor (10 / (1 - p): 1000 samples).
     P99,
+    /// The point's p99.9, against its sample floor (10 000 samples).
+    P999,
 }
 
 /// A column of the run tables: a [`Column`] shown in a unit for reading, right-aligned and at
@@ -71,6 +75,7 @@ impl TableColumn {
             Show::HalfUs => us(x / 2.0),
             Show::Mbit => mbit(x),
             Show::OneDecimal => format!("{x:.1}"),
+            Show::NoDecimals => format!("{x:.0}"),
             Show::ThreeDecimals => format!("{x:.3}"),
             Show::Percent => format!("{:.3}", x * 100.0),
             Show::Ms => format!("{:.4}", x * 1e3),
@@ -85,6 +90,11 @@ impl TableColumn {
                 .latency
                 .as_ref()
                 .map_or("", |l| l.percentile_validity("p99").mark()),
+            Judged::P999 => row
+                .point
+                .latency
+                .as_ref()
+                .map_or("", |l| l.percentile_validity("p99.9").mark()),
         };
         format!("{shown}{mark}")
     }

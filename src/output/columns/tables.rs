@@ -3,11 +3,12 @@
 //! padded its cells by hand, so that it reads as it did.
 
 use super::{
-    Column, Judged, Show, TableColumn, ACKED_BITS, BYTES_RECEIVED, BYTES_SENT, CLIENT_US_PER_KIB,
-    DATAGRAMS_LOST, DIRECTION, JITTER, LOSS_RATIO, LOST_TRANSACTIONS, RECEIVER_BITS, REQUEST_SIZE,
-    RESPONSE_SIZE, RETRANSMITS, RTT_CI, RTT_MAX, RTT_MEAN, RTT_MIN, RTT_P50, RTT_P99, RTT_SAMPLES,
-    SENDER_BITS, SERVER_US_PER_KIB, SETUP_MEAN, SIZE, STREAM, THINK_CORRECTED_TPS, THROUGHPUT,
-    TRANSACTIONS, TRANSACTIONS_PER_S,
+    Column, Judged, Show, TableColumn, ACHIEVED_PER_S, ACKED_BITS, BOUND_WAITS, BYTES_RECEIVED,
+    BYTES_SENT, CLIENT_US_PER_KIB, DATAGRAMS_LOST, DIRECTION, JITTER, LOSS_RATIO,
+    LOST_TRANSACTIONS, OFFERED_PER_S, RECEIVER_BITS, REQUESTS_OUTSTANDING, REQUEST_SIZE,
+    RESPONSE_SIZE, RETRANSMITS, RTT_CI, RTT_MAX, RTT_MEAN, RTT_MIN, RTT_P50, RTT_P99, RTT_P999,
+    RTT_SAMPLES, SENDER_BITS, SERVER_US_PER_KIB, SERVICE_P50, SERVICE_P99, SETUP_MEAN, SIZE,
+    STREAM, THINK_CORRECTED_TPS, THROUGHPUT, TRANSACTIONS, TRANSACTIONS_PER_S,
 };
 
 const fn col(
@@ -57,6 +58,31 @@ pub const RR: &[TableColumn] = &[
     col("p99(us)", 8, RTT_P99, Show::Us, Judged::P99),
     col("max(us)", 8, RTT_MAX, Show::Us, Judged::No),
     col("Mbit/s", 8, THROUGHPUT, Show::Mbit, Judged::Latency),
+];
+
+/// rr's table with open-loop arrivals, a QPS-against-latency curve: offered against achieved
+/// rate, the latency from the scheduled send (p50, p99, p99.9, max) and the service time from
+/// the actual send; the swept buffer columns after the first two.
+pub const OPEN_LOOP: &[TableColumn] = &[
+    col("req(B)", 9, REQUEST_SIZE, Show::Plain, Judged::No),
+    col("resp(B)", 8, RESPONSE_SIZE, Show::Plain, Judged::No),
+    col("offered/s", 10, OFFERED_PER_S, Show::NoDecimals, Judged::No),
+    col(
+        "achieved/s",
+        11,
+        ACHIEVED_PER_S,
+        Show::NoDecimals,
+        Judged::Latency,
+    ),
+    col("replies", 8, TRANSACTIONS, Show::Plain, Judged::No),
+    col("outst", 6, REQUESTS_OUTSTANDING, Show::Plain, Judged::No),
+    col("p50(us)", 8, RTT_P50, Show::Us, Judged::No),
+    col("p99(us)", 8, RTT_P99, Show::Us, Judged::P99),
+    col("p99.9(us)", 9, RTT_P999, Show::Us, Judged::P999),
+    col("max(us)", 8, RTT_MAX, Show::Us, Judged::No),
+    col("svc50(us)", 9, SERVICE_P50, Show::Us, Judged::No),
+    col("svc99(us)", 9, SERVICE_P99, Show::Us, Judged::No),
+    col("waits", 6, BOUND_WAITS, Show::Plain, Judged::No),
 ];
 
 /// The stream table's first columns, the swept buffer columns after the first; then the
@@ -129,6 +155,7 @@ mod tests {
         for t in PINGPONG
             .iter()
             .chain(RR)
+            .chain(OPEN_LOOP)
             .chain([&SETUP, &LOST])
             .chain(stream)
         {

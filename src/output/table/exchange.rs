@@ -10,6 +10,10 @@ impl TableSink {
     /// swept buffers' columns.
     pub(super) fn latency_columns(&self) -> (Vec<RunColumn>, usize) {
         let (mut cols, before): (Vec<RunColumn>, usize) = match self.pattern {
+            Some(PatternKind::Rr) if self.open_loop => (
+                columns::OPEN_LOOP.iter().map(RunColumn::figure).collect(),
+                2,
+            ),
             Some(PatternKind::Pingpong) => {
                 (columns::PINGPONG.iter().map(RunColumn::figure).collect(), 1)
             }
@@ -61,6 +65,15 @@ impl TableSink {
         self.row(self.cells(&row, &l.validity, true))?;
         self.footnote("", &l.validity)?;
         self.footnote("", &l.percentile_validity("p99"))?;
+        if let Some(o) = &l.open_loop {
+            self.footnote("", &l.percentile_validity("p99.9"))?;
+            if let Some(why) = &o.overload {
+                self.under(&format!(
+                    "! offered {:.0}/s, achieved {:.0}/s: {why}",
+                    o.offered_per_s, o.achieved_per_s
+                ))?;
+            }
+        }
         Ok(Rows::Measured)
     }
 }

@@ -117,6 +117,24 @@ impl TableSink {
                 st.length_prefix_bytes
             ))?;
         }
+        match (st.arrivals, &st.open_loop) {
+            (_, Some(o)) => {
+                self.line(&format!(
+                    "# open loop: {} arrivals (seed {}), at most {} requests in flight per connection; latency from each request's scheduled send, so queueing is in it; svc from its actual send",
+                    o.arrivals, o.seed, o.max_in_flight
+                ))?;
+                // With requests in flight, a small write waits for the ACK of the ones before
+                // it (Nagle), which the peer may delay: on loopback the last replies of every
+                // point came 40 to 50 ms late without --nodelay, none with it.
+                if self.acked && !st.nodelay {
+                    self.line("# Nagle's algorithm on: a request written while others are unacknowledged waits for their ACK, which the peer may delay (about 40 ms on Linux); --nodelay turns it off")?;
+                }
+            }
+            (Some(crate::model::vocab::Arrivals::Closed), None) => self.line(
+                "# closed loop: each request leaves once the reply to the one before came, so a slow server slows the load it gets and its queue stays out of the latency (--arrivals poisson --rate N/s: open loop)",
+            )?,
+            _ => {}
+        }
         if let Some(t) = st.think_ns {
             self.line(&format!(
                 "# think time {} before each timed transaction: txn/s over the raw time, txn/s-think over the time without the waits; RTTs exclude them",
@@ -148,6 +166,9 @@ impl TableSink {
             PatternKind::Pingpong => {
                 self.line("# latency = RTT/2 (one-way); throughput = 2n/RTT; CI = confidence interval half-width of the mean")?;
             }
+            PatternKind::Rr if self.open_loop => {
+                self.line("# offered = requests per second asked for; achieved = replies per second from the schedule's start to the last reply; outst = sent and not answered when the point ended; waits = requests held by --max-in-flight")?;
+            }
             PatternKind::Rr | PatternKind::Crr => {
                 self.line("# transaction = request + response, times are round trips; throughput counts request+response payload")?;
             }
@@ -178,6 +199,9 @@ impl TableSink {
         match r.pattern {
             PatternKind::Pingpong => format!(
                 "# units: times in us (one-way = RTT/2), rates in Mbit/s (10^6 bit/s), {sizes}"
+            ),
+            PatternKind::Rr if r.settings.open_loop.is_some() => format!(
+                "# units: times in us (latency and p50/p99/p99.9/max from the scheduled send, svc from the actual send), offered/s and achieved/s in requests per second, {sizes}"
             ),
             PatternKind::Rr | PatternKind::Crr => format!(
                 "# units: times in us (round trips{}), rates in Mbit/s (10^6 bit/s), txn/s in transactions per second, {sizes}",

@@ -39,6 +39,8 @@ pub struct TableSink {
     intervals: bool,
     /// --think: exchanges show their rate without the waits too.
     think: bool,
+    /// rr with open-loop arrivals: the QPS-against-latency table.
+    open_loop: bool,
     /// Both hosts' CPU shares under each point (--host-cpu).
     host_cpu: bool,
     /// Plain (printed a row at a time) or Markdown (printed whole at the end).
@@ -184,6 +186,7 @@ impl TableSink {
             acked: false,
             intervals: false,
             think: false,
+            open_loop: false,
             host_cpu: false,
             style: Style::Plain,
             selection: None,
@@ -428,6 +431,7 @@ impl Sink for TableSink {
         // A Markdown table is the table and its notes: interval lines are in --json.
         self.intervals = r.settings.interval_ns.is_some() && self.style == Style::Plain;
         self.think = r.settings.think_ns.is_some();
+        self.open_loop = r.settings.open_loop.is_some();
         self.lay_out_columns(r)?;
         self.run_lines(r)?;
         self.column_header(r)
