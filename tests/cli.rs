@@ -116,9 +116,15 @@ fn help_is_true() {
         h.contains("128K for streams over reliable transports"),
         "{h}"
     );
-    assert!(h.contains("tcp, udp, unix, mptcp, quic or raw"), "{h}");
+    assert!(
+        h.contains("tcp, udp, unix, mptcp, quic, raw or grpc"),
+        "{h}"
+    );
     let h = help(&["compare-transports", "--help"]);
-    assert!(h.contains("tcp, udp, unix, mptcp, quic and raw"), "{h}");
+    assert!(
+        h.contains("tcp, udp, unix, mptcp, quic, raw and grpc"),
+        "{h}"
+    );
     let h = help(&["lab", "down", "--help"]);
     assert!(h.contains("--all Remove every lab"), "{h}");
 }

@@ -15,11 +15,11 @@ pub struct CompareArgs {
     pub to: Option<String>,
     #[command(flatten)]
     pub auth: ClientAuthArgs,
-    /// Transports to compare, of tcp, udp, unix, mptcp, quic and raw, e.g. tcp,udp,raw.
+    /// Transports to compare, of tcp, udp, unix, mptcp, quic, raw and grpc, e.g. tcp,udp,raw.
     /// Default: every transport that can run here (raw needs root; unix only without --to).
-    /// An entry is [LABEL=]KIND[@HOST[:PORT]]: `routed=tcp@RELAY:5301` measures tcp through
-    /// another server or a relay (`wirebench relay`) under the label "routed", beside the
-    /// direct path.
+    /// An entry is [LABEL=]KIND[/ENCODING][@HOST[:PORT]]: `grpc/doubles` is grpc with that
+    /// encoding; `routed=tcp@RELAY:5301` measures tcp through another server or a relay
+    /// (`wirebench relay`) under the label "routed", beside the direct path.
     #[arg(long, value_delimiter = ',', value_parser = parse_entry)]
     pub transports: Option<Vec<Entry>>,
     /// Message sizes of the sweep (binary suffixes); sizes above a transport's largest

@@ -59,7 +59,7 @@ pub struct RunArgs {
     pub to: Option<String>,
     #[command(flatten)]
     pub auth: ClientAuthArgs,
-    /// Transport: tcp, udp, unix, mptcp, quic or raw. Not iperf3's -t (time): that is -d here.
+    /// Transport: tcp, udp, unix, mptcp, quic, raw or grpc. Not iperf3's -t (time): that is -d here.
     #[arg(long, short = 't', default_value = "tcp", value_parser = TransportParser)]
     pub transport: TransportKind,
     #[command(flatten)]

@@ -2,7 +2,7 @@
 //! Table 1 of [Local ATM computing n.d.] (REFERENCES.md) for today's stacks: t0, r_max and n_1/2 per transport with confidence
 //! intervals over independent runs, and each one's overhead against the lowest layer measured.
 
-use crate::model::transports::{Comparison, Estimate, Overhead, TransportRow};
+use crate::model::transports::{Comparison, Estimate, Overhead, SerialisationShare, TransportRow};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -52,6 +52,8 @@ pub struct Entry {
     pub kind: TransportKind,
     /// HOST[:PORT] of the server (or relay) for this row alone; None: the comparison's.
     pub via: Option<String>,
+    /// grpc: how its messages carry their bytes (`grpc/doubles`); None: the comparison's.
+    pub encoding: Option<crate::model::vocab::Encoding>,
 }
 
 impl Entry {
@@ -60,12 +62,13 @@ impl Entry {
             label: kind.name().to_owned(),
             kind,
             via: None,
+            encoding: None,
         }
     }
 }
 
-/// `[LABEL=]KIND[@HOST[:PORT]]`: `tcp`, `routed=tcp@10.0.0.3:5301`. Without a label, the
-/// entry's own text names the row.
+/// `[LABEL=]KIND[/ENCODING][@HOST[:PORT]]`: `tcp`, `grpc/doubles`, `routed=tcp@10.0.0.3:5301`.
+/// Without a label, the entry's own text names the row.
 pub fn parse_entry(s: &str) -> std::result::Result<Entry, String> {
     let (label, rest) = match s.split_once('=') {
         Some((l, r)) => (Some(l), r),
@@ -74,6 +77,15 @@ pub fn parse_entry(s: &str) -> std::result::Result<Entry, String> {
     let (kind, via) = match rest.split_once('@') {
         Some((k, v)) => (k, Some(v)),
         None => (rest, None),
+    };
+    let (kind, encoding) = match kind.split_once('/') {
+        Some((k, e)) => {
+            let e = <crate::model::vocab::Encoding as clap::ValueEnum>::from_str(e, true).map_err(
+                |_| format!("unknown encoding '{e}' in '{s}' (available: bytes, doubles, records)"),
+            )?;
+            (k, Some(e))
+        }
+        None => (kind, None),
     };
     if let Some(l) = label {
         if l.is_empty()
@@ -95,10 +107,16 @@ pub fn parse_entry(s: &str) -> std::result::Result<Entry, String> {
             crate::transport::names()
         )
     })?;
+    if encoding.is_some() && kind != TransportKind::Grpc {
+        return Err(format!(
+            "'{s}': an encoding applies to grpc alone (messages of {kind} carry plain bytes)"
+        ));
+    }
     Ok(Entry {
         label: label.unwrap_or(s).to_owned(),
         kind,
         via: via.map(str::to_owned),
+        encoding,
     })
 }
 
@@ -183,6 +201,9 @@ fn sweep_request(c: &CompareRequest, entry: &Entry, sizes: &[u64]) -> Result<Req
     r.server.to = entry.via.clone().or_else(|| c.to.clone());
     r.server.psk_file = c.psk_file.clone();
     r.local = c.local.clone();
+    if let Some(e) = entry.encoding {
+        r.local.encoding = e;
+    }
     r.sizes.size = Some(sizes.to_vec());
     r.stop.duration = Some(c.duration);
     r.timeouts.io = c.io_timeout;
@@ -257,6 +278,8 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
     let mut metrics: Vec<Vec<SweepMetrics>> = vec![Vec::new(); setups.len()];
     let mut errors: Vec<Option<String>> = vec![None; setups.len()];
     let mut saved: Vec<Vec<i64>> = vec![Vec::new(); setups.len()];
+    // grpc: each run's serialisation share at its smallest and largest size.
+    let mut shares: Vec<Vec<(Option<f64>, Option<f64>)>> = vec![Vec::new(); setups.len()];
     let started = crate::env::now_rfc3339();
     // Interleaved: run r of every transport before run r + 1 of any, so that a slow spell of
     // the host falls on all of them alike.
@@ -295,6 +318,16 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
             saving.outcome()?;
             saved[i].extend(id.get());
             progress.done(sizes.len() as f64);
+            if entry.kind == TransportKind::Grpc {
+                let share = |size: Option<&u64>| {
+                    report
+                        .points
+                        .iter()
+                        .find(|p| Some(&p.key.size) == size)
+                        .and_then(|p| p.rpc.as_ref()?.share_of_rtt)
+                };
+                shares[i].push((share(sizes.first()), share(sizes.last())));
+            }
             match result {
                 Ok(()) => match report.sweep_metrics.first() {
                     Some(g) => metrics[i].push(g.metrics.clone()),
@@ -318,6 +351,21 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
             );
             r.entry = entry.label.clone();
             r.via = entry.via.clone();
+            if entry.kind == TransportKind::Grpc {
+                let pick = |f: fn(&(Option<f64>, Option<f64>)) -> Option<f64>| {
+                    Estimate::of(
+                        &shares[i].iter().filter_map(f).collect::<Vec<_>>(),
+                        confidence,
+                    )
+                };
+                r.serialisation = Some(SerialisationShare {
+                    encoding: entry.encoding.unwrap_or(c.local.encoding),
+                    smallest_size: sizes.first().copied().unwrap_or(0),
+                    at_smallest: pick(|s| s.0),
+                    largest_size: sizes.last().copied().unwrap_or(0),
+                    at_largest: pick(|s| s.1),
+                });
+            }
             r.saved_runs = saved[i].clone();
             r
         })
@@ -444,6 +492,7 @@ fn row(
         fit_invalid_reason,
         overhead: None,
         error,
+        serialisation: None,
     }
 }
 
@@ -543,10 +592,28 @@ mod tests {
                 label: "routed".into(),
                 kind: TransportKind::Tcp,
                 via: Some("10.0.0.3:5301".into()),
+                encoding: None,
             }
         );
         assert_eq!(parse_entry("udp@h").unwrap().label, "udp@h");
-        for bad in ["sctp", "=tcp", "a b=tcp", "tcp@", "x=pigeon@h"] {
+        let g = parse_entry("grpc/doubles").unwrap();
+        assert_eq!(
+            (g.label.as_str(), g.kind, g.encoding),
+            (
+                "grpc/doubles",
+                TransportKind::Grpc,
+                Some(crate::model::vocab::Encoding::Doubles)
+            )
+        );
+        for bad in [
+            "sctp",
+            "=tcp",
+            "a b=tcp",
+            "tcp@",
+            "x=pigeon@h",
+            "tcp/doubles",
+            "grpc/xml",
+        ] {
             let err = parse_entry(bad).unwrap_err();
             assert_eq!(err.lines().count(), 1, "{bad}: {err}");
         }

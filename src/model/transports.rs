@@ -78,6 +78,22 @@ pub struct TransportRow {
     pub overhead: Option<Overhead>,
     /// Why this transport has no figures, if it has none.
     pub error: Option<String>,
+    /// grpc: the encoding its messages carried, and the share of a call's round trip spent
+    /// serialising (client encode + server decode + server encode + client decode over the
+    /// mean round trip, warm-up included) at the smallest and the largest size, over the runs.
+    /// Null for other transports.
+    pub serialisation: Option<SerialisationShare>,
+}
+
+/// What serialisation took of a grpc entry's round trips, at both ends of its sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct SerialisationShare {
+    pub encoding: super::vocab::Encoding,
+    pub smallest_size: u64,
+    /// Shares (0 to 1) over the runs.
+    pub at_smallest: Option<Estimate>,
+    pub largest_size: u64,
+    pub at_largest: Option<Estimate>,
 }
 
 #[derive(Debug, Clone, Serialize)]

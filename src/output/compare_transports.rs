@@ -182,6 +182,27 @@ pub fn format(c: &Comparison, style: Style) -> String {
         }
     }
     for r in &c.transports {
+        let Some(ser) = &r.serialisation else {
+            continue;
+        };
+        let pct = |e: &Option<Estimate>| match e {
+            Some(e) => with_ci(&Some(e.clone()), 100.0, 1, "") + "%",
+            None => "-".into(),
+        };
+        out.push_str(&comment(
+            style,
+            &format!(
+                "{} serialisation ({}): {} of the round trip at {} B, {} at {} B (client encode + server decode + server encode + client decode over the mean round trip, warm-up included)",
+                r.entry,
+                ser.encoding.name(),
+                pct(&ser.at_smallest),
+                ser.smallest_size,
+                pct(&ser.at_largest),
+                ser.largest_size
+            ),
+        ));
+    }
+    for r in &c.transports {
         if let Some(note) = &r.r_max_note {
             out.push_str(&comment(style, &format!("{} >= and ~: {note}", r.entry)));
         }
@@ -254,6 +275,7 @@ mod tests {
                 n_half_ratio: None,
             }),
             error: None,
+            serialisation: None,
         }
     }
 
@@ -373,6 +395,21 @@ mod tests {
         );
         assert!(text.contains("IP byte stream via 10.9.0.3:5301"), "{text}");
         assert!(text.contains("routed fit t(n)"), "{text}");
+        assert!(!text.contains("serialisation"), "{text}");
+        let mut g = row(TransportKind::Grpc, "RPC", 50_000.0, 1e9);
+        g.entry = "grpc/doubles".into();
+        g.serialisation = Some(crate::model::transports::SerialisationShare {
+            encoding: crate::model::vocab::Encoding::Doubles,
+            smallest_size: 1,
+            at_smallest: est(0.021, Some(0.003)),
+            largest_size: 1 << 20,
+            at_largest: est(0.35, None),
+        });
+        let text = format(&comparison(vec![g]), Style::Plain);
+        assert!(
+            text.contains("# grpc/doubles serialisation (doubles): 2.1 ±0.3% of the round trip at 1 B, 35.0% at 1048576 B"),
+            "{text}"
+        );
         let table = table_lines(&text);
         let aligns = [
             Align::Left,
