@@ -204,7 +204,7 @@ fn requests_over_the_server_limits_are_refused_with_the_reason() {
     ]);
     fails_with(
         &["run", "pingpong", "--to", &server.addr, "--size", "4K"],
-        "this server allows 1 to 1024 bytes",
+        "this server allows 0 to 1024 bytes",
     );
     fails_with(
         &["run", "pingpong", "--to", &server.addr, "-d", "5s"],

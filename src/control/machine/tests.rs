@@ -679,7 +679,7 @@ fn a_message_too_large_is_refused_and_the_session_goes_on() {
     assert_eq!(
         server_sent(&mut s),
         vec![ServerMessage::from(Refusal::limit(
-            "request/message size of 2097152 bytes; this server allows 1 to 1048576 bytes"
+            "request/message size of 2097152 bytes; this server allows 0 to 1048576 bytes"
         ))]
     );
     assert!(!s.is_ended());
