@@ -25,7 +25,7 @@ fn fails_with(args: &[&str], needle: &str) {
 fn unknown_transport_is_one_clear_line() {
     fails_with(
         &["run", "pingpong", "-t", "carrier-pigeon"],
-        "unknown transport 'carrier-pigeon' (available: tcp, udp, unix, mptcp, quic, raw)",
+        "unknown transport 'carrier-pigeon' (available: tcp, udp, unix, mptcp, quic, raw, grpc)",
     );
 }
 
@@ -562,7 +562,7 @@ fn invalid_values_list_what_is_allowed() {
     usage_error(
         &["run", "pingpong", "--transport", "carrier-pigeon"],
         &[
-            "unknown transport 'carrier-pigeon' (available: tcp, udp, unix, mptcp, quic, raw)",
+            "unknown transport 'carrier-pigeon' (available: tcp, udp, unix, mptcp, quic, raw, grpc)",
             "(see 'wirebench run --help')",
         ],
     );

@@ -707,7 +707,7 @@ fn rate_and_arrivals(a: &RunArgs) -> Result<(Option<Rate>, Option<request::OpenL
             .as_deref()
             .map(crate::units::parse_rate_typed)
             .transpose()
-            .map_err(anyhow::Error::msg)?;
+            .map_err(|e| anyhow::anyhow!("--rate: {e}"))?;
         return Ok((rate, None));
     }
     let Some(text) = a.rate.as_deref() else {

@@ -367,6 +367,41 @@ fn points_table(run: &Run) -> String {
     s
 }
 
+/// grpc: each point's serialisation apart from its calls ([Local ATM computing n.d.] split
+/// PVM's pack from its send): the four steps of a call, count-weighted means over the data
+/// connections (warm-up included), and their share of the mean round trip. Empty for a run
+/// without them.
+fn serialisation_table(run: &Run) -> String {
+    use crate::model::rpc::merged;
+    let r = run.report;
+    if r.points.iter().all(|p| p.rpc.is_none()) {
+        return String::new();
+    }
+    let mut s = String::from(
+        "<table><tr><th>point</th><th>encoding</th><th>client encode (µs, mean)</th><th>server decode (µs, mean)</th><th>server encode (µs, mean)</th><th>client decode (µs, mean)</th><th>messages (client encoded)</th><th>share of the round trip</th></tr>\n",
+    );
+    for p in &r.points {
+        let Some(rpc) = &p.rpc else {
+            continue;
+        };
+        let step = |v: Option<(u64, f64)>| v.map_or("-".into(), |(_, mean)| us_num(mean));
+        s.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+            esc(&series::describe_point(r, p)),
+            rpc.encoding.name(),
+            step(merged(&rpc.client, |s| s.encode)),
+            step(merged(&rpc.server, |s| s.decode)),
+            step(merged(&rpc.server, |s| s.encode)),
+            step(merged(&rpc.client, |s| s.decode)),
+            merged(&rpc.client, |s| s.encode).map_or("-".into(), |(n, _)| n.to_string()),
+            rpc.share_of_rtt
+                .map_or("-".into(), |x| format!("{:.1}%", x * 100.0)),
+        ));
+    }
+    s.push_str("</table>\n<p>Each end's encode and decode time per message, timed apart from the call (warm-up messages included); the share is the four steps over the mean round trip.</p>\n");
+    s
+}
+
 fn env_rows(side: &str, e: &Environment) -> String {
     format!(
         "<tr><td>{side}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>\n",
@@ -566,6 +601,7 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
         page.html
             .push_str(&format!("<h3>Run {}</h3>\n", esc(&run.name())));
         page.html.push_str(&points_table(run));
+        page.html.push_str(&serialisation_table(run));
     }
     page.html.push_str("<h2>Environment</h2>\n");
     for run in runs {
@@ -609,6 +645,36 @@ mod tests {
         // 1000 samples: both stand, nothing marked.
         assert!(rows[1].contains("20 / 40</td>"), "{}", rows[1]);
         assert!(!rows[1].contains("below its floor"), "{}", rows[1]);
+    }
+
+    /// A grpc run's report gives each point's serialisation steps and their share; a run
+    /// without them has no such table.
+    #[test]
+    fn a_grpc_run_shows_its_serialisation_per_point() {
+        use crate::model::rpc::{CodecTime, RpcResult, Serialisation};
+        use crate::model::vocab::Encoding;
+        let mut r = crate::store::db::tests::report("pingpong", 1, 20_000.0);
+        assert_eq!(serialisation_table(&Run { id: 1, report: &r }), "");
+        let t = |mean_ns: f64| {
+            Some(CodecTime {
+                count: 100,
+                mean_ns,
+                p50_ns: mean_ns as u64,
+                p99_ns: mean_ns as u64,
+            })
+        };
+        let side = |e: f64, d: f64| Serialisation {
+            encoding: Encoding::Doubles,
+            encode: t(e),
+            decode: t(d),
+        };
+        r.points[0].rpc = RpcResult::new(
+            vec![side(780.0, 950.0)],
+            vec![side(760.0, 1090.0)],
+            Some(50_000.0),
+        );
+        let html = serialisation_table(&Run { id: 1, report: &r });
+        assert!(html.contains("<td>doubles</td><td class=\"n\">0.78</td><td class=\"n\">1.09</td><td class=\"n\">0.76</td><td class=\"n\">0.95</td><td class=\"n\">100</td><td class=\"n\">7.2%</td>"), "{html}");
     }
 
     /// A stored stream run at about 21 Gbit/s: its receiver and sender each moved 5.25e9
