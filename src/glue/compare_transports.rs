@@ -183,6 +183,8 @@ fn sweep_request(c: &CompareRequest, entry: &Entry, sizes: &[u64]) -> Result<Req
     r.server.to = entry.via.clone().or_else(|| c.to.clone());
     r.server.psk_file = c.psk_file.clone();
     r.local = c.local.clone();
+    // --tls is grpc's: every other entry runs as ever.
+    r.local.tls = c.local.tls && kind == TransportKind::Grpc;
     r.sizes.size = Some(sizes.to_vec());
     r.stop.duration = Some(c.duration);
     r.timeouts.io = c.io_timeout;
@@ -191,7 +193,7 @@ fn sweep_request(c: &CompareRequest, entry: &Entry, sizes: &[u64]) -> Result<Req
     r.output.db = c.db.clone();
     // Nagle would hold the last segment of every message above the MSS for an ACK: off, as
     // NetPIPE does, wherever TCP options apply.
-    r.socket.nodelay = kind.open(&c.local)?.capabilities().tcp_options;
+    r.socket.nodelay = kind.open(&r.local)?.capabilities().tcp_options;
     Ok(r)
 }
 
