@@ -321,6 +321,10 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
             r.entry = entry.label.clone();
             r.via = entry.via.clone();
             r.saved_runs = saved[i].clone();
+            if c.local.tls && entry.kind == TransportKind::Grpc {
+                // The row says what was measured: grpc's layer with TLS in it.
+                r.layer = "RPC: protobuf over HTTP/2 over TLS 1.3 over TCP".to_owned();
+            }
             r
         })
         .collect();
