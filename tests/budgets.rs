@@ -110,6 +110,7 @@ fn stream_test(transport: &str, direction: Direction, streams: u32, batch: u32) 
         write_size: None,
         think_ns: None,
         length_prefix: 0,
+        tls: false,
         open_loop: None,
         pattern: PatternKind::Stream,
         transport: wirebench::transport::TransportKind::from_name(transport).unwrap(),

@@ -73,6 +73,7 @@ impl Control {
             write_size: None,
             think_ns: None,
             length_prefix: 0,
+            tls: false,
             open_loop: None,
             pattern,
             transport: wirebench::transport::TransportKind::from_name(transport).unwrap(),

@@ -45,6 +45,10 @@ pub struct CompareArgs {
     pub io_timeout: Duration,
     #[command(flatten)]
     pub transport_args: TransportArgs,
+    /// The grpc entry runs HTTP/2 over TLS 1.3, as `run --tls` (the other entries as ever;
+    /// quic always encrypts).
+    #[arg(long)]
+    pub tls: bool,
     /// As JSON.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
@@ -72,7 +76,10 @@ impl From<&CompareArgs> for CompareRequest {
             baseline: a.baseline.clone(),
             confidence: a.confidence,
             io_timeout: a.io_timeout,
-            local: a.transport_args.config(),
+            local: crate::transport::TransportConfig {
+                tls: a.tls,
+                ..a.transport_args.config()
+            },
             progress: !a.json,
             save: !a.no_save,
             db: a.db.clone(),

@@ -18,14 +18,16 @@ pub struct TransportArgs {
     /// local address of the control connection).
     #[arg(long, value_name = "IFACE")]
     pub iface: Option<String>,
-    /// quic server: certificate chain, PEM (default: a self-signed certificate made at start).
+    /// quic and grpc --tls server: certificate chain, PEM (default: a self-signed certificate
+    /// made at start).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
-    /// quic server: private key of --tls-cert, PEM.
+    /// quic and grpc --tls server: private key of --tls-cert, PEM.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// quic client: verify the server with these CA certificates, PEM (default: accept exactly
-    /// the certificate whose SHA-256 fingerprint the server announced on the control connection).
+    /// quic and grpc --tls client: verify the server with these CA certificates, PEM
+    /// (default: accept exactly the certificate whose SHA-256 fingerprint the server
+    /// announced on the control connection).
     #[arg(long, value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
     /// grpc: how each message carries its bytes: one bytes field, n/8 doubles (packed) or
@@ -43,6 +45,7 @@ impl TransportArgs {
             tls_key: self.tls_key.clone(),
             tls_ca: self.tls_ca.clone(),
             encoding: self.encoding.unwrap_or_default(),
+            tls: false,
         }
     }
 }
@@ -69,6 +72,13 @@ pub struct RunArgs {
     /// connection, so client-side figures only.
     #[arg(long, value_name = "HOST:PORT", conflicts_with = "to")]
     pub grpc_endpoint: Option<String>,
+    /// grpc: HTTP/2 over TLS 1.3 (rustls, ALPN h2) on every data connection. The server uses
+    /// its --tls-cert/--tls-key or a self-signed certificate and announces its SHA-256 on the
+    /// control connection; the client accepts exactly that certificate, or verifies it
+    /// against --tls-ca for the server's IP address. Other transports refuse it (quic always
+    /// encrypts).
+    #[arg(long, conflicts_with = "grpc_endpoint")]
+    pub tls: bool,
     /// Send the data connections to the control port too (TCP only), so that a single
     /// forwarded port carries the test: use it when --to is a relay or proxy. The server
     /// applies its socket options after accepting such a connection.
@@ -600,6 +610,7 @@ impl TryFrom<&RunArgs> for Request {
                 );
             }
         }
+        check_tls(a.tls, a.transport)?;
         let (rate, open_loop) = rate_and_arrivals(a)?;
         Ok(Request {
             pattern: a.pattern,
@@ -609,7 +620,10 @@ impl TryFrom<&RunArgs> for Request {
                 psk_file: a.auth.psk_file.clone(),
                 one_port: a.one_port,
             },
-            local: a.transport_args.config(),
+            local: crate::transport::TransportConfig {
+                tls: a.tls,
+                ..a.transport_args.config()
+            },
             sizes: a.sizes.request(),
             buffers: request::Buffers {
                 window: list(&a.window),
@@ -736,6 +750,18 @@ fn rate_and_arrivals(a: &RunArgs) -> Result<(Option<Rate>, Option<request::OpenL
                 .unwrap_or(crate::pattern::openloop::DEFAULT_MAX_IN_FLIGHT),
         }),
     ))
+}
+
+/// `--tls` is grpc's: one line for any other transport.
+pub(super) fn check_tls(tls: bool, transport: TransportKind) -> Result<()> {
+    match transport {
+        _ if !tls => Ok(()),
+        TransportKind::Grpc => Ok(()),
+        TransportKind::Quic => anyhow::bail!(
+            "--tls applies to -t grpc alone: quic always encrypts (TLS 1.3, --tls-cert/--tls-key/--tls-ca choose its certificates)"
+        ),
+        t => anyhow::bail!("--tls applies to -t grpc alone ({t} carries its bytes in the clear)"),
+    }
 }
 
 /// `wirebench run`: the exit code.

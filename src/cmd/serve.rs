@@ -43,7 +43,7 @@ pub struct ServeArgs {
     /// on ADDR (IP:PORT), for other gRPC stacks: Call answers response_size bytes in the
     /// request's encoding (an echo when 0), Upload answers the count of messages and bytes.
     /// --allow and --deny apply to it; the pre-shared key, the budgets and the limits do not
-    /// (it has no control connection).
+    /// (it has no control connection). It speaks plaintext HTTP/2 (h2c), no TLS.
     #[arg(long, value_name = "ADDR")]
     pub grpc_echo: Option<SocketAddr>,
     #[command(flatten)]

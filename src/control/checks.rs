@@ -23,6 +23,12 @@ impl Limits {
                 t.streams, self.max_streams
             )));
         }
+        if t.tls && t.transport != crate::transport::TransportKind::Grpc {
+            return Err(Refusal::invalid(format!(
+                "TLS is asked for over {}: --tls applies to grpc alone",
+                t.transport
+            )));
+        }
         if t.pattern == PatternKind::Crr && t.streams != 1 {
             return Err(Refusal::invalid(
                 "crr runs one connection at a time (--parallel 1)",
@@ -277,6 +283,7 @@ mod tests {
             write_size: None,
             think_ns: None,
             length_prefix: 0,
+            tls: false,
             open_loop: None,
             pattern,
             transport,

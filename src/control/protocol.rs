@@ -90,6 +90,11 @@ pub struct TestSpec {
     /// own business: the responder answers as ever, and a server ignores it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<crate::pattern::OpenLoopSettings>,
+    /// grpc: the data connections speak HTTP/2 over TLS 1.3 (`--tls`); the server announces
+    /// its certificate's fingerprint with the port. A server older than this field ignores
+    /// it and announces a plain port, which the client refuses.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tls: bool,
 }
 
 fn is_zero(v: &u32) -> bool {

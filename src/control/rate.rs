@@ -167,6 +167,7 @@ mod tests {
             write_size: None,
             think_ns: None,
             length_prefix: 0,
+            tls: false,
             open_loop: None,
             pattern,
             transport: crate::transport::TransportKind::Tcp,

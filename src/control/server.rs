@@ -282,7 +282,11 @@ fn open_test(
     spec: TestSpec,
     cookie: Cookie,
 ) -> Result<TestIo> {
-    let transport = spec.transport.open(&config.transport)?;
+    // TLS is the one transport setting the client chooses for the test (grpc --tls).
+    let transport = spec.transport.open(&crate::transport::TransportConfig {
+        tls: spec.tls,
+        ..config.transport.clone()
+    })?;
     let mut route = None;
     let listener: Box<dyn Listener> = if spec.one_port {
         let connections = pattern::connection_count(spec.pattern, spec.direction, spec.streams);

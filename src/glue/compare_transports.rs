@@ -204,6 +204,8 @@ fn sweep_request(c: &CompareRequest, entry: &Entry, sizes: &[u64]) -> Result<Req
     if let Some(e) = entry.encoding {
         r.local.encoding = e;
     }
+    // --tls is grpc's: every other entry runs as ever.
+    r.local.tls = c.local.tls && kind == TransportKind::Grpc;
     r.sizes.size = Some(sizes.to_vec());
     r.stop.duration = Some(c.duration);
     r.timeouts.io = c.io_timeout;
@@ -212,7 +214,7 @@ fn sweep_request(c: &CompareRequest, entry: &Entry, sizes: &[u64]) -> Result<Req
     r.output.db = c.db.clone();
     // Nagle would hold the last segment of every message above the MSS for an ACK: off, as
     // NetPIPE does, wherever TCP options apply.
-    r.socket.nodelay = kind.open(&c.local)?.capabilities().tcp_options;
+    r.socket.nodelay = kind.open(&r.local)?.capabilities().tcp_options;
     Ok(r)
 }
 
@@ -367,6 +369,10 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
                 });
             }
             r.saved_runs = saved[i].clone();
+            if c.local.tls && entry.kind == TransportKind::Grpc {
+                // The row says what was measured: grpc's layer with TLS in it.
+                r.layer = "RPC: protobuf over HTTP/2 over TLS 1.3 over TCP".to_owned();
+            }
             r
         })
         .collect();

@@ -261,6 +261,10 @@ pub struct Settings {
     /// grpc: how the messages carried their bytes (--encoding). Absent for other transports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encoding: Option<super::vocab::Encoding>,
+    /// grpc: whether HTTP/2 ran over TLS 1.3 (--tls). Absent for other transports (quic
+    /// always encrypts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

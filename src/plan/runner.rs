@@ -111,6 +111,7 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunDocument {
             fast: t.fast.clone(),
             encoding: (t.transport == crate::transport::TransportKind::Grpc)
                 .then_some(request.local.encoding),
+            tls: (t.transport == crate::transport::TransportKind::Grpc).then_some(t.tls),
         },
         swept: plan.swept,
         points: Vec::new(),

@@ -22,7 +22,7 @@ impl TransportKind {
             TransportKind::Unix => Box::new(super::unix::Unix),
             TransportKind::Raw => Box::new(super::raw::Raw::new(config)),
             TransportKind::Quic => Box::new(super::quic::Quic::new(config)?),
-            TransportKind::Grpc => Box::new(super::grpc::Grpc::new(config)),
+            TransportKind::Grpc => Box::new(super::grpc::Grpc::new(config)?),
             #[cfg(feature = "mpi")]
             TransportKind::Mpi => Box::new(super::mpi::Mpi),
             #[cfg(not(feature = "mpi"))]

@@ -15,6 +15,7 @@ mod quic;
 mod raw;
 pub mod sockopt;
 mod tcp;
+mod tls;
 mod udp;
 mod unix;
 
@@ -199,16 +200,22 @@ pub struct TransportConfig {
     /// raw: the network interface to send frames on. Default: the interface that holds the
     /// local address of the control connection.
     pub iface: Option<String>,
-    /// quic server: certificate chain (PEM). Default: a self-signed one made at start-up.
+    /// quic and grpc --tls server: certificate chain (PEM). Default: a self-signed one made
+    /// at start-up.
     pub tls_cert: Option<PathBuf>,
-    /// quic server: the private key of `tls_cert` (PEM).
+    /// quic and grpc --tls server: the private key of `tls_cert` (PEM).
     pub tls_key: Option<PathBuf>,
-    /// quic client: CA certificates (PEM) to verify the server with. Default: accept exactly
-    /// the certificate whose fingerprint the server announced over the control connection.
+    /// quic and grpc --tls client: CA certificates (PEM) to verify the server with. Default:
+    /// accept exactly the certificate whose fingerprint the server announced over the
+    /// control connection.
     pub tls_ca: Option<PathBuf>,
     /// grpc client: how messages carry their bytes. The server answers each call in the
     /// encoding it came in, so only the client needs it.
     pub encoding: crate::model::vocab::Encoding,
+    /// grpc: HTTP/2 over TLS 1.3. The client's `--tls`; a server takes it from the test the
+    /// client asked for (the one setting that comes over control), and then uses `tls_cert`
+    /// and `tls_key` as quic does.
+    pub tls: bool,
 }
 
 /// What a build without the `mpi` feature says when asked for MPI.

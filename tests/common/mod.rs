@@ -10,6 +10,7 @@ use serde_json::Value;
 pub mod hostile;
 pub mod lab;
 pub mod need;
+pub mod pki;
 pub mod proc;
 
 /// The binary, with its default results database in a per-process temporary directory:

@@ -25,6 +25,7 @@ fn spec(direction: Direction, streams: u32) -> TestSpec {
         write_size: None,
         think_ns: None,
         length_prefix: 0,
+        tls: false,
         open_loop: None,
         pattern: PatternKind::Stream,
         transport: TransportKind::Tcp,

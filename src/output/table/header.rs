@@ -11,10 +11,15 @@ impl TableSink {
     pub(super) fn run_lines(&self, r: &RunDocument) -> anyhow::Result<()> {
         let server = r.server.address.clone().unwrap_or_default();
         self.line(&format!(
-            "# wirebench {} {} over {}, server {}{}",
+            "# wirebench {} {} over {}{}, server {}{}",
             r.wirebench_version,
             r.pattern,
             r.transport,
+            if r.settings.tls == Some(true) {
+                " (TLS 1.3)"
+            } else {
+                ""
+            },
             server,
             if r.server.self_hosted {
                 " (self-hosted on loopback)"

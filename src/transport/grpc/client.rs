@@ -12,27 +12,38 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use bytes::Bytes;
 use http::uri::PathAndQuery;
 use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsConnector;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Status, Streaming};
 
 use super::codec::{TimedCodec, Times};
+use super::io::Stream;
 use super::server::read_times;
 use super::wire::{self, Payload, UploadSummary};
 use super::{
-    default_shape, CONNECTION_WINDOW, COOKIE_KEY, HELLO_KEY, MAX_DECODED, MAX_IN_FLIGHT,
+    default_shape, ALPN_H2, CONNECTION_WINDOW, COOKIE_KEY, HELLO_KEY, MAX_DECODED, MAX_IN_FLIGHT,
     STREAM_WINDOW, UPLOAD_QUEUE,
 };
 use crate::model::rpc::Serialisation;
 use crate::model::vocab::Encoding;
 use crate::transport::quic::engine::{Engine, EngineRef};
+use crate::transport::tls::{self, Trust};
 use crate::transport::{sockopt, Connection, Cookie, EffectiveOptions, Shape, SocketOptions};
 
 type Grpc = tonic::client::Grpc<Channel>;
+
+/// How a client connection checks the server's certificate (`--tls`): against `trust`
+/// (`--tls-ca`), or else exactly the one with SHA-256 `fingerprint`.
+pub(super) struct Secure<'a> {
+    pub(super) trust: Option<&'a Trust>,
+    pub(super) fingerprint: [u8; 32],
+}
 type CallResult = std::result::Result<Payload, Status>;
 /// The running Upload call, which answers with the server's summary.
 type UploadCall = JoinHandle<std::result::Result<UploadSummary, Status>>;
@@ -104,12 +115,25 @@ impl GrpcClient {
         opts: &SocketOptions,
         cookie: Option<&Cookie>,
         encoding: Encoding,
+        secure: Option<Secure<'_>>,
         timeout: Duration,
     ) -> Result<GrpcClient> {
         let engine = Engine::start()?;
         let kept: Arc<Mutex<Option<Socket>>> = Arc::new(Mutex::new(None));
         let keep = kept.clone();
         let opts = opts.clone();
+        // Why the certificate was refused, as the verifier saw it.
+        let failure = Arc::new(Mutex::new(None));
+        let tls = match &secure {
+            Some(s) => {
+                let (config, name) =
+                    tls::client_config(s.trust, s.fingerprint, addr.ip(), &failure, ALPN_H2)?;
+                let name = ServerName::try_from(name)
+                    .map_err(|e| anyhow!("the server name for TLS: {e}"))?;
+                Some((TlsConnector::from(Arc::new(config)), name))
+            }
+            None => None,
+        };
         let connector = tower::service_fn(move |_: http::Uri| {
             let made = tcp_socket(addr, &opts).and_then(|s| {
                 if let Ok(mut k) = keep.lock() {
@@ -117,6 +141,7 @@ impl GrpcClient {
                 }
                 Ok(s)
             });
+            let tls = tls.clone();
             async move {
                 let sock = made.map_err(|e| io::Error::other(format!("{e:#}")))?;
                 let std: std::net::TcpStream = sock.into();
@@ -124,11 +149,25 @@ impl GrpcClient {
                     .connect(addr)
                     .await?;
                 stream.set_nodelay(true)?;
+                let stream = match tls {
+                    None => Stream::Plain(stream),
+                    Some((connector, name)) => {
+                        let s = connector.connect(name, stream).await?;
+                        Stream::Tls(Box::new(tokio_rustls::TlsStream::Client(s)))
+                    }
+                };
                 Ok::<_, io::Error>(TokioIo::new(stream))
             }
         });
+        // tonic's own connector refuses an https URI without its TLS features, so the URI
+        // the connector gets says http and the requests' origin says https.
+        let scheme = if secure.is_some() { "https" } else { "http" };
+        let origin: http::Uri = format!("{scheme}://{addr}")
+            .parse()
+            .context("the gRPC endpoint's URI")?;
         let endpoint = Endpoint::from_shared(format!("http://{addr}"))
             .context("the gRPC endpoint's URI")?
+            .origin(origin)
             .initial_stream_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)
             .buffer_size(MAX_IN_FLIGHT + 8)
@@ -149,7 +188,12 @@ impl GrpcClient {
                     .connect_with_connector(connector)
                     .await
                     .map_err(|e| {
-                        anyhow!("gRPC connection to {addr} failed: {}", source_chain(&e))
+                        let why = tls::failure_or(&failure, source_chain(&e));
+                        if secure.is_some() {
+                            anyhow!("gRPC TLS connection to {addr} failed: {why}")
+                        } else {
+                            anyhow!("gRPC connection to {addr} failed: {why}")
+                        }
                     })?;
                 let mut grpc = Grpc::new(channel)
                     .max_decoding_message_size(MAX_DECODED)

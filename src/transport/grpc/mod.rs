@@ -34,12 +34,20 @@
 //! **Serialisation.** Every message's encode and decode is timed apart from the call, on both
 //! ends (see [`codec`]); [`Connection::serialisation`] reads them.
 //!
+//! **TLS.** With `--tls` the client asks for TLS in the test; the server's listener then runs
+//! TLS 1.3 (rustls on ring, ALPN "h2") on every accepted TCP connection before HTTP/2, with
+//! `--tls-cert`/`--tls-key` or the self-signed certificate, and announces `PORT/sha256=HEX`
+//! as quic does; the client pins exactly that certificate, or verifies it against `--tls-ca`
+//! for the server's IP address. A connection's setup figure then includes the TLS handshake
+//! (1 RTT more than TCP and HTTP/2 alone). `serve --grpc-echo` is plaintext.
+//!
 //! **Options.** TCP_NODELAY on both ends, as gRPC stacks set it. HTTP/2 flow-control windows
 //! of 16 MiB per stream and 32 MiB per connection (h2's 64 KiB default would cap a stream
 //! at 64 KiB per round trip); messages of up to [`MAX_MESSAGE`] application bytes.
 
 mod client;
 mod codec;
+mod io;
 #[cfg(test)]
 mod loopback_tests;
 mod server;
@@ -48,8 +56,9 @@ pub(crate) mod wire;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{anyhow, bail, Result};
 
+use super::tls::{self, Identity, Trust};
 use super::{
     Capabilities, Connection, Cookie, Listener, Shape, SocketOptions, Transport, TransportConfig,
 };
@@ -58,6 +67,8 @@ use crate::model::vocab::Encoding;
 /// The largest message, application bytes. Its encoding may take more on the wire (records:
 /// about 1.3 times), under the decoders' limit [`MAX_DECODED`].
 pub const MAX_MESSAGE: u64 = 64 << 20;
+/// The ALPN protocol of HTTP/2 over TLS (RFC 9113), which gRPC over TLS announces.
+const ALPN_H2: &[u8] = b"h2";
 /// tonic's limit on an encoded message, both ends (its default is 4 MiB).
 const MAX_DECODED: usize = 192 << 20;
 /// Calls a client connection keeps outstanding at most.
@@ -78,13 +89,37 @@ const HELLO_WAIT: Duration = Duration::from_secs(10);
 
 pub struct Grpc {
     encoding: Encoding,
+    /// HTTP/2 over TLS 1.3 (`--tls`): the server's identity, the client's trust.
+    tls: Option<TlsSide>,
+}
+
+/// This side's TLS settings, read when the transport is opened so that a bad file is an
+/// error before any test starts.
+struct TlsSide {
+    identity: Option<Identity>,
+    trust: Option<Trust>,
 }
 
 impl Grpc {
-    pub fn new(config: &TransportConfig) -> Grpc {
-        Grpc {
+    pub fn new(config: &TransportConfig) -> Result<Grpc> {
+        let tls = if config.tls {
+            let identity = match (&config.tls_cert, &config.tls_key) {
+                (Some(cert), Some(key)) => Some(tls::load_identity(cert, key)?),
+                (None, None) => None,
+                _ => bail!("--tls-cert and --tls-key go together"),
+            };
+            let trust = match &config.tls_ca {
+                Some(path) => Some(tls::load_trust(path)?),
+                None => None,
+            };
+            Some(TlsSide { identity, trust })
+        } else {
+            None
+        };
+        Ok(Grpc {
             encoding: config.encoding,
-        }
+            tls,
+        })
     }
 }
 
@@ -104,7 +139,14 @@ impl Transport for Grpc {
         }
     }
     fn listen(&self, local: IpAddr, peer: IpAddr) -> Result<Box<dyn Listener>> {
-        Ok(Box::new(server::GrpcListener::open(local, peer)?))
+        let identity = match &self.tls {
+            None => None,
+            Some(TlsSide {
+                identity: Some(id), ..
+            }) => Some(id.clone_identity()),
+            Some(_) => Some(tls::self_signed()?),
+        };
+        Ok(Box::new(server::GrpcListener::open(local, peer, identity)?))
     }
     fn connect(
         &self,
@@ -114,15 +156,43 @@ impl Transport for Grpc {
         cookie: &Cookie,
         timeout: Duration,
     ) -> Result<Box<dyn Connection>> {
-        let port: u16 = endpoint
-            .parse()
-            .map_err(|_| anyhow::anyhow!("bad grpc data endpoint '{endpoint}' (a port)"))?;
+        let (port, secure) = match &self.tls {
+            None => {
+                let port: u16 = endpoint.parse().map_err(|_| {
+                    if endpoint.contains("/sha256=") {
+                        anyhow!("the grpc server serves TLS, which this client did not ask for")
+                    } else {
+                        anyhow!(
+                            "bad grpc data endpoint '{}' (a port)",
+                            endpoint.escape_debug()
+                        )
+                    }
+                })?;
+                (port, None)
+            }
+            Some(side) => {
+                if endpoint.parse::<u16>().is_ok() {
+                    bail!(
+                        "the grpc server announced no certificate (plain port {endpoint}): it serves no TLS; is it older than --tls?"
+                    );
+                }
+                let (port, fingerprint) = tls::endpoint::parse_endpoint("grpc", endpoint)?;
+                (
+                    port,
+                    Some(client::Secure {
+                        trust: side.trust.as_ref(),
+                        fingerprint,
+                    }),
+                )
+            }
+        };
         let addr = SocketAddr::new(control.ip(), port);
         Ok(Box::new(client::GrpcClient::connect(
             addr,
             opts,
             Some(cookie),
             self.encoding,
+            secure,
             timeout,
         )?))
     }
@@ -142,6 +212,7 @@ pub fn connect_foreign(
         &SocketOptions::default(),
         None,
         encoding,
+        None,
         timeout,
     )?))
 }

@@ -17,8 +17,8 @@ use anyhow::{bail, Context as _, Result};
 use bytes::Bytes;
 use socket2::{SockRef, Socket};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
+use tokio_rustls::TlsAcceptor;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 use tonic::body::Body;
@@ -26,14 +26,16 @@ use tonic::transport::server::Connected;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::codec::{TimedCodec, Times};
+use super::io::Stream;
 use super::wire::{self, Payload, UploadSummary};
 use super::{
-    CONNECTION_WINDOW, COOKIE_KEY, HELLO_KEY, HELLO_WAIT, MAX_DECODED, MAX_STREAMS, REQUEST_QUEUE,
-    STREAM_WINDOW,
+    ALPN_H2, CONNECTION_WINDOW, COOKIE_KEY, HELLO_KEY, HELLO_WAIT, MAX_DECODED, MAX_STREAMS,
+    REQUEST_QUEUE, STREAM_WINDOW,
 };
 use crate::model::rpc::Serialisation;
 use crate::model::vocab::Encoding;
 use crate::transport::quic::engine::{Engine, EngineRef};
+use crate::transport::tls::{self, Identity};
 use crate::transport::{
     remaining, same_ip, sockopt, Connection, Cookie, EffectiveOptions, Listener, SocketOptions,
 };
@@ -90,7 +92,7 @@ struct Candidate {
 
 /// An accepted TCP stream that tells its [`Peer`] when hyper drops it.
 struct PeerIo {
-    stream: TcpStream,
+    stream: Stream,
     info: PeerInfo,
 }
 
@@ -414,50 +416,86 @@ fn bind(addr: SocketAddr) -> Result<(std::net::TcpListener, Socket)> {
 }
 
 /// Serves `mode` on `listener` until `stop`, admitting TCP connections from `peer` alone
-/// (all with None), counting the others in `strangers`.
+/// (all with None), counting the others in `strangers`; with `tls`, each connection's TLS
+/// handshake comes first.
 async fn serve(
     listener: std::net::TcpListener,
     mode: Mode,
     peer: Option<IpAddr>,
     strangers: Arc<AtomicU64>,
     candidates: mpsc::Sender<Candidate>,
+    tls: Option<TlsAcceptor>,
     stop: oneshot::Receiver<()>,
 ) -> Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let test = matches!(mode, Mode::Test);
-    let incoming =
-        tokio_stream::wrappers::TcpListenerStream::new(listener).filter_map(move |accepted| {
+    let new_peer = move || {
+        if test {
+            let (tx, rx) = mpsc::channel(REQUEST_QUEUE);
+            PeerInfo(Some(Arc::new(Peer {
+                admitted: OnceLock::new(),
+                tx,
+                rx: Mutex::new(Some(rx)),
+                closed: AtomicBool::new(false),
+                close: Notify::new(),
+                times: Times::new(),
+                candidates: candidates.clone(),
+            })))
+        } else {
+            PeerInfo(None)
+        }
+    };
+    // Connections go to the server through a queue, so that one slow TLS handshake holds up
+    // no other connection; the loop ends when the server drops the queue.
+    let (ready, incoming) = mpsc::channel::<io::Result<PeerIo>>(ADMISSION_QUEUE);
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                a = listener.accept() => a,
+                _ = ready.closed() => return,
+            };
             // A failed accept (no descriptor left) drops that connection; the rest go on.
-            let stream = accepted.ok()?;
-            let from = stream.peer_addr().ok()?;
+            let Ok((stream, from)) = accepted else {
+                continue;
+            };
             if let Some(p) = peer {
                 if !same_ip(from.ip(), p) {
                     strangers.fetch_add(1, Ordering::Relaxed);
-                    return None;
+                    continue;
                 }
             }
             let _ = stream.set_nodelay(true);
-            let info = if test {
-                let (tx, rx) = mpsc::channel(REQUEST_QUEUE);
-                PeerInfo(Some(Arc::new(Peer {
-                    admitted: OnceLock::new(),
-                    tx,
-                    rx: Mutex::new(Some(rx)),
-                    closed: AtomicBool::new(false),
-                    close: Notify::new(),
-                    times: Times::new(),
-                    candidates: candidates.clone(),
-                })))
-            } else {
-                PeerInfo(None)
-            };
-            Some(Ok::<_, io::Error>(PeerIo { stream, info }))
-        });
+            let info = new_peer();
+            match &tls {
+                None => {
+                    let io = PeerIo {
+                        stream: Stream::Plain(stream),
+                        info,
+                    };
+                    if ready.send(Ok(io)).await.is_err() {
+                        return;
+                    }
+                }
+                Some(acceptor) => {
+                    let (acceptor, ready) = (acceptor.clone(), ready.clone());
+                    tokio::spawn(async move {
+                        // A client that fails or stalls its handshake is dropped; its own
+                        // side says why (the verifier's reason).
+                        let shook = tokio::time::timeout(HELLO_WAIT, acceptor.accept(stream)).await;
+                        if let Ok(Ok(s)) = shook {
+                            let stream = Stream::Tls(Box::new(tokio_rustls::TlsStream::Server(s)));
+                            let _ = ready.send(Ok(PeerIo { stream, info })).await;
+                        }
+                    });
+                }
+            }
+        }
+    });
     tonic::transport::Server::builder()
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .max_concurrent_streams(MAX_STREAMS)
-        .serve_with_incoming_shutdown(EchoService { mode }, incoming, async {
+        .serve_with_incoming_shutdown(EchoService { mode }, ReceiverStream::new(incoming), async {
             let _ = stop.await;
         })
         .await?;
@@ -467,6 +505,8 @@ async fn serve(
 pub(super) struct GrpcListener {
     engine: Arc<EngineRef>,
     port: u16,
+    /// With TLS: the SHA-256 of the certificate, announced with the port.
+    fingerprint: Option<[u8; 32]>,
     /// The listening socket (a duplicate): accepted connections inherit its buffer sizes.
     options: Arc<Socket>,
     candidates: mpsc::Receiver<Candidate>,
@@ -475,7 +515,21 @@ pub(super) struct GrpcListener {
 }
 
 impl GrpcListener {
-    pub(super) fn open(local: IpAddr, peer: IpAddr) -> Result<GrpcListener> {
+    /// A listener on `local` admitting connections from `peer` alone; with `identity`, over
+    /// TLS with it.
+    pub(super) fn open(
+        local: IpAddr,
+        peer: IpAddr,
+        identity: Option<Identity>,
+    ) -> Result<GrpcListener> {
+        let (fingerprint, acceptor) = match identity {
+            Some(id) => {
+                let fingerprint = tls::sha256(id.chain[0].as_ref());
+                let config = tls::server_config(id, ALPN_H2)?;
+                (Some(fingerprint), Some(TlsAcceptor::from(Arc::new(config))))
+            }
+            None => (None, None),
+        };
         let (listener, options) = bind(SocketAddr::new(local, 0))
             .with_context(|| format!("binding the gRPC data port on {local}"))?;
         let port = listener.local_addr()?.port();
@@ -485,11 +539,12 @@ impl GrpcListener {
         let strangers = Arc::new(AtomicU64::new(0));
         let s = strangers.clone();
         engine.spawn(async move {
-            let _ = serve(listener, Mode::Test, Some(peer), s, tx, stopped).await;
+            let _ = serve(listener, Mode::Test, Some(peer), s, tx, acceptor, stopped).await;
         });
         Ok(GrpcListener {
             engine,
             port,
+            fingerprint,
             options: Arc::new(options),
             candidates,
             strangers,
@@ -512,7 +567,10 @@ impl Drop for GrpcListener {
 
 impl Listener for GrpcListener {
     fn endpoint(&self) -> String {
-        self.port.to_string()
+        match &self.fingerprint {
+            Some(fp) => tls::endpoint::format_endpoint(self.port, fp),
+            None => self.port.to_string(),
+        }
     }
     fn configure(&mut self, opts: &SocketOptions) -> Result<()> {
         sockopt::apply(&SockRef::from(&self.options), opts, false)
@@ -816,7 +874,7 @@ pub fn serve_echo(
                         }
                         let _ = stream.set_nodelay(true);
                         Some(Ok::<_, io::Error>(PeerIo {
-                            stream,
+                            stream: Stream::Plain(stream),
                             info: PeerInfo(None),
                         }))
                     },

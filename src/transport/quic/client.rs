@@ -9,8 +9,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use quinn::{ConnectionError, ReadError, VarInt, WriteError};
 
 use super::connection::{describe_close, QuicConnection};
-use super::endpoint::parse_endpoint;
 use super::engine::Engine;
+use super::tls::parse_endpoint;
 use super::tls::{self, Trust};
 use super::{transport_config, udp_socket, ADMITTED, CLOSE_BAD_COOKIE};
 use crate::transport::{Cookie, SocketOptions};

@@ -11,8 +11,8 @@ use socket2::{SockRef, Socket};
 use tokio::sync::mpsc;
 
 use super::connection::QuicConnection;
-use super::endpoint::format_endpoint;
 use super::engine::{Engine, EngineRef};
+use super::tls::format_endpoint;
 use super::tls::{self, Identity};
 use super::{transport_config, udp_socket, ADMITTED, CLOSE_BAD_COOKIE, CLOSE_DONE, COOKIE_WAIT};
 use crate::transport::{remaining, same_ip, sockopt, Connection, Cookie, Listener, SocketOptions};

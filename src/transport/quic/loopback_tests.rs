@@ -6,7 +6,7 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use super::endpoint::{format_endpoint, parse_endpoint};
+use super::tls::{format_endpoint, parse_endpoint};
 use super::Quic;
 use crate::test_support::HUNG;
 use crate::transport::{Cookie, Listener, SocketOptions, Transport, TransportConfig};

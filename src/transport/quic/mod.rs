@@ -39,13 +39,12 @@
 //! socket sends a FIN; the connection is then closed (code 0) in the background once the
 //! peer has acknowledged everything, or after the write timeout.
 //!
-//! **Files.** [`tls`] makes the TLS configurations, [`endpoint`] the announced endpoint,
-//! [`engine`] the runtime the flows drive, [`listener`] and [`client`] set up the two ends of a
+//! **Files.** [`tls`] hands quinn the TLS configurations and the announced endpoint (both
+//! shared with grpc's `--tls`, in `transport::tls`), [`engine`] the runtime the flows drive, [`listener`] and [`client`] set up the two ends of a
 //! connection, and [`connection`] is the data path.
 
 mod client;
 mod connection;
-mod endpoint;
 pub(super) mod engine;
 mod listener;
 #[cfg(test)]

@@ -1,21 +1,21 @@
-//! The endpoint a QUIC server announces over the control connection: `PORT/sha256=HEX`, its
-//! UDP port and the SHA-256 of its certificate, which a client without `--tls-ca` pins.
+//! The endpoint a TLS server announces over the control connection: `PORT/sha256=HEX`, its
+//! data port and the SHA-256 of its certificate, which a client without `--tls-ca` pins.
 
 use anyhow::{anyhow, Result};
 
-use super::tls::hex;
+use super::hex;
 
-/// What the server announces: its UDP port and its certificate's fingerprint.
-pub(super) fn format_endpoint(port: u16, fingerprint: &[u8; 32]) -> String {
+/// What the server announces: its data port and its certificate's fingerprint.
+pub(in crate::transport) fn format_endpoint(port: u16, fingerprint: &[u8; 32]) -> String {
     format!("{port}/sha256={}", hex(fingerprint))
 }
 
-/// Parses `PORT/sha256=HEX` (64 hex digits).
-pub(super) fn parse_endpoint(s: &str) -> Result<(u16, [u8; 32])> {
+/// Parses `PORT/sha256=HEX` (64 hex digits) that a `transport` server announced.
+pub(in crate::transport) fn parse_endpoint(transport: &str, s: &str) -> Result<(u16, [u8; 32])> {
     let bad = || {
         let shown: String = s.chars().take(100).collect();
         anyhow!(
-            "the server announced a bad QUIC endpoint '{}' (expected PORT/sha256=HEX, 64 hex digits)",
+            "the server announced a bad {transport} endpoint '{}' (expected PORT/sha256=HEX, 64 hex digits)",
             shown.escape_debug()
         )
     };
@@ -43,10 +43,10 @@ mod tests {
     fn endpoint_round_trips() {
         let fp: [u8; 32] = std::array::from_fn(|i| (i * 7) as u8);
         let s = format_endpoint(4433, &fp);
-        assert_eq!(parse_endpoint(&s).unwrap(), (4433, fp));
+        assert_eq!(parse_endpoint("QUIC", &s).unwrap(), (4433, fp));
         // Upper-case hex digits are fine too.
         assert_eq!(
-            parse_endpoint(&s.to_uppercase().replace("SHA", "sha"))
+            parse_endpoint("QUIC", &s.to_uppercase().replace("SHA", "sha"))
                 .unwrap()
                 .1,
             fp
@@ -70,7 +70,7 @@ mod tests {
             format!("4433/sha256={}é", "ab".repeat(31)),
             "4433/sha256=\nab".to_owned(),
         ] {
-            let e = parse_endpoint(&bad).expect_err(&bad);
+            let e = parse_endpoint("QUIC", &bad).expect_err(&bad);
             let msg = format!("{e:#}");
             assert!(!msg.contains('\n'), "{msg}");
             assert!(msg.contains("PORT/sha256=HEX"), "{msg}");
