@@ -44,6 +44,9 @@ pub struct CompareRequest {
     pub db: Option<std::path::PathBuf>,
 }
 
+/// One run's serialisation share at its smallest and its largest size (grpc).
+type EndShares = (Option<f64>, Option<f64>);
+
 /// One row of the comparison: a transport, and optionally another server to reach it through
 /// (a relay in the path, as PVM's daemon route against its direct one), under a label.
 #[derive(Debug, Clone, PartialEq)]
@@ -281,7 +284,7 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
     let mut errors: Vec<Option<String>> = vec![None; setups.len()];
     let mut saved: Vec<Vec<i64>> = vec![Vec::new(); setups.len()];
     // grpc: each run's serialisation share at its smallest and largest size.
-    let mut shares: Vec<Vec<(Option<f64>, Option<f64>)>> = vec![Vec::new(); setups.len()];
+    let mut shares: Vec<Vec<EndShares>> = vec![Vec::new(); setups.len()];
     let started = crate::env::now_rfc3339();
     // Interleaved: run r of every transport before run r + 1 of any, so that a slow spell of
     // the host falls on all of them alike.
@@ -354,7 +357,7 @@ pub fn compare(c: &CompareRequest) -> Result<Comparison> {
             r.entry = entry.label.clone();
             r.via = entry.via.clone();
             if entry.kind == TransportKind::Grpc {
-                let pick = |f: fn(&(Option<f64>, Option<f64>)) -> Option<f64>| {
+                let pick = |f: fn(&EndShares) -> Option<f64>| {
                     Estimate::of(
                         &shares[i].iter().filter_map(f).collect::<Vec<_>>(),
                         confidence,
