@@ -127,6 +127,34 @@ fn pingpong_of_0_bytes_is_a_real_exchange_framed_over_tcp() {
     assert_eq!(u(&only_point(&v)["latency"]["transactions"]), 100);
 }
 
+/// Open-loop rr over grpc: calls pipelined on one HTTP/2 connection and answered in order, so
+/// every request of the schedule is sent and each reply counted once. Counts only.
+#[test]
+fn open_loop_rr_over_grpc_counts_every_call() {
+    let v = run_json(&[
+        "rr",
+        "-t",
+        "grpc",
+        "--arrivals",
+        "fixed",
+        "--rate",
+        "2k",
+        "-n",
+        "200",
+        "--warmup",
+        "5",
+    ]);
+    assert_eq!(v["settings"]["arrivals"], "fixed");
+    let l = &only_point(&v)["latency"];
+    let o = &l["open_loop"];
+    assert_eq!(u(&o["scheduled"]), 200, "{o}");
+    assert_eq!(u(&o["sent"]), 200, "{o}");
+    let received = u(&o["received"]);
+    assert_eq!(received + u(&o["outstanding"]), 200, "{o}");
+    assert_eq!(u(&l["transactions"]), received);
+    assert_eq!(u(&l["rtt"]["samples"]), received);
+}
+
 /// rr with open-loop arrivals over loopback TCP: one point per rate, each with exactly the
 /// requests its schedule held (an iteration limit), every one sent, each reply counted once,
 /// and the seed and the rates recorded. Counts only: how fast loopback answers is the host's.

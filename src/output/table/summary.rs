@@ -160,17 +160,31 @@ impl TableSink {
 }
 
 /// The last point's serialisation (grpc): each codec step's mean per message on each end,
-/// with the messages it counts, and its share of the mean round trip.
+/// its p50 and p99 (one connection's; with several, the largest p99 of any, since two
+/// histograms' percentiles do not merge into one), the messages it counts, and its share of
+/// the mean round trip.
 fn rpc_note(x: &crate::model::rpc::RpcResult) -> String {
-    use crate::model::rpc::merged;
-    let step =
-        |side: &[crate::model::rpc::Serialisation],
-         f: fn(&crate::model::rpc::Serialisation) -> Option<crate::model::rpc::CodecTime>| {
-            match merged(side, f) {
-                Some((n, mean)) => format!("{} (n={n})", format_us(mean)),
-                None => "-".into(),
-            }
+    use crate::model::rpc::{merged, CodecTime, Serialisation};
+    let step = |side: &[Serialisation], f: fn(&Serialisation) -> Option<CodecTime>| {
+        let times: Vec<CodecTime> = side.iter().filter_map(f).collect();
+        let tail = match times.as_slice() {
+            [one] => format!(
+                ", p50 {}, p99 {}",
+                format_us(one.p50_ns as f64),
+                format_us(one.p99_ns as f64)
+            ),
+            [] => String::new(),
+            many => format!(
+                ", p99 at most {} over {} connections",
+                format_us(many.iter().map(|t| t.p99_ns).max().unwrap_or(0) as f64),
+                many.len()
+            ),
         };
+        match merged(side, f) {
+            Some((n, mean)) => format!("{}{tail} (n={n})", format_us(mean)),
+            None => "-".into(),
+        }
+    };
     let server = if x.server.is_empty() {
         "server: not measured (no wirebench server)".to_owned()
     } else {
@@ -200,4 +214,55 @@ fn four_digits(v: f64) -> String {
         0
     };
     format!("{v:.*}", (3 - magnitude).max(0) as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::rpc::{CodecTime, RpcResult, Serialisation};
+    use crate::model::vocab::Encoding;
+
+    fn side(encode: u64, decode: u64) -> Serialisation {
+        let t = |ns: u64| {
+            Some(CodecTime {
+                count: 10,
+                mean_ns: ns as f64,
+                p50_ns: ns,
+                p99_ns: 2 * ns,
+            })
+        };
+        Serialisation {
+            encoding: Encoding::Doubles,
+            encode: t(encode),
+            decode: t(decode),
+        }
+    }
+
+    /// One connection: its mean, p50 and p99 per step; several: the largest p99, said so.
+    #[test]
+    fn the_serialisation_note_gives_percentiles_it_can_stand_behind() {
+        let one = RpcResult::new(
+            vec![side(1000, 2000)],
+            vec![side(3000, 4000)],
+            Some(100_000.0),
+        )
+        .unwrap();
+        let note = rpc_note(&one);
+        assert!(
+            note.contains("client encode 1.00 us, p50 1.00 us, p99 2.00 us (n=10)"),
+            "{note}"
+        );
+        assert!(note.contains("10.0% of the mean round trip"), "{note}");
+        let two = RpcResult::new(
+            vec![side(1000, 2000), side(3000, 2000)],
+            vec![side(3000, 4000), side(3000, 4000)],
+            Some(100_000.0),
+        )
+        .unwrap();
+        let note = rpc_note(&two);
+        assert!(
+            note.contains("client encode 2.00 us, p99 at most 6.00 us over 2 connections (n=20)"),
+            "{note}"
+        );
+    }
 }
