@@ -378,21 +378,33 @@ fn serialisation_table(run: &Run) -> String {
         return String::new();
     }
     let mut s = String::from(
-        "<table><tr><th>point</th><th>encoding</th><th>client encode (µs, mean)</th><th>server decode (µs, mean)</th><th>server encode (µs, mean)</th><th>client decode (µs, mean)</th><th>messages (client encoded)</th><th>share of the round trip</th></tr>\n",
+        "<table><tr><th>point</th><th>encoding</th><th>client encode (µs, mean / p99)</th><th>server decode (µs, mean / p99)</th><th>server encode (µs, mean / p99)</th><th>client decode (µs, mean / p99)</th><th>messages (client encoded)</th><th>share of the round trip</th></tr>\n",
     );
     for p in &r.points {
         let Some(rpc) = &p.rpc else {
             continue;
         };
-        let step = |v: Option<(u64, f64)>| v.map_or("-".into(), |(_, mean)| us_num(mean));
+        // The mean over the connections, and the largest p99 of any (one connection's own).
+        let step = |side: &[crate::model::rpc::Serialisation],
+                    f: fn(
+            &crate::model::rpc::Serialisation,
+        ) -> Option<crate::model::rpc::CodecTime>| {
+            let p99 = side.iter().filter_map(f).map(|t| t.p99_ns).max();
+            match (merged(side, f), p99) {
+                (Some((_, mean)), Some(p99)) => {
+                    format!("{} / {}", us_num(mean), us_num(p99 as f64))
+                }
+                _ => "-".into(),
+            }
+        };
         s.push_str(&format!(
             "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
             esc(&series::describe_point(r, p)),
             rpc.encoding.name(),
-            step(merged(&rpc.client, |s| s.encode)),
-            step(merged(&rpc.server, |s| s.decode)),
-            step(merged(&rpc.server, |s| s.encode)),
-            step(merged(&rpc.client, |s| s.decode)),
+            step(&rpc.client, |s| s.encode),
+            step(&rpc.server, |s| s.decode),
+            step(&rpc.server, |s| s.encode),
+            step(&rpc.client, |s| s.decode),
             merged(&rpc.client, |s| s.encode).map_or("-".into(), |(n, _)| n.to_string()),
             rpc.share_of_rtt
                 .map_or("-".into(), |x| format!("{:.1}%", x * 100.0)),
@@ -674,7 +686,7 @@ mod tests {
             Some(50_000.0),
         );
         let html = serialisation_table(&Run { id: 1, report: &r });
-        assert!(html.contains("<td>doubles</td><td class=\"n\">0.78</td><td class=\"n\">1.09</td><td class=\"n\">0.76</td><td class=\"n\">0.95</td><td class=\"n\">100</td><td class=\"n\">7.2%</td>"), "{html}");
+        assert!(html.contains("<td>doubles</td><td class=\"n\">0.78 / 0.78</td><td class=\"n\">1.09 / 1.09</td><td class=\"n\">0.76 / 0.76</td><td class=\"n\">0.95 / 0.95</td><td class=\"n\">100</td><td class=\"n\">7.2%</td>"), "{html}");
     }
 
     /// A stored stream run at about 21 Gbit/s: its receiver and sender each moved 5.25e9

@@ -280,7 +280,35 @@ pub const CSV: &[Column] = &[
         name: "serialisation_share_of_rtt",
         get: |r| r.whole(|p| p.rpc.as_ref().and_then(|x| x.share_of_rtt)),
     },
+    Column {
+        name: "client_encode_p99_ns",
+        get: |r| r.whole(|p| rpc_p99(p, false, |s| s.encode)),
+    },
+    Column {
+        name: "client_decode_p99_ns",
+        get: |r| r.whole(|p| rpc_p99(p, false, |s| s.decode)),
+    },
+    Column {
+        name: "server_decode_p99_ns",
+        get: |r| r.whole(|p| rpc_p99(p, true, |s| s.decode)),
+    },
+    Column {
+        name: "server_encode_p99_ns",
+        get: |r| r.whole(|p| rpc_p99(p, true, |s| s.encode)),
+    },
 ];
+
+/// One codec step's p99 on one end: one connection's, or with several the largest of
+/// theirs (an upper bound: two histograms' percentiles do not merge into one).
+fn rpc_p99(
+    p: &PointResult,
+    server: bool,
+    step: fn(&crate::model::rpc::Serialisation) -> Option<crate::model::rpc::CodecTime>,
+) -> Option<u64> {
+    let x = p.rpc.as_ref()?;
+    let side = if server { &x.server } else { &x.client };
+    side.iter().filter_map(step).map(|t| t.p99_ns).max()
+}
 
 /// One codec step's mean per message on one end, over the point's connections.
 fn rpc_mean(
