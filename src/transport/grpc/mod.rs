@@ -58,7 +58,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 
-use super::tls::{self, Identity, Trust};
+use super::tls;
 use super::{
     Capabilities, Connection, Cookie, Listener, Shape, SocketOptions, Transport, TransportConfig,
 };
@@ -90,29 +90,14 @@ const HELLO_WAIT: Duration = Duration::from_secs(10);
 pub struct Grpc {
     encoding: Encoding,
     /// HTTP/2 over TLS 1.3 (`--tls`): the server's identity, the client's trust.
-    tls: Option<TlsSide>,
-}
-
-/// This side's TLS settings, read when the transport is opened so that a bad file is an
-/// error before any test starts.
-struct TlsSide {
-    identity: Option<Identity>,
-    trust: Option<Trust>,
+    tls: Option<tls::Credentials>,
 }
 
 impl Grpc {
     pub fn new(config: &TransportConfig) -> Result<Grpc> {
+        // Read when the transport is opened, so that a bad file is an error before any test.
         let tls = if config.tls {
-            let identity = match (&config.tls_cert, &config.tls_key) {
-                (Some(cert), Some(key)) => Some(tls::load_identity(cert, key)?),
-                (None, None) => None,
-                _ => bail!("--tls-cert and --tls-key go together"),
-            };
-            let trust = match &config.tls_ca {
-                Some(path) => Some(tls::load_trust(path)?),
-                None => None,
-            };
-            Some(TlsSide { identity, trust })
+            Some(tls::Credentials::load(config)?)
         } else {
             None
         };
@@ -141,7 +126,7 @@ impl Transport for Grpc {
     fn listen(&self, local: IpAddr, peer: IpAddr) -> Result<Box<dyn Listener>> {
         let identity = match &self.tls {
             None => None,
-            Some(TlsSide {
+            Some(tls::Credentials {
                 identity: Some(id), ..
             }) => Some(id.clone_identity()),
             Some(_) => Some(tls::self_signed()?),

@@ -56,7 +56,7 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use quinn::{IdleTimeout, VarInt};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
@@ -95,15 +95,7 @@ impl Quic {
     /// Reads the certificate files this side was given, so that a bad file is an error
     /// before any test starts.
     pub fn new(config: &TransportConfig) -> Result<Quic> {
-        let identity = match (&config.tls_cert, &config.tls_key) {
-            (Some(cert), Some(key)) => Some(tls::load_identity(cert, key)?),
-            (None, None) => None,
-            _ => bail!("--tls-cert and --tls-key go together"),
-        };
-        let trust = match &config.tls_ca {
-            Some(path) => Some(tls::load_trust(path)?),
-            None => None,
-        };
+        let super::tls::Credentials { identity, trust } = super::tls::Credentials::load(config)?;
         Ok(Quic { identity, trust })
     }
 }

@@ -7,9 +7,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, Result};
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 
-pub(super) use crate::transport::tls::{
-    load_identity, load_trust, self_signed, sha256, Identity, Trust,
-};
+pub(super) use crate::transport::tls::{self_signed, sha256, Identity, Trust};
 
 const ALPN: &[u8] = b"wirebench";
 

@@ -41,6 +41,26 @@ pub(super) struct Trust {
     roots: Arc<RootCertStore>,
 }
 
+/// This side's certificate files (`--tls-cert` with `--tls-key`, `--tls-ca`), read when a
+/// transport is opened so that a bad file is an error before any test starts; quic and grpc
+/// take them alike.
+pub(super) struct Credentials {
+    pub(super) identity: Option<Identity>,
+    pub(super) trust: Option<Trust>,
+}
+
+impl Credentials {
+    pub(super) fn load(config: &super::TransportConfig) -> Result<Credentials> {
+        let identity = match (&config.tls_cert, &config.tls_key) {
+            (Some(cert), Some(key)) => Some(load_identity(cert, key)?),
+            (None, None) => None,
+            _ => bail!("--tls-cert and --tls-key go together"),
+        };
+        let trust = config.tls_ca.as_deref().map(load_trust).transpose()?;
+        Ok(Credentials { identity, trust })
+    }
+}
+
 pub(super) fn load_identity(cert: &Path, key: &Path) -> Result<Identity> {
     let chain = CertificateDer::pem_file_iter(cert)
         .and_then(|it| it.collect::<Result<Vec<_>, _>>())
