@@ -672,6 +672,9 @@ mod tests {
         let g = goodput_of(TransportKind::Tcp, 100e6, 1500, 1, F).unwrap();
         assert!((g - 100e6 * 1448.0 / 1514.0).abs() < 1.0);
         assert!(goodput_of(TransportKind::Unix, 100e6, 1500, 1, F).is_none());
+        // grpc rides on TCP: HTTP/2 and protobuf framing only take from TCP's goodput, so a
+        // grpc figure above it is flagged like a TCP one.
+        assert_eq!(goodput_of(TransportKind::Grpc, 100e6, 1500, 1, F), Some(g));
         // In AAL5 cells: a 1-byte segment is a 53-byte packet, 69 bytes, two cells; 1449
         // bytes are a full segment (32 cells) and a 53-byte one (2).
         let atm = Framing::AtmAal5;
