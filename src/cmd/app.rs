@@ -397,8 +397,13 @@ fn end(children: Vec<Child>, kill: bool) -> Option<String> {
             continue;
         }
         let text = String::from_utf8_lossy(&out.stderr);
-        if let Some(line) = text.lines().find(|l| !l.trim().is_empty()) {
-            let line = line.strip_prefix("wirebench: error: ").unwrap_or(line);
+        // A child killed while writing may leave only the prefix: a line with nothing after
+        // it says nothing, and rank 0's own error stands instead.
+        let said = text
+            .lines()
+            .map(|l| l.strip_prefix("wirebench: error: ").unwrap_or(l).trim())
+            .find(|l| !l.is_empty());
+        if let Some(line) = said {
             let rank = format!("rank {}", i + 1);
             first = Some(if line.starts_with(&rank) {
                 line.to_owned()
