@@ -316,6 +316,10 @@ pub struct PointResult {
     /// transports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpc: Option<super::rpc::RpcResult>,
+    /// With --path-timing (pingpong, rr): where the round trip's time went, stage by stage,
+    /// from the kernels' time stamps (last run). Absent without --path-timing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_timing: Option<super::path::PathTiming>,
 }
 
 /// The network counters of a point, each end's read on its own host around its side of the

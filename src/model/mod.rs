@@ -13,6 +13,7 @@ pub mod host;
 pub mod lab;
 pub mod load;
 pub mod mesh;
+pub mod path;
 mod point;
 pub mod rpc;
 pub mod schema;

@@ -518,6 +518,7 @@ pub fn summarize(
         under_load: None,
         fairness: None,
         rpc,
+        path_timing: None,
     })
 }
 
