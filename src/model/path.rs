@@ -2,9 +2,8 @@
 //! software time stamps of every timed message on both ends (SO_TIMESTAMPING: entering the
 //! queueing layer, handed to the driver, arriving, and for TCP acknowledged) with the
 //! applications' own clock readings around their system calls, split into stages that add up
-//! to the round trip, as Papadopoulos and Parulkar's probes split a message's time between
-//! the application, the socket layer, TCP/IP and the driver ("Experimental evaluation of
-//! SUNOS IPC and TCP/IP protocol implementation").
+//! to the round trip, as the probes of [Moldeklev et al. n.d.] (REFERENCES.md) split a
+//! segment's time between the socket layer, TCP/IP and the driver on each end.
 
 use serde::{Deserialize, Serialize};
 

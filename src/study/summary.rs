@@ -114,6 +114,13 @@ pub fn run_figures(r: &RunDocument) -> Vec<RunFigure> {
                     l.validity.invalid_reason.clone(),
                 )
             };
+            // With --path-timing, each stage's mean: a study over sizes then gives the stages
+            // against message size, as the send and receive path times of [Moldeklev et al.
+            // n.d.] (the means add up to the mean round trip; medians would not).
+            let stages = p.path_timing.iter().flat_map(|t| &t.stages);
+            let stage_figures: Vec<RunFigure> = stages
+                .map(|s| RunFigure::new(s.name.label(), None, "ns", s.mean_ns, v()))
+                .collect();
             if r.pattern == PatternKind::Pingpong {
                 if let Some(ns) = l.one_way_mean_ns {
                     out.push(RunFigure::new("one-way latency", None, "ns", ns, v()));
@@ -125,6 +132,7 @@ pub fn run_figures(r: &RunDocument) -> Vec<RunFigure> {
                     l.throughput_bits_per_s,
                     v(),
                 ));
+                out.extend(stage_figures);
                 return out;
             }
             out.push(RunFigure::new(
@@ -161,6 +169,7 @@ pub fn run_figures(r: &RunDocument) -> Vec<RunFigure> {
                 l.rtt.mean_ns,
                 v(),
             ));
+            out.extend(stage_figures);
         }
     }
     out
@@ -663,6 +672,51 @@ mod tests {
             names(&stream(None)),
             ["receiver throughput", "sender throughput"]
         );
+    }
+
+    #[test]
+    fn a_ping_pong_with_path_timing_shows_each_stage_mean_after_its_headline() {
+        use crate::model::path::{PathClock, PathTiming, Stage, StageName};
+        let mut r = crate::store::db::tests::report("pingpong", 1, 20_000.0);
+        let stage = |name, mean_ns| Stage {
+            name,
+            merged: Vec::new(),
+            samples: 10,
+            min_ns: 1,
+            p50_ns: 2,
+            p99_ns: 3,
+            mean_ns,
+        };
+        r.points[0].path_timing = Some(PathTiming {
+            messages: 10,
+            incomplete: 0,
+            clock: PathClock::Shared,
+            stages: vec![
+                stage(StageName::ClientSendToQueue, 1500.0),
+                stage(StageName::WireOut, 8000.0),
+            ],
+            rtt_min_ns: 1,
+            rtt_p50_ns: 2,
+            rtt_p99_ns: 3,
+            rtt_mean_ns: 20_000.0,
+            residual_mean_ns: 0.0,
+            residual_max_abs_ns: 0,
+            client_driver_to_ack: None,
+            cost: None,
+            notes: Vec::new(),
+        });
+        let f = run_figures(&r);
+        let names: Vec<&str> = f.iter().map(|x| x.name).collect();
+        assert_eq!(
+            names,
+            [
+                "one-way latency",
+                "throughput",
+                "client send→queue",
+                "wire out"
+            ]
+        );
+        assert_eq!((f[3].unit, f[3].value), ("ns", 8000.0));
     }
 
     #[test]
