@@ -2,17 +2,20 @@
 //! against the capture's. Pure code.
 //!
 //! The kernel counts a data segment when TCP hands it to IP (`__tcp_transmit_skb`), in MSS
-//! units: a GSO/TSO super-segment of n bytes counts ceil(n / MSS), the number of segments it
-//! will be cut into, and a retransmission counts again. A capture on the sender's host sees
-//! each such frame once as it leaves (the packet tap is after the queueing discipline, before
-//! the driver): on loopback and veth the super-segment whole, elsewhere whole or already cut,
-//! which counts the same. So the two counts are equal exactly when the capture lost nothing,
-//! with three exceptions where they may differ without a lost capture: a frame dropped by the
-//! sender's own queueing discipline before the tap (counted by TCP, never seen; TCP sends it
-//! again, and that copy is seen), an MSS that changed during the connection (path MTU
-//! discovery), and a sender whose count was read before everything it sent was
-//! acknowledged. A capture on the receiver's host sees what arrived, after GRO; it is not
-//! checked.
+//! units: a GSO/TSO super-segment of n bytes counts ceil(n / m), the number of segments it
+//! will be cut into at the MSS m of that moment (its `gso_size`), and a retransmission counts
+//! again. A capture on the sender's host sees each such frame once as it leaves (the packet
+//! tap is after the queueing discipline, before the driver): on loopback and veth the
+//! super-segment whole, elsewhere whole or already cut, which counts the same. The capture
+//! reads each frame's `gso_size` from its virtio-net header, so it counts as the kernel did;
+//! without it, by the senders' final MSS, which counts low where the MSS was smaller earlier
+//! (Linux bounds it by half the largest window the peer has advertised, which on loopback
+//! cuts the first frames at about 32 KiB). So the two counts are equal exactly when the
+//! capture lost nothing, with two exceptions where they may differ without a lost capture: a
+//! frame dropped by the sender's own queueing discipline before the tap (counted by TCP,
+//! never seen; TCP sends it again, and that copy is seen and counted again), and a sender
+//! whose count was read before everything it sent was acknowledged (said in the note). A
+//! capture on the receiver's host sees what arrived, after GRO; it is not checked.
 
 use std::net::SocketAddr;
 
