@@ -20,6 +20,8 @@ python3 bench/attacks --smoke >> "$out"
 python3 bench/ab --smoke >> "$out"
 # The randomised oracle, two lab scenarios without hogs (root; skipped with WIREBENCH_SKIP_LAB).
 python3 bench/oracle --smoke >> "$out"
+# --trace's cost and completeness, one short round on loopback and a 1 Gbit/s lab (root).
+python3 bench/trace-ab --smoke >> "$out"
 # The same run twice, compared with the default gate: counts false alarms (one tiny pair here).
 python3 bench/compare-noise --smoke >> "$out"
 cat "$out"
@@ -30,5 +32,6 @@ grep -q "^| ref | [0-9]" "$out"
 grep -q "well-behaved clients at once: cases [0-9]*, failures 0" "$out"
 grep -q "^pingpong sweep  t0 (ns, lower)" "$out"
 grep -qE "^(oracle skipped|scenarios +figures checked +violations)" "$out"
+grep -qE "^(trace-ab skipped|\| loopback, stream -d 300ms \| [0-9])" "$out"
 grep -q "^false worse verdicts: [0-9]*; gate failures: [0-9]* in 1 identical pairs" "$out"
 rm -f "$out"

@@ -65,6 +65,123 @@ fn a_loopback_stream_trace_holds_every_byte_once() {
     assert_eq!(point["trace"]["side"], "client");
 }
 
+/// The completeness check of a point: the summary's sender count is the sum of the JSON's
+/// senders' own counts (TCP_INFO, read once all was acknowledged), and the file holds every
+/// one of those segments, exactly.
+fn check_complete(point: &Value) -> u64 {
+    let t = &point["trace"];
+    let senders: u64 = point["stream"]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let c = &s["sender"]["sent_segments"];
+            assert_eq!(c["settled"], true, "{c}");
+            u(&c["data_segs_out"])
+        })
+        .sum();
+    assert!(senders > 0, "{t}");
+    assert_eq!(u(&t["sender_data_segments"]), senders, "{t}");
+    assert_eq!(u(&t["captured_data_segments"]), senders, "{t}");
+    assert_eq!(t["missing_data_segments"], 0, "{t}");
+    assert!(t["completeness_note"].is_null(), "{t}");
+    senders
+}
+
+/// Every time stamp in the file lies between the run's start and end on the wall clock:
+/// the ring's stamps are the kernel's real-time nanoseconds.
+fn check_stamps(file: &std::path::Path, from_ns: u64, to_ns: u64) {
+    let bytes = std::fs::read(file).unwrap();
+    let packets = wirebench::trace::pcap::read(&bytes).unwrap();
+    assert!(!packets.is_empty());
+    for p in &packets {
+        assert!(
+            (from_ns..=to_ns).contains(&p.t_ns),
+            "stamp {} outside [{from_ns}, {to_ns}]",
+            p.t_ns
+        );
+    }
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+/// On loopback both ends' frames leave through lo: two parallel client streams, then a
+/// reverse stream (the server sends), each with no data segment missing from the file, and
+/// the file standard enough for tcpdump where it is installed.
+#[test]
+fn a_loopback_trace_misses_no_data_segment_the_senders_counted() {
+    if !require(&[Need::Root]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, extra) in [
+        ("two.pcap", &["-P", "2"][..]),
+        ("rev.pcap", &["--reverse"][..]),
+    ] {
+        let file = dir.path().join(name);
+        let mut args = vec!["stream", "--bytes", "8M", "-d", "10s"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--trace", file.to_str().unwrap(), "--no-save"]);
+        let from = now_ns();
+        let v = run_json(&args);
+        let to = now_ns();
+        let point = &v["points"][0];
+        assert_eq!(u(&point["trace"]["dropped"]), 0);
+        check_complete(point);
+        check_stamps(&file, from, to);
+        if let Ok(out) = std::process::Command::new("tcpdump")
+            .args(["-nn", "-r", file.to_str().unwrap()])
+            .output()
+        {
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let lines = String::from_utf8_lossy(&out.stdout).lines().count() as u64;
+            assert_eq!(lines, u(&point["trace"]["packets"]));
+        }
+    }
+}
+
+/// Over a 1 Gbit/s lab link, captured on the client (the sender, host a): every data frame
+/// the client's TCP counted leaving is in the file.
+#[test]
+fn a_lab_trace_on_the_senders_side_misses_no_data_segment() {
+    if !require(Need::LAB) {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lab1g.pcap");
+    let v = lab_run(
+        "trg",
+        &["--rate", "1G"],
+        &[
+            "stream",
+            "--bytes",
+            "16M",
+            "-d",
+            "20s",
+            "--trace",
+            file.to_str().unwrap(),
+            "--trace-side",
+            "client",
+            "--no-save",
+        ],
+    );
+    let point = &v["points"][0];
+    assert_eq!(point["trace"]["side"], "client");
+    let f = check_file(point, &file);
+    assert!(f.mss <= 1460, "mss {}", f.mss);
+    check_complete(point);
+}
+
 /// Over a 10 Mbit/s lab link, captured on the server (host b): every byte the receiver read
 /// arrived, each counted once, with the MSS of a 1500-byte MTU.
 #[test]
@@ -98,6 +215,10 @@ fn a_lab_trace_on_the_server_side_holds_every_byte_once() {
     assert_eq!(f.unique_data_bytes, received + COOKIE);
     assert!(f.mss_from_syn);
     assert!(f.mss <= 1460, "mss {}", f.mss);
+    // The receiver's host sees what arrived: the check is the sender's side's.
+    assert!(point["trace"]["missing_data_segments"].is_null());
+    let note = point["trace"]["completeness_note"].as_str().unwrap();
+    assert!(note.contains("no data sender"), "{note}");
 }
 
 #[test]

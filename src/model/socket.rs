@@ -52,6 +52,28 @@ pub struct TcpInfo {
     pub sndbuf_limited_us: u64,
 }
 
+/// A TCP sender's own count of what it sent on a data connection (TCP_INFO), read after it
+/// shut its side down, once the peer had acknowledged everything (or nothing more was
+/// acknowledged for a second): the count a segment trace is checked against.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(default)]
+pub struct SentSegments {
+    /// `tcpi_data_segs_out`: segments with payload, counted in MSS-sized segments (a GSO/TSO
+    /// super-segment counts as many as it will be cut into), retransmissions included.
+    pub data_segs_out: u64,
+    /// `tcpi_segs_out`: every segment, pure ACKs, SYN and FIN included, counted the same way.
+    pub segs_out: u64,
+    /// `tcpi_total_retrans` at that moment.
+    pub total_retrans: u32,
+    /// `tcpi_snd_mss`: the payload of a full segment (options taken off), bytes.
+    pub snd_mss: u32,
+    /// Whether everything sent, the FIN included, was acknowledged when the count was read:
+    /// only then is it the connection's final count.
+    pub settled: bool,
+}
+
 /// What the kernel reports after the options were applied, next to what was requested.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EffectiveOptions {

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::socket::{CpuTime, TcpInfo};
+use super::socket::{CpuTime, SentSegments, TcpInfo};
 use super::vocab::Role;
 
 /// One interval report.
@@ -94,6 +94,11 @@ pub struct StreamStats {
     pub frames: Option<LinkCounters>,
     pub intervals: Vec<Interval>,
     pub tcp_info: Option<TcpInfo>,
+    /// TCP sender: what the kernel counted sending on the connection, read at its end (see
+    /// [`SentSegments`]); what `--trace` checks its capture against. Absent for other
+    /// transports and from peers that do not report it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_segments: Option<SentSegments>,
     pub cpu: CpuTime,
     /// How the bytes moved through the kernel, e.g. "write", "sendmmsg x16", "MSG_ZEROCOPY".
     pub io_path: String,

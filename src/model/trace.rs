@@ -46,6 +46,26 @@ pub struct TraceSummary {
     pub capture_cpu_share: Option<f64>,
     /// `capture_cpu_ns` over the CPU time of the same side's data threads in the point.
     pub capture_cpu_vs_data_threads: Option<f64>,
+    /// The completeness check: data segments the data connections' senders on the capture's
+    /// host sent by their own count (TCP_INFO `tcpi_data_segs_out`, retransmissions
+    /// included, summed over the connections), read at each connection's end. Null where no
+    /// data sender ran on the capture's host, a sender did not report it, or for a file read
+    /// back.
+    #[serde(default)]
+    pub sender_data_segments: Option<u64>,
+    /// The same senders' data frames in the capture, each counted as the kernel counts it:
+    /// ceil(payload / MSS) segments for a GSO/TSO super-frame.
+    #[serde(default)]
+    pub captured_data_segments: Option<u64>,
+    /// `sender_data_segments` minus `captured_data_segments`: frames missing from the
+    /// capture when positive; negative when the capture counted more than the kernel (an
+    /// MSS that changed during the connection). 0: every data frame is in the file.
+    #[serde(default)]
+    pub missing_data_segments: Option<i64>,
+    /// Why the completeness check was not made, or where it may not be exact (a sender's
+    /// count read before all it sent was acknowledged); null when it was made and is exact.
+    #[serde(default)]
+    pub completeness_note: Option<String>,
     /// One summary per TCP connection captured, in order of first appearance.
     pub flows: Vec<FlowSummary>,
 }
@@ -95,7 +115,39 @@ impl TraceSummary {
         if self.flows.iter().any(|f| f.window_shift.is_none()) {
             s.push_str(", windows unscaled (handshake not captured)");
         }
+        if let Some(c) = self.completeness() {
+            s.push_str("; ");
+            s.push_str(&c);
+        }
         s
+    }
+
+    /// The completeness check in words: whether every data frame the senders on the
+    /// capture's host sent is in the file, and if not, how many are missing.
+    pub fn completeness(&self) -> Option<String> {
+        let note = self
+            .completeness_note
+            .as_ref()
+            .map_or(String::new(), |n| format!(" ({n})"));
+        match (
+            self.sender_data_segments,
+            self.captured_data_segments,
+            self.missing_data_segments,
+        ) {
+            (Some(sent), Some(_), Some(0)) => Some(format!(
+                "complete: all {sent} data segments the sender counted are in the file{note}"
+            )),
+            (Some(sent), Some(_), Some(m)) if m > 0 => Some(format!(
+                "INCOMPLETE: {m} of the {sent} data segments the sender counted are missing from the file{note}"
+            )),
+            (Some(sent), Some(got), Some(_)) => Some(format!(
+                "MISMATCH: the file holds {got} data segments, the sender counted {sent}{note}"
+            )),
+            _ => self
+                .completeness_note
+                .as_ref()
+                .map(|n| format!("completeness not checked: {n}")),
+        }
     }
 
     /// Several lines for `trace show`: the capture, then each connection.
@@ -108,6 +160,9 @@ impl TraceSummary {
         );
         let seconds = |ns: u64| ns as f64 / 1e9;
         let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
+        if let Some(c) = self.completeness() {
+            s.push_str(&format!("{c}\n"));
+        }
         for f in &self.flows {
             s.push_str(&format!(
                 "{} -> {} over {}\n  data: {} segments, {} bytes, {} unique; {} retransmissions ({} bytes repeated)\n  ACKs: {} ({} segments, {} bytes per ACK); {} delayed ACKs (>= 35 ms beyond the quickest ACK, {})\n  MSS {} ({}): {} segments below it ({})\n  window scale: {}\n  stops: {} gaps longer than {} (median gap {}), {} in all\n",

@@ -8,10 +8,12 @@ use anyhow::{bail, Context, Result};
 
 use super::RunPlan;
 use crate::control::client::{PointOutcome, Session};
+use crate::model::vocab::Role;
 use crate::model::RunDocument;
 use crate::pattern::Direction;
 use crate::request::Request;
 use crate::trace::capture::{self, Capture, PortFilter};
+use crate::trace::complete::{self, OnHost, Sender};
 use crate::trace::{file_for, TraceRequest, TraceSide, TraceSummary};
 
 /// `--trace` for one run: captures each run of each point into the file named for it.
@@ -22,6 +24,8 @@ pub struct Tracer {
     /// this thread's.
     netns: Option<String>,
     filter: PortFilter,
+    /// Whose outgoing frames the capture sees: the ends on its host.
+    on_host: OnHost,
     points: usize,
     runs: u32,
     file: PathBuf,
@@ -75,6 +79,7 @@ impl Tracer {
             None if plan.test.direction == Direction::Reverse && reachable => TraceSide::Server,
             None => TraceSide::Client,
         };
+        let in_lab = lab_b.is_some();
         let netns = match side {
             TraceSide::Server => lab_b,
             TraceSide::Client => None,
@@ -82,6 +87,26 @@ impl Tracer {
         let filter = PortFilter {
             data_port,
             exclude_port,
+        };
+        let on_host = match (in_lab, side) {
+            // The lab's hosts are namespaces of their own.
+            (true, TraceSide::Client) => OnHost {
+                client: true,
+                server: false,
+            },
+            (true, TraceSide::Server) => OnHost {
+                client: false,
+                server: true,
+            },
+            // A self-hosted server shares the client's namespace.
+            (false, _) if local_server => OnHost {
+                client: true,
+                server: true,
+            },
+            (false, _) => OnHost {
+                client: true,
+                server: false,
+            },
         };
         // A capture socket opened and closed at once: no permission (CAP_NET_RAW) is said
         // before the first point, not after it.
@@ -91,6 +116,7 @@ impl Tracer {
             side,
             netns,
             filter,
+            on_host,
             points: plan.points.len(),
             runs: runs(plan),
             file: t.file.clone(),
@@ -106,11 +132,11 @@ impl Tracer {
     /// Opens the capture socket (in the server's namespace for the lab's server side) and
     /// starts the capture thread.
     pub fn start(&mut self) -> Result<Capture> {
-        let (fd, lo) = open_in(self.netns.as_deref(), self.filter, self.request.snaplen)?;
+        let (ring, lo) = open_in(self.netns.as_deref(), self.filter, self.request.snaplen)?;
         let replace = self.force || self.created.contains(&self.file);
         let file = crate::outfile::create(&self.file, replace)?;
         self.created.insert(self.file.clone());
-        Capture::start(fd, lo, file, &self.file, self.request.snaplen)
+        Capture::start(ring, lo, file, &self.file, self.request.snaplen)
     }
 
     /// Ends the capture and gives its summary; `outcome` (when the point succeeded) gives
@@ -133,6 +159,47 @@ impl Tracer {
         s.capture_cpu_vs_data_threads = data_cpu
             .filter(|&d| d > 0)
             .map(|d| got.cpu_ns as f64 / d as f64);
+        let c = match outcome {
+            Some(o) => {
+                let senders: Vec<Sender> = o
+                    .client_streams
+                    .iter()
+                    .map(|(_, st)| (false, st))
+                    .chain(o.server.streams.iter().map(|st| (true, st)))
+                    .filter(|(_, st)| st.role == Some(Role::Sender))
+                    .map(|(server, st)| Sender {
+                        server,
+                        sent: st.sent_segments,
+                    })
+                    .collect();
+                let gso = got.gso_known.then_some(&got.gso_sizes[..]);
+                complete::check(
+                    &got.segments,
+                    gso,
+                    self.filter.data_port,
+                    self.on_host,
+                    &senders,
+                )
+            }
+            None => complete::Completeness {
+                note: Some("the point failed: no sender's count to check against".into()),
+                ..Default::default()
+            },
+        };
+        s.sender_data_segments = c.sender_data_segments;
+        s.captured_data_segments = c.captured_data_segments;
+        s.missing_data_segments = c.missing_data_segments;
+        s.completeness_note = c.note;
+        if got.malformed_blocks > 0 {
+            let m = format!(
+                "{} ring blocks could not be read whole",
+                got.malformed_blocks
+            );
+            s.completeness_note = Some(match s.completeness_note.take() {
+                Some(n) => format!("{n}; {m}"),
+                None => m,
+            });
+        }
         Ok(s)
     }
 }
@@ -142,7 +209,7 @@ fn open_in(
     netns: Option<&str>,
     filter: PortFilter,
     snaplen: u32,
-) -> Result<(std::os::fd::OwnedFd, Option<u32>)> {
+) -> Result<(crate::sys::ring::RxRing, Option<u32>)> {
     match netns {
         Some(ns) => crate::lab::in_netns(ns, move || capture::open(filter, snaplen)),
         None => capture::open(filter, snaplen),

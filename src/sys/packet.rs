@@ -290,21 +290,20 @@ pub fn interface_mtu(name: &str) -> io::Result<usize> {
     usize::try_from(mtu).map_err(|_| io::Error::other("negative MTU"))
 }
 
-/// `PACKET_STATISTICS` (linux/if_packet.h): packets passed to the socket and dropped by it
-/// since the last read of the counters.
-const PACKET_STATISTICS: libc::c_int = 6;
-
-/// A classic BPF program for a datagram packet socket (the packet starts at its IP header):
-/// IPv4 (first fragments) and IPv6 (no extension headers) TCP segments to or from `port`,
-/// none to or from `exclude` (0: none), cut to `snaplen` bytes. On interface `loopback` (0:
+/// A classic BPF program for a packet socket: IPv4 (first fragments) and IPv6 (no extension
+/// headers) TCP segments to or from `port`, none to or from `exclude` (0: none), cut to
+/// `snaplen` bytes. Its loads are relative to the network header (SKF_NET_OFF), so it reads
+/// the same on a datagram socket and on a raw one whose packets begin with a link header of
+/// any length (the kept length then counts from that header). On interface `loopback` (0:
 /// none) only the outgoing copy passes: loopback shows each packet twice, leaving and
 /// arriving, and dropping the second here spares the socket half its work.
-fn tcp_port_program(
+pub(super) fn tcp_port_program(
     port: u16,
     exclude: u16,
     snaplen: u32,
     loopback: u32,
 ) -> Vec<libc::sock_filter> {
+    let net = |k: u32| (libc::SKF_NET_OFF as u32).wrapping_add(k);
     let op = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
         code: code as u16,
         jt,
@@ -332,23 +331,23 @@ fn tcp_port_program(
         /* -2 */ op(ld | libc::BPF_W | abs, 0, 0, ad(SKF_AD_PKTTYPE)),
         /* -1 */
         op(jmp | libc::BPF_JEQ | k, 0, 22, PACKET_OUTGOING), // arriving -> drop
-        /* 0 */ op(ld | b | abs, 0, 0, 0),
+        /* 0 */ op(ld | b | abs, 0, 0, net(0)),
         /* 1 */ op(libc::BPF_ALU | libc::BPF_RSH | k, 0, 0, 4),
         /* 2 */ op(jmp | libc::BPF_JEQ | k, 7, 0, 6), // IPv6 -> 10
         /* 3 */ op(jmp | libc::BPF_JEQ | k, 0, 18, 4), // not IPv4 -> drop
-        /* 4 */ op(ld | b | abs, 0, 0, 9),
+        /* 4 */ op(ld | b | abs, 0, 0, net(9)),
         /* 5 */ op(jmp | libc::BPF_JEQ | k, 0, 16, 6), // not TCP -> drop
-        /* 6 */ op(ld | h | abs, 0, 0, 6),
+        /* 6 */ op(ld | h | abs, 0, 0, net(6)),
         /* 7 */ op(jmp | libc::BPF_JSET | k, 14, 0, 0x1fff), // later fragment -> drop
-        /* 8 */ op(ldx | b | libc::BPF_MSH, 0, 0, 0), // X = IPv4 header length
+        /* 8 */ op(ldx | b | libc::BPF_MSH, 0, 0, net(0)), // X = IPv4 header length
         /* 9 */ op(jmp | libc::BPF_JA, 0, 0, 3), // -> 13
-        /* 10 */ op(ld | b | abs, 0, 0, 6),
+        /* 10 */ op(ld | b | abs, 0, 0, net(6)),
         /* 11 */ op(jmp | libc::BPF_JEQ | k, 0, 10, 6), // not TCP -> drop
         /* 12 */ op(ldx | libc::BPF_W | libc::BPF_IMM, 0, 0, 40),
-        /* 13 */ op(ld | h | ind, 0, 0, 0), // source port
+        /* 13 */ op(ld | h | ind, 0, 0, net(0)), // source port
         /* 14 */ op(jmp | libc::BPF_JEQ | k, 7, 0, e),
         /* 15 */ op(libc::BPF_ST, 0, 0, 0),
-        /* 16 */ op(ld | h | ind, 0, 0, 2), // destination port
+        /* 16 */ op(ld | h | ind, 0, 0, net(2)), // destination port
         /* 17 */ op(jmp | libc::BPF_JEQ | k, 4, 0, e),
         /* 18 */ op(jmp | libc::BPF_JEQ | k, 2, 0, p), // -> 21
         /* 19 */ op(ld | libc::BPF_W | libc::BPF_MEM, 0, 0, 0),
@@ -358,190 +357,9 @@ fn tcp_port_program(
     ]
 }
 
-/// Opens a non-blocking datagram packet socket on every interface of the current network
-/// namespace that receives, with kernel time stamps (SO_TIMESTAMPNS), the TCP segments to or
-/// from `port` (and none to or from `exclude`, 0 for none), cut to `snaplen` bytes. The
-/// filter is attached before the socket is bound to a protocol, so nothing else is queued.
-/// On interface index `loopback` (0: none) only outgoing copies are received. Needs
-/// CAP_NET_RAW.
-pub fn open_tcp_capture(
-    port: u16,
-    exclude: u16,
-    snaplen: u32,
-    loopback: u32,
-    buffer_bytes: usize,
-) -> io::Result<OwnedFd> {
-    // SAFETY: plain socket(2) call with constant arguments; the result is checked below.
-    // Protocol 0: the socket receives nothing until bind names one.
-    let raw = unsafe {
-        libc::socket(
-            libc::AF_PACKET,
-            libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    check(raw)?;
-    // SAFETY: `raw` is a fresh descriptor we own and hand to OwnedFd exactly once.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    super::filter::attach(
-        fd.as_fd(),
-        &tcp_port_program(port, exclude, snaplen, loopback),
-    )?;
-    super::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
-    let size = libc::c_int::try_from(buffer_bytes).unwrap_or(libc::c_int::MAX);
-    if super::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, size).is_err() {
-        let _ = super::set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, size);
-    }
-    // SAFETY: sockaddr_ll is a plain C struct; all-zero is a valid starting value.
-    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    addr.sll_family = libc::AF_PACKET as u16;
-    addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-    // Index 0: every interface.
-    // SAFETY: `addr` is a properly initialised sockaddr_ll and its exact size is passed.
-    check(unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&addr as *const libc::sockaddr_ll).cast(),
-            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
-    })?;
-    Ok(fd)
-}
-
-/// One packet received by [`StampedBatch::recv`].
-#[derive(Debug, Clone, Copy)]
-pub struct Stamped {
-    /// Bytes written to the buffer.
-    pub len: usize,
-    /// The kernel's time stamp, nanoseconds since the Unix epoch (0 if none came).
-    pub t_ns: u64,
-    /// PACKET_HOST, PACKET_OUTGOING, ... (linux/if_packet.h).
-    pub pkttype: u8,
-    pub ifindex: u32,
-}
-
-/// The socket's (packets, drops) since the last call: what its filter let through, and how
-/// many of those the kernel dropped because the receive queue was full.
-pub fn statistics(fd: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
-    let mut stats = libc::tpacket_stats {
-        tp_packets: 0,
-        tp_drops: 0,
-    };
-    let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
-    // SAFETY: `stats` and `len` are valid for writes and `len` holds the size of `stats`.
-    check(unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_PACKET,
-            PACKET_STATISTICS,
-            (&mut stats as *mut libc::tpacket_stats).cast(),
-            &mut len,
-        )
-    })?;
-    Ok((u64::from(stats.tp_packets), u64::from(stats.tp_drops)))
-}
-
 /// CPU time the calling thread has used, nanoseconds.
 pub fn thread_cpu_ns() -> u64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
         .map(|t| (t.tv_sec() as u64).saturating_mul(1_000_000_000) + t.tv_nsec() as u64)
         .unwrap_or(0)
-}
-
-/// Buffers for receiving up to `n` packets in one recvmmsg(2) call, each with its address
-/// and its time stamp.
-pub struct StampedBatch {
-    snap: usize,
-    data: Vec<u8>,
-    addrs: Vec<libc::sockaddr_ll>,
-    controls: Vec<[u64; 8]>,
-    iovs: Vec<libc::iovec>,
-    hdrs: Vec<libc::mmsghdr>,
-}
-
-impl StampedBatch {
-    pub fn new(n: usize, snap: usize) -> StampedBatch {
-        let n = n.max(1);
-        StampedBatch {
-            snap,
-            data: vec![0; n * snap],
-            // SAFETY: sockaddr_ll, iovec and mmsghdr are plain C structs; all-zero is a
-            // valid value of each (null pointers, zero lengths).
-            addrs: vec![unsafe { std::mem::zeroed() }; n],
-            controls: vec![[0; 8]; n],
-            // SAFETY: as for `addrs`: an all-zero iovec is a null base of length 0.
-            iovs: vec![unsafe { std::mem::zeroed() }; n],
-            // SAFETY: as for `addrs`: an all-zero mmsghdr names no buffers.
-            hdrs: vec![unsafe { std::mem::zeroed() }; n],
-        }
-    }
-
-    /// Receives what is waiting, up to the batch's size, without blocking: the number of
-    /// packets (WouldBlock when there is none). Read them with [`StampedBatch::get`].
-    pub fn recv(&mut self, fd: BorrowedFd<'_>) -> io::Result<usize> {
-        let n = self.hdrs.len();
-        for i in 0..n {
-            self.iovs[i] = libc::iovec {
-                iov_base: self.data[i * self.snap..].as_mut_ptr().cast(),
-                iov_len: self.snap,
-            };
-            let h = &mut self.hdrs[i].msg_hdr;
-            h.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_ll).cast();
-            h.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-            h.msg_iov = &mut self.iovs[i];
-            h.msg_iovlen = 1;
-            h.msg_control = self.controls[i].as_mut_ptr().cast();
-            h.msg_controllen = std::mem::size_of::<[u64; 8]>() as _;
-            h.msg_flags = 0;
-            self.hdrs[i].msg_len = 0;
-        }
-        // SAFETY: every header points at this batch's own buffers (names, one iovec over a
-        // `snap`-byte slice of `data`, a control buffer) with their true lengths; none of the
-        // vectors is resized while the kernel writes, and `n` is the headers' count.
-        let got = unsafe {
-            libc::recvmmsg(
-                fd.as_raw_fd(),
-                self.hdrs.as_mut_ptr(),
-                n as libc::c_uint,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-            )
-        };
-        if got < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(got as usize)
-    }
-
-    /// The `i`-th packet of the last [`StampedBatch::recv`]: its bytes and where it came from.
-    pub fn get(&self, i: usize) -> (Stamped, &[u8]) {
-        let h = &self.hdrs[i];
-        let len = (h.msg_len as usize).min(self.snap);
-        let mut t_ns = 0;
-        // SAFETY: the kernel filled this header's control part; CMSG_FIRSTHDR/NXTHDR stay
-        // within msg_controllen, and a SCM_TIMESTAMPNS message's data is one struct timespec,
-        // read unaligned as CMSG_DATA does not promise alignment.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&h.msg_hdr);
-            while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                    t_ns = (ts.tv_sec as u64)
-                        .saturating_mul(1_000_000_000)
-                        .saturating_add(ts.tv_nsec as u64);
-                }
-                c = libc::CMSG_NXTHDR(&h.msg_hdr, c);
-            }
-        }
-        let a = &self.addrs[i];
-        (
-            Stamped {
-                len,
-                t_ns,
-                pkttype: a.sll_pkttype,
-                ifindex: a.sll_ifindex as u32,
-            },
-            &self.data[i * self.snap..i * self.snap + len],
-        )
-    }
 }

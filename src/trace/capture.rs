@@ -1,8 +1,8 @@
-//! The capture thread: reads the data connections' segments from a packet socket and writes
-//! them to a pcap file as they come, keeping each one's parsed headers for the summary.
+//! The capture thread: reads the data connections' segments from a memory-mapped packet
+//! ring (TPACKET_V3) and writes them to a pcap file as they come, keeping each one's parsed
+//! headers for the summary.
 
 use std::io::{BufWriter, Write};
-use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,23 +14,33 @@ use anyhow::Result;
 use super::pcap;
 use super::segment::{self, Segment};
 use crate::sys::packet;
+use crate::sys::ring::{self, RingShape, RxRing};
 
-/// Kernel receive buffer of the capture socket. The kernel charges a queued packet its whole
-/// buffer, not the 128 bytes kept: on loopback a 64 KiB GSO super-segment costs ~70 KiB, so
-/// this holds about 900 of them (the memory is only held while the capture lags).
-const SOCKET_BUFFER: usize = 64 << 20;
+/// The ring: 64 blocks of 1 MiB. A header-only frame takes about 224 bytes of a block
+/// (headers, address, 128 bytes kept), so a block holds about 4 700 frames, a tenth of a
+/// second of loopback at 40 Gbit/s; the ring, 64 of them. A block with frames is handed over
+/// after RETIRE_MS at the latest, so a capture thread that is not scheduled for a while
+/// loses nothing as long as it is back within 64 x RETIRE_MS (half a second).
+const RING: RingShape = RingShape {
+    block_size: 1 << 20,
+    blocks: 64,
+    retire_ms: RETIRE_MS,
+};
+/// The block retire timeout, milliseconds: the capture wakes at most about once per this
+/// while frames come (and for every full block), instead of once per frame.
+const RETIRE_MS: u32 = 8;
+/// The pcap writer's buffer: a few writes per second at loopback rates.
+const WRITE_BUFFER: usize = 1 << 20;
 /// `PACKET_OUTGOING` (linux/if_packet.h).
 const PACKET_OUTGOING: u8 = 4;
-/// After the point, the capture goes on until no segment came for this long (the last
-/// ACKs may still be on their way)...
+/// After the point, the capture goes on until no block came for this long, counted from the
+/// stop at the earliest (the last ACKs may still be on their way, and a partly filled block
+/// is handed over only when its retire timer fires, within about two RETIRE_MS)...
 const QUIET: Duration = Duration::from_millis(50);
 /// ...but not longer than this.
 const DRAIN_MAX: Duration = Duration::from_millis(500);
-/// How long the capture lets packets queue after a wake-up before reading them all. On
-/// loopback at 10-20 Gbit/s (release build, 2 CPUs) a wake-up per packet cost about 4 us of
-/// CPU a packet, 1 ms of queueing 1.4 us and 4 ms 1.2 us; but with 4 ms the queue of
-/// loopback's super-segments overflowed on a loaded machine (see SOCKET_BUFFER).
-const BATCH_WAIT: Duration = Duration::from_millis(1);
+/// The longest one wait for a block lasts: how soon a stop is seen.
+const POLL: Duration = Duration::from_millis(20);
 
 /// Which TCP segments to capture: those to or from the server's data port, none of the
 /// control connection's (it has the same server port with --one-port).
@@ -41,16 +51,16 @@ pub struct PortFilter {
     pub exclude_port: Option<u16>,
 }
 
-/// Opens the capture socket in the calling thread's network namespace (a socket keeps the
+/// Opens the capture ring in the calling thread's network namespace (a socket keeps the
 /// namespace it was made in, so it can be read from any thread afterwards).
-pub fn open(filter: PortFilter, snaplen: u32) -> Result<(OwnedFd, Option<u32>)> {
+pub fn open(filter: PortFilter, snaplen: u32) -> Result<(RxRing, Option<u32>)> {
     let loopback = packet::ifindex("lo").ok();
-    let fd = packet::open_tcp_capture(
+    let ring = ring::open_tcp_ring(
         filter.data_port,
         filter.exclude_port.unwrap_or(0),
         snaplen,
         loopback.unwrap_or(0),
-        SOCKET_BUFFER,
+        RING,
     )
     .map_err(|e| {
         if e.raw_os_error() == Some(libc::EPERM) {
@@ -58,10 +68,10 @@ pub fn open(filter: PortFilter, snaplen: u32) -> Result<(OwnedFd, Option<u32>)> 
                 "--trace needs CAP_NET_RAW (run as root or give the binary cap_net_raw)"
             )
         } else {
-            anyhow::Error::new(e).context("opening the packet socket for --trace")
+            anyhow::Error::new(e).context("setting up the packet ring for --trace")
         }
     })?;
-    Ok((fd, loopback))
+    Ok((ring, loopback))
 }
 
 /// What a finished capture saw.
@@ -69,9 +79,16 @@ pub fn open(filter: PortFilter, snaplen: u32) -> Result<(OwnedFd, Option<u32>)> 
 pub struct Captured {
     /// Packets written to the file.
     pub packets: u64,
-    /// Packets the kernel dropped because the socket's queue was full.
+    /// Packets the kernel dropped because no block of the ring was free.
     pub drops: u64,
+    /// Blocks the kernel handed over whose frames could not all be walked (never expected:
+    /// a sign of a ring this code misreads).
+    pub malformed_blocks: u64,
     pub segments: Vec<Segment>,
+    /// Each segment's GSO size (see [`crate::sys::ring::Frame::gso_size`]), in the order of
+    /// `segments`, when the ring gave them (`gso_known`).
+    pub gso_sizes: Vec<u16>,
+    pub gso_known: bool,
     /// CPU time of the capture thread, and the time it ran, nanoseconds.
     pub cpu_ns: u64,
     pub elapsed_ns: u64,
@@ -83,10 +100,10 @@ pub struct Capture {
 }
 
 impl Capture {
-    /// Starts the capture thread on `fd` (from [`open`]), writing `file`, created at `path`
-    /// by [`crate::outfile`].
+    /// Starts the capture thread on `ring` (from [`open`]), writing `file`, created at
+    /// `path` by [`crate::outfile`].
     pub fn start(
-        fd: OwnedFd,
+        ring: RxRing,
         loopback: Option<u32>,
         file: std::fs::File,
         path: &Path,
@@ -98,7 +115,8 @@ impl Capture {
         let handle = std::thread::Builder::new()
             .name("wb-trace".into())
             .spawn(move || {
-                capture_loop(fd, loopback, BufWriter::new(file), &path, snaplen, &flag)
+                let out = BufWriter::with_capacity(WRITE_BUFFER, file);
+                capture_loop(ring, loopback, out, &path, snaplen, &flag)
             })?;
         Ok(Capture { stop, handle })
     }
@@ -113,7 +131,7 @@ impl Capture {
 }
 
 fn capture_loop(
-    fd: OwnedFd,
+    mut ring: RxRing,
     loopback: Option<u32>,
     mut out: BufWriter<std::fs::File>,
     path: &Path,
@@ -125,58 +143,62 @@ fn capture_loop(
     let written =
         |e: std::io::Error| anyhow::Error::new(e).context(format!("writing {}", path.display()));
     pcap::write_header(&mut out, snaplen).map_err(written)?;
-    let mut got = Captured::default();
-    // One system call for up to 64 packets.
-    let mut batch = packet::StampedBatch::new(64, snaplen as usize);
+    let mut got = Captured {
+        gso_known: ring.gso_sizes(),
+        ..Captured::default()
+    };
     let mut stopping_since: Option<Instant> = None;
-    let mut last_packet = Instant::now();
+    let mut last_block = Instant::now();
+    let mut failed: Option<std::io::Error> = None;
     loop {
         let stopping = stop.load(Ordering::SeqCst);
         if stopping && stopping_since.is_none() {
             stopping_since = Some(Instant::now());
         }
+        // A frame written before the stop may sit in a block the kernel has not handed over
+        // yet: that block retires within about two RETIRE_MS, so the drain lasts at least
+        // QUIET from the stop, however long ago the last block came.
         if let Some(s) = stopping_since {
-            if last_packet.elapsed() >= QUIET || s.elapsed() >= DRAIN_MAX {
+            let quiet = last_block.elapsed().min(s.elapsed());
+            if quiet >= QUIET || s.elapsed() >= DRAIN_MAX {
                 break;
             }
         }
-        if !crate::sys::wait_readable(fd.as_fd(), Duration::from_millis(20))? {
-            continue;
-        }
-        // Woken once per packet the thread costs several microseconds a packet in wake-ups
-        // alone; after a wake-up it lets the queue fill for a moment instead (the kernel's
-        // time stamps do not depend on when the packets are read).
-        std::thread::sleep(BATCH_WAIT);
-        loop {
-            let n = match batch.recv(fd.as_fd()) {
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(anyhow::Error::new(e).context("reading the packet socket")),
-            };
-            last_packet = Instant::now();
-            for i in 0..n {
-                let (p, data) = batch.get(i);
+        // One wake-up per block: the frames are read in place, and only the pcap writer
+        // copies them (into its buffer).
+        let walked = ring
+            .next_block(POLL, |f| {
                 // On loopback a packet passes the packet tap twice, once leaving (OUTGOING)
                 // and once arriving (HOST): the outgoing copy is kept. The socket's filter
-                // drops the other already; this keeps the file right whatever the filter did.
-                if Some(p.ifindex) == loopback && p.pkttype != PACKET_OUTGOING {
-                    continue;
+                // drops the other already; this keeps the file right whatever it did.
+                if failed.is_some() || (Some(f.ifindex) == loopback && f.pkttype != PACKET_OUTGOING)
+                {
+                    return;
                 }
-                let orig = ip_length(data).unwrap_or(p.len as u32);
-                if let Some(s) = segment::parse(p.t_ns, data, orig) {
+                // The ring keeps a little more than the snap length (room for the link
+                // header of a raw socket): the file holds what was asked for.
+                let data = &f.data[..f.data.len().min(snaplen as usize)];
+                let orig = ip_length(data).unwrap_or(f.len);
+                if let Some(s) = segment::parse(f.t_ns, data, orig) {
                     got.segments.push(s);
+                    got.gso_sizes.push(f.gso_size);
                 }
-                pcap::write_packet(&mut out, p.t_ns, data, orig).map_err(written)?;
-                got.packets += 1;
-            }
-            if n < 64 {
-                break;
-            }
+                match pcap::write_packet(&mut out, f.t_ns, data, orig) {
+                    Ok(()) => got.packets += 1,
+                    Err(e) => failed = Some(e),
+                }
+            })
+            .map_err(|e| anyhow::Error::new(e).context("reading the packet ring"))?;
+        if let Some(e) = failed.take() {
+            return Err(written(e));
+        }
+        if let Some((_, short)) = walked {
+            last_block = Instant::now();
+            got.malformed_blocks += u64::from(short);
         }
     }
     out.flush().map_err(written)?;
-    got.drops = packet::statistics(fd.as_fd()).map(|(_, d)| d).unwrap_or(0);
+    got.drops = ring.statistics().map(|s| s.drops).unwrap_or(0);
     got.cpu_ns = packet::thread_cpu_ns().saturating_sub(cpu_start);
     got.elapsed_ns = started.elapsed().as_nanos() as u64;
     Ok(got)

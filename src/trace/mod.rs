@@ -4,6 +4,7 @@
 //! retransmissions. `pcap`, `segment` and `flow` are pure code; `capture` reads the socket.
 
 pub mod capture;
+pub mod complete;
 pub mod flow;
 pub mod pcap;
 pub mod segment;
@@ -40,6 +41,10 @@ impl TraceSummary {
             capture_elapsed_ns: None,
             capture_cpu_share: None,
             capture_cpu_vs_data_threads: None,
+            sender_data_segments: None,
+            captured_data_segments: None,
+            missing_data_segments: None,
+            completeness_note: None,
             flows: analyse(segments).into_iter().map(|f| f.summary).collect(),
         }
     }

@@ -18,6 +18,7 @@ use super::{
     aborted, busy_poll, gave_up_waiting, rate, stall_check, stopped, IntervalEvent, Pace, SendPlan,
     StreamStats, ABORT_CHECK, DATAGRAM_HEADER,
 };
+use crate::model::socket::SentSegments;
 use crate::pattern::channel::timed_out;
 use crate::pattern::{nanos, payload, CpuMeter, DataChannel, Role};
 use crate::sys::fastpath::{self, Batch, ZerocopyCompletions, UDP_MAX_SEGMENTS};
@@ -202,6 +203,48 @@ fn wait_delivered(
     }
 }
 
+/// How long a sender waits at its end for acknowledgements that do not come before it reads
+/// its final count anyway (marked not settled).
+const SETTLE_STALL: Duration = Duration::from_secs(1);
+/// How often it looks (after the timed phase: the cost is not measured).
+const SETTLE_CHECK: Duration = Duration::from_millis(1);
+
+/// A TCP sender's final count of the segments it sent (TCP_INFO), read after its shutdown
+/// once the peer has acknowledged everything, the FIN included: nothing is sent on the
+/// connection after that but pure ACKs (unless the peer sends data), so the data count is
+/// final. The receiver reads to the end of the stream meanwhile, so the wait ends about when
+/// its read does. Gives up (not settled) when nothing more is acknowledged for
+/// [`SETTLE_STALL`], the connection is closed, or the test is torn down.
+fn final_count(ch: &DataChannel, abort: Option<&AtomicBool>) -> Option<SentSegments> {
+    /// `TCP_CLOSE` (include/net/tcp_states.h): reset or fully closed.
+    const TCP_CLOSE: u8 = 7;
+    let fd = ch.connection().socket_fd()?;
+    let mut acked = 0;
+    let mut moved_at = Instant::now();
+    loop {
+        let t = crate::sys::tcp_info(fd)?;
+        let settled = t.unacked == 0 && t.notsent_bytes == 0;
+        if settled
+            || t.state[0] == TCP_CLOSE
+            || aborted(abort)
+            || moved_at.elapsed() >= SETTLE_STALL
+        {
+            return Some(SentSegments {
+                data_segs_out: u64::from(t.data_segs_out),
+                segs_out: u64::from(t.segs_out),
+                total_retrans: t.total_retrans,
+                snd_mss: t.snd_mss,
+                settled,
+            });
+        }
+        if t.bytes_acked > acked {
+            acked = t.bytes_acked;
+            moved_at = Instant::now();
+        }
+        std::thread::sleep(SETTLE_CHECK);
+    }
+}
+
 /// Where the timed phase stands: shared by both senders.
 struct Progress {
     start: Instant,
@@ -291,6 +334,9 @@ pub fn run_sender(
     stats.tcp_info = ch.connection().tcp_info();
     if reliable {
         ch.shutdown_write()?;
+        if ch.capabilities().tcp_options {
+            stats.sent_segments = final_count(ch, plan.abort);
+        }
     }
     // On the host's clock, after the timed phase: the senders of one direction are put on one
     // time line with it (report::span).
