@@ -156,23 +156,30 @@ impl Tracer {
         self.created.insert(self.file.clone());
         // The sidecar is created before the capture starts, so that a refused file stops
         // nothing half-way.
-        let sidecar = match self.probe {
-            ProbeState::On(_) => {
-                let path = probe::sidecar(&self.file);
-                let replace = self.force || self.created.contains(&path);
-                let f = crate::outfile::create(&path, replace)?;
-                self.created.insert(path.clone());
-                Some((f, path))
-            }
+        // Tracepoints are global: the events are opened in this thread's namespace,
+        // whichever side is captured, and before the sidecar is created, so that a run that
+        // cannot open them now leaves no empty sidecar (its summary says why). The sidecar
+        // is created before the capture starts: a refused file stops nothing half-way.
+        let opened = match self.probe {
+            ProbeState::On(_) => Some(match probe::open(self.filter) {
+                Ok(source) => {
+                    let path = probe::sidecar(&self.file);
+                    let replace = self.force || self.created.contains(&path);
+                    let f = crate::outfile::create(&path, replace)?;
+                    self.created.insert(path.clone());
+                    Ok((source, f, path))
+                }
+                Err(why) => Err(why),
+            }),
             _ => None,
         };
         let capture = Capture::start(fd, lo, file, &self.file, self.request.snaplen)?;
-        // Tracepoints are global: the reader runs in this thread's namespace, whichever side
-        // is captured. Failing here leaves the capture going and says why in the summary.
-        let probe = sidecar.map(|(f, path)| {
-            probe::open(self.filter)
-                .and_then(|source| Reader::start(source, f, &path).map_err(|e| format!("{e:#}")))
-                .map(|r| (r, path))
+        let probe = opened.map(|o| {
+            o.and_then(|(source, f, path)| {
+                Reader::start(source, f, &path)
+                    .map(|r| (r, path))
+                    .map_err(|e| format!("{e:#}"))
+            })
         });
         Ok(Running { capture, probe })
     }

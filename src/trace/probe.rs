@@ -307,6 +307,8 @@ pub fn parse_csv(text: &str) -> Result<Vec<ProbeSample>, String> {
 pub fn read_sidecar(pcap: &Path) -> Result<Option<(PathBuf, Vec<ProbeSample>)>> {
     let path = sidecar(pcap);
     match std::fs::read_to_string(&path) {
+        // Empty: created by a run whose reader did not start (its summary says why).
+        Ok(text) if text.is_empty() => Ok(None),
         Ok(text) => parse_csv(&text)
             .map(|v| Some((path.clone(), v)))
             .map_err(|e| anyhow!("{}: {e}", path.display())),
@@ -925,6 +927,14 @@ print fmt: \"family=%s src=%pISpc ...\", REC->saddr
             Path::new("/x/t.tcp_probe.csv")
         );
         assert_eq!(sidecar(Path::new("t")), Path::new("t.tcp_probe.csv"));
+        // Read beside a pcap: none, empty (a reader that did not start) and written.
+        let dir = tempfile::tempdir().unwrap();
+        let pcap = dir.path().join("x.pcap");
+        assert!(read_sidecar(&pcap).unwrap().is_none());
+        std::fs::write(sidecar(&pcap), "").unwrap();
+        assert!(read_sidecar(&pcap).unwrap().is_none());
+        std::fs::write(sidecar(&pcap), &text).unwrap();
+        assert_eq!(read_sidecar(&pcap).unwrap().map(|(_, v)| v), Some(v));
     }
 
     /// The sender's socket (ACKs in, snd_una across the 32-bit wrap) and the receiver's,
