@@ -119,7 +119,9 @@ pub struct ProbeSocket {
     pub cwnd_max: u32,
     pub cwnd_last: u32,
     /// The slow-start threshold at the last sample, and its smallest value; null while it
-    /// is the kernel's "infinite" initial value (slow start never ended).
+    /// is the kernel's "infinite" initial value (slow start never ended). tcp_probe logs
+    /// `tcp_current_ssthresh`: outside a window reduction (recovery, CWR) that is the larger
+    /// of snd_ssthresh and 3/4 of the congestion window, not snd_ssthresh itself.
     pub ssthresh_last: Option<u32>,
     pub ssthresh_min: Option<u32>,
     /// Smoothed RTT over the samples that had one (null when none had).
