@@ -4,8 +4,8 @@
 //! The kernel fires tcp_probe in `tcp_rcv_established` for each segment an established
 //! socket receives, recording the socket's ports (host order), snd_nxt, snd_una, snd_cwnd
 //! (segments), the slow-start threshold (`tcp_current_ssthresh`: outside recovery or CWR the
-//! larger of snd_ssthresh and 3/4 of cwnd), snd_wnd and rcv_wnd (bytes) and srtt (`srtt_us
-//! >> 3`: microseconds). The record's layout is read from tracefs's `format` file at run time,
+//! larger of snd_ssthresh and 3/4 of cwnd), snd_wnd and rcv_wnd (bytes) and srtt
+//! (`srtt_us >> 3`: microseconds). The record's layout is read from tracefs's `format` file at run time,
 //! not assumed. Samples are stamped with CLOCK_REALTIME, the clock of the pcap's stamps, so
 //! that both lie on one time line.
 //!
