@@ -182,6 +182,124 @@ fn a_lab_trace_on_the_senders_side_misses_no_data_segment() {
     check_complete(point);
 }
 
+/// `--trace` reads the kernel's TCP state per received segment (tcp:tcp_probe) beside the
+/// capture, on by default: samples of the data connection's two sockets only (the control
+/// connection left out; any other socket on the port is noted), in a sidecar that reads back to the count the JSON gives, joined
+/// with the captured connection; `trace show` prints it and `trace plot` draws it. No
+/// figure is checked against a time or a rate: only counts, ports and that the kernel's
+/// state was there (a congestion window, an RTT).
+#[test]
+fn a_loopback_trace_reads_tcp_probe_into_a_sidecar() {
+    if !require(&[Need::Root, Need::TcpProbe]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.pcap");
+    let v = run_json(&[
+        "stream",
+        "-d",
+        "1s",
+        "--trace",
+        file.to_str().unwrap(),
+        "--no-save",
+    ]);
+    let point = &v["points"][0];
+    let p = &point["trace"]["tcp_probe"];
+    assert!(p["unavailable"].is_null(), "tcp_probe unavailable: {p}");
+    let n = u(&p["samples"]);
+    assert!(n > 0, "no tcp_probe samples: {p}");
+    let side = dir.path().join("t.tcp_probe.csv");
+    assert_eq!(p["file"], side.display().to_string());
+    let samples =
+        wirebench::trace::probe::parse_csv(&std::fs::read_to_string(&side).unwrap()).unwrap();
+    assert_eq!(samples.len() as u64, n);
+    // Every sample is one of the data connection's two sockets.
+    let (_, segments) = wirebench::trace::read_file(&file).unwrap();
+    let flows = wirebench::trace::analyse(&segments);
+    assert_eq!(flows.len(), 1);
+    let port = |a: &str| a.parse::<std::net::SocketAddr>().unwrap().port();
+    let (s, r) = (
+        port(&flows[0].summary.sender),
+        port(&flows[0].summary.receiver),
+    );
+    // Tracepoints are kernel-wide: a socket of another test or namespace that happens to
+    // have the port at one end passes the kernel's filter, and the summary must say so.
+    let stray = samples
+        .iter()
+        .filter(|x| (x.sport, x.dport) != (s, r) && (x.sport, x.dport) != (r, s))
+        .count();
+    if stray > 0 {
+        assert!(
+            p["notes"]
+                .to_string()
+                .contains("not among the captured connections"),
+            "{stray} samples of another socket, not noted: {p}"
+        );
+    }
+    let sender: Vec<_> = samples.iter().filter(|x| x.sport == s).collect();
+    assert!(!sender.is_empty(), "no sample of the sender's socket");
+    assert!(sender.iter().all(|x| x.snd_cwnd > 0));
+    assert!(sender.iter().any(|x| x.srtt_us > 0));
+    let sockets = p["sockets"].as_array().unwrap();
+    let k = sockets
+        .iter()
+        .find(|k| k["role"] == "sender")
+        .unwrap_or_else(|| panic!("no sender socket: {p}"));
+    assert_eq!(u(&k["local_port"]), u64::from(s));
+    assert_eq!(u(&k["samples"]), sender.len() as u64);
+    assert!(u(&k["cwnd_min"]) > 0);
+    assert!(u(&k["srtt_max_us"]) > 0);
+    assert!(u(&k["bytes_acked"]) > 0);
+    // Lost samples (a full ring on a loaded machine) are counted, not asserted away.
+    let _lost = u(&p["lost"]);
+
+    let show = common::run(&["trace", "show", file.to_str().unwrap()]);
+    assert!(show.status.success());
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        text.contains(&format!("tcp_probe: {n} samples in ")),
+        "{text}"
+    );
+    let out = dir.path().join("plots");
+    let plot = common::run(&[
+        "trace",
+        "plot",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        plot.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plot.stderr)
+    );
+    let listed = String::from_utf8_lossy(&plot.stdout);
+    for name in ["cwnd", "srtt", "probe-windows", "snd-una", "outstanding"] {
+        let f = out.join(format!("t-{name}.svg"));
+        assert!(
+            listed.contains(f.to_str().unwrap()),
+            "{name} not written: {listed}"
+        );
+        assert!(std::fs::metadata(&f).unwrap().len() > 0);
+    }
+    let outstanding = std::fs::read_to_string(out.join("t-outstanding.svg")).unwrap();
+    assert!(outstanding.contains("snd_cwnd x MSS"));
+
+    // --no-trace-probe: no sidecar, no summary.
+    let off = dir.path().join("off.pcap");
+    let v = run_json(&[
+        "stream",
+        "-d",
+        "1s",
+        "--trace",
+        off.to_str().unwrap(),
+        "--no-trace-probe",
+        "--no-save",
+    ]);
+    assert!(v["points"][0]["trace"]["tcp_probe"].is_null());
+    assert!(!dir.path().join("off.tcp_probe.csv").exists());
+}
+
 /// Over a 10 Mbit/s lab link, captured on the server (host b): every byte the receiver read
 /// arrived, each counted once, with the MSS of a 1500-byte MTU.
 #[test]
@@ -219,6 +337,24 @@ fn a_lab_trace_on_the_server_side_holds_every_byte_once() {
     assert!(point["trace"]["missing_data_segments"].is_null());
     let note = point["trace"]["completeness_note"].as_str().unwrap();
     assert!(note.contains("no data sender"), "{note}");
+    // tcp_probe is kernel-wide: the lab's two hosts share this kernel, so both sockets of
+    // the connection are there, and the summary says why.
+    if common::need::require_for("tcp_probe", &[Need::TcpProbe]) {
+        let p = &point["trace"]["tcp_probe"];
+        assert!(p["unavailable"].is_null(), "{p}");
+        assert!(u(&p["samples"]) > 0, "{p}");
+        let roles: Vec<&Value> = p["sockets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| &k["role"])
+            .collect();
+        assert!(roles.contains(&&Value::from("sender")), "{p}");
+        assert!(
+            p["notes"].to_string().contains("not per network namespace"),
+            "{p}"
+        );
+    }
 }
 
 #[test]

@@ -272,6 +272,15 @@ pub struct RunArgs {
     /// Bytes of each packet --trace keeps: 128 holds the IP and TCP headers with options.
     #[arg(long, default_value_t = crate::trace::DEFAULT_SNAPLEN, value_parser = clap::value_parser!(u32).range(64..=262_144))]
     pub trace_snaplen: u32,
+    /// With --trace (where it is on by default when readable): require the kernel's TCP
+    /// state per received segment (the tcp:tcp_probe tracepoint: snd_cwnd, ssthresh, srtt,
+    /// snd_wnd, rcv_wnd, snd_una) in a sidecar beside FILE (X.pcap: X.tcp_probe.csv), or stop before
+    /// the first point with the reason. Needs root (tracefs and perf_event_open).
+    #[arg(long, requires = "trace", conflicts_with = "no_trace_probe")]
+    pub trace_probe: bool,
+    /// With --trace: do not read tcp_probe (only the segments are captured).
+    #[arg(long, requires = "trace")]
+    pub no_trace_probe: bool,
 }
 
 pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -678,6 +687,13 @@ impl TryFrom<&RunArgs> for Request {
                 file: file.clone(),
                 side: a.trace_side,
                 snaplen: a.trace_snaplen,
+                probe: if a.trace_probe {
+                    crate::trace::ProbeMode::Required
+                } else if a.no_trace_probe {
+                    crate::trace::ProbeMode::Off
+                } else {
+                    crate::trace::ProbeMode::Auto
+                },
             }),
             load: a.load.map(|spec| request::LoadRequest {
                 spec,

@@ -7,9 +7,12 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 
+use crate::figures::probe_figures::{self, ProbeFigure};
 use crate::figures::trace_figures::{figure, TraceFigure};
 use crate::figures::{plots, png};
-use crate::trace::{analyse, read_file, TraceSummary};
+use crate::trace::probe::{self, ProbeSample};
+use crate::trace::segment::Segment;
+use crate::trace::{analyse, read_file, ProbeSummary, TraceSummary};
 
 #[derive(Debug, Args)]
 pub struct TraceArgs {
@@ -20,7 +23,9 @@ pub struct TraceArgs {
 #[derive(Debug, Subcommand)]
 pub enum TraceCommand {
     /// Per TCP connection: data segments and bytes, segments per ACK, sub-MSS share, delayed
-    /// ACKs, stop-and-go periods and retransmissions.
+    /// ACKs, stop-and-go periods and retransmissions; with the tcp_probe sidecar `run
+    /// --trace` writes beside the pcap (X.tcp_probe.csv), each socket's congestion window,
+    /// slow-start threshold, smoothed RTT and windows.
     Show {
         /// A pcap file (`run --trace` writes one).
         file: PathBuf,
@@ -29,7 +34,9 @@ pub enum TraceCommand {
         json: bool,
     },
     /// Segment size, bytes outstanding and the advertised window against time, as SVG
-    /// files DIR/STEM-segment-size.svg, -outstanding.svg and -window.svg.
+    /// files DIR/STEM-segment-size.svg, -outstanding.svg and -window.svg; with the tcp_probe
+    /// sidecar also -cwnd.svg (snd_cwnd and ssthresh), -srtt.svg, -probe-windows.svg (snd_wnd,
+    /// rcv_wnd) and -snd-una.svg, and the congestion window in bytes in -outstanding.svg.
     Plot {
         /// A pcap file (`run --trace` writes one).
         file: PathBuf,
@@ -55,7 +62,11 @@ pub fn run(a: TraceArgs) -> Result<i32> {
     match a.command {
         TraceCommand::Show { file, json } => {
             let (packets, segments) = read_file(&file)?;
-            let s = TraceSummary::of_segments(&file, packets, &segments);
+            let mut s = TraceSummary::of_segments(&file, packets, &segments);
+            s.tcp_probe = sidecar(&file, &segments)?.map(|(path, samples, stale)| match stale {
+                Some(why) => ProbeSummary::unavailable(why),
+                None => probe::summarise(&path, &samples, &s.flows),
+            });
             if json {
                 println!("{}", serde_json::to_string_pretty(&s)?);
             } else {
@@ -78,6 +89,15 @@ pub fn run(a: TraceArgs) -> Result<i32> {
                 }
             }
             let (_, segments) = read_file(&file)?;
+            let probed = sidecar(&file, &segments)?;
+            if let Some((_, _, Some(stale))) = &probed {
+                eprintln!("trace plot: {stale}");
+            }
+            let samples: &[ProbeSample] = match &probed {
+                Some((_, v, None)) => v,
+                _ => &[],
+            };
+            let origin = segments.iter().map(|g| g.t_ns).min().unwrap_or(0);
             let flows = analyse(&segments);
             if flows.is_empty() {
                 bail!("{}: no TCP segments", file.display());
@@ -88,16 +108,37 @@ pub fn run(a: TraceArgs) -> Result<i32> {
                 .unwrap_or_else(|| "trace".into());
             // Every figure drawn, then all checked, then written: a refusal writes none.
             let mut files = Vec::new();
-            for kind in TraceFigure::ALL {
-                let Some(fig) = figure(&flows, kind, ns(from), ns(to)) else {
-                    continue;
-                };
-                let svg = plots::render_svg(&fig)?;
-                let name = format!("{stem}-{}", kind.name());
+            let mut add = |name: &str, fig: &plots::Figure| -> Result<()> {
+                let svg = plots::render_svg(fig)?;
+                let name = format!("{stem}-{name}");
                 let png = with_png.then(|| png::svg_to_png(&svg)).transpose()?;
                 files.push((format!("{name}.svg"), svg.into_bytes()));
                 if let Some(png) = png {
                     files.push((format!("{name}.png"), png));
+                }
+                Ok(())
+            };
+            for kind in TraceFigure::ALL {
+                let Some(mut fig) = figure(&flows, kind, ns(from), ns(to)) else {
+                    continue;
+                };
+                if kind == TraceFigure::Outstanding {
+                    probe_figures::add_cwnd_bytes(
+                        &mut fig,
+                        &flows,
+                        samples,
+                        origin,
+                        ns(from),
+                        ns(to),
+                    );
+                }
+                add(kind.name(), &fig)?;
+            }
+            for kind in ProbeFigure::ALL {
+                if let Some(fig) =
+                    probe_figures::figure(&flows, samples, origin, kind, ns(from), ns(to))
+                {
+                    add(kind.name(), &fig)?;
                 }
             }
             if files.is_empty() {
@@ -109,4 +150,24 @@ pub fn run(a: TraceArgs) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// A pcap's tcp_probe sidecar: its path, its samples, and a note when they do not overlap
+/// the capture (a sidecar left from another run: not joined).
+type Sidecar = (PathBuf, Vec<ProbeSample>, Option<String>);
+
+/// The tcp_probe sidecar of `file`, if there is one.
+fn sidecar(file: &std::path::Path, segments: &[Segment]) -> Result<Option<Sidecar>> {
+    let Some((path, samples)) = probe::read_sidecar(file)? else {
+        return Ok(None);
+    };
+    let first = segments.iter().map(|g| g.t_ns).min().unwrap_or(0);
+    let last = segments.iter().map(|g| g.t_ns).max().unwrap_or(0);
+    let stale = (!samples.is_empty() && !probe::overlaps(&samples, first, last)).then(|| {
+        format!(
+            "{}: its samples lie outside the capture's time span (a sidecar of another run?): not joined",
+            path.display()
+        )
+    });
+    Ok(Some((path, samples, stale)))
 }

@@ -12,6 +12,7 @@ pub mod load_figures;
 pub mod mesh_figures;
 pub mod plots;
 pub mod png;
+pub mod probe_figures;
 pub mod series;
 pub mod study_figures;
 pub mod study_page;

@@ -68,7 +68,201 @@ pub struct TraceSummary {
     pub completeness_note: Option<String>,
     /// One summary per TCP connection captured, in order of first appearance.
     pub flows: Vec<FlowSummary>,
+    /// The kernel's TCP state per received segment (the `tcp:tcp_probe` tracepoint) on the
+    /// data connections' sockets, from the sidecar file written beside the pcap. Null with
+    /// --no-trace-probe, or for a file read back without its sidecar; with `unavailable`
+    /// set when the tracepoint could not be read.
+    #[serde(default)]
+    pub tcp_probe: Option<ProbeSummary>,
 }
+
+/// What the `tcp:tcp_probe` tracepoint showed of the data connections' sockets. The kernel
+/// fires it for every segment a socket in the established state receives (on the sender,
+/// each ACK; on the receiver, each data segment), with the socket's state after it.
+/// Tracepoints are one for the whole kernel, not per network namespace: the samples are
+/// those of every socket with the data port at either end, which on loopback or in the lab
+/// (hosts sharing one kernel) are both ends of each data connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProbeSummary {
+    /// The sidecar CSV the samples were written to (null when unavailable).
+    pub file: Option<String>,
+    /// Samples in the sidecar.
+    pub samples: u64,
+    /// Samples the kernel dropped because the per-CPU ring was full (PERF_RECORD_LOST);
+    /// null for a file read back.
+    pub lost: Option<u64>,
+    /// CPU time of the thread that read the rings and wrote the sidecar, nanoseconds.
+    pub reader_cpu_ns: Option<u64>,
+    /// How long the reader ran, nanoseconds.
+    pub reader_elapsed_ns: Option<u64>,
+    /// `reader_cpu_ns` over `reader_elapsed_ns`: the share of one CPU the reader cost (the
+    /// kernel's own cost of firing the tracepoint is in the data threads' time, not here).
+    pub reader_cpu_share: Option<f64>,
+    /// One entry per socket seen (by the kernel's socket cookie), in order of first sample.
+    pub sockets: Vec<ProbeSocket>,
+    /// Why there are no samples: the tracepoint could not be read (no tracefs, no
+    /// permission, no tcp_probe in this kernel). Null when it was read.
+    pub unavailable: Option<String>,
+    /// What else a reader should know (tracefs mounted by this run, a clock moved by an
+    /// offset, ports other connections may share).
+    pub notes: Vec<String>,
+}
+
+/// Which end of a connection a socket is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeRole {
+    /// The end that sends the data: its samples are per ACK received.
+    Sender,
+    /// The end that receives it: its samples are per data segment received.
+    Receiver,
+}
+
+/// One socket's tcp_probe figures. Windows in bytes, the congestion window and slow-start
+/// threshold in segments (of the socket's MSS), srtt in microseconds (the kernel's
+/// smoothed RTT); min/p50/max are over the socket's samples, one per received segment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProbeSocket {
+    /// The socket's own port and its peer's.
+    pub local_port: u16,
+    pub remote_port: u16,
+    /// The captured connection it belongs to ("SENDER -> RECEIVER" as in `flows`), matched
+    /// by ports; null when the pcap holds no such connection.
+    pub flow: Option<String>,
+    /// Its end of that connection (null without a matching connection).
+    pub role: Option<ProbeRole>,
+    pub samples: u64,
+    /// How far snd_una moved from the first sample to the last: bytes of its own data the
+    /// peer acknowledged meanwhile.
+    pub bytes_acked: u64,
+    pub cwnd_min: u32,
+    pub cwnd_max: u32,
+    pub cwnd_last: u32,
+    /// The slow-start threshold at the last sample, and its smallest value; null while it
+    /// is the kernel's "infinite" initial value (slow start never ended). tcp_probe logs
+    /// `tcp_current_ssthresh`: outside a window reduction (recovery, CWR) that is the larger
+    /// of snd_ssthresh and 3/4 of the congestion window, not snd_ssthresh itself.
+    pub ssthresh_last: Option<u32>,
+    pub ssthresh_min: Option<u32>,
+    /// Smoothed RTT over the samples that had one (null when none had).
+    pub srtt_min_us: Option<u32>,
+    pub srtt_p50_us: Option<u32>,
+    pub srtt_max_us: Option<u32>,
+    /// The window its peer last advertised (snd_wnd) and the one it last offered (rcv_wnd).
+    pub snd_wnd_last: u32,
+    pub rcv_wnd_last: u32,
+}
+
+impl ProbeSummary {
+    /// A summary that says why there is none.
+    pub fn unavailable(why: String) -> ProbeSummary {
+        ProbeSummary {
+            file: None,
+            samples: 0,
+            lost: None,
+            reader_cpu_ns: None,
+            reader_elapsed_ns: None,
+            reader_cpu_share: None,
+            sockets: vec![],
+            unavailable: Some(why),
+            notes: vec![],
+        }
+    }
+
+    /// The part of the trace line after "tcp_probe: ".
+    pub fn line(&self) -> String {
+        if let Some(why) = &self.unavailable {
+            return format!("unavailable ({why})");
+        }
+        let mut s = format!(
+            "{} samples, {} lost",
+            self.samples,
+            self.lost.map_or("?".into(), |l| l.to_string())
+        );
+        if let Some(c) = self.reader_cpu_share {
+            s.push_str(&format!(", reader cost {:.1}% of one CPU", c * 100.0));
+        }
+        let senders: Vec<&ProbeSocket> = self
+            .sockets
+            .iter()
+            .filter(|k| k.role == Some(ProbeRole::Sender))
+            .collect();
+        for k in senders {
+            s.push_str(&format!("; sender :{} {}", k.local_port, k.state_line()));
+        }
+        s
+    }
+
+    /// Lines for `trace show`.
+    pub fn text(&self) -> String {
+        let mut s = String::from("tcp_probe: ");
+        if let Some(why) = &self.unavailable {
+            s.push_str(&format!(
+                "unavailable ({why})
+"
+            ));
+            return s;
+        }
+        s.push_str(&format!(
+            "{} samples in {}, {} lost, {} socket(s)
+",
+            self.samples,
+            self.file.as_deref().unwrap_or("-"),
+            self.lost.map_or("?".into(), |l| l.to_string()),
+            self.sockets.len()
+        ));
+        for k in &self.sockets {
+            s.push_str(&format!(
+                "  :{} -> :{} ({}{}): {} samples, {} bytes acked
+    {}
+",
+                k.local_port,
+                k.remote_port,
+                k.role.map_or("no captured connection", |r| match r {
+                    ProbeRole::Sender => "sender",
+                    ProbeRole::Receiver => "receiver",
+                }),
+                k.flow
+                    .as_ref()
+                    .map_or(String::new(), |f| format!(" of {f}")),
+                k.samples,
+                k.bytes_acked,
+                k.state_line()
+            ));
+        }
+        for n in &self.notes {
+            s.push_str(&format!(
+                "  note: {n}
+"
+            ));
+        }
+        s
+    }
+}
+
+impl ProbeSocket {
+    /// "cwnd 10..245 (last 200) segments, ssthresh 180 (min 120), srtt 21/35/410 us
+    /// (min/p50/max), snd_wnd 3.1 MiB, rcv_wnd 64 KiB (last)".
+    fn state_line(&self) -> String {
+        let opt = |v: Option<u32>| v.map_or("-".into(), |v| v.to_string());
+        format!(
+            "cwnd {}..{} (last {}) segments, ssthresh {}, srtt {}/{}/{} us (min/p50/max), snd_wnd {} B, rcv_wnd {} B (last)",
+            self.cwnd_min,
+            self.cwnd_max,
+            self.cwnd_last,
+            match (self.ssthresh_last, self.ssthresh_min) {
+                (None, None) => "infinite (slow start never ended)".to_owned(),
+                (l, m) => format!("{} (min {})", l.map_or("infinite".into(), |v| v.to_string()), opt(m)),
+            },
+            opt(self.srtt_min_us),
+            opt(self.srtt_p50_us),
+            opt(self.srtt_max_us),
+            self.snd_wnd_last,
+            self.rcv_wnd_last
+        )
+    }
+}
+
 impl TraceSummary {
     /// The line printed under the table, e.g. "trace: 12 345 segments, 0 dropped, capture
     /// cost 2.1% of one CPU ...".
@@ -118,6 +312,10 @@ impl TraceSummary {
         if let Some(c) = self.completeness() {
             s.push_str("; ");
             s.push_str(&c);
+        }
+        if let Some(p) = &self.tcp_probe {
+            s.push_str("; tcp_probe: ");
+            s.push_str(&p.line());
         }
         s
     }
@@ -189,6 +387,9 @@ impl TraceSummary {
                 opt(f.median_gap_ns.map(seconds), &format_seconds),
                 format_seconds(seconds(f.stopped_ns)),
             ));
+        }
+        if let Some(p) = &self.tcp_probe {
+            s.push_str(&p.text());
         }
         s
     }

@@ -14,7 +14,8 @@ use crate::pattern::Direction;
 use crate::request::Request;
 use crate::trace::capture::{self, Capture, PortFilter};
 use crate::trace::complete::{self, OnHost, Sender};
-use crate::trace::{file_for, TraceRequest, TraceSide, TraceSummary};
+use crate::trace::probe::{self, Reader};
+use crate::trace::{file_for, ProbeMode, ProbeSummary, TraceRequest, TraceSide, TraceSummary};
 
 /// `--trace` for one run: captures each run of each point into the file named for it.
 pub struct Tracer {
@@ -34,6 +35,24 @@ pub struct Tracer {
     /// The files this run has created: a point measured twice for one run (idle, then under
     /// --load) captures into the same file again, which is this run's own to replace.
     created: HashSet<PathBuf>,
+    probe: ProbeState,
+}
+
+/// Whether tcp_probe is read beside the capture.
+enum ProbeState {
+    /// --no-trace-probe.
+    Off,
+    /// Not readable here, and why (the summary says so).
+    Unavailable(String),
+    /// Read; with the notes every summary carries (tracefs mounted, namespaces).
+    On(Vec<String>),
+}
+
+/// A capture running, with the tcp_probe reader beside it.
+pub struct Running {
+    capture: Capture,
+    /// The reader, or why it did not start for this run.
+    probe: Option<std::result::Result<(Reader, PathBuf), String>>,
 }
 
 /// Every file a trace of `plan` may write, one per point and run (see [`file_for`]): what
@@ -43,6 +62,10 @@ pub fn files(t: &TraceRequest, plan: &RunPlan) -> Vec<PathBuf> {
     (0..points)
         .flat_map(|p| (0..runs).map(move |r| (p, r)))
         .map(|(p, r)| file_for(&t.file, p, points, r, runs))
+        .flat_map(|f| {
+            let side = (t.probe != ProbeMode::Off).then(|| probe::sidecar(&f));
+            std::iter::once(f).chain(side)
+        })
         .collect()
 }
 
@@ -111,6 +134,26 @@ impl Tracer {
         // A capture socket opened and closed at once: no permission (CAP_NET_RAW) is said
         // before the first point, not after it.
         open_in(netns.as_deref(), filter, t.snaplen)?;
+        // The tracepoint opened and closed at once too: a --trace-probe that cannot be met
+        // stops the run here, in one line.
+        let probe = match t.probe {
+            ProbeMode::Off => ProbeState::Off,
+            mode => match probe::open(filter) {
+                Ok(source) => {
+                    let mut notes = source.notes.clone();
+                    if report.lab.is_some() {
+                        notes.push(format!(
+                            "the lab's hosts share this kernel and tracepoints are not per network namespace: the samples are those of every socket with port {data_port} at either end (both ends of each data connection, and any other connection on that port)"
+                        ));
+                    }
+                    ProbeState::On(notes)
+                }
+                Err(why) if mode == ProbeMode::Required => {
+                    bail!("--trace-probe: tcp_probe cannot be read: {why}")
+                }
+                Err(why) => ProbeState::Unavailable(why),
+            },
+        };
         Ok(Tracer {
             request: t.clone(),
             side,
@@ -122,6 +165,7 @@ impl Tracer {
             file: t.file.clone(),
             force: args.output.force,
             created: HashSet::new(),
+            probe,
         })
     }
 
@@ -130,21 +174,52 @@ impl Tracer {
     }
 
     /// Opens the capture socket (in the server's namespace for the lab's server side) and
-    /// starts the capture thread.
-    pub fn start(&mut self) -> Result<Capture> {
-        let (ring, lo) = open_in(self.netns.as_deref(), self.filter, self.request.snaplen)?;
+    /// starts the capture thread, and the tcp_probe reader when it is on.
+    pub fn start(&mut self) -> Result<Running> {
+        let (fd, lo) = open_in(self.netns.as_deref(), self.filter, self.request.snaplen)?;
         let replace = self.force || self.created.contains(&self.file);
         let file = crate::outfile::create(&self.file, replace)?;
         self.created.insert(self.file.clone());
-        Capture::start(ring, lo, file, &self.file, self.request.snaplen)
+        // The sidecar is created before the capture starts, so that a refused file stops
+        // nothing half-way.
+        // Tracepoints are global: the events are opened in this thread's namespace,
+        // whichever side is captured, and before the sidecar is created, so that a run that
+        // cannot open them now leaves no empty sidecar (its summary says why). The sidecar
+        // is created before the capture starts: a refused file stops nothing half-way.
+        let opened = match self.probe {
+            ProbeState::On(_) => Some(match probe::open(self.filter) {
+                Ok(source) => {
+                    let path = probe::sidecar(&self.file);
+                    let replace = self.force || self.created.contains(&path);
+                    let f = crate::outfile::create(&path, replace)?;
+                    self.created.insert(path.clone());
+                    Ok((source, f, path))
+                }
+                Err(why) => Err(why),
+            }),
+            _ => None,
+        };
+        let capture = Capture::start(fd, lo, file, &self.file, self.request.snaplen)?;
+        let probe = opened.map(|o| {
+            o.and_then(|(source, f, path)| {
+                Reader::start(source, f, &path)
+                    .map(|r| (r, path))
+                    .map_err(|e| format!("{e:#}"))
+            })
+        });
+        Ok(Running { capture, probe })
     }
 
     /// Ends the capture and gives its summary; `outcome` (when the point succeeded) gives
     /// the data threads' CPU time the capture's is set against.
-    pub fn finish(&self, c: Capture, outcome: Option<&PointOutcome>) -> Result<TraceSummary> {
-        let got = c
-            .finish()
-            .with_context(|| format!("--trace {}", self.file.display()))?;
+    pub fn finish(&self, r: Running, outcome: Option<&PointOutcome>) -> Result<TraceSummary> {
+        // The capture first (it waits for the last segments), then the reader, which reads
+        // their samples; both are ended whatever either returns.
+        let captured = r.capture.finish();
+        let probed = r
+            .probe
+            .map(|p| p.map(|(reader, path)| (reader.finish(), path)));
+        let got = captured.with_context(|| format!("--trace {}", self.file.display()))?;
         let mut s = TraceSummary::of_segments(&self.file, got.packets, &got.segments);
         s.side = Some(self.side);
         s.dropped = Some(got.drops);
@@ -200,6 +275,27 @@ impl Tracer {
                 None => m,
             });
         }
+        s.tcp_probe = match (&self.probe, probed) {
+            (ProbeState::Off, _) => None,
+            (ProbeState::Unavailable(why), _) => Some(ProbeSummary::unavailable(why.clone())),
+            (ProbeState::On(_), None) => None,
+            (ProbeState::On(_), Some(Err(why))) => Some(ProbeSummary::unavailable(why)),
+            (ProbeState::On(notes), Some(Ok((got, path)))) => {
+                let got = got.with_context(|| format!("--trace {}", path.display()))?;
+                let mut p = probe::summarise(&path, &got.samples, &s.flows);
+                p.lost = Some(got.lost);
+                p.reader_cpu_ns = Some(got.cpu_ns);
+                p.reader_elapsed_ns = Some(got.elapsed_ns);
+                p.reader_cpu_share =
+                    (got.elapsed_ns > 0).then(|| got.cpu_ns as f64 / got.elapsed_ns as f64);
+                for n in got.notes.iter().chain(notes) {
+                    if !p.notes.contains(n) {
+                        p.notes.push(n.clone());
+                    }
+                }
+                Some(p)
+            }
+        };
         Ok(s)
     }
 }

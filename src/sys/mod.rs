@@ -11,6 +11,7 @@ pub mod filter;
 #[cfg(feature = "mpi")]
 pub mod mpi_window;
 pub mod packet;
+pub mod perf;
 pub mod ring;
 
 use std::io;

@@ -7,13 +7,16 @@ pub mod capture;
 pub mod complete;
 pub mod flow;
 pub mod pcap;
+pub mod probe;
 pub mod segment;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::model::trace::{FlowSummary, TraceSide, TraceSummary};
+pub use crate::model::trace::{
+    FlowSummary, ProbeRole, ProbeSocket, ProbeSummary, TraceSide, TraceSummary,
+};
 pub use flow::{analyse, Flow, FlowSeries};
 
 /// Bytes of each packet kept by default: IP and TCP headers with options, no payload.
@@ -27,6 +30,22 @@ pub struct TraceRequest {
     /// None: the side that sends the data (the client's for --bidir).
     pub side: Option<TraceSide>,
     pub snaplen: u32,
+    /// Whether the kernel's TCP state is read too (`tcp:tcp_probe`).
+    #[serde(default)]
+    pub probe: ProbeMode,
+}
+
+/// `--trace-probe` / `--no-trace-probe`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeMode {
+    /// Read when the tracepoint is readable; otherwise the summary says why not.
+    #[default]
+    Auto,
+    /// Read, or stop before the first point with the reason.
+    Required,
+    /// Not read.
+    Off,
 }
 
 impl TraceSummary {
@@ -46,6 +65,7 @@ impl TraceSummary {
             missing_data_segments: None,
             completeness_note: None,
             flows: analyse(segments).into_iter().map(|f| f.summary).collect(),
+            tcp_probe: None,
         }
     }
 }

@@ -36,6 +36,9 @@ pub enum Need {
     PrivateMount,
     /// `iperf3` on PATH: its own JSON, the ground truth of `export --format iperf3`.
     Iperf3,
+    /// The `tcp:tcp_probe` tracepoint in a mounted tracefs, or tracefs's mount point (where
+    /// wirebench, as root, mounts it).
+    TcpProbe,
     /// python3 with grpcio and grpcio-tools (pip install grpcio grpcio-tools): the gRPC
     /// interop tests' other implementation.
     PythonGrpc,
@@ -74,6 +77,18 @@ impl Need {
                     Some("needs `chromium` (apt-get install --no-install-recommends chromium) on PATH".into())
                 } else {
                     None
+                }
+            }
+            Need::TcpProbe => {
+                let event = "events/tcp/tcp_probe/id";
+                let mounted = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+                    .iter()
+                    .find(|t| Path::new(t).join("events").is_dir());
+                match mounted {
+                    Some(t) if Path::new(t).join(event).is_file() => None,
+                    Some(t) => Some(format!("needs the tcp:tcp_probe tracepoint ({t}/{event})")),
+                    None if Path::new("/sys/kernel/tracing").is_dir() => None,
+                    None => Some("needs tracefs (/sys/kernel/tracing)".into()),
                 }
             }
             Need::Setpriv => {
