@@ -11,6 +11,7 @@ pub mod filter;
 #[cfg(feature = "mpi")]
 pub mod mpi_window;
 pub mod packet;
+pub mod timestamping;
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
