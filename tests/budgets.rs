@@ -111,6 +111,7 @@ fn stream_test(transport: &str, direction: Direction, streams: u32, batch: u32) 
         think_ns: None,
         length_prefix: 0,
         tls: false,
+        path_timing: false,
         open_loop: None,
         pattern: PatternKind::Stream,
         transport: wirebench::transport::TransportKind::from_name(transport).unwrap(),

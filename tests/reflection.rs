@@ -74,6 +74,7 @@ impl Control {
             think_ns: None,
             length_prefix: 0,
             tls: false,
+            path_timing: false,
             open_loop: None,
             pattern,
             transport: wirebench::transport::TransportKind::from_name(transport).unwrap(),

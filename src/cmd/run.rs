@@ -143,6 +143,12 @@ pub struct RunArgs {
     /// gives transactions/s on the raw time and on the time without them.
     #[arg(long, value_parser = parse_duration)]
     pub think: Option<std::time::Duration>,
+    /// pingpong, rr over tcp, udp or raw: split each round trip into stages by the kernels'
+    /// software time stamps on both ends (SO_TIMESTAMPING: queueing layer, driver, arrival,
+    /// and TCP's ACK), every other timed round trip stamped so that the stamps' own cost is
+    /// measured beside them. One connection, one transaction in flight.
+    #[arg(long)]
+    pub path_timing: bool,
 
     /// Background load beside the measured test, to the same server, from just before its
     /// timed phase to after it: udp:RATE (UDP held at this payload rate by closed-loop
@@ -657,6 +663,7 @@ impl TryFrom<&RunArgs> for Request {
                 interval: a.interval,
                 think: a.think,
                 open_loop,
+                path_timing: a.path_timing,
             },
             socket: request::SocketSettings {
                 nodelay: a.nodelay,

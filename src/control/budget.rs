@@ -173,6 +173,7 @@ mod tests {
             think_ns: None,
             length_prefix: 0,
             tls: false,
+            path_timing: false,
             open_loop: None,
             pattern,
             transport: TransportKind::Udp,

@@ -95,6 +95,11 @@ pub struct TestSpec {
     /// it and announces a plain port, which the client refuses.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tls: bool,
+    /// pingpong, rr (one in flight): path timing (`--path-timing`): the responder stamps the
+    /// requests the requester stamps and reports their records with its point result. A
+    /// server older than this field ignores it and reports none (the client then says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub path_timing: bool,
 }
 
 fn is_zero(v: &u32) -> bool {

@@ -144,9 +144,22 @@ fn run_role(ch: &mut DataChannel, plan: WorkerPlan<'_>) -> io::Result<WorkerResu
                 think: plan.test.think_ns.map(Duration::from_nanos),
                 rtt_series: plan.rtt_series,
                 open_loop: open_loop(plan.test, p, plan.index),
+                path_timing: plan.test.path_timing,
             };
             exchange::run_requester(ch, &ex).map(WorkerResult::Exchange)
         }
+        Role::Responder if plan.test.path_timing => exchange::run_path_responder(
+            ch,
+            p.request_size as usize,
+            p.response_size as usize,
+            exchange_write_size(plan.test),
+            p.warmup,
+            plan.stop,
+            plan.io_timeout,
+            RESPONDER_POLL,
+            Some(&plan.end.received),
+        )
+        .map(WorkerResult::Responder),
         Role::Responder => exchange::run_responder(
             ch,
             p.request_size as usize,

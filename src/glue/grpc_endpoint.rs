@@ -59,6 +59,7 @@ pub fn run(r: &Request, endpoint: &str) -> Result<i32> {
         think: None,
         rtt_series: false,
         open_loop: None,
+        path_timing: false,
     };
     let stats = run_requester(&mut ch, &plan)
         .with_context(|| format!("calling the gRPC service at {addr}"))?;

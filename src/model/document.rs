@@ -265,6 +265,10 @@ pub struct Settings {
     /// always encrypts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<bool>,
+    /// pingpong, rr: each round trip split into stages by the kernels' stamps
+    /// (--path-timing; each point's `path_timing`). Absent: not asked for.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub path_timing: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

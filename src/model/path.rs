@@ -162,4 +162,10 @@ pub struct PathTiming {
     /// Why a stage is missing or merged, why a figure should be read with care.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// `wire_out` and `wire_back` together, per round trip (each end's stamps compared with
+    /// its own only, so that no clock comparison enters), outside the sum; `merged` lists the
+    /// stages it holds besides the two wires where a device did not stamp. Absent when the
+    /// server sent no stamps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_both: Option<Stage>,
 }

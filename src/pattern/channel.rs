@@ -4,7 +4,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::transport::{Capabilities, Connection, Shape};
+use crate::transport::{Capabilities, Connection, Shape, TxStamp};
 
 /// How many empty polls a spinning receive makes between clock reads.
 const SPINS_PER_CLOCK_READ: u32 = 1024;
@@ -348,5 +348,27 @@ impl DataChannel {
 
     pub fn shutdown_write(&mut self) -> io::Result<()> {
         self.conn.shutdown_write()
+    }
+
+    /// Path timing: see [`Connection::enable_stamps`].
+    pub fn enable_stamps(&mut self) -> io::Result<bool> {
+        self.conn.enable_stamps()
+    }
+
+    /// Path timing: see [`Connection::stamp_sends`].
+    #[inline]
+    pub fn stamp_sends(&mut self, on: bool) {
+        self.conn.stamp_sends(on);
+    }
+
+    /// Path timing: see [`Connection::rx_stamp`].
+    #[inline]
+    pub fn rx_stamp(&self) -> Option<i64> {
+        self.conn.rx_stamp()
+    }
+
+    /// Path timing: see [`Connection::drain_tx_stamps`].
+    pub fn drain_tx_stamps(&mut self, out: &mut [TxStamp]) -> io::Result<(usize, u64)> {
+        self.conn.drain_tx_stamps(out)
     }
 }

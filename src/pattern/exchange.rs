@@ -75,6 +75,9 @@ pub struct ExchangePlan {
     pub rtt_series: bool,
     /// Open-loop arrivals (`--arrivals`, rr): requests leave on a schedule, not on replies.
     pub open_loop: Option<super::openloop::OpenLoopPlan>,
+    /// Path timing (`--path-timing`, one in flight): every other timed round trip carries the
+    /// kernel's stamps (see `path.rs`), kept in [`ExchangeStats::path`].
+    pub path_timing: bool,
 }
 
 /// What the requesting side measured.
@@ -108,6 +111,8 @@ pub struct ExchangeStats {
     /// `rtt` then holds each request's latency from its scheduled send, `transactions` the
     /// replies, and `elapsed_ns` runs from the schedule's start to the last reply.
     pub open_loop: Option<super::openloop::OpenLoopStats>,
+    /// With [`ExchangePlan::path_timing`]: the stamped round trips' records.
+    pub path: Option<super::path::ClientPath>,
 }
 
 /// Most round trips one connection keeps with their times (16 MiB): the percentiles come from
@@ -136,6 +141,7 @@ impl ExchangeStats {
             },
             serialisation: None,
             open_loop: None,
+            path: None,
         }
     }
 
@@ -149,7 +155,7 @@ impl ExchangeStats {
 }
 
 /// What the responding side counted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResponderStats {
     pub requests: u64,
     pub bytes_received: u64,
@@ -158,6 +164,10 @@ pub struct ResponderStats {
     /// The connection's serialisation times, warm-up included (grpc); absent elsewhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serialisation: Option<crate::model::rpc::Serialisation>,
+    /// Path timing: the stamped requests' records (absent without it, and from a server
+    /// older than it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<super::path::ServerPath>,
 }
 
 fn closed() -> io::Error {
@@ -190,8 +200,20 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
     let mut resp = vec![0u8; message_buffer_size(&ch.capabilities(), plan.response_size)];
     let resp_len = plan.response_size.max(least);
     let mut seq: u64 = 0;
+    if plan.path_timing && !ch.enable_stamps()? {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this transport cannot stamp its messages (path timing)",
+        ));
+    }
 
     for i in 0..plan.warmup {
+        // The kernel turns arrival stamping on for the whole host a little after the first
+        // socket asks (a deferred work item): warm-up waits for it, a while at most, so that
+        // the timed round trips are stamped from the first.
+        if plan.path_timing && i > 0 && ch.rx_stamp().is_none() {
+            std::thread::sleep(STAMPING_SETTLE);
+        }
         let t0 = Instant::now();
         seq += 1;
         let ok = one_transaction(
@@ -210,6 +232,15 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
     }
     if plan.burst > 1 {
         return run_burst(ch, plan, out, req, resp, resp_len, tagged, seq, cpu);
+    }
+    if plan.path_timing {
+        let bufs = Buffers {
+            req,
+            resp,
+            resp_len,
+            tagged,
+        };
+        return run_path_timed(ch, plan, out, bufs, seq, cpu);
     }
 
     let start = Instant::now();
@@ -255,6 +286,134 @@ pub fn run_requester(ch: &mut DataChannel, plan: &ExchangePlan) -> io::Result<Ex
     out.elapsed_ns = nanos(start, now);
     out.cpu = cpu.stop();
     Ok(out)
+}
+
+/// A requester's message buffers.
+struct Buffers {
+    req: Vec<u8>,
+    resp: Vec<u8>,
+    resp_len: usize,
+    tagged: bool,
+}
+
+/// How long a path-timing warm-up transaction waits for arrival stamping to take effect when
+/// the response before it came without a stamp (at most once per warm-up transaction).
+const STAMPING_SETTLE: Duration = Duration::from_millis(20);
+
+/// Transmit stamps read from the error queue at once.
+const STAMPS_AT_ONCE: usize = 16;
+
+/// The timed phase with path timing: as `run_requester`'s, with every other round trip
+/// stamped (the send asks for transmit stamps, the response's arrival stamp is kept) and the
+/// application's CLOCK_REALTIME read right after the round trip's clock starts and right
+/// before it stops. The error queue is read after the clock stopped, timed apart.
+fn run_path_timed(
+    ch: &mut DataChannel,
+    plan: &ExchangePlan,
+    mut out: ExchangeStats,
+    mut b: Buffers,
+    mut seq: u64,
+    cpu: CpuMeter,
+) -> io::Result<ExchangeStats> {
+    use super::path::{beyond_cap, stamped, Attribution, ClientPath, ClientRecord};
+    use crate::sys::timestamping::realtime_ns;
+    let mut path = ClientPath::new();
+    let mut parts = Vec::with_capacity(path.records.capacity());
+    let mut attribution = Attribution::default();
+    let mut scratch = [crate::transport::TxStamp::default(); STAMPS_AT_ONCE];
+    let start = Instant::now();
+    let deadline = plan.stop.deadline(start);
+    let iter_limit = plan
+        .stop
+        .transaction_limit((plan.request_size + plan.response_size) as u64);
+    let mut attempts: u64 = 0;
+    let mut now = start;
+    while attempts < iter_limit && deadline.is_none_or(|d| now < d) {
+        seq += 1;
+        attempts += 1;
+        let stamp = stamped(seq, plan.warmup);
+        path.cut |= beyond_cap(seq, plan.warmup);
+        ch.stamp_sends(stamp);
+        let t0 = match plan.think {
+            Some(think) => {
+                let woke = super::think::wait_until(now + think);
+                out.thinks += 1;
+                out.think_ns += nanos(now, woke);
+                woke
+            }
+            None => Instant::now(),
+        };
+        let send_call = realtime_ns();
+        let ok = one_transaction(
+            ch,
+            &mut b.req,
+            &mut b.resp[..],
+            b.resp_len,
+            plan.write_size,
+            b.tagged,
+            seq,
+            &mut out.stale,
+        )?;
+        let read_return = realtime_ns();
+        now = Instant::now();
+        let rtt = nanos(t0, now);
+        if ok {
+            out.rtt.record(rtt);
+            out.keep(plan.rtt_series, nanos(start, t0), rtt);
+            out.transactions += 1;
+        } else {
+            out.lost += 1;
+        }
+        if !stamp {
+            if ok && !beyond_cap(seq, plan.warmup) {
+                path.unstamped_rtt.push(rtt);
+            }
+            continue;
+        }
+        ch.stamp_sends(false);
+        path.records.push(ClientRecord {
+            seq,
+            rtt_ns: if ok { rtt } else { 0 },
+            send_call,
+            arrival: if ok { ch.rx_stamp().unwrap_or(0) } else { 0 },
+            read_return,
+            tx: Default::default(),
+        });
+        parts.push(Default::default());
+        let d0 = Instant::now();
+        drain_into(ch, &mut scratch, &mut attribution, &mut parts, &mut path)?;
+        path.read_ns += nanos(d0, Instant::now());
+        path.reads += 1;
+        now = Instant::now();
+    }
+    out.elapsed_ns = nanos(start, now);
+    // The last ACK stamps may come after the last read.
+    drain_into(ch, &mut scratch, &mut attribution, &mut parts, &mut path)?;
+    for (r, p) in path.records.iter_mut().zip(parts.iter()) {
+        r.tx = *p;
+    }
+    path.unmatched_stamps += attribution.unmatched;
+    out.path = Some(path);
+    out.cpu = cpu.stop();
+    Ok(out)
+}
+
+/// Reads the error queue until it is empty, handing the stamps to their messages.
+fn drain_into(
+    ch: &mut DataChannel,
+    scratch: &mut [crate::transport::TxStamp],
+    attribution: &mut super::path::Attribution,
+    parts: &mut [super::path::TxPart],
+    path: &mut super::path::ClientPath,
+) -> io::Result<()> {
+    loop {
+        let (n, dropped) = ch.drain_tx_stamps(scratch)?;
+        attribution.assign(&scratch[..n], parts);
+        path.unmatched_stamps += dropped;
+        if n < scratch.len() {
+            return Ok(());
+        }
+    }
 }
 
 /// One request and its response. Ok(false) when the response was lost.
@@ -440,6 +599,120 @@ pub fn run_responder(
     Ok(out)
 }
 
+/// `run_responder` with path timing: the requests the requester stamps (by sequence number,
+/// warm-up `warmup` transactions) are answered with a stamped response, and each gets a
+/// record: its arrival stamp, the application's CLOCK_REALTIME right after its read returned
+/// and right before the response's send call, and the response's transmit stamps.
+#[allow(clippy::too_many_arguments)]
+pub fn run_path_responder(
+    ch: &mut DataChannel,
+    request_size: usize,
+    response_size: usize,
+    write_size: usize,
+    warmup: u64,
+    stop: &AtomicBool,
+    io_timeout: Duration,
+    poll: Duration,
+    moved: Option<&AtomicU64>,
+) -> io::Result<ResponderStats> {
+    use super::path::{stamped, Attribution, ServerPath, ServerRecord, TxPart, MAX_STAMPED};
+    use crate::sys::timestamping::{boot_id, realtime_ns};
+    let cpu = CpuMeter::start();
+    let caps = ch.capabilities();
+    let mut out = ResponderStats::default();
+    let (mut req, mut resp) = responder_buffers(&caps, request_size, response_size);
+    if caps.message_boundaries || ch.framed() {
+        resp.truncate(response_size);
+    }
+    let tag = !caps.reliable && response_size >= TAG_LEN;
+    // The requester numbers its requests when it tags them; otherwise they are counted.
+    let numbered = !caps.reliable && request_size >= TAG_LEN;
+    if !ch.enable_stamps()? {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this transport cannot stamp its messages (path timing)",
+        ));
+    }
+    let cap = usize::try_from(MAX_STAMPED).unwrap_or(0);
+    let mut records: Vec<ServerRecord> = Vec::with_capacity(cap);
+    let mut parts: Vec<TxPart> = Vec::with_capacity(cap);
+    let mut attribution = Attribution::default();
+    let mut scratch = [crate::transport::TxStamp::default(); STAMPS_AT_ONCE];
+    let mut cut = false;
+    let mut dropped = 0u64;
+    ch.set_read_timeout(if caps.reliable { io_timeout } else { poll })?;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        match ch.recv_message(&mut req) {
+            Ok(Some(n)) => {
+                let read_return = realtime_ns();
+                let arrival = ch.rx_stamp().unwrap_or(0);
+                let seq = if numbered && n >= TAG_LEN {
+                    read_tag(&req).unwrap_or(out.requests + 1)
+                } else {
+                    out.requests + 1
+                };
+                if tag && n >= TAG_LEN {
+                    resp[..TAG_LEN].copy_from_slice(&req[..TAG_LEN]);
+                }
+                let stamp = stamped(seq, warmup);
+                ch.stamp_sends(stamp);
+                let send_call = realtime_ns();
+                ch.send_message_split(&resp, write_size)?;
+                out.requests += 1;
+                out.bytes_received += n as u64;
+                out.bytes_sent += resp.len() as u64;
+                if let Some(m) = moved {
+                    m.store(out.bytes_received + out.bytes_sent, Ordering::Relaxed);
+                }
+                if stamp {
+                    ch.stamp_sends(false);
+                    if records.len() < cap {
+                        records.push(ServerRecord {
+                            seq,
+                            arrival,
+                            read_return,
+                            send_call,
+                            tx: TxPart::default(),
+                        });
+                        parts.push(TxPart::default());
+                    } else {
+                        cut = true;
+                    }
+                    loop {
+                        let (k, d) = ch.drain_tx_stamps(&mut scratch)?;
+                        attribution.assign(&scratch[..k], &mut parts);
+                        dropped += d;
+                        if k < scratch.len() {
+                            break;
+                        }
+                    }
+                }
+            }
+            Ok(None) => break,
+            Err(e) if e.kind() == io::ErrorKind::TimedOut && !caps.reliable => {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    for (r, p) in records.iter_mut().zip(parts.iter()) {
+        r.tx = *p;
+    }
+    out.cpu = cpu.stop();
+    out.path = Some(ServerPath {
+        boot_id: boot_id(),
+        records: ServerPath::encode(&records),
+        cut,
+        unmatched_stamps: attribution.unmatched + dropped,
+    });
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     //! Split writes and think time over the in-memory transport: the link counts every send
@@ -535,6 +808,7 @@ mod tests {
             think,
             rtt_series,
             open_loop: None,
+            path_timing: false,
         };
         let stop = AtomicBool::new(false);
         // A datagram responder has no end of stream: it looks at `stop` between reads that

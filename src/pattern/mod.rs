@@ -10,6 +10,7 @@ pub mod channel;
 pub mod crr;
 pub mod exchange;
 pub mod openloop;
+pub mod path;
 pub mod stream;
 pub mod think;
 

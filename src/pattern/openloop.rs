@@ -441,6 +441,7 @@ mod tests {
                 seed: 1,
                 max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             }),
+            path_timing: false,
         }
     }
 

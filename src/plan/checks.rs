@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use crate::pattern::stream::MAX_PACE_BURST;
 use crate::pattern::{Direction, PatternKind};
 use crate::request::{Request, Statistics, Traffic};
-use crate::transport::Capabilities;
+use crate::transport::{Capabilities, TransportKind};
 use crate::units::Rate;
 
 /// What the transport carries: --one-port's single TCP connection, and TCP's own socket
@@ -59,6 +59,7 @@ pub(super) fn pattern_options(r: &Request, caps: &Capabilities) -> Result<()> {
         }
     }
     check_split_and_think(r, caps.message_boundaries)?;
+    check_path_timing(r)?;
     if let Some(load) = &r.load {
         super::load::check(r, load)?;
     }
@@ -279,6 +280,44 @@ fn check_plot(r: &Request) -> Result<()> {
 
 /// `--write-size` of an exchange and `--think`: what they apply to. A stream's write size is
 /// its message size and is checked with the sizes.
+/// `--path-timing`: one request in flight on one connection of a transport whose messages
+/// are kernel sockets' own (tcp, udp, raw), each message one send, so that every stamp belongs
+/// to one round trip.
+fn check_path_timing(r: &Request) -> Result<()> {
+    let t = &r.traffic;
+    if !t.path_timing {
+        return Ok(());
+    }
+    if !matches!(r.pattern, PatternKind::Pingpong | PatternKind::Rr) {
+        bail!(
+            "--path-timing applies to pingpong and rr (one round trip at a time), not to {}",
+            r.pattern
+        );
+    }
+    if !matches!(
+        r.transport,
+        TransportKind::Tcp | TransportKind::Udp | TransportKind::Raw
+    ) {
+        bail!(
+            "--path-timing needs the kernel's stamps of a tcp, udp or raw socket; {} has none of its own",
+            r.transport
+        );
+    }
+    for (set, name) in [
+        (t.open_loop.is_some(), "--arrivals"),
+        (t.burst > 1, "--burst above 1"),
+        (t.parallel > 1, "-P above 1"),
+        (r.sizes.write_size.is_some(), "--write-size"),
+        (r.load.is_some(), "--load"),
+        (!r.compete.is_empty(), "--compete"),
+    ] {
+        if set {
+            bail!("--path-timing times one closed-loop round trip at a time on one connection, each message one send: not with {name}");
+        }
+    }
+    Ok(())
+}
+
 fn check_split_and_think(r: &Request, message_boundaries: bool) -> Result<()> {
     let exchange = matches!(r.pattern, PatternKind::Pingpong | PatternKind::Rr);
     if r.sizes.write_size == Some(0) {

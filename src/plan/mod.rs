@@ -14,6 +14,7 @@ pub mod load;
 pub mod mpi;
 #[cfg(test)]
 mod nodelay_tests;
+pub mod path_stages;
 pub mod point_result;
 mod points;
 pub mod runner;
@@ -230,6 +231,7 @@ fn test_spec(r: &Request, caps: &Capabilities, sizes: &[u64]) -> TestSpec {
         think_ns: traffic.think.map(units::whole_ns),
         length_prefix: length_prefix(r, caps, sizes),
         tls: r.local.tls,
+        path_timing: r.traffic.path_timing,
         // A seed drawn here when none is given, so that the run document records the one used.
         open_loop: traffic.open_loop.as_ref().map(|o| OpenLoopSettings {
             arrivals: o.arrivals,

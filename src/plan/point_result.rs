@@ -518,8 +518,21 @@ pub fn summarize(
         under_load: None,
         fairness: None,
         rpc,
-        path_timing: None,
+        path_timing: path_timing(test, last),
     })
+}
+
+/// The last run's path timing (`--path-timing`): the one connection's stamped round trips
+/// paired with the server's records of them.
+fn path_timing(test: &TestSpec, last: &PointOutcome) -> Option<crate::model::path::PathTiming> {
+    if !test.path_timing {
+        return None;
+    }
+    let client = last.exchanges.first()?.path.as_ref()?;
+    let server = last.server.responders.first().and_then(|r| r.path.as_ref());
+    let boot = crate::sys::timestamping::boot_id();
+    let paired = super::path_stages::pair(client, server, boot.as_deref());
+    super::path_stages::path_timing(&paired, super::path_stages::cost(client))
 }
 
 #[cfg(test)]
@@ -540,6 +553,7 @@ mod tests {
             series: Vec::new(),
             serialisation: None,
             open_loop: None,
+            path: None,
         }
     }
 

@@ -112,6 +112,7 @@ pub fn new_report(plan: &RunPlan, request: &Request) -> RunDocument {
             encoding: (t.transport == crate::transport::TransportKind::Grpc)
                 .then_some(request.local.encoding),
             tls: (t.transport == crate::transport::TransportKind::Grpc).then_some(t.tls),
+            path_timing: t.path_timing,
         },
         swept: plan.swept,
         points: Vec::new(),

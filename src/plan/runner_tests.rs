@@ -97,6 +97,7 @@ impl PointRunner for Scripted {
                 series: Vec::new(),
                 serialisation: None,
                 open_loop: None,
+                path: None,
             }],
             crr: None,
             server: ServerMeasurement::default(),

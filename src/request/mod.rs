@@ -146,6 +146,10 @@ pub struct Traffic {
     /// once the reply to the one before came.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoopRequest>,
+    /// pingpong, rr: split each round trip into stages by the kernels' stamps
+    /// (`--path-timing`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub path_timing: bool,
 }
 
 /// rr's requests on a schedule that does not wait for replies.
@@ -180,6 +184,7 @@ impl Default for Traffic {
             interval: None,
             think: None,
             open_loop: None,
+            path_timing: false,
         }
     }
 }

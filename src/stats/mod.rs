@@ -10,6 +10,7 @@ pub mod between_runs;
 pub mod ci;
 pub mod fairness;
 pub mod latency;
+pub mod median;
 pub mod overhead;
 pub mod physics;
 pub mod responsiveness;
@@ -22,6 +23,7 @@ pub mod welch;
 
 pub use ci::{parse_confidence, student_t_half_width, MeanCi};
 pub use latency::{LatencyRecorder, LatencySummary};
+pub use median::median_interval;
 pub use seq::SeqTracker;
 pub use sweep::{HockneyFit, SweepMetrics, SweepPoint};
 pub use validity::Validity;

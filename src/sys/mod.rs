@@ -13,6 +13,7 @@ pub mod mpi_window;
 pub mod packet;
 pub mod perf;
 pub mod ring;
+pub mod timestamping;
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};

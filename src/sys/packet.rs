@@ -194,6 +194,20 @@ pub fn send_to(
     }
 }
 
+/// [`send_to`], asking for the transmit stamps `flags` of this frame (see
+/// [`super::timestamping::send_stamped`]).
+pub fn send_to_stamped(
+    fd: BorrowedFd<'_>,
+    payload: &[u8],
+    ifindex: u32,
+    ethertype: u16,
+    mac: [u8; 6],
+    flags: u32,
+) -> io::Result<usize> {
+    let addr = link_address(ifindex, ethertype, mac);
+    super::timestamping::send_with(fd, payload, flags, Some(&addr))
+}
+
 /// Receives one frame's payload into `buf`: its length (truncated to `buf`) and the
 /// sender's MAC address.
 #[inline]

@@ -50,16 +50,34 @@ stream_socket!(UnixStream);
 pub(crate) struct ByteStream<S> {
     pub stream: S,
     pub tcp: bool,
+    /// Path timing's state once `enable_stamps` was called (TCP only).
+    pub stamps: Option<Box<super::stamps::Stamps>>,
+}
+
+impl<S> ByteStream<S> {
+    pub fn new(stream: S, tcp: bool) -> ByteStream<S> {
+        ByteStream {
+            stream,
+            tcp,
+            stamps: None,
+        }
+    }
 }
 
 impl<S: StreamSocket> Connection for ByteStream<S> {
     #[inline]
     fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.stream.write(buf)
+        match &self.stamps {
+            Some(st) if st.flags() != 0 => st.send(self.stream.as_fd(), buf),
+            _ => self.stream.write(buf),
+        }
     }
     #[inline]
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.stream.read(buf)
+        match &mut self.stamps {
+            Some(st) => st.recv(self.stream.as_fd(), buf),
+            None => self.stream.read(buf),
+        }
     }
     fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         self.stream.read_timeout(timeout)
@@ -78,6 +96,31 @@ impl<S: StreamSocket> Connection for ByteStream<S> {
     }
     fn effective_options(&self, requested: &SocketOptions) -> EffectiveOptions {
         sockopt::read_back(&SockRef::from(&self.stream), requested, self.tcp)
+    }
+    fn enable_stamps(&mut self) -> io::Result<bool> {
+        if !self.tcp {
+            return Ok(false);
+        }
+        self.stamps = Some(super::stamps::Stamps::enable(
+            self.stream.as_fd(),
+            true,
+            true,
+        )?);
+        Ok(true)
+    }
+    fn stamp_sends(&mut self, on: bool) {
+        if let Some(st) = &mut self.stamps {
+            st.set(on);
+        }
+    }
+    fn rx_stamp(&self) -> Option<i64> {
+        self.stamps.as_ref().and_then(|st| st.last_rx)
+    }
+    fn drain_tx_stamps(&mut self, out: &mut [super::TxStamp]) -> io::Result<(usize, u64)> {
+        if self.stamps.is_none() {
+            return Ok((0, 0));
+        }
+        super::stamps::drain(self.stream.as_fd(), out)
     }
     fn tcp_info(&self) -> Option<TcpInfo> {
         if self.tcp {
@@ -216,7 +259,7 @@ impl<S: StreamSocket> CookieGate<S> {
                         stream.nonblocking(false)?;
                         stream.read_timeout(None)?;
                         sockopt::apply(&SockRef::from(&stream), opts, tcp)?;
-                        return Ok(Some(Box::new(ByteStream { stream, tcp })));
+                        return Ok(Some(Box::new(ByteStream::new(stream, tcp))));
                     }
                 }
             }

@@ -14,6 +14,7 @@ mod mptcp;
 mod quic;
 mod raw;
 pub mod sockopt;
+mod stamps;
 mod tcp;
 mod tls;
 mod udp;
@@ -36,6 +37,7 @@ pub use tcp::{HandedOverListener, CONTROL_PORT_ENDPOINT, DATA_PREFIX};
 
 use crate::model::socket::TcpInfo;
 pub use crate::model::stream::LinkCounters;
+pub use crate::sys::timestamping::{TxKind, TxStamp};
 
 /// What a transport guarantees, so that patterns can adapt without naming a transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,6 +191,25 @@ pub trait Connection: Send {
     /// `reset` (for transports that serialise messages: grpc); None elsewhere.
     fn serialisation(&self, _reset: bool) -> Option<crate::model::rpc::Serialisation> {
         None
+    }
+    /// Path timing (`run --path-timing`): turns on the kernel's software time stamps of this
+    /// connection's messages (SO_TIMESTAMPING: arrivals, and transmit stamps for the sends
+    /// that ask). Ok(false) for a transport that cannot stamp its messages (the default).
+    fn enable_stamps(&mut self) -> io::Result<bool> {
+        Ok(false)
+    }
+    /// After `enable_stamps`: whether the sends from now on ask for transmit stamps (entering
+    /// the queueing layer, handed to the driver, and for TCP acknowledged).
+    fn stamp_sends(&mut self, _on: bool) {}
+    /// After `enable_stamps`: the kernel's arrival stamp (RX_SOFTWARE, CLOCK_REALTIME
+    /// nanoseconds since the epoch) of the data the last `recv` returned.
+    fn rx_stamp(&self) -> Option<i64> {
+        None
+    }
+    /// After `enable_stamps`: the transmit stamps waiting, without waiting, into `out`:
+    /// (written, read but dropped for want of room).
+    fn drain_tx_stamps(&mut self, _out: &mut [TxStamp]) -> io::Result<(usize, u64)> {
+        Ok((0, 0))
     }
 }
 

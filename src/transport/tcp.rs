@@ -127,7 +127,7 @@ impl Transport for IpStream {
         } else {
             present_cookie(&mut stream, cookie, timeout)?;
         }
-        Ok(Box::new(ByteStream { stream, tcp: true }))
+        Ok(Box::new(ByteStream::new(stream, true)))
     }
 }
 
@@ -212,6 +212,6 @@ impl Listener for HandedOverListener {
         };
         stream.set_read_timeout(None)?;
         sockopt::apply(&SockRef::from(&stream), &self.opts, true)?;
-        Ok(Some(Box::new(ByteStream { stream, tcp: true })))
+        Ok(Some(Box::new(ByteStream::new(stream, true))))
     }
 }

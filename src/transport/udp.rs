@@ -143,7 +143,10 @@ impl Transport for Udp {
                         let data_port = u16::from_be_bytes([buf[28], buf[29]]);
                         socket.connect(SocketAddr::new(server, data_port))?;
                         socket.set_read_timeout(None)?;
-                        return Ok(Box::new(UdpConnection { socket }));
+                        return Ok(Box::new(UdpConnection {
+                            socket,
+                            stamps: None,
+                        }));
                     }
                     Ok(_) => continue, // someone else's datagram: ignore
                     Err(e)
@@ -326,23 +329,34 @@ impl Listener for UdpListener {
             answered.insert((from, nonce), (cookie.0, port));
             drop(answered);
             send_ack(&self.socket, from, &cookie.0, nonce, port)?;
-            return Ok(Some(Box::new(UdpConnection { socket })));
+            return Ok(Some(Box::new(UdpConnection {
+                socket,
+                stamps: None,
+            })));
         }
     }
 }
 
 struct UdpConnection {
     socket: UdpSocket,
+    /// Path timing's state once `enable_stamps` was called.
+    stamps: Option<Box<super::stamps::Stamps>>,
 }
 
 impl Connection for UdpConnection {
     #[inline]
     fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.socket.send(buf)
+        match &self.stamps {
+            Some(st) if st.flags() != 0 => st.send(std::os::fd::AsFd::as_fd(&self.socket), buf),
+            _ => self.socket.send(buf),
+        }
     }
     #[inline]
     fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.socket.recv(buf)
+        match &mut self.stamps {
+            Some(st) => st.recv(std::os::fd::AsFd::as_fd(&self.socket), buf),
+            None => self.socket.recv(buf),
+        }
     }
     fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         self.socket.set_read_timeout(timeout)
@@ -361,6 +375,28 @@ impl Connection for UdpConnection {
     }
     fn effective_options(&self, requested: &SocketOptions) -> EffectiveOptions {
         sockopt::read_back(&SockRef::from(&self.socket), requested, false)
+    }
+    fn enable_stamps(&mut self) -> io::Result<bool> {
+        self.stamps = Some(super::stamps::Stamps::enable(
+            std::os::fd::AsFd::as_fd(&self.socket),
+            true,
+            false,
+        )?);
+        Ok(true)
+    }
+    fn stamp_sends(&mut self, on: bool) {
+        if let Some(st) = &mut self.stamps {
+            st.set(on);
+        }
+    }
+    fn rx_stamp(&self) -> Option<i64> {
+        self.stamps.as_ref().and_then(|st| st.last_rx)
+    }
+    fn drain_tx_stamps(&mut self, out: &mut [super::TxStamp]) -> io::Result<(usize, u64)> {
+        if self.stamps.is_none() {
+            return Ok((0, 0));
+        }
+        super::stamps::drain(std::os::fd::AsFd::as_fd(&self.socket), out)
     }
 }
 

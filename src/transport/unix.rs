@@ -63,7 +63,7 @@ impl Transport for Unix {
         })?;
         sockopt::apply(&SockRef::from(&stream), opts, false)?;
         present_cookie(&mut stream, cookie, timeout)?;
-        Ok(Box::new(ByteStream { stream, tcp: false }))
+        Ok(Box::new(ByteStream::new(stream, false)))
     }
 }
 

@@ -26,6 +26,7 @@ fn spec(direction: Direction, streams: u32) -> TestSpec {
         think_ns: None,
         length_prefix: 0,
         tls: false,
+        path_timing: false,
         open_loop: None,
         pattern: PatternKind::Stream,
         transport: TransportKind::Tcp,

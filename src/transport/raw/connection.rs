@@ -9,7 +9,7 @@ use socket2::SockRef;
 use super::iface::Iface;
 use super::reassembly::Reassembly;
 use super::wire::{Header, DATA, ETHERTYPE, HEADER};
-use crate::sys::packet;
+use crate::sys::{packet, timestamping};
 use crate::transport::{sockopt, Connection, EffectiveOptions, LinkCounters, SocketOptions};
 
 /// One established raw data path: this end's port and socket, the peer's MAC and port.
@@ -31,6 +31,10 @@ pub(super) struct RawConnection {
     rx_control: [u64; 8],
     last_stamp: Option<Duration>,
     reassembly: Reassembly,
+    /// Path timing: the transmit stamps asked for once enabled, and those the next sends
+    /// ask for (0: none); a message's stamps are its last frame's.
+    stamp_request: u32,
+    stamp_flags: u32,
 }
 
 impl RawConnection {
@@ -56,6 +60,8 @@ impl RawConnection {
             rx_control: [0; 8],
             last_stamp: None,
             reassembly: Reassembly::new(frame_mtu - HEADER),
+            stamp_request: 0,
+            stamp_flags: 0,
         }
     }
 
@@ -101,13 +107,24 @@ impl Connection for RawConnection {
             }
             .write(&mut self.tx[..HEADER]);
             self.tx[HEADER..HEADER + chunk.len()].copy_from_slice(chunk);
-            packet::send_to(
-                self.fd.as_fd(),
-                &self.tx[..HEADER + chunk.len()],
-                self.iface.index,
-                ETHERTYPE,
-                self.peer_mac,
-            )?;
+            if self.stamp_flags != 0 && i + 1 == fragments {
+                packet::send_to_stamped(
+                    self.fd.as_fd(),
+                    &self.tx[..HEADER + chunk.len()],
+                    self.iface.index,
+                    ETHERTYPE,
+                    self.peer_mac,
+                    self.stamp_flags,
+                )?;
+            } else {
+                packet::send_to(
+                    self.fd.as_fd(),
+                    &self.tx[..HEADER + chunk.len()],
+                    self.iface.index,
+                    ETHERTYPE,
+                    self.peer_mac,
+                )?;
+            }
             // Only a frame that left takes a number: a refused send is no gap on the link.
             self.next_seq = self.next_seq.wrapping_add(1);
         }
@@ -145,6 +162,29 @@ impl Connection for RawConnection {
     }
     fn link_counters(&self) -> Option<LinkCounters> {
         Some(self.reassembly.counters())
+    }
+    fn enable_stamps(&mut self) -> io::Result<bool> {
+        // Arrivals are stamped already (SO_TIMESTAMPNS, `arrival_stamp`): transmit stamps only.
+        timestamping::enable(self.fd.as_fd(), false)?;
+        self.stamp_request = timestamping::tx_request_flags(false);
+        Ok(true)
+    }
+    fn stamp_sends(&mut self, on: bool) {
+        self.stamp_flags = if on { self.stamp_request } else { 0 };
+    }
+    fn rx_stamp(&self) -> Option<i64> {
+        self.last_stamp
+            .and_then(|d| i64::try_from(d.as_nanos()).ok())
+            .filter(|_| self.stamp_request != 0)
+    }
+    fn drain_tx_stamps(
+        &mut self,
+        out: &mut [crate::transport::TxStamp],
+    ) -> io::Result<(usize, u64)> {
+        if self.stamp_request == 0 {
+            return Ok((0, 0));
+        }
+        timestamping::drain(self.fd.as_fd(), out)
     }
 }
 
