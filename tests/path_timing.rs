@@ -71,6 +71,19 @@ fn check_path_timing(doc: &Value, what: &str) -> Value {
         "{what}: {cost}"
     );
     assert!(cost["method"].as_str().is_some_and(|m| !m.is_empty()));
+    // The point's own figures are the unstamped round trips': as many as the cost's
+    // unstamped ones (no run here reaches the cap), none of the stamped ones.
+    let latency = &doc["points"][0]["latency"];
+    assert_eq!(
+        u(&latency["transactions"]),
+        u(&cost["unstamped"]),
+        "{what}: {latency}"
+    );
+    assert_eq!(
+        u(&latency["rtt"]["samples"]),
+        u(&cost["unstamped"]),
+        "{what}"
+    );
     pt
 }
 

@@ -181,9 +181,9 @@ fn stage(name: StageName, merged: Vec<StageName>, v: &mut [i64]) -> Stage {
 /// round trip.
 pub fn path_timing(p: &Paired, cost: Option<StampCost>) -> Option<PathTiming> {
     let mut notes = p.notes.clone();
-    // The stamped round trips are among the point's own: its latency figures hold them.
+    // The point's own figures leave the stamped round trips out (stamping lengthens them).
     notes.push(
-        "the point's round-trip figures include these stamped round trips (every other timed one); `cost` compares them with the unstamped ones".into(),
+        "the point's latency and rate figures are the unstamped round trips' (every other timed one); the stamped ones are these, and `cost` compares the two".into(),
     );
     // An instant missing from most round trips is missing for good (a device that does not
     // stamp): its two stages are given together. One missing now and then makes its round
