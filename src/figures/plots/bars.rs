@@ -13,18 +13,37 @@ use super::numbers::fmt_num;
 use super::style::{hatch_lines, outline, series_colour, title_size, FONT, HATCH, INVALID_FILL};
 use super::svg::Area;
 
-/// Bars' value range: from 0 (or the lowest negative value) to the highest bar or error bar.
+/// Bars' value range: from 0 (or the lowest negative value) to the highest bar or error bar;
+/// stacked, to the highest sum of a group's parts (and down to its lowest negative sum).
 fn bars_range(b: &Bars) -> Option<Range<f64>> {
-    let values: Vec<f64> = b
-        .series
-        .iter()
-        .flat_map(|s| s.bars.iter().flatten())
-        .flat_map(|bar| {
-            let (l, h) = bar.ci.unwrap_or((bar.value, bar.value));
-            [bar.value, l, h]
-        })
-        .filter(|v| v.is_finite())
-        .collect();
+    let values: Vec<f64> = if b.stacked {
+        (0..b.groups.len())
+            .flat_map(|g| {
+                let parts = b
+                    .series
+                    .iter()
+                    .filter_map(|s| s.bars.get(g).and_then(Option::as_ref))
+                    .map(|bar| bar.value)
+                    .filter(|v| v.is_finite());
+                let up: f64 = parts.clone().filter(|v| *v > 0.0).sum();
+                let down: f64 = parts.filter(|v| *v < 0.0).sum();
+                [up, down]
+            })
+            .collect()
+    } else {
+        b.series
+            .iter()
+            .flat_map(|s| s.bars.iter().flatten())
+            .flat_map(|bar| {
+                let (l, h) = bar.ci.unwrap_or((bar.value, bar.value));
+                [bar.value, l, h]
+            })
+            .filter(|v| v.is_finite())
+            .collect()
+    };
+    if b.series.iter().all(|s| s.bars.iter().all(Option::is_none)) {
+        return None;
+    }
     let lo = values.iter().copied().reduce(f64::min)?.min(0.0);
     let hi = values.iter().copied().reduce(f64::max)?.max(0.0);
     let hi = if hi > lo { hi } else { lo + 1.0 };
@@ -32,6 +51,43 @@ fn bars_range(b: &Bars) -> Option<Range<f64>> {
     // height per entry.
     let legend = 0.1 + 0.075 * b.series.len() as f64;
     Some(lo..hi + (hi - lo) * legend)
+}
+
+/// Where each bar of series `k` is drawn: per group, its left and right edge and its two
+/// ends. Side by side, each group uses 80% of its width; stacked, a part starts where the
+/// parts before it in the group ended (positive parts upwards, negative ones downwards).
+fn bar_rects(b: &Bars, base: f64) -> Vec<Vec<Option<[f64; 4]>>> {
+    let n = b.series.len().max(1) as f64;
+    let width = 0.8 / n;
+    let mut up = vec![0.0; b.groups.len()];
+    let mut down = vec![0.0; b.groups.len()];
+    b.series
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            s.bars
+                .iter()
+                .enumerate()
+                .map(|(g, bar)| {
+                    let bar = bar.as_ref().filter(|bar| bar.value.is_finite())?;
+                    if !b.stacked {
+                        let left = g as f64 + 0.1 + width * k as f64;
+                        return Some([left, left + width * 0.92, base, bar.value]);
+                    }
+                    let (at, end) = match (up.get_mut(g), down.get_mut(g)) {
+                        (Some(u), Some(d)) => {
+                            let cum = if bar.value >= 0.0 { u } else { d };
+                            let at = *cum;
+                            *cum += bar.value;
+                            (at, *cum)
+                        }
+                        _ => return None,
+                    };
+                    Some([g as f64 + 0.1, g as f64 + 0.9, at, end])
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Draws `b` on `root`; an error without one bar.
@@ -64,28 +120,24 @@ pub(super) fn draw_bars(root: &Area, b: &Bars) -> Result<()> {
         .light_line_style(RGBColor(244, 244, 244))
         .max_light_lines(4)
         .draw()?;
-    let n = b.series.len().max(1) as f64;
-    // Each group uses 80% of its width, the bars side by side.
-    let width = 0.8 / n;
     let base = if yr.start < 0.0 { 0.0 } else { yr.start };
-    for (k, s) in b.series.iter().enumerate() {
+    let rects = bar_rects(b, base);
+    for (s, rects) in b.series.iter().zip(&rects) {
         let col = series_colour(s.colour, b.sequential_colours);
-        let left = |g: usize| g as f64 + 0.1 + width * k as f64;
-        let anno = chart.draw_series(s.bars.iter().enumerate().filter_map(|(g, bar)| {
-            let bar = bar.as_ref()?;
+        let anno = chart.draw_series(s.bars.iter().zip(rects).filter_map(|(bar, r)| {
+            let (bar, r) = (bar.as_ref()?, r.as_ref()?);
             let fill = if bar.invalid { INVALID_FILL } else { col };
-            Some(Rectangle::new(
-                [(left(g), base), (left(g) + width * 0.92, bar.value)],
-                fill.filled(),
-            ))
+            Some(Rectangle::new([(r[0], r[2]), (r[1], r[3])], fill.filled()))
         }))?;
         anno.label(s.label.as_str())
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 22, y + 6)], col.filled()));
-        for (g, bar) in s.bars.iter().enumerate() {
-            let Some(bar) = bar else { continue };
+        for (bar, r) in s.bars.iter().zip(rects) {
+            let (Some(bar), Some(r)) = (bar, r) else {
+                continue;
+            };
             let (a, z) = (
-                chart.backend_coord(&(left(g), bar.value)),
-                chart.backend_coord(&(left(g) + width * 0.92, base)),
+                chart.backend_coord(&(r[0], r[3])),
+                chart.backend_coord(&(r[1], r[2])),
             );
             let (top, bottom) = (a.1.min(z.1), a.1.max(z.1));
             if bar.invalid {
@@ -97,8 +149,11 @@ pub(super) fn draw_bars(root: &Area, b: &Bars) -> Result<()> {
                 // Black: vermilion is also a bar colour.
                 outline(root, (a.0 + 1, top + 1), (z.0 - 1, bottom - 1), BLACK, 3)?;
             }
-            if let Some((l, h)) = bar.ci.filter(|(l, h)| l.is_finite() && h.is_finite()) {
-                let x = left(g) + width * 0.46;
+            let ci = bar
+                .ci
+                .filter(|(l, h)| !b.stacked && l.is_finite() && h.is_finite());
+            if let Some((l, h)) = ci {
+                let x = (r[0] + r[1]) / 2.0;
                 let ink = BLACK.stroke_width(1);
                 chart.draw_series(std::iter::once(PathElement::new(vec![(x, l), (x, h)], ink)))?;
                 for y in [l, h] {
