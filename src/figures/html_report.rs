@@ -827,7 +827,7 @@ mod tests {
         );
         let page = build(&[Run { id: 1, report: &r }], None).unwrap();
         assert!(
-            page.contains("time goes (3000 round trips over 2 points)"),
+            page.contains("kernel stamps (3000 round trips over 2 points)"),
             "no path figure"
         );
         assert!(

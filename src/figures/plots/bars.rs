@@ -48,8 +48,12 @@ fn bars_range(b: &Bars) -> Option<Range<f64>> {
     let hi = values.iter().copied().reduce(f64::max)?.max(0.0);
     let hi = if hi > lo { hi } else { lo + 1.0 };
     // Room above the highest bar for the legend in the upper right: about a 14th of the
-    // height per entry.
-    let legend = 0.1 + 0.075 * b.series.len() as f64;
+    // height per entry. Stacked bars have their legend beside them (see `x_span`).
+    let legend = if b.stacked {
+        0.05
+    } else {
+        0.1 + 0.075 * b.series.len() as f64
+    };
     Some(lo..hi + (hi - lo) * legend)
 }
 
@@ -90,6 +94,18 @@ fn bar_rects(b: &Bars, base: f64) -> Vec<Vec<Option<[f64; 4]>>> {
         .collect()
 }
 
+/// The x range the groups are drawn in: one unit a group; stacked bars leave a third of
+/// the width on the right for their legend, which as tall as the parts are many would
+/// otherwise cover the highest bars.
+fn x_span(b: &Bars) -> f64 {
+    let groups = b.groups.len().max(1) as f64;
+    if b.stacked {
+        groups * 1.5
+    } else {
+        groups
+    }
+}
+
 /// Draws `b` on `root`; an error without one bar.
 pub(super) fn draw_bars(root: &Area, b: &Bars) -> Result<()> {
     let Some(yr) = bars_range(b) else {
@@ -101,7 +117,7 @@ pub(super) fn draw_bars(root: &Area, b: &Bars) -> Result<()> {
         .margin(14)
         .x_label_area_size(58)
         .y_label_area_size(88)
-        .build_cartesian_2d(0f64..groups as f64, yr.clone())?;
+        .build_cartesian_2d(0f64..x_span(b), yr.clone())?;
     let y_fmt = |v: &f64| fmt_num(*v);
     // Group names are written under each group below, not at plotters' own tick places.
     let no_label = |_: &f64| String::new();
@@ -122,7 +138,13 @@ pub(super) fn draw_bars(root: &Area, b: &Bars) -> Result<()> {
         .draw()?;
     let base = if yr.start < 0.0 { 0.0 } else { yr.start };
     let rects = bar_rects(b, base);
-    for (s, rects) in b.series.iter().zip(&rects) {
+    let mut drawn: Vec<(&super::figure::BarSeries, &Vec<Option<[f64; 4]>>)> =
+        b.series.iter().zip(&rects).collect();
+    if b.stacked {
+        // The legend lists the parts top down, as the stack shows them.
+        drawn.reverse();
+    }
+    for (s, rects) in drawn {
         let col = series_colour(s.colour, b.sequential_colours);
         let anno = chart.draw_series(s.bars.iter().zip(rects).filter_map(|(bar, r)| {
             let (bar, r) = (bar.as_ref()?, r.as_ref()?);
@@ -144,6 +166,10 @@ pub(super) fn draw_bars(root: &Area, b: &Bars) -> Result<()> {
                 for [s, e] in hatch_lines(a.0, top, z.0, bottom) {
                     root.draw(&PathElement::new(vec![s, e], HATCH.stroke_width(1)))?;
                 }
+            }
+            if b.stacked && !bar.outlined {
+                // A thin white edge between parts whose colours lie close on the scale.
+                outline(root, (a.0, top), (z.0, bottom), WHITE, 1)?;
             }
             if bar.outlined {
                 // Black: vermilion is also a bar colour.
@@ -186,4 +212,61 @@ pub(super) fn draw_bars(root: &Area, b: &Bars) -> Result<()> {
         .border_style(RGBColor(160, 160, 160))
         .draw()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::figure::{Bar, BarSeries};
+    use super::*;
+
+    fn bar(value: f64) -> Option<Bar> {
+        Some(Bar {
+            value,
+            ci: None,
+            invalid: false,
+            outlined: false,
+        })
+    }
+
+    /// Stacked, each part starts where the group's parts before it ended (a missing part
+    /// takes no room) and the range reaches the highest sum; side by side, each bar its own.
+    #[test]
+    fn stacked_parts_start_where_the_parts_before_them_end() {
+        let mut b = Bars {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            groups: vec!["a".into(), "b".into()],
+            series: vec![
+                BarSeries {
+                    label: "first".into(),
+                    colour: 0,
+                    bars: vec![bar(2.0), None],
+                },
+                BarSeries {
+                    label: "second".into(),
+                    colour: 1,
+                    bars: vec![bar(3.0), bar(4.0)],
+                },
+            ],
+            sequential_colours: None,
+            stacked: true,
+        };
+        let r = bar_rects(&b, 0.0);
+        assert_eq!(r[0], [Some([0.1, 0.9, 0.0, 2.0]), None]);
+        assert_eq!(
+            r[1],
+            [Some([0.1, 0.9, 2.0, 5.0]), Some([1.1, 1.9, 0.0, 4.0])]
+        );
+        let range = bars_range(&b).unwrap();
+        assert_eq!((range.start, range.end), (0.0, 5.0 * 1.05));
+        assert!(
+            super::super::render_svg(&super::super::Figure::Bars(b.clone()))
+                .unwrap()
+                .contains("second")
+        );
+        b.stacked = false;
+        let r = bar_rects(&b, 0.0);
+        assert_eq!(r[1][1], Some([1.5, 1.5 + 0.4 * 0.92, 0.0, 4.0]));
+    }
 }

@@ -92,7 +92,7 @@ pub fn path(runs: &[Run]) -> Option<Figure> {
         .any(|(_, _, t)| t.stages.iter().any(|s| !s.merged.is_empty()));
     Some(Figure::Bars(Bars {
         title: format!(
-            "Where the round trip's time goes ({messages} round trips over {} point{})",
+            "Where the round trip's time goes, from both ends' kernel stamps ({messages} round trips over {} point{})",
             points.len(),
             if points.len() == 1 { "" } else { "s" }
         ),
@@ -164,7 +164,7 @@ pub(crate) mod tests {
         assert_eq!(b.groups, ["1", "3"]);
         assert_eq!(
             b.title,
-            "Where the round trip's time goes (3000 round trips over 2 points)"
+            "Where the round trip's time goes, from both ends' kernel stamps (3000 round trips over 2 points)"
         );
         let labels: Vec<&str> = b.series.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(
