@@ -24,6 +24,9 @@ python3 bench/oracle --smoke >> "$out"
 python3 bench/trace-ab --smoke >> "$out"
 # The same run twice, compared with the default gate: counts false alarms (one tiny pair here).
 python3 bench/compare-noise --smoke >> "$out"
+# --path-timing on against off, one short paired round (skipped, saying why, by a binary
+# without it).
+python3 bench/path-timing-cost --smoke >> "$out"
 cat "$out"
 grep -q "TCP stream, 1 flow" "$out"
 grep -q "resident memory" "$out"
@@ -33,5 +36,6 @@ grep -q "well-behaved clients at once: cases [0-9]*, failures 0" "$out"
 grep -q "^pingpong sweep  t0 (ns, lower)" "$out"
 grep -qE "^(oracle skipped|scenarios +figures checked +violations)" "$out"
 grep -qE "^(trace-ab skipped|\| loopback, stream -d 300ms \| [0-9])" "$out"
+grep -qE "^\| pingpong tcp 64 B, -d 100ms \| [0-9]" "$out"
 grep -q "^false worse verdicts: [0-9]*; gate failures: [0-9]* in 1 identical pairs" "$out"
 rm -f "$out"

@@ -266,6 +266,38 @@ fn with_runs(doc: &Value, one_way_ns: &[f64]) -> Value {
     d
 }
 
+/// A run's JSON as if measured with --path-timing: nine stages of one clock, stage i taking
+/// i µs, on every point (built here: what is checked is how they are shown, not the stamps).
+fn with_path_timing(doc: &Value) -> Value {
+    let mut d = doc.clone();
+    for p in d["points"].as_array_mut().unwrap() {
+        let stages: Vec<Value> = [
+            "client_send_to_queue",
+            "client_queue_to_driver",
+            "wire_out",
+            "server_arrival_to_read",
+            "server_turnaround",
+            "server_send_to_queue",
+            "server_queue_to_driver",
+            "wire_back",
+            "client_arrival_to_read",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let ns = 1000 * (i as u64 + 1);
+            serde_json::json!({"name": name, "samples": 150, "min_ns": ns / 2, "p50_ns": ns,
+                "p99_ns": 3 * ns, "mean_ns": ns as f64})
+        })
+        .collect();
+        p["path_timing"] = serde_json::json!({"messages": 150, "incomplete": 0,
+            "clock": {"kind": "shared"}, "stages": stages, "rtt_min_ns": 40000,
+            "rtt_p50_ns": 45000, "rtt_p99_ns": 90000, "rtt_mean_ns": 45500.0,
+            "residual_mean_ns": 500.0, "residual_max_abs_ns": 2000});
+    }
+    d
+}
+
 fn import(t: &Tmp, db: &str, doc: &Value, name: &str) -> String {
     let file = t.file(name);
     std::fs::write(&file, doc.to_string()).unwrap();
@@ -512,6 +544,24 @@ fn plot_writes_svg_and_png() {
         "sweeps two parameters",
     );
     fails(
+        &["plot", "last", "--kind", "path", "-o", &svg, "--db", &db],
+        1,
+        "needs a pingpong or rr run with --path-timing",
+    );
+    // The stacked stages of a saved run with path timing, one bar per size.
+    let doc: Value = serde_json::from_str(&ok(&["export", "last", "--json", "--db", &db])).unwrap();
+    let id = import(&t, &db, &with_path_timing(&doc), "timed.json");
+    let path_svg = t.file("path.svg");
+    ok(&["plot", &id, "--kind", "path", "-o", &path_svg, "--db", &db]);
+    let s = std::fs::read_to_string(&path_svg).unwrap();
+    assert!(
+        s.starts_with("<svg")
+            && s.contains("450 round trips over 3 points")
+            && s.contains("client arrival→read")
+            && s.contains("mean per round trip, stages stacked (µs)"),
+        "{s}"
+    );
+    fails(
         &[
             "plot", "last", "--kind", "cdf", "--point", "7", "-o", &svg, "--db", &db,
         ],
@@ -727,8 +777,16 @@ fn report_renders_in_a_real_browser() {
         "64K,256K", "--db", &db,
     ]);
     ok(&["run", "rr", "--size", "1,100", "-n", "200", "--db", &db]);
+    // Run 5: run 1 as if measured with --path-timing (the stages built here: the report's
+    // stacked bars and table are what is checked, not the stamps).
+    let timed = with_path_timing(
+        &serde_json::from_str(&ok(&["export", "1", "--json", "--db", &db])).unwrap(),
+    );
+    import(&t, &db, &timed, "timed.json");
     let html_path = t.file("report.html");
-    ok(&["report", "1", "2", "3", "4", "-o", &html_path, "--db", &db]);
+    ok(&[
+        "report", "1", "2", "3", "4", "5", "-o", &html_path, "--db", &db,
+    ]);
     let html = std::fs::read_to_string(&html_path).unwrap();
     for needle in [
         "Throughput against message size",
@@ -739,6 +797,8 @@ fn report_renders_in_a_real_browser() {
         "Latency by percentile",
         "send buffer by receive buffer",
         "congestion window, size 128K",
+        "Where the round trip",
+        "wire out (µs, mean / p50)",
         "Derived metrics",
         "t0 = RTT/2",
         "Environment",

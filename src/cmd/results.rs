@@ -289,6 +289,9 @@ pub enum PlotKind {
     /// Open-loop rr (--arrivals, --rate swept): latency percentiles from the scheduled send
     /// against the achieved rate, log latency axis.
     Qps,
+    /// Path timing (run --path-timing): a stacked bar per point, one part per stage of the
+    /// round trip, each the stage's mean (µs).
+    Path,
 }
 
 #[derive(Debug, Args)]
@@ -801,6 +804,7 @@ fn plot(a: PlotArgs) -> Result<()> {
             interval_point().and_then(|p| series::intervals(first, p, IntervalKind::Rtt))
         }
         PlotKind::Qps => series::qps(&runs),
+        PlotKind::Path => series::path(&runs),
     };
     let Some(figure) = figure else {
         // A distribution whose every point was left out as not valid says which and why.
@@ -851,6 +855,7 @@ fn missing(kind: PlotKind, pattern: &str, point: Option<usize>) -> String {
         }
         PlotKind::Signature => "the signature graph needs a pingpong run with measured points".into(),
         PlotKind::Qps => "the QPS curve needs an open-loop rr run (--arrivals poisson --rate 5k,20k,50k) with valid points".into(),
+        PlotKind::Path => "the path timing figure needs a pingpong or rr run with --path-timing".into(),
         PlotKind::Heatmap => "a heatmap needs a run that sweeps two parameters (e.g. --sndbuf and --rcvbuf)".into(),
         PlotKind::Intervals | PlotKind::Cwnd | PlotKind::Rtt => format!(
             "no interval reports{at}: they come from stream runs with --interval (cwnd and rtt over TCP)"

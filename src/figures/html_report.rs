@@ -414,6 +414,95 @@ fn serialisation_table(run: &Run) -> String {
     s
 }
 
+/// `--path-timing`: each point's stages (mean and p50 per round trip, µs), the round trip,
+/// the residual, the clock and what stamping cost. Empty for a run without it.
+fn path_table(run: &Run) -> String {
+    use crate::model::path::PathClock;
+    let r = run.report;
+    let points = series::path_points(std::slice::from_ref(run));
+    if points.is_empty() {
+        return String::new();
+    }
+    let stages: Vec<crate::model::path::StageName> = series::STAGE_ORDER
+        .into_iter()
+        .filter(|s| {
+            points
+                .iter()
+                .any(|(_, _, t)| t.stages.iter().any(|x| x.name == *s))
+        })
+        .collect();
+    let mut s = String::from("<table><tr><th>point</th><th>round trips</th>");
+    for st in &stages {
+        s.push_str(&format!("<th>{} (µs, mean / p50)</th>", esc(st.label())));
+    }
+    s.push_str("<th>round trip (µs, mean / p50)</th><th>residual (µs, mean / largest in size)</th><th>clock</th><th>stamping cost (stamped / unstamped p50, 95% interval)</th></tr>\n");
+    let mut merged_any = false;
+    for (_, p, t) in &points {
+        s.push_str(&format!(
+            "<tr><td>{}</td><td class=\"n\">{}</td>",
+            esc(&series::describe_point(r, p)),
+            t.messages
+        ));
+        for st in &stages {
+            let cell = match t.stages.iter().find(|x| x.name == *st) {
+                Some(x) => {
+                    merged_any |= !x.merged.is_empty();
+                    format!(
+                        "{} / {}{}",
+                        us_num(x.mean_ns),
+                        us_num(x.p50_ns as f64),
+                        if x.merged.is_empty() { "" } else { " +" }
+                    )
+                }
+                None => "-".into(),
+            };
+            s.push_str(&format!("<td class=\"n\">{cell}</td>"));
+        }
+        let clock = match &t.clock {
+            PathClock::Shared => "one clock".to_owned(),
+            PathClock::Separate {
+                offset_ns,
+                error_ns,
+            } => format!(
+                "separate, offset {} ± {} µs",
+                us_num(*offset_ns as f64),
+                us_num(*error_ns as f64)
+            ),
+        };
+        let cost = t.cost.as_ref().map_or("-".to_owned(), |c| {
+            format!(
+                "{} [{}, {}] ({} unstamped)",
+                table_num(c.ratio),
+                table_num(c.ratio_low),
+                table_num(c.ratio_high),
+                c.unstamped
+            )
+        });
+        s.push_str(&format!(
+            "<td class=\"n\">{} / {}</td><td class=\"n\">{} / {}</td><td>{}</td><td>{}</td></tr>\n",
+            us_num(t.rtt_mean_ns),
+            us_num(t.rtt_p50_ns as f64),
+            us_num(t.residual_mean_ns),
+            us_num(t.residual_max_abs_ns as f64),
+            esc(&clock),
+            esc(&cost),
+        ));
+    }
+    s.push_str("</table>\n<p>Each round trip split at the kernel's software time stamps of both ends: the stages' means add up to the mean round trip less the residual (the clocks' disagreement and the time between a clock reading and its system call). With separate clocks the one-way stages rest on the offset estimate; wire out+back does not.");
+    if merged_any {
+        s.push_str(
+            " +: the stage stands for a neighbour too, a device giving no stamp between them.",
+        );
+    }
+    s.push_str("</p>\n");
+    for (name, _, t) in &points {
+        for n in &t.notes {
+            s.push_str(&format!("<p>{}: {}</p>\n", esc(name), esc(n)));
+        }
+    }
+    s
+}
+
 fn env_rows(side: &str, e: &Environment) -> String {
     format!(
         "<tr><td>{side}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>\n",
@@ -522,6 +611,10 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
             "Open loop: latency from each request's scheduled send (p50 solid; p99 and p99.9 dashed) against the replies per second achieved, one point per offered rate; where the curve turns up the server's queue sets the latency.",
         )?;
         page.figure(
+            series::path(&group),
+            "Path timing: each point's round trip split at the kernels' time stamps, a part per stage in the order a message meets them, each the stage's mean over the stamped round trips (the Points table gives each stage's median, the residual and the clock).",
+        )?;
+        page.figure(
             series::signature(&group),
             "NetPIPE's signature graph: throughput against the one-way time of a transfer; the knee shows the latency at which the network's bandwidth takes over.",
         )?;
@@ -614,6 +707,7 @@ pub fn build(runs: &[Run], point: Option<usize>) -> Result<String> {
             .push_str(&format!("<h3>Run {}</h3>\n", esc(&run.name())));
         page.html.push_str(&points_table(run));
         page.html.push_str(&serialisation_table(run));
+        page.html.push_str(&path_table(run));
     }
     page.html.push_str("<h2>Environment</h2>\n");
     for run in runs {
@@ -687,6 +781,68 @@ mod tests {
         );
         let html = serialisation_table(&Run { id: 1, report: &r });
         assert!(html.contains("<td>doubles</td><td class=\"n\">0.78 / 0.78</td><td class=\"n\">1.09 / 1.09</td><td class=\"n\">0.76 / 0.76</td><td class=\"n\">0.95 / 0.95</td><td class=\"n\">100</td><td class=\"n\">7.2%</td>"), "{html}");
+    }
+
+    /// A run with path timing has a stacked bar figure and a table of each point's stages;
+    /// one without has neither.
+    #[test]
+    fn a_path_timed_run_shows_its_stages_per_point() {
+        use crate::figures::series::path::tests::timing;
+        use crate::model::path::{PathClock, StageName, StampCost};
+        let mut r = crate::store::db::tests::report("pingpong", 2, 20_000.0);
+        assert_eq!(path_table(&Run { id: 1, report: &r }), "");
+        r.points[0].path_timing = Some(timing(1000));
+        let mut t = timing(2000);
+        t.stages.remove(1);
+        t.stages[1].merged = vec![StageName::ClientQueueToDriver];
+        t.clock = PathClock::Separate {
+            offset_ns: -1500,
+            error_ns: 250,
+        };
+        t.cost = Some(StampCost {
+            unstamped: 2000,
+            unstamped_p50_ns: 44_000,
+            stamped_p50_ns: 45_000,
+            ratio: 1.0227,
+            ratio_low: 1.01,
+            ratio_high: 1.04,
+            method: "distribution-free".into(),
+            read_ns: 700.0,
+        });
+        t.notes = vec!["the driver gives no TX_SOFTWARE stamp <lo>".into()];
+        r.points[1].path_timing = Some(t);
+        let html = path_table(&Run { id: 1, report: &r });
+        assert!(html.contains("<th>client send→queue (µs, mean / p50)</th><th>client queue→driver (µs, mean / p50)</th><th>wire out (µs, mean / p50)</th>"), "{html}");
+        assert!(html.contains("<tr><td>1 B</td><td class=\"n\">1000</td><td class=\"n\">1 / 1</td><td class=\"n\">2 / 2</td><td class=\"n\">3 / 3</td>"), "{html}");
+        assert!(html.contains("<tr><td>2 B</td><td class=\"n\">2000</td><td class=\"n\">1 / 1</td><td class=\"n\">-</td><td class=\"n\">3 / 3 +</td>"), "{html}");
+        assert!(html.contains("<td class=\"n\">45.5 / 45</td><td class=\"n\">0.5 / 2</td><td>one clock</td><td>-</td></tr>"), "{html}");
+        assert!(html.contains("<td>separate, offset -1.5 ± 0.25 µs</td><td>1.023 [1.01, 1.04] (2000 unstamped)</td></tr>"), "{html}");
+        assert!(
+            html.contains("+: the stage stands for a neighbour too"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<p>2: the driver gives no TX_SOFTWARE stamp &lt;lo&gt;</p>"),
+            "{html}"
+        );
+        let page = build(&[Run { id: 1, report: &r }], None).unwrap();
+        assert!(
+            page.contains("kernel stamps (3000 round trips over 2 points)"),
+            "no path figure"
+        );
+        assert!(
+            page.contains("Path timing: each point&#39;s round trip split"),
+            "no caption"
+        );
+        let plain = build(
+            &[Run {
+                id: 1,
+                report: &crate::store::db::tests::report("pingpong", 2, 20_000.0),
+            }],
+            None,
+        )
+        .unwrap();
+        assert!(!plain.contains("Path timing") && !plain.contains("round trips over"));
     }
 
     /// A stored stream run at about 21 Gbit/s: its receiver and sender each moved 5.25e9

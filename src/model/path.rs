@@ -34,6 +34,9 @@ pub enum StageName {
     /// `WireOut` and `WireBack` together, when the two hosts do not share a clock: their sum
     /// needs no clock comparison (each end's stamps are compared with its own only).
     WireBoth,
+    /// TCP: from the request's hand-over to the driver until its acknowledgement came back
+    /// (TX_ACK), outside the sum.
+    ClientDriverToAck,
 }
 
 impl StageName {
@@ -63,6 +66,7 @@ impl StageName {
             StageName::WireBack => "wire back",
             StageName::ClientArrivalToRead => "client arrival→read",
             StageName::WireBoth => "wire out+back",
+            StageName::ClientDriverToAck => "client driver→ack",
         }
     }
 
@@ -79,6 +83,7 @@ impl StageName {
             StageName::WireBack => "wire_back",
             StageName::ClientArrivalToRead => "client_arrival_to_read",
             StageName::WireBoth => "wire_both",
+            StageName::ClientDriverToAck => "client_driver_to_ack",
         }
     }
 }

@@ -461,6 +461,123 @@ fn csv_says_which_percentiles_stand_below_their_floor() {
     );
 }
 
+/// A sweep with --path-timing: one line under each point's row, and after the table one
+/// matrix of the stages' medians, a row a point; a merged stage is marked and said.
+#[test]
+fn a_path_timed_sweep_gives_its_stages_in_one_matrix() {
+    use crate::figures::series::path::tests::timing;
+    use crate::model::path::StageName;
+    let mut r = pingpong_sweep();
+    for (i, p) in r.points.iter_mut().enumerate() {
+        p.path_timing = Some(timing(1000 * (i as u64 + 1)));
+    }
+    let t = r.points[2].path_timing.as_mut().unwrap();
+    t.stages.remove(1);
+    t.stages[1].merged = vec![StageName::ClientQueueToDriver];
+    t.notes = vec!["no TX_SOFTWARE stamp: client queue→driver is in wire out".into()];
+    assert_eq!(table(&r), PATH_SWEEP_TABLE);
+    let c = Capture::default();
+    render(
+        &mut TableSink::to(c.output()).with_style(crate::text::table::Style::Markdown),
+        &r,
+    );
+    let md = c.text();
+    assert!(
+        md.contains("\n| size(B) | c.send | c.qdisc | wire.out | s.read | s.turn | s.send | s.qdisc | wire.back | c.read | rtt p50 | residual | n |\n"),
+        "{md}"
+    );
+}
+
+/// A run of one point: its stages under its row, each on a line, and no matrix after it.
+#[test]
+fn a_single_path_timed_point_has_its_stages_under_its_row() {
+    use crate::figures::series::path::tests::timing;
+    let mut r = report("pingpong", 1, 20_000.0);
+    r.points[0].path_timing = Some(timing(1000));
+    let text = table(&r);
+    for line in [
+        "\n            path timing over 1000 round trips, each stage in us (share: its mean over the mean round trip):\n",
+        "\n              stage                  p50    p99    min  share\n",
+        "\n              client send→queue     1.00   3.00   0.50   2.2%\n",
+        "\n              round trip           45.00  90.00  40.00         (mean 45.50 us, the application's clock)\n",
+        "\n            residual (each round trip less its stages' sum): mean 0.50 us, largest absolute 2.00 us\n",
+        "\n            clock: one clock (both ends' stamps read one kernel clock)\n",
+    ] {
+        assert!(text.contains(line), "no {line:?} in\n{text}");
+    }
+    assert!(!text.contains("# size(B)"), "{text}");
+}
+
+/// Every stage's median and mean in its own columns, empty where the stage is not (merged
+/// into its neighbour); the clock, the residual and the stamping cost; all empty without
+/// --path-timing.
+#[test]
+fn csv_gives_each_stage_of_path_timing() {
+    use crate::figures::series::path::tests::timing;
+    use crate::model::path::{PathClock, StageName, StampCost};
+    let mut r = pingpong_sweep();
+    r.points[0].path_timing = Some(timing(1000));
+    let mut t = timing(2000);
+    t.stages.remove(1);
+    t.stages[1].merged = vec![StageName::ClientQueueToDriver];
+    t.clock = PathClock::Separate {
+        offset_ns: -1500,
+        error_ns: 250,
+    };
+    t.cost = Some(StampCost {
+        unstamped: 2000,
+        unstamped_p50_ns: 44_000,
+        stamped_p50_ns: 45_000,
+        ratio: 1.0227,
+        ratio_low: 1.01,
+        ratio_high: 1.04,
+        method: "distribution-free".into(),
+        read_ns: 700.0,
+    });
+    r.points[1].path_timing = Some(t);
+    let text = super::csv::to_string(&r, None, None).unwrap();
+    let mut rows = csv::Reader::from_reader(text.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = rows.records().map(|r| r.unwrap()).collect();
+    let at = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no column {name}"))
+    };
+    let col = |name: &str| -> Vec<String> { rows.iter().map(|r| r[at(name)].to_owned()).collect() };
+    // The stages in order, wire_both last.
+    let keys: Vec<&str> = StageName::ALL
+        .iter()
+        .chain([StageName::WireBoth].iter())
+        .map(|s| s.key())
+        .collect();
+    for (k, key) in keys.iter().enumerate() {
+        let p50 = at(&format!("path_{key}_p50_ns"));
+        assert_eq!(at(&format!("path_{key}_mean_ns")), p50 + 1);
+        assert_eq!(p50, at("path_client_send_to_queue_p50_ns") + 2 * k);
+    }
+    assert_eq!(col("path_messages"), ["1000", "2000", ""]);
+    assert_eq!(col("path_clock"), ["shared", "separate", ""]);
+    assert_eq!(col("path_clock_offset_ns"), ["", "-1500", ""]);
+    assert_eq!(col("path_clock_error_ns"), ["", "250", ""]);
+    assert_eq!(
+        col("path_merged"),
+        ["", "wire_out=client_queue_to_driver", ""]
+    );
+    assert_eq!(col("path_wire_out_p50_ns"), ["3000", "3000", ""]);
+    assert_eq!(col("path_wire_out_mean_ns"), ["3000", "3000", ""]);
+    assert_eq!(col("path_client_queue_to_driver_p50_ns"), ["2000", "", ""]);
+    assert_eq!(col("path_wire_both_p50_ns"), ["", "", ""]);
+    assert_eq!(col("path_rtt_mean_ns"), ["45500", "45500", ""]);
+    assert_eq!(col("path_residual_mean_ns"), ["500", "500", ""]);
+    assert_eq!(col("path_residual_max_abs_ns"), ["2000", "2000", ""]);
+    assert_eq!(col("path_stamp_cost_ratio"), ["", "1.0227", ""]);
+    assert_eq!(col("path_stamp_cost_ratio_low"), ["", "1.01", ""]);
+    assert_eq!(col("path_stamp_cost_ratio_high"), ["", "1.04", ""]);
+    assert_eq!(col("path_stamp_read_ns"), ["", "700", ""]);
+}
+
 /// Several streams of a direction on one clock: the total's row says which window its rates
 /// are over.
 #[test]
@@ -841,10 +958,10 @@ const CRR_TABLE: &str = r#"# wirebench 0.1.0 crr over tcp, server 192.0.2.7:5320
         2         2      1000     33333.3      30.00      0.10     30.00     60.00     90.00      1.07       12.35
 # first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
 "#;
-const STREAM_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,length_prefix_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_percentiles_valid,rtt_percentiles_invalid,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,arrivals,offered_per_s,achieved_per_s,requests_scheduled,requests_sent,requests_outstanding,requests_unsent,in_flight_bound_waits,service_p50_ns,service_p99_ns,overload,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason,encoding,client_encode_mean_ns,client_decode_mean_ns,server_decode_mean_ns,server_encode_mean_ns,serialisation_share_of_rtt,client_encode_p99_ns,client_decode_p99_ns,server_decode_p99_ns,server_encode_p99_ns
-0,total,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,0,,1,24000000,,bit/s,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,24000000,,24000000,3002000,3002000,,,,,0,7,0,0,,,,,,,,,true,,,,,,,,,,,
-0,0,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,8000000,,8000000,1001000,1001000,,,,,0,,,,,,,,,,,,true,,,,,,,,,,,
-0,1,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,16000000,,16000000,2001000,2001000,,,,,0,,,,,,,,,,,,true,,,,,,,,,,,
+const STREAM_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,length_prefix_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_percentiles_valid,rtt_percentiles_invalid,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,arrivals,offered_per_s,achieved_per_s,requests_scheduled,requests_sent,requests_outstanding,requests_unsent,in_flight_bound_waits,service_p50_ns,service_p99_ns,overload,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason,encoding,client_encode_mean_ns,client_decode_mean_ns,server_decode_mean_ns,server_encode_mean_ns,serialisation_share_of_rtt,client_encode_p99_ns,client_decode_p99_ns,server_decode_p99_ns,server_encode_p99_ns,path_messages,path_incomplete,path_clock,path_clock_offset_ns,path_clock_error_ns,path_merged,path_client_send_to_queue_p50_ns,path_client_send_to_queue_mean_ns,path_client_queue_to_driver_p50_ns,path_client_queue_to_driver_mean_ns,path_wire_out_p50_ns,path_wire_out_mean_ns,path_server_arrival_to_read_p50_ns,path_server_arrival_to_read_mean_ns,path_server_turnaround_p50_ns,path_server_turnaround_mean_ns,path_server_send_to_queue_p50_ns,path_server_send_to_queue_mean_ns,path_server_queue_to_driver_p50_ns,path_server_queue_to_driver_mean_ns,path_wire_back_p50_ns,path_wire_back_mean_ns,path_client_arrival_to_read_p50_ns,path_client_arrival_to_read_mean_ns,path_wire_both_p50_ns,path_wire_both_mean_ns,path_rtt_mean_ns,path_residual_mean_ns,path_residual_max_abs_ns,path_stamp_cost_ratio,path_stamp_cost_ratio_low,path_stamp_cost_ratio_high,path_stamp_read_ns
+0,total,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,0,,1,24000000,,bit/s,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,24000000,,24000000,3002000,3002000,,,,,0,7,0,0,,,,,,,,,true,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,
+0,0,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,8000000,,8000000,1001000,1001000,,,,,0,,,,,,,,,,,,true,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,
+0,1,client_to_server,stream,tcp,2025-03-01T10:00:00.000Z,42,alpha,,131072,1,1,0,0,0,0,0,,1,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,16000000,,16000000,2001000,2001000,,,,,0,,,,,,,,,,,,true,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,
 "#;
 const UDP_BIDIR_TABLE: &str = r#"# wirebench 0.1.0 stream over udp, server 192.0.2.7:5320
 # client: alpha (Linux 6.1, 2 CPUs, cpu)
@@ -860,8 +977,36 @@ const UDP_BIDIR_TABLE: &str = r#"# wirebench 0.1.0 stream over udp, server 192.0
    131072     sum  client_to_server        12.00        12.00        1502000        1502000          0    0.000      0.2500         -         -
    131072     sum  server_to_client        28.00        28.00        3502000        3502000         25    1.250      0.5000         -         -
 "#;
-const PINGPONG_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,length_prefix_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_percentiles_valid,rtt_percentiles_invalid,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,arrivals,offered_per_s,achieved_per_s,requests_scheduled,requests_sent,requests_outstanding,requests_unsent,in_flight_bound_waits,service_p50_ns,service_p99_ns,overload,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason,encoding,client_encode_mean_ns,client_decode_mean_ns,server_decode_mean_ns,server_encode_mean_ns,serialisation_share_of_rtt,client_encode_p99_ns,client_decode_p99_ns,server_decode_p99_ns,server_encode_p99_ns
-0,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,1,1,1,0,0,0,0,0,,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,,,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,,,,,,,true,,,,,,,,,,,
-1,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,2,2,2,0,0,0,0,0,,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,,,90000,11500,1391304.347826087,43478.260869565216,1000,0,,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,,,,,,,true,,,,,,,,,,,
-2,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,3,3,3,0,0,0,0,0,,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,,,90000,13000,1846153.8461538462,38461.53846153846,1000,0,,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,,,,,,,true,,,,,,,,,,,
+const PINGPONG_CSV: &str = r#"index,stream,direction,pattern,transport,run_started_at,run_id,client_host,server_host,size_bytes,request_size_bytes,response_size_bytes,length_prefix_bytes,sndbuf_bytes,rcvbuf_bytes,server_sndbuf_bytes,server_rcvbuf_bytes,cc,runs,headline_mean,headline_ci_half_width,headline_unit,rtt_samples,rtt_mean_ns,rtt_stddev_ns,rtt_ci_half_width_ns,rtt_min_ns,rtt_p50_ns,rtt_p90_ns,rtt_p99_ns,rtt_p999_ns,rtt_p9999_ns,rtt_percentiles_valid,rtt_percentiles_invalid,rtt_max_ns,one_way_mean_ns,throughput_bits_per_s,transactions_per_s,transactions,lost_transactions,think_corrected_transactions_per_s,think_waited_ns,arrivals,offered_per_s,achieved_per_s,requests_scheduled,requests_sent,requests_outstanding,requests_unsent,in_flight_bound_waits,service_p50_ns,service_p99_ns,overload,setup_mean_ns,sender_bits_per_s,acked_bits_per_s,receiver_bits_per_s,bytes_sent,bytes_received,datagrams_sent,datagrams_lost,loss_ratio,jitter_s,send_failures,retransmits,client_cpu_s,server_cpu_s,client_us_per_kib,server_us_per_kib,client_host_user_share,client_host_system_share,client_host_softirq_share,server_host_user_share,server_host_system_share,server_host_softirq_share,valid,invalid_reason,encoding,client_encode_mean_ns,client_decode_mean_ns,server_decode_mean_ns,server_encode_mean_ns,serialisation_share_of_rtt,client_encode_p99_ns,client_decode_p99_ns,server_decode_p99_ns,server_encode_p99_ns,path_messages,path_incomplete,path_clock,path_clock_offset_ns,path_clock_error_ns,path_merged,path_client_send_to_queue_p50_ns,path_client_send_to_queue_mean_ns,path_client_queue_to_driver_p50_ns,path_client_queue_to_driver_mean_ns,path_wire_out_p50_ns,path_wire_out_mean_ns,path_server_arrival_to_read_p50_ns,path_server_arrival_to_read_mean_ns,path_server_turnaround_p50_ns,path_server_turnaround_mean_ns,path_server_send_to_queue_p50_ns,path_server_send_to_queue_mean_ns,path_server_queue_to_driver_p50_ns,path_server_queue_to_driver_mean_ns,path_wire_back_p50_ns,path_wire_back_mean_ns,path_client_arrival_to_read_p50_ns,path_client_arrival_to_read_mean_ns,path_wire_both_p50_ns,path_wire_both_mean_ns,path_rtt_mean_ns,path_residual_mean_ns,path_residual_max_abs_ns,path_stamp_cost_ratio,path_stamp_cost_ratio_low,path_stamp_cost_ratio_high,path_stamp_read_ns
+0,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,1,1,1,0,0,0,0,0,,1,10000,,ns,1000,20000,2000,100,1000,20000,20000,40000,80000,90000,,,90000,10000,799999.9999999999,50000,1000,0,,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,,,,,,,true,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,
+1,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,2,2,2,0,0,0,0,0,,1,11500,,ns,1000,23000,2300,100,1000,23000,23000,46000,80000,90000,,,90000,11500,1391304.347826087,43478.260869565216,1000,0,,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,,,,,,,true,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,
+2,,,pingpong,tcp,2025-03-01T10:00:00.000Z,,alpha,,3,3,3,0,0,0,0,0,,1,13000,,ns,1000,26000,2600,100,1000,26000,26000,52000,80000,90000,,,90000,13000,1846153.8461538462,38461.53846153846,1000,0,,,,,,,,,,,,,,,,,,,,,,,,,,0,0,,,,,,,,,true,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,
+"#;
+const PATH_SWEEP_TABLE: &str = r#"# wirebench 0.1.0 pingpong over tcp, server 192.0.2.7:5320
+# client: alpha (Linux 6.1, 2 CPUs, cpu)
+# 1 stream(s), warm-up 10 iterations, stop after 1.000 s, 95% confidence, 1 run(s) per point
+# units: times in us (one-way = RTT/2), rates in Mbit/s (10^6 bit/s), sizes in bytes
+# latency = RTT/2 (one-way); throughput = 2n/RTT; CI = confidence interval half-width of the mean
+  size(B)   samples    mean(us)   ±CI(us)   min(us)   p50(us)   p99(us)   max(us)      Mbit/s
+        1      1000       10.00      0.05      0.50     10.00     20.00     45.00        0.80
+            path timing over 1000 round trips, one clock; residual mean 0.50 us, largest absolute 2.00 us; stages after the table
+        2      1000       11.50      0.05      0.50     11.50     23.00     45.00        1.39
+            path timing over 2000 round trips, one clock; residual mean 0.50 us, largest absolute 2.00 us; stages after the table
+        3      1000       13.00      0.05      0.50     13.00     26.00     45.00        1.85
+            path timing over 3000 round trips, one clock; residual mean 0.50 us, largest absolute 2.00 us; stages after the table
+            note: no TX_SOFTWARE stamp: client queue→driver is in wire out
+# t0 = RTT/2 of the smallest message (1 B) = 10.00 us ±0.05
+# r_max = 1.85 Mbit/s at 3 B [1.84 .. 1.85]
+#   r_max at the largest size (3 B): the curve had not flattened, r_max is a lower bound
+# n_1/2 = 1 B (size reaching r_max/2, linear interpolation); an estimate against r_max, which is a lower bound: the true n_1/2 is likely larger
+# fit t(n) = t0 + n/r_inf over 3 sizes: t0 = 8.50 us, r_inf = 5.33 Mbit/s, n_1/2 = r_inf*t0 = 6 B, R^2 = 1.00000
+# path timing, each stage's p50 in us, a row a point (residual: the mean of each round trip less its stages' sum; n: round trips):
+#   c.send = client send→queue, c.qdisc = client queue→driver, wire.out = wire out, s.read = server arrival→read, s.turn = server turnaround
+#   s.send = server send→queue, s.qdisc = server queue→driver, wire.back = wire back, c.read = client arrival→read
+# +: the stage stands for a neighbour too, a device giving no stamp between them (the point's note says which)
+# size(B)  c.send  c.qdisc  wire.out  s.read  s.turn  s.send  s.qdisc  wire.back  c.read  rtt p50  residual     n
+#       1    1.00     2.00      3.00    4.00    5.00    6.00     7.00       8.00    9.00    45.00      0.50  1000
+#       2    1.00     2.00      3.00    4.00    5.00    6.00     7.00       8.00    9.00    45.00      0.50  2000
+#       3    1.00        -     3.00+    4.00    5.00    6.00     7.00       8.00    9.00    45.00      0.50  3000
+# first (warm-up) transaction of the last point: 5.00 us round trip, not in the statistics
 "#;

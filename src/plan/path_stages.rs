@@ -306,10 +306,8 @@ pub fn path_timing(p: &Paired, cost: Option<StampCost>) -> Option<PathTiming> {
         .iter()
         .filter_map(|t| Some(t.ack? - t.at[2]?))
         .collect();
-    // Named for the span it runs over (driver to the response's arrival, roughly, on a
-    // loopback whose ACK rides the response); the model's field says what it is.
     let client_driver_to_ack =
-        (!acks.is_empty()).then(|| stage(StageName::WireBoth, Vec::new(), &mut acks));
+        (!acks.is_empty()).then(|| stage(StageName::ClientDriverToAck, Vec::new(), &mut acks));
     Some(PathTiming {
         messages: complete.len() as u64,
         incomplete,

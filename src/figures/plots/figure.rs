@@ -182,7 +182,8 @@ impl Heatmap {
     }
 }
 
-/// Grouped bars: one group per value of one parameter, one bar per series in each group.
+/// Grouped bars: one group per value of one parameter, one bar per series in each group (or
+/// one bar of stacked parts, [`Bars::stacked`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bars {
     pub title: String,
@@ -194,6 +195,10 @@ pub struct Bars {
     pub series: Vec<BarSeries>,
     /// As [`Chart::sequential_colours`].
     pub sequential_colours: Option<usize>,
+    /// One bar per group, the series' values stacked on each other in their order (the
+    /// parts of a whole, e.g. the stages of a round trip), rather than side by side. Error
+    /// bars are not drawn on stacked parts.
+    pub stacked: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,8 @@
 //!
 //! A file per figure family: line charts against the swept parameter (`sweep`), latency
 //! distributions of one point (`distribution`), heatmaps of two swept parameters (`heatmap`)
-//! and time series of interval reports (`intervals`), and the QPS-against-latency curve of open-loop runs (`qps`). What they share: how a run is named
+//! and time series of interval reports (`intervals`), the QPS-against-latency curve of open-loop runs (`qps`), and the stacked stages of
+//! `--path-timing` (`path`). What they share: how a run is named
 //! (`run`), the swept parameters and the curves they split a run into (`param`), curves and
 //! axes (`curves`), and picking and naming a point (`points`).
 
@@ -15,6 +16,7 @@ mod distribution;
 mod heatmap;
 mod intervals;
 mod param;
+pub(crate) mod path;
 mod points;
 mod qps;
 mod run;
@@ -25,6 +27,7 @@ pub use distribution::{distribution, distribution_left_out, DistributionKind};
 pub use heatmap::{heatmaps, MAX_HEATMAPS};
 pub use intervals::{intervals, points_with_intervals, IntervalKind};
 pub use param::{x_param, Param};
+pub use path::{path, path_points, STAGE_ORDER};
 pub use points::{describe_point, point_of, short_point};
 pub use qps::qps;
 pub use run::Run;

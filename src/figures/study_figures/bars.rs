@@ -78,6 +78,7 @@ pub fn bars(
         groups: ga.values.iter().map(|v| v.label.clone()).collect(),
         sequential_colours: sequential(bar_values.len()),
         series,
+        stacked: false,
     })
 }
 

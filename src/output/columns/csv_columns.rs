@@ -2,9 +2,11 @@
 //!
 //! The figures shared with the tables, and the CSV's own.
 
+use crate::model::path::{PathClock, PathTiming, Stage, StageName};
 use crate::model::PointResult;
 
 use super::cell::text;
+use super::Row;
 use super::{
     Cell, Column, ACHIEVED_PER_S, ACKED_BITS, ARRIVALS, BOUND_WAITS, BYTES_RECEIVED, BYTES_SENT,
     CLIENT_US_PER_KIB, DATAGRAMS_LOST, DIRECTION, JITTER, LOSS_RATIO, LOST_TRANSACTIONS,
@@ -296,6 +298,141 @@ pub const CSV: &[Column] = &[
         name: "server_encode_p99_ns",
         get: |r| r.whole(|p| rpc_p99(p, true, |s| s.encode)),
     },
+    // --path-timing (pingpong, rr; the last run): where the round trip's time went, stage by
+    // stage, from the kernels' stamps; empty without it. A stage merged into its neighbour
+    // (no stamp between them) is empty and `path_merged` says into which.
+    Column {
+        name: "path_messages",
+        get: |r| r.whole(|p| p.path_timing.as_ref().map(|t| t.messages)),
+    },
+    Column {
+        name: "path_incomplete",
+        get: |r| r.whole(|p| p.path_timing.as_ref().map(|t| t.incomplete)),
+    },
+    Column {
+        name: "path_clock",
+        get: |r| r.whole(|p| p.path_timing.as_ref().map(|t| path_clock(&t.clock).0)),
+    },
+    Column {
+        name: "path_clock_offset_ns",
+        get: |r| r.whole(|p| p.path_timing.as_ref().and_then(|t| path_clock(&t.clock).1)),
+    },
+    Column {
+        name: "path_clock_error_ns",
+        get: |r| r.whole(|p| p.path_timing.as_ref().and_then(|t| path_clock(&t.clock).2)),
+    },
+    Column {
+        name: "path_merged",
+        get: |r| r.whole(|p| p.path_timing.as_ref().map(path_merged)),
+    },
+    Column {
+        name: "path_client_send_to_queue_p50_ns",
+        get: |r| path_stage(r, StageName::ClientSendToQueue, |s| s.p50_ns.into()),
+    },
+    Column {
+        name: "path_client_send_to_queue_mean_ns",
+        get: |r| path_stage(r, StageName::ClientSendToQueue, |s| s.mean_ns.into()),
+    },
+    Column {
+        name: "path_client_queue_to_driver_p50_ns",
+        get: |r| path_stage(r, StageName::ClientQueueToDriver, |s| s.p50_ns.into()),
+    },
+    Column {
+        name: "path_client_queue_to_driver_mean_ns",
+        get: |r| path_stage(r, StageName::ClientQueueToDriver, |s| s.mean_ns.into()),
+    },
+    Column {
+        name: "path_wire_out_p50_ns",
+        get: |r| path_stage(r, StageName::WireOut, |s| s.p50_ns.into()),
+    },
+    Column {
+        name: "path_wire_out_mean_ns",
+        get: |r| path_stage(r, StageName::WireOut, |s| s.mean_ns.into()),
+    },
+    Column {
+        name: "path_server_arrival_to_read_p50_ns",
+        get: |r| path_stage(r, StageName::ServerArrivalToRead, |s| s.p50_ns.into()),
+    },
+    Column {
+        name: "path_server_arrival_to_read_mean_ns",
+        get: |r| path_stage(r, StageName::ServerArrivalToRead, |s| s.mean_ns.into()),
+    },
+    Column {
+        name: "path_server_turnaround_p50_ns",
+        get: |r| path_stage(r, StageName::ServerTurnaround, |s| s.p50_ns.into()),
+    },
+    Column {
+        name: "path_server_turnaround_mean_ns",
+        get: |r| path_stage(r, StageName::ServerTurnaround, |s| s.mean_ns.into()),
+    },
+    Column {
+        name: "path_server_send_to_queue_p50_ns",
+        get: |r| path_stage(r, StageName::ServerSendToQueue, |s| s.p50_ns.into()),
+    },
+    Column {
+        name: "path_server_send_to_queue_mean_ns",
+        get: |r| path_stage(r, StageName::ServerSendToQueue, |s| s.mean_ns.into()),
+    },
+    Column {
+        name: "path_server_queue_to_driver_p50_ns",
+        get: |r| path_stage(r, StageName::ServerQueueToDriver, |s| s.p50_ns.into()),
+    },
+    Column {
+        name: "path_server_queue_to_driver_mean_ns",
+        get: |r| path_stage(r, StageName::ServerQueueToDriver, |s| s.mean_ns.into()),
+    },
+    Column {
+        name: "path_wire_back_p50_ns",
+        get: |r| path_stage(r, StageName::WireBack, |s| s.p50_ns.into()),
+    },
+    Column {
+        name: "path_wire_back_mean_ns",
+        get: |r| path_stage(r, StageName::WireBack, |s| s.mean_ns.into()),
+    },
+    Column {
+        name: "path_client_arrival_to_read_p50_ns",
+        get: |r| path_stage(r, StageName::ClientArrivalToRead, |s| s.p50_ns.into()),
+    },
+    Column {
+        name: "path_client_arrival_to_read_mean_ns",
+        get: |r| path_stage(r, StageName::ClientArrivalToRead, |s| s.mean_ns.into()),
+    },
+    Column {
+        name: "path_wire_both_p50_ns",
+        get: |r| path_stage(r, StageName::WireBoth, |s| s.p50_ns.into()),
+    },
+    Column {
+        name: "path_wire_both_mean_ns",
+        get: |r| path_stage(r, StageName::WireBoth, |s| s.mean_ns.into()),
+    },
+    Column {
+        name: "path_rtt_mean_ns",
+        get: |r| r.whole(|p| p.path_timing.as_ref().map(|t| t.rtt_mean_ns)),
+    },
+    Column {
+        name: "path_residual_mean_ns",
+        get: |r| r.whole(|p| p.path_timing.as_ref().map(|t| t.residual_mean_ns)),
+    },
+    Column {
+        name: "path_residual_max_abs_ns",
+        get: |r| r.whole(|p| p.path_timing.as_ref().map(|t| t.residual_max_abs_ns)),
+    },
+    Column {
+        name: "path_stamp_cost_ratio",
+        get: |r| path_cost(r, |c| c.ratio.into()),
+    },
+    Column {
+        name: "path_stamp_cost_ratio_low",
+        get: |r| path_cost(r, |c| c.ratio_low.into()),
+    },
+    Column {
+        name: "path_stamp_cost_ratio_high",
+        get: |r| path_cost(r, |c| c.ratio_high.into()),
+    },
+    Column {
+        name: "path_stamp_read_ns",
+        get: |r| path_cost(r, |c| c.read_ns.into()),
+    },
 ];
 
 /// One codec step's p99 on one end: one connection's, or with several the largest of
@@ -319,4 +456,61 @@ fn rpc_mean(
     let x = p.rpc.as_ref()?;
     let side = if server { &x.server } else { &x.client };
     crate::model::rpc::merged(side, step).map(|(_, mean)| mean)
+}
+
+/// One stage's figure of the point's path timing; empty without it or when the stage is not
+/// there (merged into a neighbour, or a one-way stage of separate clocks given only together).
+fn path_stage(r: &Row, name: StageName, f: fn(&Stage) -> Cell) -> Cell {
+    r.whole(|p| {
+        p.path_timing
+            .as_ref()
+            .and_then(|t| {
+                let stage = t.stages.iter().find(|s| s.name == name);
+                // The wires' sum is a stage of its own only where a device merged them; it
+                // is always given beside the stages when the server sent its stamps.
+                match name {
+                    StageName::WireBoth => stage.or(t.wire_both.as_ref()),
+                    _ => stage,
+                }
+            })
+            .map(f)
+    })
+}
+
+/// A figure of what stamping cost; empty when the point did not measure it.
+fn path_cost(r: &Row, f: fn(&crate::model::path::StampCost) -> Cell) -> Cell {
+    r.whole(|p| p.path_timing.as_ref().and_then(|t| t.cost.as_ref()).map(f))
+}
+
+/// The clock's kind, and for separate clocks the offset estimate (signed, as a float: a
+/// cell's integers are counts) and its error.
+fn path_clock(c: &PathClock) -> (String, Option<f64>, Option<u64>) {
+    match c {
+        PathClock::Shared => ("shared".into(), None, None),
+        PathClock::Separate {
+            offset_ns,
+            error_ns,
+        } => ("separate".into(), Some(*offset_ns as f64), Some(*error_ns)),
+    }
+}
+
+/// Which stages stand for merged neighbours: "wire_out=client_queue_to_driver", several
+/// separated by ";", the merged ones joined by "+"; empty when none is.
+fn path_merged(t: &PathTiming) -> String {
+    t.stages
+        .iter()
+        .filter(|s| !s.merged.is_empty())
+        .map(|s| {
+            format!(
+                "{}={}",
+                s.name.key(),
+                s.merged
+                    .iter()
+                    .map(|m| m.key())
+                    .collect::<Vec<_>>()
+                    .join("+")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(";")
 }

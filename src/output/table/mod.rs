@@ -6,13 +6,14 @@
 //! The units once at the top and in every header, and the sweep's derived metrics at the end.
 //! The sink and the table's columns live here; what it writes is one file per part: the run's
 //! header (header.rs), a ping-pong or request/response point's row (exchange.rs), a stream point's rows (stream.rs)
-//! and the interval lines (intervals.rs), the lines under any point (notes.rs), and the run's
-//! summary at the end (summary.rs).
+//! and the interval lines (intervals.rs), the lines under any point (notes.rs), the stages of
+//! `--path-timing` (path.rs), and the run's summary at the end (summary.rs).
 
 mod exchange;
 mod header;
 mod intervals;
 mod notes;
+mod path;
 mod stream;
 mod summary;
 
@@ -66,6 +67,8 @@ enum Body {
         before: Vec<String>,
         table: Table,
         after: Vec<String>,
+        /// Tables of their own after the lines after it (a sweep's path timing matrix).
+        blocks: Vec<String>,
     },
 }
 
@@ -236,6 +239,7 @@ impl TableSink {
                 before,
                 table,
                 after,
+                ..
             } => {
                 let to = if table.is_empty() { before } else { after };
                 to.push(crate::text::printable_lines(line).into_owned());
@@ -390,6 +394,7 @@ impl TableSink {
             before,
             table,
             after,
+            blocks,
         } = &*self.body.borrow()
         else {
             return Ok(());
@@ -409,6 +414,10 @@ impl TableSink {
             text.push('\n');
             text.push_str(&list(after));
         }
+        for b in blocks {
+            text.push('\n');
+            text.push_str(b);
+        }
         self.out.write_all(text.as_bytes())
     }
 }
@@ -420,6 +429,7 @@ impl Sink for TableSink {
                 before: Vec::new(),
                 table: Table::new(Vec::new()),
                 after: Vec::new(),
+                blocks: Vec::new(),
             };
         }
         self.pattern = Some(r.pattern);
@@ -460,6 +470,7 @@ impl Sink for TableSink {
     fn finish(&mut self, r: &RunDocument) -> anyhow::Result<()> {
         self.anomalies(r)?;
         self.sweep_metrics(r)?;
+        self.path_matrix(r)?;
         self.run_notes(r)?;
         self.print_markdown()
     }

@@ -1,4 +1,5 @@
-//! The lines under any point's rows: trace, load, fairness, runs, loss and host CPU.
+//! The lines under any point's rows: trace, path timing, load, fairness, runs, loss and host
+//! CPU.
 
 use super::{marked, TableSink};
 use crate::model::PointResult;
@@ -9,6 +10,7 @@ impl TableSink {
         if let Some(t) = &p.trace {
             self.under(&t.line())?;
         }
+        self.path_notes(p)?;
         if let Some(l) = &p.load {
             self.under(&l.line())?;
         }
