@@ -345,7 +345,9 @@ fn run_path_timed(
             }
             None => Instant::now(),
         };
-        let send_call = realtime_ns();
+        // CLOCK_REALTIME is read only around the stamped round trips: the unstamped ones are
+        // the point's own figures and carry nothing of path timing inside their clock.
+        let send_call = if stamp { realtime_ns() } else { 0 };
         let ok = one_transaction(
             ch,
             &mut b.req,
@@ -356,7 +358,7 @@ fn run_path_timed(
             seq,
             &mut out.stale,
         )?;
-        let read_return = realtime_ns();
+        let read_return = if stamp { realtime_ns() } else { 0 };
         now = Instant::now();
         let rtt = nanos(t0, now);
         // The point's own figures are the unstamped round trips': stamping lengthens a round
@@ -387,7 +389,13 @@ fn run_path_timed(
         });
         parts.push(Default::default());
         let d0 = Instant::now();
-        drain_into(ch, &mut scratch, &mut attribution, &mut parts, &mut path)?;
+        drain_into(
+            ch,
+            &mut scratch,
+            &mut attribution,
+            &mut parts,
+            &mut path.unmatched_stamps,
+        )?;
         path.read_ns += nanos(d0, Instant::now());
         path.reads += 1;
         now = Instant::now();
@@ -395,7 +403,13 @@ fn run_path_timed(
     }
     out.elapsed_ns = nanos(start, now).saturating_sub(stamped_ns);
     // The last ACK stamps may come after the last read.
-    drain_into(ch, &mut scratch, &mut attribution, &mut parts, &mut path)?;
+    drain_into(
+        ch,
+        &mut scratch,
+        &mut attribution,
+        &mut parts,
+        &mut path.unmatched_stamps,
+    )?;
     for (r, p) in path.records.iter_mut().zip(parts.iter()) {
         r.tx = *p;
     }
@@ -411,12 +425,12 @@ fn drain_into(
     scratch: &mut [crate::transport::TxStamp],
     attribution: &mut super::path::Attribution,
     parts: &mut [super::path::TxPart],
-    path: &mut super::path::ClientPath,
+    dropped: &mut u64,
 ) -> io::Result<()> {
     loop {
-        let (n, dropped) = ch.drain_tx_stamps(scratch)?;
+        let (n, d) = ch.drain_tx_stamps(scratch)?;
         attribution.assign(&scratch[..n], parts);
-        path.unmatched_stamps += dropped;
+        *dropped += d;
         if n < scratch.len() {
             return Ok(());
         }
@@ -654,19 +668,20 @@ pub fn run_path_responder(
         }
         match ch.recv_message(&mut req) {
             Ok(Some(n)) => {
-                let read_return = realtime_ns();
-                let arrival = ch.rx_stamp().unwrap_or(0);
                 let seq = if numbered && n >= TAG_LEN {
                     read_tag(&req).unwrap_or(out.requests + 1)
                 } else {
                     out.requests + 1
                 };
+                let stamp = stamped(seq, warmup);
+                // As on the client: the clock is read for the stamped requests only.
+                let read_return = if stamp { realtime_ns() } else { 0 };
+                let arrival = ch.rx_stamp().unwrap_or(0);
                 if tag && n >= TAG_LEN {
                     resp[..TAG_LEN].copy_from_slice(&req[..TAG_LEN]);
                 }
-                let stamp = stamped(seq, warmup);
                 ch.stamp_sends(stamp);
-                let send_call = realtime_ns();
+                let send_call = if stamp { realtime_ns() } else { 0 };
                 ch.send_message_split(&resp, write_size)?;
                 out.requests += 1;
                 out.bytes_received += n as u64;
@@ -688,14 +703,7 @@ pub fn run_path_responder(
                     } else {
                         cut = true;
                     }
-                    loop {
-                        let (k, d) = ch.drain_tx_stamps(&mut scratch)?;
-                        attribution.assign(&scratch[..k], &mut parts);
-                        dropped += d;
-                        if k < scratch.len() {
-                            break;
-                        }
-                    }
+                    drain_into(ch, &mut scratch, &mut attribution, &mut parts, &mut dropped)?;
                 }
             }
             Ok(None) => break,
