@@ -423,7 +423,7 @@ fn path_table(run: &Run) -> String {
     if points.is_empty() {
         return String::new();
     }
-    let stages: Vec<crate::model::path::StageName> = series::STAGE_ORDER
+    let stages: Vec<crate::model::path::StageName> = crate::model::path::StageName::SHOWN
         .into_iter()
         .filter(|s| {
             points

@@ -53,6 +53,22 @@ impl StageName {
         StageName::ClientArrivalToRead,
     ];
 
+    /// Every stage a point may show, in the order a message meets them: `wire_both` (two
+    /// clocks, or merged wires) stands where the two one-way wires would. Tables, figures
+    /// and the report lay stages out by it.
+    pub const SHOWN: [StageName; 10] = [
+        StageName::ClientSendToQueue,
+        StageName::ClientQueueToDriver,
+        StageName::WireOut,
+        StageName::ServerArrivalToRead,
+        StageName::ServerTurnaround,
+        StageName::ServerSendToQueue,
+        StageName::ServerQueueToDriver,
+        StageName::WireBack,
+        StageName::WireBoth,
+        StageName::ClientArrivalToRead,
+    ];
+
     /// The stage's name in tables and CSV columns.
     pub fn label(self) -> &'static str {
         match self {

@@ -27,7 +27,7 @@ pub use distribution::{distribution, distribution_left_out, DistributionKind};
 pub use heatmap::{heatmaps, MAX_HEATMAPS};
 pub use intervals::{intervals, points_with_intervals, IntervalKind};
 pub use param::{x_param, Param};
-pub use path::{path, path_points, STAGE_ORDER};
+pub use path::{path, path_points};
 pub use points::{describe_point, point_of, short_point};
 pub use qps::qps;
 pub use run::Run;

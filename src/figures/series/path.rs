@@ -1,8 +1,7 @@
 //! `--path-timing`'s figure: a stacked bar per point (per message size in a sweep), one part
 //! per stage of the round trip in the order a message meets them, each the stage's mean
-//! time, as Papadopoulos and Parulkar's Fig. 4 splits a message's time per size between the
-//! application, the socket layer, TCP/IP and the driver ("Experimental evaluation of SUNOS
-//! IPC and TCP/IP protocol implementation").
+//! time, as Fig. 4 of [Moldeklev et al. n.d.] (REFERENCES.md) splits a segment's time per size
+//! between the socket layer, TCP/IP and the driver on each host.
 
 use crate::figures::plots::{Bar, BarSeries, Bars, Figure};
 use crate::model::path::{PathTiming, StageName};
@@ -11,21 +10,6 @@ use crate::model::PointResult;
 use super::curves::valid_latency;
 use super::points::short_point;
 use super::Run;
-
-/// The stages in the order a message meets them; `wire_both` (separate clocks) stands where
-/// the two one-way wires would.
-pub const STAGE_ORDER: [StageName; 10] = [
-    StageName::ClientSendToQueue,
-    StageName::ClientQueueToDriver,
-    StageName::WireOut,
-    StageName::ServerArrivalToRead,
-    StageName::ServerTurnaround,
-    StageName::ServerSendToQueue,
-    StageName::ServerQueueToDriver,
-    StageName::WireBack,
-    StageName::WireBoth,
-    StageName::ClientArrivalToRead,
-];
 
 /// The points of `runs` with path timing, each with its group name: its size (and swept
 /// settings), the run's name before it when there are several runs.
@@ -54,7 +38,7 @@ pub fn path(runs: &[Run]) -> Option<Figure> {
     if points.is_empty() {
         return None;
     }
-    let stages: Vec<StageName> = STAGE_ORDER
+    let stages: Vec<StageName> = StageName::SHOWN
         .into_iter()
         .filter(|s| {
             points

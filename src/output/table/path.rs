@@ -5,7 +5,7 @@
 //! the clock, what stamping cost and the measurement's notes. A sweep would bury its rows
 //! under a dozen lines a point, so each point gets one line (how many round trips, the
 //! residual, the cost) and the stages' medians stand after the table in one matrix, a row a
-//! point and a column a stage: Papadopoulos and Parulkar's split of a message's time per size,
+//! point and a column a stage: the split of a segment's time per size of [Moldeklev et al. n.d.],
 //! read down a column as the size grows. Every figure of every point is in `--json` and
 //! `--csv`.
 
@@ -35,20 +35,6 @@ fn short(s: StageName) -> &'static str {
         StageName::ClientDriverToAck => "c.ack",
     }
 }
-
-/// Every stage in the order a message meets them, `wire_both` after the one-way wires' place.
-const ORDER: [StageName; 10] = [
-    StageName::ClientSendToQueue,
-    StageName::ClientQueueToDriver,
-    StageName::WireOut,
-    StageName::ServerArrivalToRead,
-    StageName::ServerTurnaround,
-    StageName::ServerSendToQueue,
-    StageName::ServerQueueToDriver,
-    StageName::WireBack,
-    StageName::WireBoth,
-    StageName::ClientArrivalToRead,
-];
 
 /// A percentile of a stage, with "!" when it stands on fewer round trips than its floor
 /// (10 / (1 - p)).
@@ -302,7 +288,7 @@ impl TableSink {
             .iter()
             .filter(|p| p.path_timing.is_some())
             .collect();
-        let stages: Vec<StageName> = ORDER
+        let stages: Vec<StageName> = StageName::SHOWN
             .into_iter()
             .filter(|s| {
                 timed.iter().any(|p| {
