@@ -192,6 +192,8 @@ fn lab_wire_stages_are_the_links_delay_and_the_frames_time() {
     let pt = check_path_timing(&doc, "lab");
     // The lab's namespaces share one kernel, hence one clock.
     assert_eq!(pt["clock"]["kind"], "shared", "{pt}");
+    // The guard held the wire stages to the link's delay and wire time, and they kept it.
+    assert_eq!(pt["validity"]["valid"], true, "{pt}");
     let expected = 1_000_000.0 + 1066.0 * 8.0;
     let stage = |name: &str| -> Value {
         pt["stages"]

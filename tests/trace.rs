@@ -100,6 +100,10 @@ fn check_stamps(file: &std::path::Path, from_ns: u64, to_ns: u64) {
             "stamp {} outside [{from_ns}, {to_ns}]",
             p.t_ns
         );
+        // Headers only: each record ends where its TCP header does (IPv4 here).
+        let ip = usize::from(p.data[0] & 0x0f) * 4;
+        let tcp = usize::from(p.data[ip + 12] >> 4) * 4;
+        assert_eq!(p.data.len(), ip + tcp, "a record keeps payload");
     }
 }
 
@@ -201,6 +205,7 @@ fn a_loopback_trace_reads_tcp_probe_into_a_sidecar() {
         "1s",
         "--trace",
         file.to_str().unwrap(),
+        "--trace-probe",
         "--no-save",
     ]);
     let point = &v["points"][0];
@@ -285,19 +290,19 @@ fn a_loopback_trace_reads_tcp_probe_into_a_sidecar() {
     let outstanding = std::fs::read_to_string(out.join("t-outstanding.svg")).unwrap();
     assert!(outstanding.contains("snd_cwnd x MSS"));
 
-    // --no-trace-probe: no sidecar, no summary.
-    let off = dir.path().join("off.pcap");
-    let v = run_json(&[
-        "stream",
-        "-d",
-        "1s",
-        "--trace",
-        off.to_str().unwrap(),
-        "--no-trace-probe",
-        "--no-save",
-    ]);
-    assert!(v["points"][0]["trace"]["tcp_probe"].is_null());
-    assert!(!dir.path().join("off.tcp_probe.csv").exists());
+    // Without --trace-probe (the default), and with --no-trace-probe: no sidecar, no summary.
+    for (name, extra) in [
+        ("default.pcap", None),
+        ("off.pcap", Some("--no-trace-probe")),
+    ] {
+        let off = dir.path().join(name);
+        let mut args = vec!["stream", "-d", "1s", "--trace", off.to_str().unwrap()];
+        args.extend(extra);
+        args.push("--no-save");
+        let v = run_json(&args);
+        assert!(v["points"][0]["trace"]["tcp_probe"].is_null(), "{name}");
+        assert!(!off.with_extension("tcp_probe.csv").exists(), "{name}");
+    }
 }
 
 /// Over a 10 Mbit/s lab link, captured on the server (host b): every byte the receiver read
@@ -310,22 +315,23 @@ fn a_lab_trace_on_the_server_side_holds_every_byte_once() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("lab.pcap");
-    let v = lab_run(
-        "tr",
-        &["--rate", "10mbit"],
-        &[
-            "stream",
-            "--bytes",
-            "1M",
-            "-d",
-            "20s",
-            "--trace",
-            file.to_str().unwrap(),
-            "--trace-side",
-            "server",
-            "--no-save",
-        ],
-    );
+    let probe = common::need::require_for("tcp_probe", &[Need::TcpProbe]);
+    let mut args = vec![
+        "stream",
+        "--bytes",
+        "1M",
+        "-d",
+        "20s",
+        "--trace",
+        file.to_str().unwrap(),
+        "--trace-side",
+        "server",
+        "--no-save",
+    ];
+    if probe {
+        args.push("--trace-probe");
+    }
+    let v = lab_run("tr", &["--rate", "10mbit"], &args);
     let point = &v["points"][0];
     assert_eq!(point["trace"]["side"], "server");
     let f = check_file(point, &file);
@@ -337,9 +343,9 @@ fn a_lab_trace_on_the_server_side_holds_every_byte_once() {
     assert!(point["trace"]["missing_data_segments"].is_null());
     let note = point["trace"]["completeness_note"].as_str().unwrap();
     assert!(note.contains("no data sender"), "{note}");
-    // tcp_probe is kernel-wide: the lab's two hosts share this kernel, so both sockets of
-    // the connection are there, and the summary says why.
-    if common::need::require_for("tcp_probe", &[Need::TcpProbe]) {
+    // tcp_probe is kernel-wide: the lab's two hosts share this kernel, so the sending socket
+    // is there though the capture is on the receiver's host, and the summary says why.
+    if probe {
         let p = &point["trace"]["tcp_probe"];
         assert!(p["unavailable"].is_null(), "{p}");
         assert!(u(&p["samples"]) > 0, "{p}");

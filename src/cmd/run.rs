@@ -278,13 +278,15 @@ pub struct RunArgs {
     /// Bytes of each packet --trace keeps: 128 holds the IP and TCP headers with options.
     #[arg(long, default_value_t = crate::trace::DEFAULT_SNAPLEN, value_parser = clap::value_parser!(u32).range(64..=262_144))]
     pub trace_snaplen: u32,
-    /// With --trace (where it is on by default when readable): require the kernel's TCP
-    /// state per received segment (the tcp:tcp_probe tracepoint: snd_cwnd, ssthresh, srtt,
-    /// snd_wnd, rcv_wnd, snd_una) in a sidecar beside FILE (X.pcap: X.tcp_probe.csv), or stop before
-    /// the first point with the reason. Needs root (tracefs and perf_event_open).
+    /// With --trace: also read the kernel's TCP state per segment the data's sending sockets
+    /// receive (the tcp:tcp_probe tracepoint: snd_cwnd, ssthresh, srtt, snd_wnd, rcv_wnd,
+    /// snd_una) into a sidecar beside FILE (X.pcap: X.tcp_probe.csv), or stop before the
+    /// first point with the reason. Off by default: the tracepoint's work per ACK falls on
+    /// the measured connection (on a 2-CPU host's loopback it cost a stream up to a quarter
+    /// of its rate; bench/RESULTS.md). Needs root (tracefs and perf_event_open).
     #[arg(long, requires = "trace", conflicts_with = "no_trace_probe")]
     pub trace_probe: bool,
-    /// With --trace: do not read tcp_probe (only the segments are captured).
+    /// With --trace: do not read tcp_probe (the default; kept for scripts that say it).
     #[arg(long, requires = "trace")]
     pub no_trace_probe: bool,
 }
@@ -696,10 +698,8 @@ impl TryFrom<&RunArgs> for Request {
                 snaplen: a.trace_snaplen,
                 probe: if a.trace_probe {
                     crate::trace::ProbeMode::Required
-                } else if a.no_trace_probe {
-                    crate::trace::ProbeMode::Off
                 } else {
-                    crate::trace::ProbeMode::Auto
+                    crate::trace::ProbeMode::Off
                 },
             }),
             load: a.load.map(|spec| request::LoadRequest {

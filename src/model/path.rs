@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::stats::Validity;
+
 /// One stage of a round trip, in the order a message meets them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -189,4 +191,9 @@ pub struct PathTiming {
     /// server sent no stamps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wire_both: Option<Stage>,
+    /// The wire stages held against the lab link's delay and the frames' wire time (the
+    /// physics guard's bound (b)): not valid when one was faster than the link. Unknown
+    /// (`valid` null) without a lab.
+    #[serde(default)]
+    pub validity: Validity,
 }

@@ -79,9 +79,10 @@ pub struct TraceSummary {
 /// What the `tcp:tcp_probe` tracepoint showed of the data connections' sockets. The kernel
 /// fires it for every segment a socket in the established state receives (on the sender,
 /// each ACK; on the receiver, each data segment), with the socket's state after it.
-/// Tracepoints are one for the whole kernel, not per network namespace: the samples are
-/// those of every socket with the data port at either end, which on loopback or in the lab
-/// (hosts sharing one kernel) are both ends of each data connection.
+/// Read with `--trace-probe`, on the data's sending sockets (see `notes`). Tracepoints are
+/// one for the whole kernel, not per network namespace: the samples are those of every
+/// socket keyed by the data port, which in the lab (hosts sharing one kernel) includes the
+/// other host's sockets.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProbeSummary {
     /// The sidecar CSV the samples were written to (null when unavailable).

@@ -9,6 +9,7 @@ use crate::lab::config::{DirectionConfig, LinkConfig};
 use crate::lab::goodput::{self, Framing};
 use crate::lab::link::QueueLimit;
 use crate::model::fairness::FairnessResult;
+use crate::model::path::{PathClock, PathTiming, Stage, StageName};
 use crate::model::{LatencyResult, PercentileNote, PointResult, StreamPair};
 use crate::stats::physics::{self, End, Lateness, Link, RateBound};
 use crate::stats::sweep::SweepMetrics;
@@ -288,6 +289,16 @@ pub fn point(result: &mut PointResult, facts: Facts) {
         headline = join(&headline, &guard);
     }
 
+    if let (Some(cfg), Some(t)) = (lab, result.path_timing.as_mut()) {
+        t.validity = wire_stage_floors(
+            t,
+            cfg,
+            facts.transport,
+            result.request_size,
+            result.response_size,
+        );
+    }
+
     if let Some(s) = result.stream.as_mut() {
         let tcp = tcp_like(facts.transport);
         // A reliable transport's sender is clocked by what comes back (TCP's and QUIC's
@@ -499,6 +510,52 @@ pub fn point(result: &mut PointResult, facts: Facts) {
 /// `--compete`: the flows' rates take the verdict of their sum over the common span (`sum`,
 /// the direction's), and each interval row on one clock is held to the goodput with what the
 /// receivers may have carried over into it (`backlog` bytes).
+/// Path timing's wire stages against the lab link (bound (b)): `wire_out` and `wire_back`
+/// on one clock, and `wire out+back` (each end against its own clock) on any. A stage
+/// that stands for a neighbour too (a device without stamps) still holds the wire, so the
+/// bound applies to it as well. A message of several frames is stamped at its last frame,
+/// whose driver stamp may come before the others are through the link's rate: its bound is
+/// then the delay and the smallest frame's time.
+fn wire_stage_floors(
+    t: &PathTiming,
+    cfg: &LinkConfig,
+    transport: TransportKind,
+    request: u64,
+    response: u64,
+) -> Validity {
+    let floor = |d: &DirectionConfig, size: u64| {
+        let whole = message_wire_bytes(transport, size, cfg.mtu, cfg.framing);
+        let one_frame = whole <= cfg.framing.wire_bytes(cfg.mtu);
+        let bytes = if one_frame {
+            whole
+        } else {
+            message_wire_bytes(transport, 1, cfg.mtu, cfg.framing)
+        };
+        link(d).one_way_floor_s(bytes)
+    };
+    let (out, back) = (floor(&cfg.forward, request), floor(&cfg.back, response));
+    let min_s = |s: &Stage| s.min_ns as f64 / 1e9;
+    let mut found = Vec::new();
+    if t.clock == PathClock::Shared {
+        for s in &t.stages {
+            match s.name {
+                StageName::WireOut => found.push(physics::stage_floor("wire out", min_s(s), out)),
+                StageName::WireBack => {
+                    found.push(physics::stage_floor("wire back", min_s(s), back))
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(w) = &t.wire_both {
+        found.push(physics::stage_floor("wire out+back", min_s(w), out + back));
+    }
+    if found.is_empty() {
+        return Validity::default();
+    }
+    validity::all(found.iter().map(|v| (String::new(), v)))
+}
+
 fn judge_fairness(f: &mut FairnessResult, sum: &Validity, goodput: f64, backlog: u64) {
     f.validity = join(&f.validity, sum);
     if f.common_span.is_none() {
@@ -694,6 +751,81 @@ mod tests {
     /// The oracle's seed 1795724142607489833, scenario 64: a TCP stream client -> server whose
     /// acknowledgements the lab released late (3 622 of 7 617 frames b->a, the latest by
     /// 27.3 ms) was printed valid; a UDP stream's data does not depend on the way back.
+    /// A wire stage on one clock faster than the lab link's delay and wire time is flagged
+    /// with the stage named; one within them is valid; across two clocks only the wires'
+    /// sum (each end against its own clock) is held to the bound.
+    #[test]
+    fn path_timings_wire_stages_are_held_to_the_links_delay_and_wire_time() {
+        use crate::lab::config::{DirectionConfig, Mechanism};
+        use crate::model::path::Stage;
+        let d = DirectionConfig {
+            rate_bits_per_s: Some(1e9),
+            delay: std::time::Duration::from_millis(1),
+            ..DirectionConfig::default()
+        };
+        let cfg = LinkConfig {
+            forward: d,
+            back: d,
+            mtu: 1500,
+            mechanism: Mechanism::Auto,
+            framing: Framing::Frame,
+        };
+        let stage = |name, min_ns| Stage {
+            name,
+            merged: Vec::new(),
+            samples: 1000,
+            min_ns,
+            p50_ns: min_ns + 100,
+            p99_ns: min_ns + 1000,
+            mean_ns: (min_ns + 200) as f64,
+        };
+        // 1 ms + 1090 B (Ethernet frame with preamble and gap) at 1 Gbit/s = 1008.72 us each
+        // way for a 1 KiB TCP message.
+        let timing = |out: u64, back: u64, clock: PathClock| PathTiming {
+            messages: 1000,
+            incomplete: 0,
+            clock,
+            stages: vec![
+                stage(StageName::ClientSendToQueue, 2_000),
+                stage(StageName::WireOut, out),
+                stage(StageName::WireBack, back),
+            ],
+            rtt_min_ns: out + back + 2_000,
+            rtt_p50_ns: out + back + 3_000,
+            rtt_p99_ns: out + back + 9_000,
+            rtt_mean_ns: (out + back + 3_000) as f64,
+            residual_mean_ns: 100.0,
+            residual_max_abs_ns: 900,
+            client_driver_to_ack: None,
+            cost: None,
+            notes: Vec::new(),
+            wire_both: Some(stage(StageName::WireBoth, out + back)),
+            validity: Validity::default(),
+        };
+        let judge = |t: &PathTiming| wire_stage_floors(t, &cfg, TransportKind::Tcp, 1024, 1024);
+        let ok = judge(&timing(1_009_000, 1_010_000, PathClock::Shared));
+        assert_eq!(ok.valid, Some(true), "{ok:?}");
+        let fast = judge(&timing(3_000, 1_010_000, PathClock::Shared));
+        assert!(fast.is_invalid());
+        assert!(
+            fast.reason().contains("fastest wire out 3.00 us"),
+            "{}",
+            fast.reason()
+        );
+        assert!(fast.reason().contains("1008.72 us"), "{}", fast.reason());
+        assert!(!fast.reason().contains("wire back"), "{}", fast.reason());
+        // Two clocks: a one-way stage rests on the offset estimate and is not judged; the
+        // wires' sum is.
+        let separate = PathClock::Separate {
+            offset_ns: 0,
+            error_ns: 5_000,
+        };
+        let two = judge(&timing(3_000, 1_010_000, separate.clone()));
+        assert!(two.is_invalid());
+        assert!(two.reason().contains("wire out+back"), "{}", two.reason());
+        assert_eq!(judge(&timing(3_000, 2_020_000, separate)).valid, Some(true));
+    }
+
     #[test]
     fn an_acknowledged_stream_needs_the_way_back_faithful_too() {
         let late = Validity::invalid("lab unfaithful: 3622 of 7617 frames b->a");

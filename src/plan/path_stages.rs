@@ -323,6 +323,7 @@ pub fn path_timing(p: &Paired, cost: Option<StampCost>) -> Option<PathTiming> {
         cost,
         notes,
         wire_both,
+        validity: crate::stats::Validity::default(),
     })
 }
 

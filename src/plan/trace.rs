@@ -8,13 +8,13 @@ use anyhow::{bail, Context, Result};
 
 use super::RunPlan;
 use crate::control::client::{PointOutcome, Session};
-use crate::model::vocab::Role;
+use crate::model::vocab::{PatternKind, Role};
 use crate::model::RunDocument;
 use crate::pattern::Direction;
 use crate::request::Request;
 use crate::trace::capture::{self, Capture, PortFilter};
 use crate::trace::complete::{self, OnHost, Sender};
-use crate::trace::probe::{self, Reader};
+use crate::trace::probe::{self, ProbeSockets, Reader};
 use crate::trace::{file_for, ProbeMode, ProbeSummary, TraceRequest, TraceSide, TraceSummary};
 
 /// `--trace` for one run: captures each run of each point into the file named for it.
@@ -36,6 +36,8 @@ pub struct Tracer {
     /// --load) captures into the same file again, which is this run's own to replace.
     created: HashSet<PathBuf>,
     probe: ProbeState,
+    /// Whose sockets tcp_probe reads: the data's senders.
+    probe_sockets: ProbeSockets,
 }
 
 /// Whether tcp_probe is read beside the capture.
@@ -134,16 +136,18 @@ impl Tracer {
         // A capture socket opened and closed at once: no permission (CAP_NET_RAW) is said
         // before the first point, not after it.
         open_in(netns.as_deref(), filter, t.snaplen)?;
+        let probe_sockets =
+            ProbeSockets::senders(args.pattern == PatternKind::Stream, plan.test.direction);
         // The tracepoint opened and closed at once too: a --trace-probe that cannot be met
         // stops the run here, in one line.
         let probe = match t.probe {
             ProbeMode::Off => ProbeState::Off,
-            mode => match probe::open(filter) {
+            mode => match probe::open(filter, probe_sockets) {
                 Ok(source) => {
                     let mut notes = source.notes.clone();
                     if report.lab.is_some() {
                         notes.push(format!(
-                            "the lab's hosts share this kernel and tracepoints are not per network namespace: the samples are those of every socket with port {data_port} at either end (both ends of each data connection, and any other connection on that port)"
+                            "the lab's hosts share this kernel and tracepoints are not per network namespace: the samples are those of every socket with port {data_port} at the end read (the data connections' sockets of both lab hosts, and any other connection on that port)"
                         ));
                     }
                     ProbeState::On(notes)
@@ -166,6 +170,7 @@ impl Tracer {
             force: args.output.force,
             created: HashSet::new(),
             probe,
+            probe_sockets,
         })
     }
 
@@ -187,7 +192,7 @@ impl Tracer {
         // cannot open them now leaves no empty sidecar (its summary says why). The sidecar
         // is created before the capture starts: a refused file stops nothing half-way.
         let opened = match self.probe {
-            ProbeState::On(_) => Some(match probe::open(self.filter) {
+            ProbeState::On(_) => Some(match probe::open(self.filter, self.probe_sockets) {
                 Ok(source) => {
                     let path = probe::sidecar(&self.file);
                     let replace = self.force || self.created.contains(&path);

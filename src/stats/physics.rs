@@ -269,6 +269,21 @@ pub fn round_trip_floor(min_rtt_s: f64, floor_s: f64, one_way: bool) -> Validity
     }))
 }
 
+/// (b) for one stage of path timing that crosses the link (`--path-timing`'s wire stages,
+/// from one end's driver stamp to the other's arrival stamp on one clock): no faster than
+/// the link's delay (less its jitter) and the frame's wire time, less
+/// [`ROUND_TRIP_CLOCK_S`].
+pub fn stage_floor(stage: &str, min_s: f64, floor_s: f64) -> Validity {
+    let bad = min_s < floor_s - ROUND_TRIP_CLOCK_S;
+    Validity::from_reason(bad.then(|| {
+        format!(
+            "path timing: fastest {stage} {} is below the link's delay + wire time {}: faster than the link (a stamp matched to the wrong message, or clocks not one)",
+            format_us(min_s * 1e9),
+            format_us(floor_s * 1e9)
+        )
+    }))
+}
+
 /// One side of a stream, for (c).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct End {

@@ -400,7 +400,7 @@ impl Study<'_> {
                 file: self.trace_dir.join(format!("run-{index}.pcap")),
                 side: None,
                 snaplen: crate::trace::DEFAULT_SNAPLEN,
-                probe: crate::trace::ProbeMode::Auto,
+                probe: crate::trace::ProbeMode::Off,
             });
             // The study's own numbered files in its own directory: a retried or resumed slot
             // replaces what its failed attempt left (still never through a link).

@@ -702,6 +702,7 @@ mod tests {
             residual_mean_ns: 0.0,
             residual_max_abs_ns: 0,
             client_driver_to_ack: None,
+            validity: crate::stats::Validity::default(),
             wire_both: None,
             cost: None,
             notes: Vec::new(),

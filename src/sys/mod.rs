@@ -209,6 +209,21 @@ pub fn realtime_priority(priority: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// Puts the calling thread in the batch class (SCHED_BATCH): the scheduler takes it for a
+/// CPU-bound thread and does not let its wake-ups preempt the thread running on a CPU. For
+/// an instrument's own helpers (the trace's readers) that must not cut into the measured
+/// threads' time slices, yet must still run within a bounded time (unlike SCHED_IDLE).
+pub fn batch_priority() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler(2) on the calling thread (pid 0) with a valid, initialised
+    // sched_param that outlives the call; the result is checked.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Waits until `fd` is readable or `timeout` passes, with nanosecond timeout resolution.
 pub fn wait_readable_precise(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
     use nix::sys::time::TimeSpec;

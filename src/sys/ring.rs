@@ -374,6 +374,7 @@ pub fn open_tcp_ring(
         &super::packet::tcp_port_program(
             port,
             exclude,
+            LINK_ROOM,
             snaplen.saturating_add(LINK_ROOM),
             loopback,
         ),

@@ -16,19 +16,22 @@ use super::segment::{self, Segment};
 use crate::sys::packet;
 use crate::sys::ring::{self, RingShape, RxRing};
 
-/// The ring: 64 blocks of 1 MiB. A header-only frame takes about 224 bytes of a block
-/// (headers, address, 128 bytes kept), so a block holds about 4 700 frames, a tenth of a
-/// second of loopback at 40 Gbit/s; the ring, 64 of them. A block with frames is handed over
-/// after RETIRE_MS at the latest, so a capture thread that is not scheduled for a while
-/// loses nothing as long as it is back within 64 x RETIRE_MS (half a second).
+/// The ring: 64 blocks of 1 MiB. A header-only frame takes about 200 bytes of a block
+/// (the frame header, the virtio-net header, link and IP and TCP headers, and the filter's
+/// room for the link header), so a block holds about 5 000 frames, a tenth of a second of
+/// loopback at 40 Gbit/s; the ring, 64 of them. A block with frames is handed over after
+/// RETIRE_MS at the latest, so a capture thread that is not scheduled for a while loses
+/// nothing as long as it is back within 64 x RETIRE_MS (2.5 s).
 const RING: RingShape = RingShape {
     block_size: 1 << 20,
     blocks: 64,
     retire_ms: RETIRE_MS,
 };
 /// The block retire timeout, milliseconds: the capture wakes at most about once per this
-/// while frames come (and for every full block), instead of once per frame.
-const RETIRE_MS: u32 = 8;
+/// while frames come (and for every full block), instead of once per frame. Each wake-up
+/// on a 2-CPU host takes a CPU from a measured thread: at 8 ms, loopback's traced rate was
+/// about 3% lower than at 50 ms (bench/RESULTS.md).
+const RETIRE_MS: u32 = 40;
 /// The pcap writer's buffer: a few writes per second at loopback rates.
 const WRITE_BUFFER: usize = 1 << 20;
 /// `PACKET_OUTGOING` (linux/if_packet.h).
@@ -36,7 +39,7 @@ const PACKET_OUTGOING: u8 = 4;
 /// After the point, the capture goes on until no block came for this long, counted from the
 /// stop at the earliest (the last ACKs may still be on their way, and a partly filled block
 /// is handed over only when its retire timer fires, within about two RETIRE_MS)...
-const QUIET: Duration = Duration::from_millis(50);
+const QUIET: Duration = Duration::from_millis(100);
 /// ...but not longer than this.
 const DRAIN_MAX: Duration = Duration::from_millis(500);
 /// The longest one wait for a block lasts: how soon a stop is seen.
@@ -115,6 +118,10 @@ impl Capture {
         let handle = std::thread::Builder::new()
             .name("wb-trace".into())
             .spawn(move || {
+                // The capture must not cut into the measured threads' time slices when
+                // it wakes (on a small host they are the bottleneck); refused, it runs as
+                // an ordinary thread.
+                let _ = crate::sys::batch_priority();
                 let out = BufWriter::with_capacity(WRITE_BUFFER, file);
                 capture_loop(ring, loopback, out, &path, snaplen, &flag)
             })?;
@@ -175,9 +182,11 @@ fn capture_loop(
                 {
                     return;
                 }
-                // The ring keeps a little more than the snap length (room for the link
-                // header of a raw socket): the file holds what was asked for.
-                let data = &f.data[..f.data.len().min(snaplen as usize)];
+                // The ring keeps a little more than the headers (room for the link header
+                // of a raw socket): the file holds the IP and TCP headers, no payload, and
+                // never more than the snap length.
+                let keep = headers_len(f.data).unwrap_or(f.data.len());
+                let data = &f.data[..keep.min(f.data.len()).min(snaplen as usize)];
                 let orig = ip_length(data).unwrap_or(f.len);
                 if let Some(s) = segment::parse(f.t_ns, data, orig) {
                     got.segments.push(s);
@@ -204,11 +213,42 @@ fn capture_loop(
     Ok(got)
 }
 
+/// The length of the IP and TCP headers at the start of `p` (None: not an IPv4 or IPv6 TCP
+/// packet, or cut before its TCP header's length).
+fn headers_len(p: &[u8]) -> Option<usize> {
+    let ip = match p.first()? >> 4 {
+        4 => usize::from(p.first()? & 0x0f) * 4,
+        6 => 40,
+        _ => return None,
+    };
+    Some(ip + usize::from(p.get(ip + 12)? >> 4) * 4)
+}
+
 /// The packet's length from its IP header (the packet is cut to the snap length).
 fn ip_length(p: &[u8]) -> Option<u32> {
     match p.first()? >> 4 {
         4 => Some(u32::from(u16::from_be_bytes([*p.get(2)?, *p.get(3)?]))).filter(|&l| l > 0),
         6 => Some(u32::from(u16::from_be_bytes([*p.get(4)?, *p.get(5)?])) + 40),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_keeps_the_ip_and_tcp_headers_alone() {
+        let mut v4 = vec![0u8; 20 + 32 + 76];
+        v4[0] = 0x45;
+        v4[20 + 12] = 8 << 4;
+        assert_eq!(headers_len(&v4), Some(52));
+        let mut v6 = vec![0u8; 40 + 20 + 10];
+        v6[0] = 0x60;
+        v6[40 + 12] = 5 << 4;
+        assert_eq!(headers_len(&v6), Some(60));
+        // Cut before the TCP header's length, or not IP: kept as it came.
+        assert_eq!(headers_len(&v4[..30]), None);
+        assert_eq!(headers_len(&[0x20, 0, 0]), None);
     }
 }

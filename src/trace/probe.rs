@@ -40,15 +40,16 @@ pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 /// Where tracefs is looked for, in order.
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 const EVENT: &str = "events/tcp/tcp_probe";
-/// Data pages of each CPU's ring (4 KiB pages: 1 MiB). On loopback at ~20 Gbit/s the
-/// tracepoint fires some 10^5 times a second on both ends together, ~170 bytes a record:
-/// the reader's 10 ms between reads fill about a sixth of one ring.
+/// Data pages of each CPU's ring (4 KiB pages: 1 MiB). On loopback at ~25 Gbit/s the
+/// tracepoint fires some 10^5 times a second on both ends together (a third of that on the
+/// senders alone), ~170 bytes a record: the reader's 25 ms between reads fill at most
+/// about half of one ring.
 const RING_PAGES: usize = 256;
 /// The smallest ring tried when the kernel refuses the memory (perf_event_mlock_kb).
 const RING_PAGES_MIN: usize = 8;
 /// How long the reader sleeps between reads of the rings: the samples carry the kernel's
 /// time stamps, so reading later does not change them.
-const READ_EVERY: Duration = Duration::from_millis(10);
+const READ_EVERY: Duration = Duration::from_millis(25);
 
 /// The sidecar of a pcap file: FILE.pcap -> FILE.tcp_probe.csv.
 pub fn sidecar(pcap: &Path) -> PathBuf {
@@ -134,14 +135,59 @@ impl Layout {
         })
     }
 
-    /// The kernel-side filter for the data connections' sockets: either end's port is the
-    /// data port, and neither is the control connection's (it shares the data port with
-    /// --one-port). tcp_probe stores ports in host order, as written here.
-    pub fn filter(f: PortFilter) -> String {
+    /// The kernel-side filter for the data connections' `sockets`: a client's socket has
+    /// the data port as its peer's (dport), a server's as its own (sport); neither end is
+    /// the control connection's (it shares the data port with --one-port). tcp_probe
+    /// stores ports in host order, as written here.
+    pub fn filter(f: PortFilter, sockets: ProbeSockets) -> String {
         let p = f.data_port;
+        let keyed = match sockets {
+            ProbeSockets::Client => format!("dport == {p}"),
+            ProbeSockets::Server => format!("sport == {p}"),
+            ProbeSockets::Both => format!("(sport == {p} || dport == {p})"),
+        };
         match f.exclude_port {
-            Some(x) => format!("(sport == {p} || dport == {p}) && sport != {x} && dport != {x}"),
-            None => format!("sport == {p} || dport == {p}"),
+            Some(x) => format!("{keyed} && sport != {x} && dport != {x}"),
+            None => keyed
+                .trim_start_matches('(')
+                .trim_end_matches(')')
+                .to_string(),
+        }
+    }
+}
+
+/// Whose sockets tcp_probe reads. The tracepoint fires for every segment a socket receives,
+/// so a receiving socket of a stream fires once per data segment, more often than the
+/// sender does per ACK, for state (cwnd, ssthresh, srtt, snd_wnd) that is the sender's
+/// concern. Reading only the sending sockets of a one-way stream roughly thirds the
+/// tracepoint's work, which on loopback the measured connection pays for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeSockets {
+    /// The client's sockets (a forward stream's senders).
+    Client,
+    /// The server's sockets (a reverse stream's senders).
+    Server,
+    /// Both ends (bidir streams, and the patterns whose both ends send).
+    Both,
+}
+
+impl ProbeSockets {
+    /// The sockets that send a test's data.
+    pub fn senders(stream: bool, direction: crate::model::vocab::Direction) -> ProbeSockets {
+        use crate::model::vocab::Direction;
+        match (stream, direction) {
+            (true, Direction::Forward) => ProbeSockets::Client,
+            (true, Direction::Reverse) => ProbeSockets::Server,
+            _ => ProbeSockets::Both,
+        }
+    }
+
+    /// Said in the summary's notes when not both ends are read.
+    pub fn note(self) -> Option<&'static str> {
+        match self {
+            ProbeSockets::Client => Some("tcp_probe reads the data's sending sockets (here the client's): the receivers' would fire once per data segment for state that is the sender's"),
+            ProbeSockets::Server => Some("tcp_probe reads the data's sending sockets (here the server's): the receivers' would fire once per data segment for state that is the sender's"),
+            ProbeSockets::Both => None,
         }
     }
 }
@@ -496,15 +542,16 @@ pub struct Source {
 }
 
 /// Opens tcp_probe for the sockets `filter` keys, or says in one line why it cannot.
-pub fn open(filter: PortFilter) -> Result<Source, String> {
+pub fn open(filter: PortFilter, sockets: ProbeSockets) -> Result<Source, String> {
     let (dir, mounted) = event_dir()?;
     let id: u64 = read_tracefs(&dir.join("id"))?
         .trim()
         .parse()
         .map_err(|e| format!("{}: {e}", dir.join("id").display()))?;
     let layout = Layout::of(&read_tracefs(&dir.join("format"))?)?;
-    let expr = Layout::filter(filter);
+    let expr = Layout::filter(filter, sockets);
     let mut notes: Vec<String> = mounted.into_iter().collect();
+    notes.extend(sockets.note().map(String::from));
     let mut clock = SampleClock::Realtime;
     let mut pages = RING_PAGES;
     let mut rings = Vec::new();
@@ -599,7 +646,11 @@ impl Reader {
         let path = path.to_owned();
         let handle = std::thread::Builder::new()
             .name("wb-probe".into())
-            .spawn(move || read_loop(source, BufWriter::new(file), &path, &flag))?;
+            .spawn(move || {
+                // As the capture's thread: its wake-ups must not preempt a measured thread.
+                let _ = crate::sys::batch_priority();
+                read_loop(source, BufWriter::new(file), &path, &flag)
+            })?;
         Ok(Reader { stop, handle })
     }
 
@@ -879,10 +930,40 @@ print fmt: \"family=%s src=%pISpc ...\", REC->saddr
             data_port: 5201,
             exclude_port,
         };
-        assert_eq!(Layout::filter(f(None)), "sport == 5201 || dport == 5201");
+        let both = ProbeSockets::Both;
         assert_eq!(
-            Layout::filter(f(Some(40000))),
+            Layout::filter(f(None), both),
+            "sport == 5201 || dport == 5201"
+        );
+        assert_eq!(
+            Layout::filter(f(Some(40000)), both),
             "(sport == 5201 || dport == 5201) && sport != 40000 && dport != 40000"
+        );
+        // A forward stream's senders are the client's sockets, whose peer is the data port.
+        assert_eq!(
+            Layout::filter(f(None), ProbeSockets::Client),
+            "dport == 5201"
+        );
+        assert_eq!(
+            Layout::filter(f(Some(40000)), ProbeSockets::Server),
+            "sport == 5201 && sport != 40000 && dport != 40000"
+        );
+        use crate::model::vocab::Direction;
+        assert_eq!(
+            ProbeSockets::senders(true, Direction::Forward),
+            ProbeSockets::Client
+        );
+        assert_eq!(
+            ProbeSockets::senders(true, Direction::Reverse),
+            ProbeSockets::Server
+        );
+        assert_eq!(
+            ProbeSockets::senders(true, Direction::Bidir),
+            ProbeSockets::Both
+        );
+        assert_eq!(
+            ProbeSockets::senders(false, Direction::Forward),
+            ProbeSockets::Both
         );
     }
 

@@ -126,6 +126,7 @@ pub(crate) mod tests {
             residual_mean_ns: 500.0,
             residual_max_abs_ns: 2000,
             client_driver_to_ack: None,
+            validity: crate::stats::Validity::default(),
             wire_both: None,
             cost: None,
             notes: Vec::new(),

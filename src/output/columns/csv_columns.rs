@@ -322,6 +322,20 @@ pub const CSV: &[Column] = &[
         get: |r| r.whole(|p| p.path_timing.as_ref().and_then(|t| path_clock(&t.clock).2)),
     },
     Column {
+        name: "path_valid",
+        get: |r| r.whole(|p| p.path_timing.as_ref().and_then(|t| t.validity.valid)),
+    },
+    Column {
+        name: "path_invalid_reason",
+        get: |r| {
+            r.whole(|p| {
+                p.path_timing
+                    .as_ref()
+                    .and_then(|t| t.validity.invalid_reason.clone())
+            })
+        },
+    },
+    Column {
         name: "path_merged",
         get: |r| r.whole(|p| p.path_timing.as_ref().map(path_merged)),
     },

@@ -209,6 +209,9 @@ pub(super) fn detail_lines(t: &PathTiming) -> Vec<String> {
     out.push(residual(t));
     out.push(clock_line(&t.clock));
     out.extend(cost_line(t));
+    if t.validity.is_invalid() {
+        floors.push(t.validity.clone());
+    }
     // Each reason once: the stages of one point share their sample count.
     let mut said: Vec<&str> = Vec::new();
     for v in &floors {
@@ -244,8 +247,13 @@ pub(super) fn summary_line(t: &PathTiming) -> String {
             us(*error_ns as f64)
         ),
     };
+    let invalid = if t.validity.is_invalid() {
+        format!("; ! {}", t.validity.reason())
+    } else {
+        String::new()
+    };
     format!(
-        "path timing over {}, {clock}; residual mean {}, largest absolute {}{cost}; stages after the table",
+        "path timing over {}, {clock}; residual mean {}, largest absolute {}{cost}; stages after the table{invalid}",
         messages(t),
         format_us(t.residual_mean_ns),
         format_us(t.residual_max_abs_ns as f64),
@@ -313,6 +321,7 @@ impl TableSink {
         let mut table = Table::new(columns);
         let mut merged_any = false;
         let mut thin = false;
+        let mut faster = false;
         for p in timed {
             let Some(t) = &p.path_timing else { continue };
             let row = Row::point(r, None, p);
@@ -329,7 +338,15 @@ impl TableSink {
                         thin |= v.is_invalid();
                         let plus = if x.merged.is_empty() { "" } else { "+" };
                         merged_any |= !x.merged.is_empty();
-                        format!("{p50}{plus}")
+                        // A wire stage faster than the link: the point's line says why.
+                        let wire = matches!(x.name, StageName::WireOut | StageName::WireBack);
+                        let bad = if wire && t.validity.is_invalid() {
+                            faster = true;
+                            " !!"
+                        } else {
+                            ""
+                        };
+                        format!("{p50}{plus}{bad}")
                     }
                     None => "-".into(),
                 });
@@ -360,6 +377,9 @@ impl TableSink {
                 "# !: a median from fewer than {} round trips (10 / (1 - p))",
                 physics::percentile_floor(0.5)
             ))?;
+        }
+        if faster {
+            self.line("# !!: a wire stage faster than the lab link's delay + wire time: not valid (the point's line says by how much)")?;
         }
         self.block(&table)
     }
@@ -419,6 +439,7 @@ mod tests {
             residual_mean_ns: 100.0,
             residual_max_abs_ns: 1300,
             client_driver_to_ack: Some(stage(StageName::ClientDriverToAck, 20_000, samples)),
+            validity: crate::stats::Validity::default(),
             wire_both: None,
             cost: Some(StampCost {
                 unstamped: 5000,
@@ -432,6 +453,25 @@ mod tests {
             }),
             notes: vec!["loopback: the wire stages are the kernel's own hand-over".into()],
         }
+    }
+
+    /// A wire stage the guard found faster than the link is said under the point and in a
+    /// sweep's one line, never printed as a plain figure.
+    #[test]
+    fn a_wire_stage_faster_than_the_link_is_flagged() {
+        let mut t = timing(5000);
+        t.validity = Validity::invalid("path timing: fastest wire out 3.00 us is below the link's delay + wire time 1008.53 us: faster than the link".to_owned());
+        let lines = detail_lines(&t);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("! path timing: fastest wire out")),
+            "{lines:#?}"
+        );
+        assert!(summary_line(&t).contains("! path timing: fastest wire out"));
+        assert!(!detail_lines(&timing(5000))
+            .iter()
+            .any(|l| l.contains("faster than the link")));
     }
 
     #[test]
