@@ -63,6 +63,7 @@ pub mod group;
 pub mod instruments;
 pub mod lab;
 pub mod mesh;
+pub mod metrics;
 pub mod model;
 pub mod outfile;
 pub mod output;

@@ -128,6 +128,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "cmd",
         &[
+            "agent",
             "app",
             "control",
             "env",
@@ -137,6 +138,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "group",
             "lab",
             "mesh",
+            "metrics",
             "model",
             "outfile",
             "output",
@@ -152,6 +154,32 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "transport",
             "units",
         ],
+    ),
+    (
+        // The standing instrument: schedules runs of requests, saves them, judges
+        // regressions, and feeds its exporter.
+        "agent",
+        &[
+            "env",
+            "error",
+            "glue",
+            "lab",
+            "metrics",
+            "model",
+            "output",
+            "plan",
+            "request",
+            "stats",
+            "store",
+            "text",
+            "transport",
+            "units",
+        ],
+    ),
+    (
+        // The Prometheus exporter: reads plain snapshots, names no producer.
+        "metrics",
+        &["error", "model", "units"],
     ),
     (
         "study",

@@ -5,6 +5,7 @@
 //! link, a trace's summary) are defined here, so that output, store and figures read the
 //! model alone; what a layer does with them (opening a transport, parsing a link) stays there.
 
+pub mod agent;
 pub mod distribution;
 mod document;
 pub mod fairness;
