@@ -9,6 +9,41 @@ use std::sync::Arc;
 
 use crate::model::agent::{AgentSnapshot, ServerSnapshot, TestState};
 
+/// Every metric family the exporter can serve, by its name in the Prometheus text format
+/// (counters with their `_total`). The Grafana dashboard in contrib/ uses only these (its
+/// test checks), and the exporter's own test checks it serves exactly these names.
+pub const METRIC_NAMES: &[&str] = &[
+    // The last result of each (target, test); labels target, test, transport, pattern, size.
+    "wirebench_latency_seconds", // + quantile="0.5" | "0.9" | "0.99": one-way latency
+    "wirebench_transactions_per_second",
+    "wirebench_throughput_bytes_per_second", // + side="sender" | "receiver"
+    "wirebench_loss_ratio",
+    "wirebench_retransmitted_segments",
+    "wirebench_responsiveness_rpm",
+    "wirebench_result_valid", // 1 valid, 0 flagged by the physics guard
+    "wirebench_last_run_timestamp_seconds", // when the last run finished, Unix seconds
+    "wirebench_regressed",    // 1 while the latest comparison found a regression
+    // Counters per (target, test); labels target, test.
+    "wirebench_runs_total",
+    "wirebench_run_failures_total",
+    "wirebench_regressions_total",
+    // Metadata: labels target, test, transport, pattern, size and the target's own labels.
+    "wirebench_test_info",
+    // The agent itself.
+    "wirebench_agent_running_runs",
+    "wirebench_agent_cpu_seconds_total",
+    "wirebench_build_info", // label version
+    // /probe only: whether the run asked for succeeded.
+    "wirebench_probe_success",
+    "wirebench_probe_duration_seconds",
+    // The server (serve --metrics).
+    "wirebench_server_sessions",
+    "wirebench_server_sessions_total",
+    "wirebench_server_refusals_total", // label kind
+    "wirebench_server_received_bytes_total",
+    "wirebench_server_sent_bytes_total",
+];
+
 /// What the exporter asks of whoever runs it.
 pub trait MetricsSource: Send + Sync + 'static {
     /// The agent's state now (None when no agent runs: `serve --metrics`).
