@@ -12,6 +12,7 @@ pub mod lab;
 pub mod need;
 pub mod pki;
 pub mod proc;
+pub mod prometheus;
 
 /// The binary, with its default results database in a per-process temporary directory:
 /// `run` saves every run by default, and tests must never write to the real home.

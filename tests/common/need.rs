@@ -1,5 +1,5 @@
 //! What a test needs from the machine beyond loopback sockets, checked in one place: root,
-//! iproute2, nftables, Open MPI, Chromium, iperf3 and a few tools. A test that finds something
+//! iproute2, nftables, Open MPI, Chromium, iperf3, Prometheus and a few tools. A test that finds something
 //! missing says so on stderr, `SKIPPED <test>: <reason>`, and returns, so that a developer's
 //! machine runs what it can and the output says what it did not run. With
 //! `WIREBENCH_REQUIRE_ALL=1` (CI sets it: it installs everything and runs as root) a missing
@@ -39,6 +39,9 @@ pub enum Need {
     /// The `tcp:tcp_probe` tracepoint in a mounted tracefs, or tracefs's mount point (where
     /// wirebench, as root, mounts it).
     TcpProbe,
+    /// Debian's Prometheus server and its promtool (`apt-get install prometheus`): the
+    /// scraper that contrib/'s dashboard and config are written for.
+    Prometheus,
     /// python3 with grpcio and grpcio-tools (pip install grpcio grpcio-tools): the gRPC
     /// interop tests' other implementation.
     PythonGrpc,
@@ -98,6 +101,10 @@ impl Need {
             Need::Iperf3 => on_path("iperf3")
                 .is_none()
                 .then(|| "needs `iperf3` (apt-get install iperf3) on PATH".into()),
+            Need::Prometheus => [PROMETHEUS, PROMTOOL]
+                .into_iter()
+                .find(|p| !executable(Path::new(p)))
+                .map(|p| format!("needs {p} (apt-get install prometheus)")),
             Need::PythonGrpc => {
                 let ok = Command::new("python3")
                     .args(["-c", "import grpc, grpc_tools"])
@@ -113,6 +120,10 @@ impl Need {
         }
     }
 }
+
+/// Debian's Prometheus server and its configuration checker (package `prometheus`).
+pub const PROMETHEUS: &str = "/usr/bin/prometheus";
+pub const PROMTOOL: &str = "/usr/bin/promtool";
 
 /// Where the tests that drop privileges find setpriv.
 pub const SETPRIV: &str = "/usr/bin/setpriv";
@@ -135,6 +146,13 @@ pub fn require_all() -> bool {
     std::env::var("WIREBENCH_REQUIRE_ALL").as_deref() == Ok("1")
 }
 
+/// For a need that is not the machine's but the build's (a subcommand or flag another branch
+/// brings): reports `SKIPPED <test> (<what>): <reason>` as [`require_for`] does (failing
+/// under WIREBENCH_REQUIRE_ALL=1 likewise) and returns false, so the caller returns.
+pub fn unavailable(what: &str, reason: &str) -> bool {
+    skip(Some(what), vec![reason.to_owned()])
+}
+
 fn check(part: Option<&str>, needs: &[Need]) -> bool {
     let mut reasons: Vec<String> = Vec::new();
     for reason in needs.iter().filter_map(|n| n.missing()) {
@@ -145,6 +163,10 @@ fn check(part: Option<&str>, needs: &[Need]) -> bool {
     if reasons.is_empty() {
         return true;
     }
+    skip(part, reasons)
+}
+
+fn skip(part: Option<&str>, reasons: Vec<String>) -> bool {
     // libtest runs each test on a thread named after it.
     let thread = std::thread::current();
     let mut name = thread.name().unwrap_or("this test").to_owned();
