@@ -1,6 +1,8 @@
 //! `wirebench agent` end to end on loopback: two targets (one server under two names), a
 //! ping-pong test and a stream test, a few seconds of schedule; then the saved runs.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::collections::BTreeMap;
