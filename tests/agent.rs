@@ -168,3 +168,45 @@ fn a_bad_agent_config_is_one_line_and_a_failure() {
         "{stderr}"
     );
 }
+
+#[test]
+fn probe_loopback_runs_one_test_at_once_and_saves_nothing() {
+    use wirebench::metrics::MetricsSource;
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = wirebench::agent::config::AgentConfig::parse(&config(&server.addr))
+        .expect("the config reads");
+    let db = dir.path().join("r.db");
+    let shared = std::sync::Arc::new(wirebench::agent::Shared::new(config, db.clone()));
+    let source = wirebench::agent::Source(std::sync::Arc::clone(&shared));
+    let state = source.probe("a", "ping64").expect("the probe runs");
+    assert_eq!(
+        (state.target.as_str(), state.test.as_str()),
+        ("a", "ping64")
+    );
+    assert_eq!(state.labels.get("site").map(String::as_str), Some("a"));
+    assert_eq!(state.size_bytes, 64);
+    let last = state.last.expect("its figures");
+    assert_eq!(last.run_id, None, "a probe is not saved");
+    assert_eq!(last.latency_quantiles.len(), 3);
+    assert!(last.latency_quantiles.iter().all(|(_, s)| *s > 0.0));
+    // By address too; unknown names are one-line errors.
+    let by_addr = source
+        .probe(&server.addr, "ping64")
+        .expect("the probe runs");
+    assert_eq!(by_addr.target, server.addr);
+    assert!(source
+        .probe("a", "nope")
+        .unwrap_err()
+        .contains("no [[test]]"));
+    assert!(source
+        .probe("zz", "ping64")
+        .unwrap_err()
+        .contains("no [[target]]"));
+    assert!(!db.exists(), "nothing saved");
+    // The snapshot lists every pair, nothing run yet.
+    let snap = source.agent().expect("an agent snapshot");
+    assert_eq!(snap.tests.len(), 4);
+    assert!(snap.tests.iter().all(|t| t.runs_total == 0));
+    assert!(source.server().is_none());
+}
