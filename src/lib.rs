@@ -51,6 +51,7 @@ macro_rules! eprint {
     };
 }
 
+pub mod agent;
 pub mod app;
 pub mod cmd;
 pub mod console;

@@ -3,6 +3,7 @@
 //! (a [`crate::request::Request`], a server or lab configuration); no module below imports
 //! this one.
 
+pub mod agent;
 pub mod app;
 pub mod compare_transports;
 mod habits;
@@ -120,6 +121,9 @@ pub enum Command {
     /// One run from a request on stdin, its result on stdout (how a study runs its points).
     #[command(name = "__measure", hide = true)]
     Measure(study::MeasureArgs),
+    /// Measure a list of targets with a list of tests on a schedule, from a config file:
+    /// runs saved with source "agent", regressions found against each test's baseline.
+    Agent(agent::AgentArgs),
     /// Saved results: history, show, export, import, report, plot, compare.
     #[command(flatten)]
     Results(results::ResultsCommand),
@@ -164,6 +168,7 @@ pub fn main_with(cli: Cli) -> i32 {
         Command::App(a) => app::run(*a),
         Command::AppRank(a) => app::run_rank(*a),
         Command::Study(a) => study::run(a),
+        Command::Agent(a) => agent::run(a),
         Command::Measure(a) => study::measure(a),
         Command::Relay(a) => relay::run(a).map(|()| 0),
         Command::CompareTransports(a) => compare_transports::run(a),

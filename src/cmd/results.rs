@@ -74,7 +74,7 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "DATE")]
     pub until: Option<String>,
     /// Only runs saved by this: run, import, study (its runs one by one), mesh,
-    /// compare-transports, or app (the application runs alone).
+    /// compare-transports, agent, or app (the application runs alone).
     #[arg(long, value_enum)]
     pub source: Option<HistorySource>,
     /// Only runs whose label contains this text (in any case).
@@ -113,6 +113,8 @@ pub enum HistorySource {
     CompareTransports,
     /// `wirebench app` (listed apart: its runs are not run documents).
     App,
+    /// `wirebench agent`'s scheduled runs.
+    Agent,
 }
 
 impl HistorySource {
@@ -125,6 +127,7 @@ impl HistorySource {
             HistorySource::Mesh => Some(db::Source::Mesh),
             HistorySource::CompareTransports => Some(db::Source::CompareTransports),
             HistorySource::App => None,
+            HistorySource::Agent => Some(db::Source::Agent),
         }
     }
 }

@@ -31,32 +31,12 @@ pub fn run_with(
     if let Err(e) = check_outputs(request, &plan) {
         return fail(&e);
     }
-    // --load: the same points, each with background load beside it.
-    let mut loaded;
-    let point_runner: &mut dyn PointRunner = match &request.load {
-        Some(load) => match crate::plan::load::resolve(load.spec, lab.as_ref()) {
-            Ok(spec) => {
-                loaded = crate::plan::load::LoadedRunner::new(
-                    point_runner,
-                    request,
-                    load.spec,
-                    spec,
-                    load.only,
-                );
-                &mut loaded
-            }
-            Err(e) => return fail(&e),
-        },
-        None => point_runner,
-    };
-    // --compete: the measured stream with the competing flows beside it.
-    let mut competing;
-    let point_runner: &mut dyn PointRunner = if request.compete.is_empty() {
-        point_runner
-    } else {
-        competing = crate::plan::compete::CompetingRunner::new(point_runner, request);
-        &mut competing
-    };
+    // A load that cannot be resolved fails before anything is attached or measured.
+    if let Some(load) = &request.load {
+        if let Err(e) = crate::plan::load::resolve(load.spec, lab.as_ref()) {
+            return fail(&e);
+        }
+    }
     let sink: Box<dyn Sink> = match request.output.format {
         Format::JsonStream => Box::new(JsonStreamSink::default()),
         Format::Json => Box::new(JsonSink::default()),
@@ -81,8 +61,11 @@ pub fn run_with(
     };
     runner::stop_on_ctrl_c(crate::store::save::recover_before_exit);
     let mut run_report = runner::new_report(&plan, request);
-    run_report.lab = lab;
-    let result = runner::run_with(&plan, &mut run_report, sink.as_mut(), point_runner);
+    run_report.lab = lab.clone();
+    let result = with_load_and_competition(request, lab.as_ref(), point_runner, |r| {
+        runner::run_with(&plan, &mut run_report, sink.as_mut(), r)
+    })
+    .and_then(|r| r);
     run_report.finished_at = Some(crate::env::now_rfc3339());
     run_report.complete = result.is_ok();
     run_report.error = result.as_ref().err().map(one_line);
@@ -124,6 +107,86 @@ pub fn run_with(
         Ok(()) if shown.is_ok() => 0,
         Ok(()) => EXIT_FAILURE,
         Err(e) => fail(&e),
+    }
+}
+
+/// Runs `f` with `point_runner` wrapped as the request asks: `--load` (the same points, each
+/// with background load beside it) and `--compete` (the measured stream with competing flows
+/// beside it). Err when the load cannot be resolved.
+fn with_load_and_competition<R>(
+    request: &Request,
+    lab: Option<&crate::lab::LabState>,
+    point_runner: &mut dyn PointRunner,
+    f: impl FnOnce(&mut dyn PointRunner) -> R,
+) -> anyhow::Result<R> {
+    let mut loaded;
+    let point_runner: &mut dyn PointRunner = match &request.load {
+        Some(load) => {
+            let spec = crate::plan::load::resolve(load.spec, lab)?;
+            loaded = crate::plan::load::LoadedRunner::new(
+                point_runner,
+                request,
+                load.spec,
+                spec,
+                load.only,
+            );
+            &mut loaded
+        }
+        None => point_runner,
+    };
+    let mut competing;
+    let point_runner: &mut dyn PointRunner = if request.compete.is_empty() {
+        point_runner
+    } else {
+        competing = crate::plan::compete::CompetingRunner::new(point_runner, request);
+        &mut competing
+    };
+    Ok(f(point_runner))
+}
+
+/// Measures `request` in this process with nothing printed and nothing saved (the caller
+/// saves the document): the result document, complete or not, and how the run ended. For
+/// callers that measure many runs over time (`wirebench agent`), where a process per run
+/// would cost more than the run.
+pub fn measure_quietly(
+    request: &Request,
+) -> (Option<crate::model::RunDocument>, anyhow::Result<()>) {
+    let plan = match crate::plan::build(request) {
+        Ok(p) => p,
+        Err(e) => return (None, Err(e)),
+    };
+    let mut point_runner = runner::ControlRunner::new(request);
+    let mut run_report = runner::new_report(&plan, request);
+    let mut sink = QuietSink;
+    let result = with_load_and_competition(request, None, &mut point_runner, |r| {
+        runner::run_with(&plan, &mut run_report, &mut sink, r)
+    })
+    .and_then(|r| r);
+    run_report.finished_at = Some(crate::env::now_rfc3339());
+    run_report.complete = result.is_ok();
+    run_report.error = result.as_ref().err().map(one_line);
+    (Some(run_report), result)
+}
+
+/// A sink that shows nothing, not even a progress bar.
+struct QuietSink;
+
+impl Sink for QuietSink {
+    fn begin(&mut self, _: &crate::model::RunDocument) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn point(
+        &mut self,
+        _: &crate::model::RunDocument,
+        _: &crate::model::PointResult,
+    ) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self, _: &crate::model::RunDocument) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn progress(&self, _: u64, _: Option<f64>) -> indicatif::ProgressBar {
+        indicatif::ProgressBar::hidden()
     }
 }
 

@@ -50,6 +50,8 @@ pub enum Source {
     Mesh,
     /// One sweep of `wirebench compare-transports`.
     CompareTransports,
+    /// Measured by `wirebench agent` on its schedule.
+    Agent,
 }
 
 impl Source {
@@ -61,6 +63,7 @@ impl Source {
             Source::Study => "study",
             Source::Mesh => "mesh",
             Source::CompareTransports => "compare-transports",
+            Source::Agent => "agent",
         }
     }
 }
@@ -79,7 +82,7 @@ pub struct RunRow {
     /// [`RunDocument::planned_points`]); None for complete runs.
     pub planned_points: Option<i64>,
     pub complete: bool,
-    /// What saved it: run, import, study, mesh or compare-transports.
+    /// What saved it: run, import, study, mesh, compare-transports or agent.
     pub source: String,
     /// The run's label (`run --label`, `wirebench label`, or the study or comparison it was
     /// part of).
@@ -93,6 +96,10 @@ pub struct RunRow {
     /// What the headline figures left out, or that they are not valid (see
     /// [`headline::RunHeadline::note`]).
     pub headline_note: Option<String>,
+    /// `wirebench agent` found a regression at this run: what it found (the figure, its
+    /// change and interval against the baseline window).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regression: Option<String>,
 }
 
 /// What `history` lists; `None` fields do not filter.
@@ -505,7 +512,8 @@ impl Db {
                            AND json_type(report_json, '$.planned_points') = 'integer'
                       THEN json_extract(report_json, '$.planned_points') END,
                  label,
-                 (SELECT study_id FROM study_runs WHERE run_id = runs.id LIMIT 1)
+                 (SELECT study_id FROM study_runs WHERE run_id = runs.id LIMIT 1),
+                 regression
              FROM runs WHERE {conditions}"
         );
         if without_study_runs {
@@ -536,6 +544,7 @@ impl Db {
                 planned_points: r.get(13)?,
                 label: r.get(14)?,
                 study_id: r.get(15)?,
+                regression: r.get(16)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)

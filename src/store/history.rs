@@ -128,6 +128,9 @@ fn run_cells(r: &RunRow) -> Vec<String> {
     if r.source == "import" {
         notes.push("imported".to_owned());
     }
+    if r.regression.is_some() {
+        notes.push("REGRESSION".to_owned());
+    }
     let mut rest = describe(&r.pattern, &h);
     if !notes.is_empty() {
         rest.push_str(&format!(" [{}]", notes.join(", ")));
@@ -306,6 +309,7 @@ mod tests {
             throughput_bits_per_s: None,
             transactions_per_s: None,
             headline_note: None,
+            regression: None,
             label: None,
             study_id: None,
         };
@@ -338,6 +342,7 @@ mod tests {
             throughput_bits_per_s: None,
             transactions_per_s: None,
             headline_note: Some("note\x1b[31m".into()),
+            regression: None,
             label: Some("label\x1b[2J".into()),
             study_id: None,
         };
@@ -629,6 +634,7 @@ mod tests {
             throughput_bits_per_s: None,
             transactions_per_s: None,
             headline_note: None,
+            regression: None,
         };
         let text = format_history(&[row(1234567, 1), row(1, 12345678)]);
         assert!(text.contains("1234567  2026-01-01T10:00:00Z "), "{text}");
@@ -658,6 +664,7 @@ mod tests {
             throughput_bits_per_s: latency.map(|l| l * 1e12),
             transactions_per_s: None,
             headline_note: None,
+            regression: None,
         };
         let rows = [
             row(1, "tcp", None, Some(1e-3)),

@@ -92,6 +92,10 @@ pub const MIGRATIONS: &[&str] = &[
          WHERE source = 'run' AND label LIKE 'compare-transports %';
      CREATE INDEX runs_source ON runs (source);
      CREATE INDEX study_runs_run_id ON study_runs (run_id);",
+    // 7: `wirebench agent`: the regression found at a run (what changed, by how much, against
+    // which baseline), for `history` to mark it; agent runs listed by label.
+    "ALTER TABLE runs ADD COLUMN regression TEXT;
+     CREATE INDEX runs_source_label ON runs (source, label);",
 ];
 
 /// The step after which the headline columns of older rows are recomputed from their

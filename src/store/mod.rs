@@ -3,6 +3,7 @@
 //! [`recovery`] file when the database cannot take it), the history of saved runs
 //! ([`history`]: list, export, import).
 
+pub mod agent;
 pub mod db;
 pub mod history;
 pub mod migrations;

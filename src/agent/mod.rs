@@ -1,0 +1,302 @@
+//! `wirebench agent`: a long-running process that measures a list of targets (wirebench
+//! servers) with a list of tests, each on its own period with random slip, within a CPU and a
+//! traffic budget; saves every run to the results database (source `agent`), finds
+//! regressions against each test's baseline, and serves its state to the exporter.
+//!
+//! Files: [`config`] reads the TOML, [`schedule`] decides when runs start (pure, on virtual
+//! time in its tests), [`run`] measures and saves one run, [`regress`] compares windows; this
+//! file drives them with a thread per running run.
+
+pub mod budget;
+pub mod config;
+pub mod regress;
+pub mod run;
+pub mod schedule;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::model::agent::{AgentSnapshot, TestState};
+use config::AgentConfig;
+use schedule::{Budgets, Job, Scheduler};
+
+/// Longest the loop sleeps between looks at its stop flag and budgets.
+const TICK: Duration = Duration::from_millis(200);
+
+/// What the agent's threads and its exporter share.
+pub struct Shared {
+    pub config: AgentConfig,
+    pub db_path: PathBuf,
+    /// Index i: job i's state (test-major, config order).
+    pub snapshot: Mutex<AgentSnapshot>,
+    started: Instant,
+}
+
+impl Shared {
+    pub fn new(config: AgentConfig, db_path: PathBuf) -> Shared {
+        let tests = jobs(&config)
+            .iter()
+            .map(|j| initial_state(&config, j.target, j.test))
+            .collect();
+        Shared {
+            config,
+            db_path,
+            snapshot: Mutex::new(AgentSnapshot {
+                tests,
+                running: 0,
+                cpu_seconds: 0.0,
+            }),
+            started: Instant::now(),
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(&mut AgentSnapshot)) {
+        // A thread that panicked while holding it left plain counters: still usable.
+        let mut s = match self.snapshot.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        f(&mut s);
+    }
+
+    /// The snapshot now, with the CPU time read now.
+    pub fn snapshot(&self) -> AgentSnapshot {
+        let mut s = match self.snapshot.lock() {
+            Ok(s) => s.clone(),
+            Err(p) => p.into_inner().clone(),
+        };
+        s.cpu_seconds = budget::process_cpu_seconds();
+        s
+    }
+}
+
+/// Every (target, test) pair as a scheduler job, test by test in config order.
+pub fn jobs(config: &AgentConfig) -> Vec<Job> {
+    config
+        .tests
+        .iter()
+        .enumerate()
+        .flat_map(|(ti, t)| {
+            t.targets.iter().map(move |&target| Job {
+                target,
+                test: ti,
+                period: t.period,
+                slip: t.slip,
+                throughput: t.throughput,
+            })
+        })
+        .collect()
+}
+
+fn initial_state(config: &AgentConfig, target: usize, test: usize) -> TestState {
+    let (g, t) = (&config.targets[target], &config.tests[test]);
+    TestState {
+        target: g.name.clone(),
+        test: t.name.clone(),
+        labels: g.labels.clone(),
+        transport: t.request.transport.name().to_string(),
+        pattern: t.request.pattern.name().to_string(),
+        size_bytes: t.size_bytes,
+        throughput: t.throughput,
+        ..TestState::default()
+    }
+}
+
+/// How a run ended, sent to the loop.
+struct Done {
+    job: usize,
+    bytes: u64,
+}
+
+/// Runs the agent until `stop` is set or `for_duration` has passed; every run in progress
+/// then finishes (and is saved) before this returns. The seed the slips were drawn with.
+pub fn run(
+    shared: Arc<Shared>,
+    seed: u64,
+    for_duration: Option<Duration>,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let config = &shared.config;
+    let jobs = jobs(config);
+    let mut sched = Scheduler::new(jobs.clone(), seed);
+    let mut running = vec![false; jobs.len()];
+    let mut skipped_seen = vec![0u64; jobs.len()];
+    let mut meter =
+        budget::Meter::new(config.cpu_budget_percent, config.traffic_budget_bytes_per_s);
+    let (tx, rx) = mpsc::channel::<Done>();
+    let mut handles = Vec::new();
+    let start = Instant::now();
+    loop {
+        let now = start.elapsed();
+        if stop.load(Ordering::SeqCst) || for_duration.is_some_and(|d| now >= d) {
+            break;
+        }
+        while let Ok(done) = rx.try_recv() {
+            running[done.job] = false;
+            meter.moved(Instant::now(), done.bytes);
+        }
+        meter.sample(Instant::now());
+        let busy = running.iter().filter(|r| **r).count();
+        let budgets = Budgets {
+            cpu_exceeded: meter.cpu_exceeded(),
+            traffic_exceeded: meter.traffic_exceeded(),
+            free_slots: config.max_concurrent.saturating_sub(busy),
+        };
+        let decision = sched.decide(now, &running, budgets);
+        for j in decision.start {
+            running[j] = true;
+            if sched.skipped(j) > skipped_seen[j] {
+                let (g, t) = (&config.targets[jobs[j].target], &config.tests[jobs[j].test]);
+                eprintln!(
+                    "wirebench agent: {}: {} period(s) skipped (the run came late: budget, pool or a throughput test to the same target)",
+                    run::label(g, t),
+                    sched.skipped(j) - skipped_seen[j]
+                );
+                skipped_seen[j] = sched.skipped(j);
+            }
+            let shared = Arc::clone(&shared);
+            let tx = tx.clone();
+            shared.update(|s| s.running += 1);
+            handles.push(std::thread::spawn(move || {
+                let bytes = one_run(&shared, j);
+                shared.update(|s| s.running = s.running.saturating_sub(1));
+                let _ = tx.send(Done { job: j, bytes });
+            }));
+        }
+        handles.retain(|h| !h.is_finished());
+        let wait = decision.next.saturating_sub(start.elapsed()).min(TICK);
+        if let Ok(done) = rx.recv_timeout(wait) {
+            running[done.job] = false;
+            meter.moved(Instant::now(), done.bytes);
+        }
+    }
+    let left = handles.len();
+    if left > 0 {
+        eprintln!("wirebench agent: stopping: {left} run(s) in progress finish first");
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    Ok(())
+}
+
+/// Measures job `j` once, saves it and updates its state; the bytes it moved.
+fn one_run(shared: &Shared, j: usize) -> u64 {
+    let config = &shared.config;
+    let job = &jobs(config)[j];
+    let (target, test) = (&config.targets[job.target], &config.tests[job.test]);
+    let label = run::label(target, test);
+    let outcome = run::measure(test, &target.address, &label).and_then(|doc| {
+        let saved = run::save(&shared.db_path, config, &doc, &label)?;
+        Ok((doc, saved))
+    });
+    match outcome {
+        Ok((doc, saved)) => {
+            let last = run::last_result(&doc, Some(saved.id));
+            let regressed = saved.comparison.as_ref().is_some_and(|c| c.regressed());
+            if let Some(c) = saved.comparison.as_ref().filter(|c| c.regressed()) {
+                eprintln!(
+                    "wirebench agent: regression: {label}: {} (run {})",
+                    run::describe(
+                        saved.headline,
+                        doc.pattern == crate::model::vocab::PatternKind::Stream,
+                        c,
+                        config
+                    ),
+                    saved.id
+                );
+            }
+            shared.update(|s| {
+                if let Some(t) = s.tests.get_mut(j) {
+                    t.runs_total += 1;
+                    if regressed {
+                        t.regressions_total += 1;
+                    }
+                    // Cleared by a later comparison that does not find one.
+                    if saved.comparison.is_some() {
+                        t.regressed = regressed;
+                    }
+                    t.last = Some(last);
+                }
+            });
+            run::bytes_moved(&doc)
+        }
+        Err(e) => {
+            eprintln!(
+                "wirebench agent: {label}: run failed: {}",
+                crate::error::one_line(&e)
+            );
+            shared.update(|s| {
+                if let Some(t) = s.tests.get_mut(j) {
+                    t.runs_total += 1;
+                    t.failures_total += 1;
+                }
+            });
+            0
+        }
+    }
+}
+
+/// The exporter's view of a running agent.
+pub struct Source(pub Arc<Shared>);
+
+impl crate::metrics::MetricsSource for Source {
+    fn agent(&self) -> Option<AgentSnapshot> {
+        Some(self.0.snapshot())
+    }
+
+    fn server(&self) -> Option<crate::model::agent::ServerSnapshot> {
+        None
+    }
+
+    fn probe(&self, target: &str, module: &str) -> std::result::Result<TestState, String> {
+        let config = &self.0.config;
+        let ti = config
+            .tests
+            .iter()
+            .position(|t| t.name == module)
+            .ok_or_else(|| format!("module {module:?}: no [[test]] of that name"))?;
+        let test = &config.tests[ti];
+        let named = config.targets.iter().position(|g| g.name == target);
+        let (address, mut state) = match named {
+            Some(gi) => (
+                config.targets[gi].address.clone(),
+                initial_state(config, gi, ti),
+            ),
+            None if target.contains(':') => {
+                let mut state = TestState {
+                    target: target.to_string(),
+                    test: test.name.clone(),
+                    transport: test.request.transport.name().to_string(),
+                    pattern: test.request.pattern.name().to_string(),
+                    size_bytes: test.size_bytes,
+                    throughput: test.throughput,
+                    ..TestState::default()
+                };
+                state.labels.clear();
+                (target.to_string(), state)
+            }
+            None => {
+                return Err(format!(
+                    "target {target:?}: no [[target]] of that name, nor HOST:PORT"
+                ))
+            }
+        };
+        let label = format!("{}/{}", state.target, test.name);
+        let doc = run::measure(test, &address, &label)
+            .map_err(|e| format!("the run failed: {}", crate::error::one_line(&e)))?;
+        state.runs_total = 1;
+        state.last = Some(run::last_result(&doc, None));
+        Ok(state)
+    }
+}
+
+/// How long the agent has been running.
+pub fn uptime(shared: &Shared) -> Duration {
+    shared.started.elapsed()
+}
