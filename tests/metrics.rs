@@ -1,5 +1,6 @@
 //! `serve --metrics`: the server's own counters as Prometheus scrapes them, after two runs
 //! and one client refused for a wrong key, checked exactly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
