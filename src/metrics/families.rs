@@ -440,10 +440,26 @@ impl Exposed {
 
     /// A registry holding this scrape's families, ready to encode.
     pub fn registry(&self) -> Registry {
-        let mut registry = Registry::default();
-        registry.register_collector(Box::new(Families(self.families())));
-        registry
+        registry(self.families())
     }
+}
+
+/// A registry holding these families, ready to encode.
+pub fn registry(families: Vec<Family>) -> Registry {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Families(families)));
+    registry
+}
+
+/// Whether two of these families would share one name in OpenMetrics, which names a
+/// counter's family without its `_total` and an info's without its `_info`: the gauge
+/// `wirebench_server_sessions` and the counter `wirebench_server_sessions_total` do. Such a
+/// body would be invalid OpenMetrics (a scraper rejects the second `# TYPE`); the text
+/// format 0.0.4, which keeps the suffixes, holds both.
+pub fn clash_in_openmetrics(families: &[Family]) -> bool {
+    let mut names: Vec<&str> = families.iter().map(Family::base_name).collect();
+    names.sort_unstable();
+    names.windows(2).any(|w| w[0] == w[1])
 }
 
 /// The families of one scrape as the client crate's collector.
@@ -626,6 +642,20 @@ pub(crate) mod tests {
         assert!(!body.contains("wirebench_responsiveness_rpm"));
         assert!(!body.contains(r#"side="sender""#));
         assert!(body.contains(r#"side="receiver""#));
+    }
+
+    #[test]
+    fn the_server_sessions_gauge_and_counter_clash_in_openmetrics_only() {
+        let server = Exposed {
+            server: sample().server,
+            ..Exposed::default()
+        };
+        assert!(clash_in_openmetrics(&server.families()));
+        let agent = Exposed {
+            server: None,
+            ..sample()
+        };
+        assert!(!clash_in_openmetrics(&agent.families()));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 
 use super::exposition::{self, Format};
-use super::families::Exposed;
+use super::families::{self, Exposed};
 use super::{probe, MetricsSource};
 
 /// Requests served at once; more get 503 at once (a scraper retries at its next interval).
@@ -74,7 +74,7 @@ pub fn route(
     if method != "GET" {
         return Reply::text(405, format!("{path}: only GET"));
     }
-    let format = Format::negotiate(accept);
+    let mut format = Format::negotiate(accept);
     let exposed = match path {
         "/metrics" => {
             let agent = source.agent();
@@ -107,7 +107,12 @@ pub fn route(
             }
         }
     };
-    match exposition::encode(&exposed.registry(), format) {
+    let families = exposed.families();
+    if format == Format::OpenMetrics && families::clash_in_openmetrics(&families) {
+        // The text format is what every scraper, Prometheus included, also accepts.
+        format = Format::Text;
+    }
+    match exposition::encode(&families::registry(families), format) {
         Ok(body) => Reply {
             status: 200,
             content_type: format.content_type(),
@@ -333,6 +338,35 @@ mod tests {
         );
         assert_eq!(post.status, 405);
         assert!(get("/", None).body.contains("href=\"/metrics\""));
+    }
+
+    /// A server's families cannot be valid OpenMetrics (see `clash_in_openmetrics`): a
+    /// scrape that asks for it gets the text format, which it also accepts.
+    #[test]
+    fn a_server_answers_openmetrics_scrapes_in_the_text_format() {
+        struct ServerOnly;
+        impl MetricsSource for ServerOnly {
+            fn agent(&self) -> Option<AgentSnapshot> {
+                None
+            }
+            fn server(&self) -> Option<ServerSnapshot> {
+                Some(ServerSnapshot::default())
+            }
+            fn probe(&self, _: &str, _: &str) -> Result<TestState, String> {
+                Err("no".into())
+            }
+        }
+        let om = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
+        let r = route(
+            &ServerOnly,
+            "GET",
+            "/metrics",
+            Some(om),
+            &Arc::new(AtomicUsize::new(0)),
+        );
+        assert_eq!((r.status, r.content_type), (200, exposition::TEXT));
+        assert!(r.body.contains("wirebench_server_sessions 0.0\n"));
+        assert!(r.body.contains("wirebench_server_sessions_total 0\n"));
     }
 
     #[test]
