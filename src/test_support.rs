@@ -13,6 +13,23 @@ pub fn require_root() -> bool {
     } else {
         return true;
     };
+    skip(why)
+}
+
+/// The program at `path` when it is installed; otherwise the test is skipped (or fails
+/// under WIREBENCH_REQUIRE_ALL=1) with `why`.
+pub fn require_program(path: &str, why: &str) -> Option<std::path::PathBuf> {
+    let p = std::path::PathBuf::from(path);
+    if p.is_file() {
+        return Some(p);
+    }
+    skip(why);
+    None
+}
+
+/// Says the running test is skipped, and why; false (a test returns on it). Panics instead
+/// under WIREBENCH_REQUIRE_ALL=1.
+fn skip(why: &str) -> bool {
     // libtest runs each test on a thread named after it.
     let thread = std::thread::current();
     let name = thread.name().unwrap_or("this test");

@@ -46,6 +46,12 @@ pub struct ServeArgs {
     /// (it has no control connection). It speaks plaintext HTTP/2 (h2c), no TLS.
     #[arg(long, value_name = "ADDR")]
     pub grpc_echo: Option<SocketAddr>,
+    /// Serve the server's own counters on ADDR (IP:PORT) at /metrics, in the Prometheus text
+    /// format (OpenMetrics when the scraper asks for it): sessions now and in all, refusals by
+    /// kind, payload bytes received and sent. Plain HTTP; --allow, --deny and the pre-shared
+    /// key do not apply to it: bind it to an address only your Prometheus reaches.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
     #[command(flatten)]
     pub transport: TransportArgs,
     #[command(flatten)]
@@ -180,6 +186,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
         access: a.access.config()?,
         ..ServerConfig::default()
     };
+    let counters = std::sync::Arc::clone(&config.counters);
     let keyless = config.access.psk.is_none();
     let list = config.access.list.clone();
     let server = Server::bind(SocketAddr::new(a.listen, a.port), config)?;
@@ -193,6 +200,16 @@ pub fn run(a: ServeArgs) -> Result<()> {
             "wirebench serve: warning: no pre-shared key: anyone who can reach {addr} can run tests from it (--psk-file or WIREBENCH_PSK; see SECURITY.md)"
         );
     }
+    // Kept until the server returns: dropping it stops the exporter.
+    let _metrics = match a.metrics {
+        Some(addr) => {
+            let source = std::sync::Arc::new(ServerMetrics { counters });
+            let m = crate::metrics::serve(addr, source)?;
+            eprintln!("wirebench serve: metrics on http://{}/metrics", m.addr);
+            Some(m)
+        }
+        None => None,
+    };
     // Kept until the server returns: dropping the stop handle ends the echo service.
     let _echo = match a.grpc_echo {
         Some(addr) => {
@@ -211,4 +228,38 @@ pub fn run(a: ServeArgs) -> Result<()> {
         None => None,
     };
     server.serve()
+}
+
+/// What `serve --metrics` exports: the server's counters; it runs no agent and no probes.
+struct ServerMetrics {
+    counters: std::sync::Arc<crate::control::counters::ServerCounters>,
+}
+
+impl crate::metrics::MetricsSource for ServerMetrics {
+    fn agent(&self) -> Option<crate::model::agent::AgentSnapshot> {
+        None
+    }
+
+    fn server(&self) -> Option<crate::model::agent::ServerSnapshot> {
+        let now = self.counters.now();
+        Some(crate::model::agent::ServerSnapshot {
+            sessions_active: now.sessions_active,
+            sessions_total: now.sessions_total,
+            refusals_total: now
+                .refusals
+                .into_iter()
+                .map(|(kind, n)| (kind.to_string(), n))
+                .collect(),
+            bytes_received_total: now.bytes_received,
+            bytes_sent_total: now.bytes_sent,
+        })
+    }
+
+    fn probe(
+        &self,
+        _target: &str,
+        _module: &str,
+    ) -> Result<crate::model::agent::TestState, String> {
+        Err("this is a server: /probe runs on `wirebench agent`".into())
+    }
 }

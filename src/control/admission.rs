@@ -21,6 +21,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::access::{AccessList, ClientKey};
 use super::auth::Psk;
+use super::counters::ServerCounters;
 use super::framing::write_frame;
 use super::oneport::DataRoutes;
 use super::protocol::ServerMessage;
@@ -384,6 +385,7 @@ pub struct Acceptor<'a> {
     slots: Arc<Slots>,
     pending: Vec<Pending>,
     log: RefusalLog,
+    counters: Arc<ServerCounters>,
 }
 
 impl<'a> Acceptor<'a> {
@@ -394,6 +396,7 @@ impl<'a> Acceptor<'a> {
         routes: &'a DataRoutes,
         slots: Arc<Slots>,
         log: bool,
+        counters: Arc<ServerCounters>,
     ) -> Acceptor<'a> {
         Acceptor {
             listener,
@@ -408,6 +411,7 @@ impl<'a> Acceptor<'a> {
                 lines: 0,
                 unlogged: 0,
             },
+            counters,
         }
     }
 
@@ -619,6 +623,7 @@ impl<'a> Acceptor<'a> {
     /// closes the connection.
     fn refuse(&mut self, mut stream: TcpStream, peer: SocketAddr, why: Refusal) {
         let _ = stream.set_nonblocking(true);
+        self.counters.refused(why.kind);
         self.log.note(peer, &why);
         let _ = write_frame(&mut stream, &ServerMessage::from(why));
     }

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod budget;
 pub mod checks;
 pub mod client;
+pub mod counters;
 pub mod framing;
 pub mod limits;
 pub mod machine;

@@ -30,6 +30,28 @@ pub enum RefusalKind {
 }
 
 impl RefusalKind {
+    /// Every kind, in a fixed order (the server's counters keep one each).
+    pub const ALL: [RefusalKind; 6] = [
+        RefusalKind::Busy,
+        RefusalKind::Policy,
+        RefusalKind::Invalid,
+        RefusalKind::NotAuthorised,
+        RefusalKind::Limit,
+        RefusalKind::Internal,
+    ];
+
+    /// Its name on the wire (snake case), as a metric's `kind` label gives it.
+    pub fn label(self) -> &'static str {
+        match self {
+            RefusalKind::Busy => "busy",
+            RefusalKind::Policy => "policy",
+            RefusalKind::Invalid => "invalid",
+            RefusalKind::NotAuthorised => "not_authorised",
+            RefusalKind::Limit => "limit",
+            RefusalKind::Internal => "internal",
+        }
+    }
+
     /// As a client's error line names it.
     pub fn name(self) -> &'static str {
         match self {

@@ -13,6 +13,7 @@ use super::access::ClientKey;
 use super::admission::{Acceptor, AccessConfig, Admitted, SessionSlot, Slots};
 use super::auth::Nonce;
 use super::budget::{Budget, Footprint};
+use super::counters::ServerCounters;
 use super::framing::{receive, receive_by, write_frame, Received};
 use super::limits::Limits;
 use super::machine::{ServerAction, ServerMachine, ServerSetup};
@@ -46,6 +47,8 @@ pub struct ServerConfig {
     pub budget: Arc<Budget>,
     /// The bit rates all running points reserve, in all and per client.
     pub rates: Arc<RateBudget>,
+    /// Sessions, refusals and bytes moved since the server started (`serve --metrics`).
+    pub counters: Arc<ServerCounters>,
 }
 
 impl Default for ServerConfig {
@@ -58,6 +61,7 @@ impl Default for ServerConfig {
             access: AccessConfig::default(),
             budget: Arc::default(),
             rates: Arc::default(),
+            counters: Arc::default(),
         }
     }
 }
@@ -94,6 +98,7 @@ impl Server {
             &self.routes,
             Arc::clone(&self.slots),
             self.config.log,
+            Arc::clone(&self.config.counters),
         );
         let (config, routes) = (&self.config, &self.routes);
         acceptor
@@ -130,12 +135,14 @@ fn session_thread(admitted: Admitted, config: Arc<ServerConfig>, routes: Arc<Dat
         hello,
         slot,
     } = admitted;
+    let counted = config.counters.session();
     let result = session(&mut stream, &hello, accepted, &config, &routes, &slot);
     let last = slot.last_one();
     drop(slot);
     if let Err(e) = result {
         // Tell the client why, if it is still listening; a failed write changes nothing.
         let refusal = Refusal::of(&e);
+        config.counters.refused(refusal.kind);
         if config.log {
             eprintln!(
                 "wirebench serve: session from {peer} ended ({}): {}",
@@ -148,6 +155,7 @@ fn session_thread(admitted: Admitted, config: Arc<ServerConfig>, routes: Arc<Dat
         eprintln!("wirebench serve: session from {peer} done");
     }
     drop(stream);
+    drop(counted);
     if last {
         // The server is idle: what the burst's threads freed goes back to the system.
         crate::sys::return_free_memory();
@@ -267,6 +275,7 @@ fn session(
                     cookie: &io.cookie,
                 };
                 let report = run_point(ctx, footprint, rate)?;
+                config.counters.point(&report);
                 m.point_finished(Instant::now(), report);
             }
             Some(other) => return Err(out_of_turn(&other)),

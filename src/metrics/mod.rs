@@ -4,6 +4,11 @@
 //! (prometheus-client). It reads what its source gives it ([`MetricsSource`], defined here,
 //! implemented by the agent and the server); it names neither.
 
+pub mod exposition;
+pub mod families;
+pub mod http;
+pub mod probe;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -59,10 +64,14 @@ pub trait MetricsSource: Send + Sync + 'static {
 /// A running exporter; stops serving when dropped.
 pub struct MetricsServer {
     pub addr: SocketAddr,
+    _running: http::Running,
 }
 
 /// Serves `/metrics` and `/probe` on `addr` from a thread of its own.
 pub fn serve(addr: SocketAddr, source: Arc<dyn MetricsSource>) -> anyhow::Result<MetricsServer> {
-    let _ = source;
-    anyhow::bail!("--metrics {addr}: the exporter is not built yet")
+    let running = http::start(addr, source)?;
+    Ok(MetricsServer {
+        addr: running.addr,
+        _running: running,
+    })
 }

@@ -1,0 +1,160 @@
+//! `serve --metrics`: the server's own counters as Prometheus scrapes them, after two runs
+//! and one client refused for a wrong key, checked exactly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use common::{run, Server, FINISH};
+
+fn key_file(dir: &tempfile::TempDir, name: &str, key: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.path().join(name);
+    std::fs::write(&p, format!("{key}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+/// GET `path` from the exporter: (status line, body).
+fn scrape(addr: &str, path: &str) -> (String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(FINISH)).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = String::new();
+    s.read_to_string(&mut all).unwrap();
+    let (head, body) = all.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+/// The value of the sample named exactly `series` (name and labels).
+fn value(body: &str, series: &str) -> f64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in\n{body}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn loopback_serve_metrics_counts_sessions_refusals_and_bytes_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(&dir, "key", "0123456789abcdef-the-right-key");
+    let wrong = key_file(&dir, "wrong", "0123456789abcdef-the-wrong-key");
+    let server = Server::start(&["--psk-file", &key, "--metrics", "127.0.0.1:0"]);
+    let line = server
+        .wait_for("metrics on http://", FINISH)
+        .expect("the server says where its metrics are");
+    let metrics = line
+        .rsplit("http://")
+        .next()
+        .unwrap()
+        .trim_end_matches("/metrics")
+        .to_string();
+    let to = server.addr.as_str();
+
+    // Before any client: every refusal kind at 0, no session.
+    let (status, body) = scrape(&metrics, "/metrics");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(value(&body, "wirebench_server_sessions_total"), 0.0);
+    assert_eq!(
+        value(
+            &body,
+            r#"wirebench_server_refusals_total{kind="not_authorised"}"#
+        ),
+        0.0
+    );
+
+    for _ in 0..2 {
+        let out = run(&[
+            "run",
+            "pingpong",
+            "--to",
+            to,
+            "-n",
+            "100",
+            "-s",
+            "64",
+            "--psk-file",
+            &key,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = run(&[
+        "run",
+        "pingpong",
+        "--to",
+        to,
+        "-n",
+        "100",
+        "-s",
+        "64",
+        "--psk-file",
+        &wrong,
+    ]);
+    assert!(!out.status.success());
+
+    // A session ends on the server's thread a moment after its client has its answer.
+    let mut body = String::new();
+    let settled = common::wait_until(FINISH, || {
+        body = scrape(&metrics, "/metrics").1;
+        value(&body, "wirebench_server_sessions") == 0.0
+    });
+    assert!(settled, "sessions never ended:\n{body}");
+    // The refused client was admitted as a session too: the key is checked inside it.
+    assert_eq!(value(&body, "wirebench_server_sessions_total"), 3.0);
+    assert_eq!(
+        value(
+            &body,
+            r#"wirebench_server_refusals_total{kind="not_authorised"}"#
+        ),
+        1.0
+    );
+    for kind in ["busy", "policy", "invalid", "limit", "internal"] {
+        let series = format!(r#"wirebench_server_refusals_total{{kind="{kind}"}}"#);
+        assert_eq!(value(&body, &series), 0.0, "{kind}");
+    }
+    // Each run: 100 timed 64-byte requests answered by 64-byte responses, warm-up on top.
+    let received = value(&body, "wirebench_server_received_bytes_total");
+    let sent = value(&body, "wirebench_server_sent_bytes_total");
+    assert!(received >= 2.0 * 100.0 * 64.0, "{received}");
+    assert!(sent >= 2.0 * 100.0 * 64.0, "{sent}");
+    assert!(body.contains("# TYPE wirebench_server_sessions_total counter\n"));
+
+    // A server runs no probes: a 200 that says the probe failed, as blackbox_exporter does.
+    let (status, probe) = scrape(&metrics, "/probe?target=x&module=y");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(value(&probe, "wirebench_probe_success"), 0.0);
+    let (status, _) = scrape(&metrics, "/probe");
+    assert_eq!(status, "HTTP/1.1 400 Bad Request");
+}
+
+#[test]
+fn loopback_metrics_address_in_use_is_one_line() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = common::run_bounded(&[
+        "serve",
+        "--port",
+        "0",
+        "--listen",
+        "127.0.0.1",
+        "--metrics",
+        &addr,
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("--metrics {addr}: address in use")),
+        "{stderr}"
+    );
+}
