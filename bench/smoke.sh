@@ -27,6 +27,8 @@ python3 bench/compare-noise --smoke >> "$out"
 # --path-timing on against off, one short paired round (skipped, saying why, by a binary
 # without it).
 python3 bench/path-timing-cost --smoke >> "$out"
+# A standing agent's CPU and memory, 10 targets for a few seconds.
+python3 bench/agent-cost --smoke >> "$out"
 cat "$out"
 grep -q "TCP stream, 1 flow" "$out"
 grep -q "resident memory" "$out"
@@ -37,5 +39,6 @@ grep -q "^pingpong sweep  t0 (ns, lower)" "$out"
 grep -qE "^(oracle skipped|scenarios +figures checked +violations)" "$out"
 grep -qE "^(trace-ab skipped|\| loopback, stream -d 300ms \| [0-9])" "$out"
 grep -qE "^\| pingpong tcp 64 B, -d 100ms \| [0-9]" "$out"
+grep -qE "^  runs saved \(source agent\): [0-9]+ of [0-9]+ due" "$out"
 grep -q "^false worse verdicts: [0-9]*; gate failures: [0-9]* in 1 identical pairs" "$out"
 rm -f "$out"

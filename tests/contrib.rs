@@ -417,7 +417,7 @@ fn dashboard_shows_every_result_gauge_with_its_unit() {
         ("wirebench_regressed", None),
         ("wirebench_regressions_total", None),
         ("wirebench_run_failures_total", None),
-        ("wirebench_server_sessions", None),
+        ("wirebench_server_active_sessions", None),
         ("wirebench_server_refusals_total", None),
     ];
     for (family, unit) in want {

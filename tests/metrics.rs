@@ -107,7 +107,7 @@ fn loopback_serve_metrics_counts_sessions_refusals_and_bytes_exactly() {
     let mut body = String::new();
     let settled = common::wait_until(FINISH, || {
         body = scrape(&metrics, "/metrics").1;
-        value(&body, "wirebench_server_sessions") == 0.0
+        value(&body, "wirebench_server_active_sessions") == 0.0
     });
     assert!(settled, "sessions never ended:\n{body}");
     // The refused client was admitted as a session too: the key is checked inside it.

@@ -42,7 +42,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "wirebench_probe_success",
     "wirebench_probe_duration_seconds",
     // The server (serve --metrics).
-    "wirebench_server_sessions",
+    "wirebench_server_active_sessions", // not `_sessions`: OpenMetrics names the counter below so
     "wirebench_server_sessions_total",
     "wirebench_server_refusals_total", // label kind
     "wirebench_server_received_bytes_total",
