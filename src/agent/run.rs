@@ -11,7 +11,7 @@ use anyhow::Result;
 use crate::agent::config::{AgentConfig, Target, Test};
 use crate::agent::regress::{self, Comparison};
 use crate::model::agent::LastResult;
-use crate::model::vocab::PatternKind;
+use crate::model::vocab::{PatternKind, TransportKind};
 use crate::model::RunDocument;
 use crate::store::db::{Db, Source};
 
@@ -68,8 +68,11 @@ pub fn last_result(doc: &RunDocument, run_id: Option<i64>) -> LastResult {
             (0.99, l.rtt.p99_ns as f64 * scale),
         ];
         out.transactions_per_s = Some(l.transactions_per_s);
+        // Only a transport that can lose a message counts losses: over TCP, QUIC or a Unix
+        // socket `lost` is 0 by construction, and a 0 would claim a measurement never made.
+        let can_lose = matches!(doc.transport, TransportKind::Udp | TransportKind::Raw);
         let tried = l.transactions + l.lost;
-        if tried > 0 {
+        if can_lose && tried > 0 {
             out.loss_ratio = Some(l.lost as f64 / tried as f64);
         }
     }
@@ -208,5 +211,11 @@ mod tests {
         assert_eq!(last.latency_quantiles[0], (0.5, rtt / 2.0 * 1e-9));
         assert!(last.sender_bytes_per_s.is_none());
         assert!(last.rpm.is_none());
+        // A reliable transport measured no loss: none is exported, not a 0.
+        assert_eq!(doc.transport, TransportKind::Tcp);
+        assert!(last.loss_ratio.is_none());
+        let mut udp = doc.clone();
+        udp.transport = TransportKind::Udp;
+        assert_eq!(last_result(&udp, None).loss_ratio, Some(0.0));
     }
 }
