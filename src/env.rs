@@ -20,7 +20,14 @@ fn kernel() -> String {
     }
 }
 
+/// Read once per process: the model does not change, and reading /proc/cpuinfo asks every
+/// CPU for its frequency, which cost a long-running agent more than a small run's own work.
 fn cpu_model() -> String {
+    static MODEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MODEL.get_or_init(read_cpu_model).clone()
+}
+
+fn read_cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {

@@ -22,8 +22,12 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::model::agent::{AgentSnapshot, TestState};
+use crate::store::db::Db;
 use config::AgentConfig;
 use schedule::{Budgets, Job, Scheduler};
+
+/// How often retention runs at most.
+const RETENTION_EVERY: Duration = Duration::from_secs(60);
 
 /// Longest the loop sleeps between looks at its stop flag and budgets.
 const TICK: Duration = Duration::from_millis(200);
@@ -34,6 +38,12 @@ pub struct Shared {
     pub db_path: PathBuf,
     /// Index i: job i's state (test-major, config order).
     pub snapshot: Mutex<AgentSnapshot>,
+    /// The results database, opened at the first save and kept open: a connection per run
+    /// (opening, migrating, a synced commit) cost more than the 64-byte ping-pong it saved.
+    db: Mutex<Option<Db>>,
+    /// When retention last ran: at most once per [`RETENTION_EVERY`], because its count rule
+    /// reads every agent run in the database.
+    retained_at: Mutex<Option<Instant>>,
     started: Instant,
 }
 
@@ -51,8 +61,41 @@ impl Shared {
                 running: 0,
                 cpu_seconds: 0.0,
             }),
+            db: Mutex::new(None),
+            retained_at: Mutex::new(None),
             started: Instant::now(),
         }
+    }
+
+    /// `f` on the agent's connection, opened (and tuned for a steady stream of small
+    /// commits) on first use. Runs that finish together save one after the other.
+    fn with_db<T>(&self, f: impl FnOnce(&Db) -> Result<T>) -> Result<T> {
+        let mut db = match self.db.lock() {
+            Ok(d) => d,
+            Err(p) => p.into_inner(),
+        };
+        if db.is_none() {
+            let opened = Db::open_or_create(&self.db_path)?;
+            opened.tune_for_steady_writes()?;
+            *db = Some(opened);
+        }
+        match db.as_ref() {
+            Some(d) => f(d),
+            None => anyhow::bail!("the results database is not open"),
+        }
+    }
+
+    /// Whether retention is due now (and, if so, it is counted as done).
+    fn retention_due(&self) -> bool {
+        let mut at = match self.retained_at.lock() {
+            Ok(a) => a,
+            Err(p) => p.into_inner(),
+        };
+        let due = at.is_none_or(|t| t.elapsed() >= RETENTION_EVERY);
+        if due {
+            *at = Some(Instant::now());
+        }
+        due
     }
 
     fn update(&self, f: impl FnOnce(&mut AgentSnapshot)) {
@@ -192,9 +235,17 @@ fn one_run(shared: &Shared, j: usize) -> u64 {
     let (target, test) = (&config.targets[job.target], &config.tests[job.test]);
     let label = run::label(target, test);
     let outcome = run::measure(test, &target.address, &label).and_then(|doc| {
-        let saved = run::save(&shared.db_path, config, &doc, &label)?;
+        let saved = shared.with_db(|db| run::save(db, config, &doc, &label))?;
         Ok((doc, saved))
     });
+    if shared.retention_due() {
+        if let Err(e) = shared.with_db(|db| run::retain(db, config)) {
+            eprintln!(
+                "wirebench agent: retention failed: {}",
+                crate::error::one_line(&e)
+            );
+        }
+    }
     match outcome {
         Ok((doc, saved)) => {
             let last = run::last_result(&doc, Some(saved.id));

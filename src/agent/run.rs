@@ -3,7 +3,6 @@
 //! labelled `<target>/<test>`, its figures taken for the exporter, its retention applied and
 //! its test's regression check made.
 
-use std::path::Path;
 use std::time::SystemTime;
 
 use anyhow::Result;
@@ -26,6 +25,8 @@ pub fn measure(test: &Test, address: &str, label: &str) -> Result<RunDocument> {
     let mut request = test.request.clone();
     request.server.to = Some(address.to_string());
     request.output.label = Some(label.to_string());
+    // The agent's runs overlap on this host: a host-wide counter would hold the others'.
+    request.host_counters = false;
     let (doc, result) = crate::glue::measure::measure_quietly(&request);
     result?;
     doc.ok_or_else(|| anyhow::anyhow!("the run made no result"))
@@ -129,15 +130,10 @@ pub struct Saved {
     pub headline: &'static str,
 }
 
-/// Saves the run as an agent run, applies retention, compares the test's recent runs with
-/// its baseline and marks the run when they regressed.
-pub fn save(db_path: &Path, config: &AgentConfig, doc: &RunDocument, label: &str) -> Result<Saved> {
-    let db = Db::open_or_create(db_path)?;
+/// Saves the run as an agent run, compares the test's recent runs with its baseline and
+/// marks the run when they regressed. Retention is the caller's ([`retain`]), less often.
+pub fn save(db: &Db, config: &AgentConfig, doc: &RunDocument, label: &str) -> Result<Saved> {
     let id = db.insert(doc, Source::Agent)?;
-    let r = &config.retention;
-    if r.max_age.is_some() || r.max_runs.is_some() {
-        db.apply_agent_retention(r.max_age, r.max_runs, SystemTime::now())?;
-    }
     let stream = doc.pattern == PatternKind::Stream;
     let want = config.regression.recent_runs + config.regression.baseline_runs;
     let figures = db.agent_figures(label, want)?;
@@ -171,6 +167,15 @@ pub fn save(db_path: &Path, config: &AgentConfig, doc: &RunDocument, label: &str
         comparison,
         headline,
     })
+}
+
+/// Applies the config's retention to the agent's runs; how many it deleted.
+pub fn retain(db: &Db, config: &AgentConfig) -> Result<u64> {
+    let r = &config.retention;
+    if r.max_age.is_none() && r.max_runs.is_none() {
+        return Ok(0);
+    }
+    db.apply_agent_retention(r.max_age, r.max_runs, SystemTime::now())
 }
 
 /// One line: the figure, both windows' means, the change and its interval.
@@ -217,5 +222,87 @@ mod tests {
         let mut udp = doc.clone();
         udp.transport = TransportKind::Udp;
         assert_eq!(last_result(&udp, None).loss_ratio, Some(0.0));
+    }
+
+    /// A ping-pong whose round trips were faster than the lab link's delay allows: the
+    /// physics guard flags the headline, and the exporter then serves
+    /// `wirebench_result_valid 0` for it, its figures still exported beside the 0.
+    #[test]
+    fn a_run_the_physics_guard_flagged_is_exported_with_result_valid_0() {
+        use crate::lab::config::{DirectionConfig, Framing, LinkConfig, Mechanism};
+        use crate::metrics::MetricsSource;
+        use crate::model::agent::{AgentSnapshot, ServerSnapshot, TestState};
+        use crate::plan::guard::{self, Facts};
+
+        // The document's round trips: 1 us minimum; the link's: 1 ms each way.
+        let mut doc = crate::store::db::tests::report("pingpong", 1, 1000.0);
+        let d = DirectionConfig {
+            rate_bits_per_s: Some(1e9),
+            delay: std::time::Duration::from_millis(1),
+            ..DirectionConfig::default()
+        };
+        let link = LinkConfig {
+            forward: d,
+            back: d,
+            mtu: 1500,
+            mechanism: Mechanism::Auto,
+            framing: Framing::Frame,
+        };
+        let facts = Facts {
+            transport: TransportKind::Tcp,
+            lab: Some(&link),
+            same_host: false,
+            pingpong: true,
+        };
+        let before = last_result(&doc, Some(1));
+        assert!(before.valid, "the document alone is valid");
+        guard::point(&mut doc.points[0], facts);
+        assert_eq!(doc.points[0].headline.validity.valid, Some(false));
+        let last = last_result(&doc, Some(1));
+        assert!(!last.valid);
+        assert_eq!(last.latency_quantiles, before.latency_quantiles);
+
+        struct One(TestState);
+        impl MetricsSource for One {
+            fn agent(&self) -> Option<AgentSnapshot> {
+                Some(AgentSnapshot {
+                    tests: vec![self.0.clone()],
+                    running: 0,
+                    cpu_seconds: 0.0,
+                })
+            }
+            fn server(&self) -> Option<ServerSnapshot> {
+                None
+            }
+            fn probe(&self, _: &str, _: &str) -> std::result::Result<TestState, String> {
+                Err("no probe here".into())
+            }
+        }
+        let source = One(TestState {
+            target: "far".into(),
+            test: "ping64".into(),
+            transport: "tcp".into(),
+            pattern: "pingpong".into(),
+            size_bytes: 64,
+            runs_total: 1,
+            last: Some(last),
+            ..TestState::default()
+        });
+        let probes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let reply = crate::metrics::http::route(&source, "GET", "/metrics", None, &probes);
+        let body = reply.body;
+        let valid: Vec<&str> = body
+            .lines()
+            .filter(|l| l.starts_with("wirebench_result_valid{"))
+            .collect();
+        assert_eq!(valid.len(), 1, "{body}");
+        assert!(valid[0].ends_with(" 0.0"), "{}", valid[0]);
+        assert!(valid[0].contains("target=\"far\""), "{}", valid[0]);
+        assert!(
+            body.lines()
+                .any(|l| l.starts_with("wirebench_latency_seconds{")
+                    && l.contains("quantile=\"0.5\"")),
+            "{body}"
+        );
     }
 }

@@ -708,6 +708,7 @@ impl TryFrom<&RunArgs> for Request {
             }),
             compete: a.compete.clone(),
             plot: a.plot.clone(),
+            host_counters: true,
         })
     }
 }

@@ -34,6 +34,8 @@ pub struct ClientSide {
     pub loss_timeout: Duration,
     /// Exchanges: keep each round trip with its time (for `--load`'s time series).
     pub rtt_series: bool,
+    /// Read this host's network counters and CPU time around each point.
+    pub host_counters: bool,
 }
 
 /// Everything both sides measured for one point, before it is summarised.
@@ -301,7 +303,9 @@ impl Session {
             channels.push(DataChannel::new(conn, caps, spec.spin, client.io_timeout)?);
         }
         // Read before the server is told to start, so that no data moves while it is read.
-        let instruments = crate::instruments::HostBefore::take();
+        let instruments = client
+            .host_counters
+            .then(crate::instruments::HostBefore::take);
         self.machine.data_connected(Instant::now());
         // The point runs once Go is here; the machine's deadlines give the server the point's
         // whole duration to answer at its end.
@@ -383,7 +387,7 @@ impl Session {
             }
             (results, crr_result, control)
         });
-        let client_instruments = Some(instruments.finish());
+        let client_instruments = instruments.map(|i| i.finish());
 
         let mut out = PointOutcome {
             client_streams: Vec::new(),

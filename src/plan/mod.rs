@@ -160,6 +160,7 @@ fn build_on(r: &Request, default_cc: impl FnOnce() -> Option<String>) -> Result<
             // --load's time-series plot of the round trips, idle and loaded.
             rtt_series: r.load.is_some()
                 && matches!(r.pattern, PatternKind::Pingpong | PatternKind::Rr),
+            host_counters: r.host_counters,
         },
         confidence,
         repeat: stats.repeat,

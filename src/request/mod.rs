@@ -49,6 +49,11 @@ pub struct Request {
     /// flow's rate and Jain's index over time; to this .svg or .png.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plot: Option<PathBuf>,
+    /// Read the client host's network counters and CPU time around each point (where a lost
+    /// message was lost, the client's CPU share). The agent turns it off: its runs share one
+    /// host at the same time, so a host-wide counter would count the other runs' traffic as
+    /// this one's (and reading them cost more than its 64-byte ping-pongs).
+    pub host_counters: bool,
 }
 
 /// Background load beside the measured test, to the same server.
@@ -371,6 +376,7 @@ impl Default for Request {
             load: None,
             compete: Vec::new(),
             plot: None,
+            host_counters: true,
         }
     }
 }

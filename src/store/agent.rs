@@ -20,6 +20,12 @@ pub struct Figures {
     pub note: Option<String>,
 }
 
+/// The newest runs of one label: read from the index `runs_agent_figures` alone (schema step
+/// 8), without the documents.
+const AGENT_FIGURES: &str = "SELECT id, latency_ns, throughput_bits_per_s, headline_note FROM runs
+             WHERE source = ?1 AND label = ?2 AND complete = 1
+             ORDER BY id DESC LIMIT ?3";
+
 impl Db {
     /// Deletes agent runs that started before `now - max_age`, then all but the newest
     /// `max_runs` agent runs; runs of any other source are never touched. How many went.
@@ -55,11 +61,7 @@ impl Db {
 
     /// The newest `limit` complete agent runs labelled exactly `label`, newest first.
     pub fn agent_figures(&self, label: &str, limit: usize) -> Result<Vec<Figures>> {
-        let mut stmt = self.conn().prepare(
-            "SELECT id, latency_ns, throughput_bits_per_s, headline_note FROM runs
-             WHERE source = ?1 AND label = ?2 AND complete = 1
-             ORDER BY id DESC LIMIT ?3",
-        )?;
+        let mut stmt = self.conn().prepare_cached(AGENT_FIGURES)?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = stmt.query_map(params![Source::Agent.as_str(), label, limit], |r| {
             Ok(Figures {
@@ -74,10 +76,9 @@ impl Db {
 
     /// Marks run `id` as the one at which a regression was found, with what was found.
     pub fn mark_regression(&self, id: i64, text: &str) -> Result<()> {
-        self.conn().execute(
-            "UPDATE runs SET regression = ?2 WHERE id = ?1",
-            params![id, text],
-        )?;
+        self.conn()
+            .prepare_cached("UPDATE runs SET regression = ?2 WHERE id = ?1")?
+            .execute(params![id, text])?;
         Ok(())
     }
 }
@@ -154,5 +155,26 @@ mod tests {
             .all(|r| r.regression.is_none()));
         let json = serde_json::to_string(row).unwrap();
         assert!(json.contains("\"regression\":\"latency +20%\""), "{json}");
+    }
+
+    /// The agent reads this after every run: from its index alone, in the index's order,
+    /// never walking the documents' pages nor sorting.
+    #[test]
+    fn a_tests_last_figures_are_read_from_an_index_alone() {
+        let (_d, db) = temp_db();
+        save(&db, "2026-03-30T00:00:00.000Z", "a/p", Source::Agent);
+        let plan: Vec<String> = db
+            .conn()
+            .prepare(&format!("EXPLAIN QUERY PLAN {AGENT_FIGURES}"))
+            .unwrap()
+            .query_map(params!["agent", "a/p", 10], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(plan.len(), 1, "{plan:?}");
+        assert!(
+            plan[0].contains("USING COVERING INDEX runs_agent_figures"),
+            "{plan:?}"
+        );
     }
 }
