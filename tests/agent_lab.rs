@@ -360,6 +360,13 @@ fn agent_on_a_lab_is_what_prometheus_holds_and_a_slowed_link_alone_regresses() {
         .filter(|r| r.get("regression").is_some_and(|g| !g.is_null()))
         .map(|r| r["label"].as_str().unwrap())
         .collect();
+    // What the agent found, for a reader of the test's output (--nocapture).
+    for r in runs
+        .iter()
+        .filter(|r| r.get("regression").is_some_and(|g| !g.is_null()))
+    {
+        eprintln!("run {} {}: {}", r["id"], r["label"], r["regression"]);
+    }
     assert!(flagged.contains(&"slow/ping64"), "{flagged:?}");
     assert!(
         flagged.iter().all(|l| l.starts_with("slow/")),
