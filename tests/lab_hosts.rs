@@ -196,6 +196,77 @@ fn a_star_of_four_with_one_slow_long_link() {
     }
 }
 
+/// `lab set --delay` on a running lab: the state file (`lab status`) holds the new delay at
+/// once, and a ping-pong after it takes no less than the new delay, out and back; the other
+/// links keep theirs. Bad input is one line and a failure.
+#[test]
+fn lab_set_lengthens_one_links_delay_while_the_lab_is_up() {
+    if !require(Need::LAB) {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (name, _) = lab_up("ls3", &["--hosts", "3", "--delay", "1ms"]);
+    let name = &name.0;
+    let addrs = addresses(&status(name));
+    let _servers = serve_everywhere(name, &addrs);
+    let (n, before) = pingpong(name, 0, &addrs[2]);
+    assert_eq!(n, 5);
+    assert!(before >= 4_000_000, "RTT {before} ns before the change");
+
+    let set = common::run(&[
+        "lab", "set", "--name", name, "--link", "h2", "--delay", "30ms",
+    ]);
+    assert!(
+        set.status.success(),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
+    let said = String::from_utf8_lossy(&set.stdout);
+    assert!(said.contains("link h2 set"), "{said}");
+    assert!(said.contains("one-way delay 30.0 ms"), "{said}");
+    let st = status(name);
+    let links = &st["lab"]["links"];
+    for dir in ["forward", "back"] {
+        assert_eq!(u(&links[2]["config"][dir]["delay_ns"]), 30_000_000);
+        assert_eq!(u(&links[1]["config"][dir]["delay_ns"]), 1_000_000);
+        assert_eq!(u(&links[0]["config"][dir]["delay_ns"]), 1_000_000);
+    }
+    // Out over h0's link (1 ms) and h2's (now 30 ms), and back: lower bounds only.
+    let (n, after) = pingpong(name, 0, &addrs[2]);
+    assert_eq!(n, 5);
+    assert!(
+        after >= 62_000_000,
+        "RTT {after} ns after lab set --delay 30ms"
+    );
+    // h1's path kept its 1 ms links: it still meets its own lower bound (no upper bound).
+    let (n, other) = pingpong(name, 0, &addrs[1]);
+    assert_eq!(n, 5);
+    assert!(other >= 4_000_000, "RTT {other} ns");
+
+    for (args, want) in [
+        (
+            vec!["--link", "h7", "--delay", "5ms"],
+            "has no link 'h7' (its links: h0, h1, h2)",
+        ),
+        (vec!["--delay", "5ms"], "name one with --link"),
+        (vec!["--link", "h2"], "give what to change"),
+        (vec!["--link", "h2", "--jitter", "40ms"], "is above --delay"),
+    ] {
+        let mut all = vec!["lab", "set", "--name", name.as_str()];
+        all.extend(args);
+        let out = common::run(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{all:?}");
+        assert_eq!(err.trim().lines().count(), 1, "{all:?}: {err}");
+        assert!(err.contains(want), "{all:?}: {err}");
+    }
+    let out = common::run(&["lab", "set", "--name", "nosuchlab9", "--delay", "5ms"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("no lab named 'nosuchlab9'"), "{err}");
+}
+
 #[test]
 fn a_chain_of_three_routes_through_the_middle_host() {
     if !require(Need::LAB) {

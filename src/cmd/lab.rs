@@ -62,6 +62,31 @@ pub enum LabCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Change a running lab link's one-way delay and jitter: frames the link takes in from
+    /// now on are held the new time (frames already held keep theirs); `lab status` shows the
+    /// settings now. Only links the delay line carries (not a bridge, not --mechanism netem).
+    Set {
+        /// Lab name, as given to `lab up`.
+        #[arg(long, default_value = "lab")]
+        name: String,
+        /// The link, in an N-host lab: as `lab status` names it (h3: host 3's link to its
+        /// switch; h0-h1 in a chain; trunk). Left out in a two-host lab (it has one).
+        #[arg(long)]
+        link: Option<String>,
+        /// One-way delay, each direction unless --delay-back (10ms, 250us).
+        #[arg(long, value_parser = parse_duration)]
+        delay: Option<Duration>,
+        /// Uniform jitter of the delay, +/-, each direction unless --jitter-back (at most the
+        /// delay).
+        #[arg(long, value_parser = parse_duration)]
+        jitter: Option<Duration>,
+        /// Delay of the link's back direction (b -> a; in an N-host lab the second end's).
+        #[arg(long, value_parser = parse_duration)]
+        delay_back: Option<Duration>,
+        /// Jitter of the link's back direction.
+        #[arg(long, value_parser = parse_duration)]
+        jitter_back: Option<Duration>,
+    },
     /// Remove a lab (or all of yours), ending the processes still running in it.
     Down {
         /// Lab name, as given to `lab up`.
@@ -142,6 +167,26 @@ pub fn run(args: LabArgs) -> Result<i32> {
             command,
         } => exec(&name, &host, &command),
         LabCommand::Status { name, json } => status(name, json),
+        LabCommand::Set {
+            name,
+            link,
+            delay,
+            jitter,
+            delay_back,
+            jitter_back,
+        } => {
+            let change = crate::lab::set::Change {
+                delay,
+                jitter,
+                delay_back,
+                jitter_back,
+            };
+            print_set(
+                &crate::lab::set::set(&name, link.as_deref(), &change)?,
+                link.as_deref(),
+            );
+            Ok(0)
+        }
         LabCommand::Down {
             name,
             all,
@@ -193,6 +238,25 @@ pub fn print_state(s: &LabState) {
                     c => format!(", {c} cells"),
                 }
             );
+        }
+    }
+}
+
+/// What `lab set` left the link at.
+fn print_set(recorded: &Recorded, link: Option<&str>) {
+    match recorded {
+        Recorded::Pair(s) => {
+            println!("lab {}: link set", s.name);
+            println!("  a -> b: {}", s.config.forward.describe(s.config.mtu));
+            println!("  b -> a: {}", s.config.back.describe(s.config.mtu));
+        }
+        Recorded::Hosts(s) => {
+            for l in s.links.iter().filter(|l| Some(l.name.as_str()) == link) {
+                let [x, y] = &l.ends;
+                println!("lab {}: link {} set", s.name, l.name);
+                println!("  {x} -> {y}: {}", l.config.forward.describe(l.config.mtu));
+                println!("  {y} -> {x}: {}", l.config.back.describe(l.config.mtu));
+            }
         }
     }
 }

@@ -227,6 +227,11 @@ impl CausalWindows {
         }
     }
 
+    /// Makes the window no longer than `window`.
+    fn shrink_to(&mut self, window: Duration) {
+        self.window_ns = self.window_ns.min(window.as_nanos() as u64);
+    }
+
     /// A frame released at `at_ns` (on the line's own clock, frames in order) `late_ns` late:
     /// what the sum grows by.
     fn released(&mut self, at_ns: u64, late_ns: u64) -> u64 {
@@ -293,6 +298,14 @@ impl Queue {
             Queue::ByTime(q) => q.push(Reverse(h)),
         }
     }
+    /// The queue as a heap by release time (frames held without jitter, then `lab set` gave
+    /// the link some): the FIFO's order no longer follows release times.
+    fn into_by_time(self) -> Queue {
+        match self {
+            Queue::Fifo(q) => Queue::ByTime(q.into_iter().map(Reverse).collect()),
+            heap => heap,
+        }
+    }
 }
 
 /// Reuses frame buffers by size class, so that a steady flow allocates nothing and small
@@ -343,13 +356,72 @@ impl Rng {
     }
 }
 
-fn hold_time(cfg: &DirectionConfig, rng: &mut Rng) -> Duration {
-    if cfg.jitter.is_zero() {
-        return cfg.delay;
+fn hold_time(delay: Duration, jitter: Duration, rng: &mut Rng) -> Duration {
+    if jitter.is_zero() {
+        return delay;
     }
-    let j = cfg.jitter.as_secs_f64();
-    let d = cfg.delay.as_secs_f64() + (rng.next_f64() * 2.0 - 1.0) * j;
+    let j = jitter.as_secs_f64();
+    let d = delay.as_secs_f64() + (rng.next_f64() * 2.0 - 1.0) * j;
     Duration::from_secs_f64(d.max(0.0))
+}
+
+/// A direction's delay and jitter as they are now: `lab set` changes them while the lab is
+/// up (the delay-line process stores what the lab's state file says; its forwarding thread
+/// reads them for every frame it takes in). Frames already held keep the release time they
+/// were given, as frames in flight on a real path keep theirs when its route changes.
+#[derive(Debug, Default)]
+pub struct LiveHold {
+    delay_ns: AtomicU64,
+    jitter_ns: AtomicU64,
+}
+
+impl LiveHold {
+    pub fn new(cfg: &DirectionConfig) -> LiveHold {
+        let h = LiveHold::default();
+        h.set(cfg);
+        h
+    }
+
+    /// Takes `cfg`'s delay and jitter; whether they changed.
+    pub fn set(&self, cfg: &DirectionConfig) -> bool {
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let d = self.delay_ns.swap(ns(cfg.delay), Ordering::Relaxed);
+        let j = self.jitter_ns.swap(ns(cfg.jitter), Ordering::Relaxed);
+        (d, j) != (ns(cfg.delay), ns(cfg.jitter))
+    }
+
+    /// (delay, jitter).
+    pub fn get(&self) -> (Duration, Duration) {
+        (
+            Duration::from_nanos(self.delay_ns.load(Ordering::Relaxed)),
+            Duration::from_nanos(self.jitter_ns.load(Ordering::Relaxed)),
+        )
+    }
+
+    /// The least time a frame is held: delay minus jitter.
+    fn least(&self) -> Duration {
+        let (d, j) = self.get();
+        d.saturating_sub(j)
+    }
+}
+
+/// The delay and jitter of a direction and of its reverse, shared with the process that
+/// changes them (see [`LiveHold`]).
+#[derive(Debug, Clone)]
+pub struct Holds {
+    pub own: Arc<LiveHold>,
+    pub reverse: Arc<LiveHold>,
+}
+
+/// When a frame taken in is released: `computed` (its time off the wire plus its hold),
+/// except that without jitter no frame leaves before one taken in earlier (`last`). A link
+/// whose delay `lab set` shortened does not let new frames overtake those still held at the
+/// longer delay: a FIFO link holds its order, and the delay line's FIFO queue relies on it.
+fn release_at(computed: Instant, last: Option<Instant>, jitter: Duration) -> Instant {
+    match last {
+        Some(l) if jitter.is_zero() && l > computed => l,
+        _ => computed,
+    }
 }
 
 /// The GSO size a frame's virtio-net header announces (0: not a GSO frame).
@@ -363,12 +435,12 @@ fn gso_size(vnet: &[u8]) -> u16 {
     }
 }
 
-/// The link a direction emulates: its settings, its other direction (for the round-trip hold
-/// of [`CausalWindows`]), its MTU and its wire's framing.
+/// The link a direction emulates: its settings (its delay and jitter as they are now, and
+/// its other direction's for the round-trip hold of [`CausalWindows`], are in [`Holds`]), its
+/// MTU and its wire's framing.
 #[derive(Debug, Clone, Copy)]
 pub struct Direction {
     pub cfg: DirectionConfig,
-    pub reverse: DirectionConfig,
     pub mtu: u64,
     pub framing: Framing,
 }
@@ -379,14 +451,10 @@ pub fn forward(
     rx: &OwnedFd,
     tx: &OwnedFd,
     link: Direction,
+    holds: Holds,
     counters: Arc<Counters>,
 ) -> io::Result<()> {
-    let Direction {
-        cfg,
-        reverse,
-        mtu,
-        framing,
-    } = link;
+    let Direction { cfg, mtu, framing } = link;
     let _ = crate::sys::precise_timers();
     // The delay line's lateness is the link's: ahead of ordinary load on the host.
     let _ = crate::sys::realtime_priority(10);
@@ -410,8 +478,9 @@ pub fn forward(
     let mut held = 0usize;
     let mut seq = 0u64;
     let mut spin_ahead = SpinAhead(SPIN_AHEAD_MIN);
-    let hold = |d: &DirectionConfig| d.delay.saturating_sub(d.jitter);
-    let mut windows = CausalWindows::new(hold(&cfg) + hold(&reverse));
+    let round_trip_hold = || holds.own.least() + holds.reverse.least();
+    let mut windows = CausalWindows::new(round_trip_hold());
+    let mut last_release: Option<Instant> = None;
     let mut awake_since = Instant::now();
     loop {
         // Release everything that is due.
@@ -533,8 +602,23 @@ pub fn forward(
                     frame_buf.extend_from_slice(&scratch[..n]);
                     held += n;
                     seq += 1;
+                    let (delay, jitter) = holds.own.get();
+                    if !jitter.is_zero() && matches!(queue, Queue::Fifo(_)) {
+                        queue = std::mem::replace(&mut queue, Queue::Fifo(VecDeque::new()))
+                            .into_by_time();
+                    }
+                    // A shorter hold (`lab set`) shortens the windows at once; a longer one
+                    // would leave frames held at the old, shorter hold in windows too long
+                    // for them, so the windows never grow (the sum only errs high).
+                    windows.shrink_to(round_trip_hold());
+                    let release = release_at(
+                        off_wire + hold_time(delay, jitter, &mut rng),
+                        last_release,
+                        jitter,
+                    );
+                    last_release = Some(last_release.map_or(release, |l| l.max(release)));
                     queue.push(Held {
-                        release: off_wire + hold_time(&cfg, &mut rng),
+                        release,
                         seq,
                         segments,
                         wire_bytes,
@@ -610,12 +694,83 @@ mod tests {
         let n = 100_000;
         let mut sum = 0.0;
         for _ in 0..n {
-            let d = hold_time(&cfg, &mut rng).as_secs_f64();
+            let d = hold_time(cfg.delay, cfg.jitter, &mut rng).as_secs_f64();
             assert!((0.008..=0.012).contains(&d), "{d}");
             sum += d;
         }
         // Mean of a uniform +/-2 ms around 10 ms; 5 standard errors is 0.018 ms.
         assert!((sum / n as f64 - 0.010).abs() < 0.000_02);
+    }
+
+    #[test]
+    fn a_shortened_delay_never_lets_a_frame_overtake_one_held_longer() {
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        // Held at 40 ms until t+45; a frame after `lab set --delay 10ms` would leave at t+15.
+        assert_eq!(
+            release_at(t + ms(15), Some(t + ms(45)), Duration::ZERO),
+            t + ms(45)
+        );
+        // Later anyway, or with jitter (which reorders on purpose): its own time.
+        assert_eq!(
+            release_at(t + ms(50), Some(t + ms(45)), Duration::ZERO),
+            t + ms(50)
+        );
+        assert_eq!(release_at(t + ms(15), Some(t + ms(45)), ms(1)), t + ms(15));
+        assert_eq!(release_at(t + ms(15), None, Duration::ZERO), t + ms(15));
+    }
+
+    #[test]
+    fn a_live_hold_takes_new_settings_and_says_whether_they_changed() {
+        let mut cfg = DirectionConfig {
+            delay: Duration::from_millis(10),
+            ..DirectionConfig::default()
+        };
+        let h = LiveHold::new(&cfg);
+        assert_eq!(h.get(), (Duration::from_millis(10), Duration::ZERO));
+        assert!(!h.set(&cfg));
+        cfg.delay = Duration::from_millis(40);
+        cfg.jitter = Duration::from_millis(5);
+        assert!(h.set(&cfg));
+        assert_eq!(
+            h.get(),
+            (Duration::from_millis(40), Duration::from_millis(5))
+        );
+        assert_eq!(h.least(), Duration::from_millis(35));
+        // The causal windows follow a shorter round-trip hold, never a longer one.
+        let mut w = CausalWindows::new(Duration::from_millis(20));
+        w.shrink_to(Duration::from_millis(70));
+        assert_eq!(w.window_ns, 20_000_000);
+        w.shrink_to(Duration::from_millis(2));
+        assert_eq!(w.window_ns, 2_000_000);
+    }
+
+    #[test]
+    fn a_fifo_turned_heap_keeps_every_frame_in_release_order() {
+        let t = Instant::now();
+        let mut q = Queue::Fifo(VecDeque::new());
+        for (ms, seq) in [(1, 0), (3, 1), (5, 2)] {
+            q.push(Held {
+                release: t + Duration::from_millis(ms),
+                seq,
+                segments: 1,
+                wire_bytes: 0,
+                cells: 0,
+                frame: Vec::new(),
+            });
+        }
+        let mut q = q.into_by_time();
+        // A jittered frame due before the last of them.
+        q.push(Held {
+            release: t + Duration::from_millis(2),
+            seq: 3,
+            segments: 1,
+            wire_bytes: 0,
+            cells: 0,
+            frame: Vec::new(),
+        });
+        let order: Vec<u64> = std::iter::from_fn(|| q.pop().map(|h| h.seq)).collect();
+        assert_eq!(order, [0, 3, 1, 2]);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::config::{LinkConfig, Mechanism};
-use super::delayline::{self, Counters, CountersSnapshot};
+use super::delayline::{self, Counters, CountersSnapshot, LiveHold};
 use super::host;
 use super::topology::{self, Shape, Topology, NET};
 use super::{ns, shaping};
@@ -211,9 +211,8 @@ impl HostsLab {
     }
 }
 
-fn save(state: &HostsLabState) -> Result<()> {
-    let json = serde_json::to_string_pretty(state)?;
-    std::fs::write(super::state_path(&state.name), json).context("writing the lab state")
+pub(super) fn save(state: &HostsLabState) -> Result<()> {
+    super::write_state(&state.name, &serde_json::to_string_pretty(state)?)
 }
 
 fn build(state: &mut HostsLabState, plan: &topology::Plan) -> Result<()> {
@@ -313,12 +312,14 @@ pub(super) fn run_delay_line(state: &HostsLabState) -> Result<()> {
     crate::sys::enter_netns(&host::netns_path(&ns(&state.name, NET)))
         .context("entering the lab's net namespace")?;
     let mut counters = Vec::new();
+    let mut holds = Vec::new();
     // Held for the process's life: the delay line's lateness is the link's, and a halted CPU
     // wakes late (see the function).
     let _fast_wakeups = crate::sys::hold_fast_wakeups().ok();
     for l in &state.links {
         if l.mechanism != "delay-line" {
             counters.push(None);
+            holds.push(None);
             continue;
         }
         let [a, b] = &l.devices;
@@ -332,35 +333,53 @@ pub(super) fn run_delay_line(state: &HostsLabState) -> Result<()> {
         );
         let (fwd, back) = (Arc::new(Counters::default()), Arc::new(Counters::default()));
         let (mtu, framing) = (l.config.mtu, l.config.framing);
-        for (rx, tx, cfg, reverse, c) in [
+        let fwd_hold = Arc::new(LiveHold::new(&l.config.forward));
+        let back_hold = Arc::new(LiveHold::new(&l.config.back));
+        for (rx, tx, cfg, own, reverse, c) in [
             (
                 a.clone(),
                 b.clone(),
                 l.config.forward,
-                l.config.back,
+                fwd_hold.clone(),
+                back_hold.clone(),
                 fwd.clone(),
             ),
-            (b, a, l.config.back, l.config.forward, back.clone()),
+            (
+                b,
+                a,
+                l.config.back,
+                back_hold.clone(),
+                fwd_hold.clone(),
+                back.clone(),
+            ),
         ] {
             std::thread::Builder::new()
                 .name(format!("wb-delay-{}", l.name))
                 .spawn(move || {
-                    let link = delayline::Direction {
-                        cfg,
-                        reverse,
-                        mtu,
-                        framing,
-                    };
-                    if let Err(e) = delayline::forward(&rx, &tx, link, c) {
+                    let link = delayline::Direction { cfg, mtu, framing };
+                    let holds = delayline::Holds { own, reverse };
+                    if let Err(e) = delayline::forward(&rx, &tx, link, holds, c) {
                         eprintln!("wirebench delay line: {e}");
                         std::process::exit(1);
                     }
                 })?;
         }
         counters.push(Some((fwd, back)));
+        holds.push(Some((fwd_hold, back_hold)));
     }
     println!("ready");
-    super::report_counters(&state.name, |answered| {
+    let reload = || {
+        // The links are matched by position: `lab set` changes settings, never the list.
+        if let Ok(super::Recorded::Hosts(s)) = super::load_any(&state.name) {
+            for (l, h) in s.links.iter().zip(&holds) {
+                if let Some((f, b)) = h {
+                    f.set(&l.config.forward);
+                    b.set(&l.config.back);
+                }
+            }
+        }
+    };
+    super::report_counters(&state.name, reload, |answered| {
         serde_json::to_string(&HostsStats {
             links: counters
                 .iter()

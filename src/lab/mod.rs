@@ -19,6 +19,7 @@ mod host;
 pub mod hosts;
 pub mod link;
 pub mod owner;
+pub mod set;
 mod shaping;
 pub mod topology;
 
@@ -307,8 +308,17 @@ pub fn load_any(name: &str) -> Result<Recorded> {
 }
 
 fn save(state: &LabState) -> Result<()> {
-    let json = serde_json::to_string_pretty(state)?;
-    std::fs::write(state_path(&state.name), json).context("writing the lab state")
+    write_state(&state.name, &serde_json::to_string_pretty(state)?)
+}
+
+/// Writes a lab's state file aside and renames it into place: `lab set` rewrites the file of
+/// a running lab, whose readers (the delay line, `lab status`, a run's physics guard) must
+/// never read half of it.
+fn write_state(name: &str, json: &str) -> Result<()> {
+    let path = state_path(name);
+    let tmp = path.with_extension("json.new");
+    std::fs::write(&tmp, json).context("writing the lab state")?;
+    std::fs::rename(&tmp, &path).context("writing the lab state")
 }
 
 /// A two-host lab's state (an N-host lab is refused: it has no hosts a and b).
@@ -501,43 +511,49 @@ fn run_pair_delay_line(state: &LabState) -> Result<()> {
     let wbb = Arc::new(crate::sys::packet::open("wbb", 16 << 20).context("packet socket on wbb")?);
     let fwd = Arc::new(Counters::default());
     let back = Arc::new(Counters::default());
+    let fwd_hold = Arc::new(delayline::LiveHold::new(&state.config.forward));
+    let back_hold = Arc::new(delayline::LiveHold::new(&state.config.back));
     // Held for the process's life: the delay line's lateness is the link's, and a halted CPU
     // wakes late (see the function).
     let _fast_wakeups = crate::sys::hold_fast_wakeups().ok();
     let (mtu, framing) = (state.config.mtu, state.config.framing);
-    for (rx, tx, cfg, reverse, c) in [
+    for (rx, tx, cfg, own, reverse, c) in [
         (
             wba.clone(),
             wbb.clone(),
             state.config.forward,
-            state.config.back,
+            fwd_hold.clone(),
+            back_hold.clone(),
             fwd.clone(),
         ),
         (
             wbb.clone(),
             wba.clone(),
             state.config.back,
-            state.config.forward,
+            back_hold.clone(),
+            fwd_hold.clone(),
             back.clone(),
         ),
     ] {
         std::thread::Builder::new()
             .name("wb-delay".into())
             .spawn(move || {
-                let link = delayline::Direction {
-                    cfg,
-                    reverse,
-                    mtu,
-                    framing,
-                };
-                if let Err(e) = delayline::forward(&rx, &tx, link, c) {
+                let link = delayline::Direction { cfg, mtu, framing };
+                let holds = delayline::Holds { own, reverse };
+                if let Err(e) = delayline::forward(&rx, &tx, link, holds, c) {
                     eprintln!("wirebench delay line: {e}");
                     std::process::exit(1);
                 }
             })?;
     }
     println!("ready");
-    report_counters(name, |answered| {
+    let reload = || {
+        if let Ok(Recorded::Pair(s)) = load_any(name) {
+            fwd_hold.set(&s.config.forward);
+            back_hold.set(&s.config.back);
+        }
+    };
+    report_counters(name, reload, |answered| {
         serde_json::to_string(&DelayLineStats {
             forward: fwd.snapshot(),
             back: back.snapshot(),
@@ -549,8 +565,14 @@ fn run_pair_delay_line(state: &LabState) -> Result<()> {
 
 /// The delay line's reporting loop (forever): `snapshot(answered)` written to the stats file
 /// every STATS_EVERY, and at once when a reader asks (writing its number into the FIFO), so
-/// that counters read around a point are exact.
-fn report_counters(name: &str, snapshot: impl Fn(u64) -> Option<String>) -> Result<()> {
+/// that counters read around a point are exact. Before it answers a request it calls
+/// `reload`, which takes the links' delay and jitter from the lab's state file: `lab set`
+/// writes the file, then asks, and so knows once answered that the links use its settings.
+fn report_counters(
+    name: &str,
+    reload: impl Fn(),
+    snapshot: impl Fn(u64) -> Option<String>,
+) -> Result<()> {
     let mut requests = open_request_fifo(&stats_request_path(name))?;
     let mut last_written = Instant::now();
     let mut answered = 0;
@@ -560,6 +582,7 @@ fn report_counters(name: &str, snapshot: impl Fn(u64) -> Option<String>) -> Resu
             let mut buf = [0u8; 512];
             if let Ok(n) = std::io::Read::read(&mut requests, &mut buf) {
                 if let Some(r) = last_request(&buf[..n]) {
+                    reload();
                     answered = r;
                 }
             }
@@ -597,6 +620,7 @@ pub fn down(name: &str) -> Result<usize> {
         }
     }
     let _ = std::fs::remove_file(state_path(name));
+    let _ = std::fs::remove_file(state_path(name).with_extension("json.new"));
     let _ = std::fs::remove_file(stats_path(name));
     let _ = std::fs::remove_file(stats_path(name).with_extension("json.tmp"));
     let _ = std::fs::remove_file(stats_request_path(name));

@@ -56,9 +56,61 @@ pub struct Prometheus {
     child: Child,
     pub addr: SocketAddr,
     dir: tempfile::TempDir,
+    /// The network namespace it runs in (its loopback is that namespace's), None: the test's.
+    netns: Option<String>,
 }
 
 impl Prometheus {
+    /// Starts Prometheus inside network namespace `netns` (`ip netns exec`), listening on
+    /// `port` of that namespace's loopback and scraping `jobs` there; queried from a thread
+    /// that enters the namespace. A namespace of the test's own (a lab host's) has every port
+    /// free, so the port is the caller's choice.
+    pub fn start_in(netns: &str, port: u16, jobs: &[Scrape]) -> Prometheus {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let mut prom = Prometheus::spawn(addr, jobs, Some(netns));
+        if let Err(log) = prom.wait_ready() {
+            panic!("prometheus on {addr} in {netns} never became ready:\n{log}");
+        }
+        prom
+    }
+
+    fn spawn(addr: SocketAddr, jobs: &[Scrape], netns: Option<&str>) -> Prometheus {
+        let dir = tempfile::Builder::new()
+            .prefix("wirebench-prometheus-")
+            .tempdir()
+            .expect("a temporary directory");
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(&config, config_text(addr, jobs)).expect("config written");
+        let log = std::fs::File::create(dir.path().join("prometheus.log")).expect("log file");
+        // `ip netns exec` runs the server in place of itself: the child is Prometheus.
+        let mut command = match netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns, PROMETHEUS]);
+                c
+            }
+            None => Command::new(PROMETHEUS),
+        };
+        let child = command
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address={addr}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("prometheus starts");
+        Prometheus {
+            child,
+            addr,
+            dir,
+            netns: netns.map(str::to_owned),
+        }
+    }
+
     /// Starts Prometheus scraping `jobs` every second and waits until `/-/ready` answers 200.
     /// The port is found free just before the start; when another process takes it in between,
     /// the start is tried again on another one.
@@ -67,26 +119,7 @@ impl Prometheus {
         for _ in 0..5 {
             let port = free_port();
             let addr: SocketAddr = SocketAddr::from(([127, 0, 0, 1], port));
-            let dir = tempfile::Builder::new()
-                .prefix("wirebench-prometheus-")
-                .tempdir()
-                .expect("a temporary directory");
-            let config = dir.path().join("prometheus.yml");
-            std::fs::write(&config, config_text(addr, jobs)).expect("config written");
-            let log = std::fs::File::create(dir.path().join("prometheus.log")).expect("log file");
-            let child = Command::new(PROMETHEUS)
-                .arg(format!("--config.file={}", config.display()))
-                .arg(format!(
-                    "--storage.tsdb.path={}",
-                    dir.path().join("data").display()
-                ))
-                .arg(format!("--web.listen-address={addr}"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .expect("prometheus starts");
-            let mut prom = Prometheus { child, addr, dir };
+            let mut prom = Prometheus::spawn(addr, jobs, None);
             match prom.wait_ready() {
                 Ok(()) => return prom,
                 Err(log) if log.contains("address already in use") => last_log = log,
@@ -103,7 +136,7 @@ impl Prometheus {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(format!("exited ({status}):\n{}", self.log()));
             }
-            if matches!(get(self.addr, "/-/ready"), Ok((200, _))) {
+            if matches!(self.get("/-/ready"), Ok((200, _))) {
                 return Ok(());
             }
             if Instant::now() >= until {
@@ -125,8 +158,30 @@ impl Prometheus {
     /// An instant query through `/api/v1/query`: the samples of a vector (a scalar: one sample
     /// without labels); Err with Prometheus's own error (a bad expression, say).
     pub fn query(&self, expr: &str) -> Result<Vec<Sample>, String> {
-        let path = format!("/api/v1/query?query={}", percent_encode(expr));
-        let (status, body) = get(self.addr, &path)?;
+        self.query_path(format!("/api/v1/query?query={}", percent_encode(expr)))
+    }
+
+    /// [`Prometheus::query`] evaluated at `unix_s` (seconds since the epoch): queries at one
+    /// time see the samples of the same scrapes.
+    pub fn query_at(&self, expr: &str, unix_s: f64) -> Result<Vec<Sample>, String> {
+        self.query_path(format!(
+            "/api/v1/query?query={}&time={unix_s:.3}",
+            percent_encode(expr)
+        ))
+    }
+
+    /// A GET of the server's API, from inside its namespace when it has one.
+    fn get(&self, path: &str) -> Result<(u16, String), String> {
+        let Some(ns) = &self.netns else {
+            return get(self.addr, path);
+        };
+        let (addr, path) = (self.addr, path.to_owned());
+        wirebench::lab::in_netns(ns, move || Ok(get(addr, &path)))
+            .map_err(|e| format!("entering {ns}: {e:#}"))?
+    }
+
+    fn query_path(&self, path: String) -> Result<Vec<Sample>, String> {
+        let (status, body) = self.get(&path)?;
         let v: Value = serde_json::from_str(&body)
             .map_err(|e| format!("HTTP {status}: not JSON ({e}): {body}"))?;
         if v["status"] != "success" {
