@@ -78,6 +78,9 @@ pub struct LabelSeries {
     pub transports: Vec<String>,
     /// Whether some run's transport can lose a message (UDP, raw): only then is a loss drawn.
     pub lossy: bool,
+    /// The request sizes (bytes) of its runs' first points, ascending: more than one when the
+    /// test's config changed, which moves its figures as much as the network does.
+    pub sizes: Vec<u64>,
     pub samples: Vec<Sample>,
 }
 
@@ -208,8 +211,14 @@ pub fn series(runs: &[HistoryRun]) -> Vec<LabelSeries> {
                 kind,
                 transports: Vec::new(),
                 lossy: false,
+                sizes: Vec::new(),
                 samples: Vec::new(),
             });
+        if let Some(p) = run.report.points.first() {
+            if let Err(at) = g.sizes.binary_search(&p.request_size) {
+                g.sizes.insert(at, p.request_size);
+            }
+        }
         let t = run.report.transport.name().to_owned();
         if !g.transports.contains(&t) {
             g.transports.push(t);
@@ -458,8 +467,23 @@ pub fn build(runs: &[HistoryRun], sel: &Selection) -> Result<String> {
                 "on the receiver's rate",
             ),
         };
+        let sizes: Vec<String> = g.sizes.iter().map(u64::to_string).collect();
+        let sizes = match sizes.len() {
+            0 => String::new(),
+            1 => format!(", {} bytes per message", sizes[0]),
+            _ => format!(
+                ", <span class=\"warn\">message sizes changed: {} bytes</span> (the figures compare across the change only as far as the size does not matter)",
+                sizes.join(", ")
+            ),
+        };
+        let sizes = if g.kind == Kind::Stream {
+            // A stream's "size" is its write size: a setting, not what is measured.
+            sizes.replace("per message", "per write")
+        } else {
+            sizes
+        };
         body.push_str(&format!(
-            "<h2>{}</h2>\n<p>{} over {}.</p>\n",
+            "<h2>{}</h2>\n<p>{} over {}{sizes}.</p>\n",
             esc(&crate::text::printable(&g.label)),
             plural(g.samples.len(), "run", "runs"),
             esc(&g.transports.join(", ")),
@@ -650,6 +674,7 @@ mod tests {
         );
         assert_eq!(s[1].samples[0].at, "2026-03-30T00:00:30.000Z");
         assert_eq!(s[0].samples[0].stream_bits_per_s, Some((1.01e9, 1e9)));
+        assert_eq!(s[1].sizes, vec![1]);
         // TCP cannot lose a message: no loss, and no loss figure.
         assert!(s
             .iter()
@@ -667,6 +692,8 @@ mod tests {
             Validity::invalid("latency below the wire's floor");
         docs[4].complete = false;
         docs[4].error = Some("server went away".into());
+        // The config's size changed between the runs: the page says so.
+        docs[3].points[0].request_size = 65536;
         let mut runs: Vec<HistoryRun> = docs
             .iter()
             .enumerate()
@@ -715,6 +742,10 @@ mod tests {
             "{page}"
         );
         assert!(page.contains("<h3>Regressions (2)</h3>"));
+        assert!(
+            page.contains("message sizes changed: 1, 65536 bytes"),
+            "{page}"
+        );
         assert!(page.contains("one-way latency +60%"));
         assert!(page.contains("<h3>Not valid (2)</h3>"));
         assert!(page.contains("incomplete: server went away"));

@@ -116,9 +116,13 @@ pub(super) fn range_of(values: &[f64], axis: &Axis) -> Option<Range<f64>> {
             lo / 1.15..hi * 1.15
         }
         // Times since the epoch: a pad in proportion to the value would span decades around
-        // one run; half a minute either side shows it, and a longer span is padded by 6%.
+        // one run; half a minute either side shows it, and a span is padded by 6% of itself.
         Scale::Linear if matches!(axis.ticks, Ticks::Utc { .. }) => {
-            let pad = ((hi - lo) * 0.06).max(30.0);
+            let pad = if hi - lo < 1.0 {
+                30.0
+            } else {
+                ((hi - lo) * 0.06).max(0.5)
+            };
             lo - pad..hi + pad
         }
         Scale::Linear if axis.from_zero && lo >= 0.0 => 0.0..if hi > 0.0 { hi * 1.08 } else { 1.0 },
