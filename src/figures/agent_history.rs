@@ -520,7 +520,7 @@ pub fn build(runs: &[HistoryRun], sel: &Selection) -> Result<String> {
     }
     let since = sel
         .since
-        .map(|s| format!(", finished runs started at or after {}", esc(s)))
+        .map(|s| format!(", runs started at or after {}", esc(s)))
         .unwrap_or_default();
     let targets = if sel.targets.is_empty() {
         String::new()
