@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -875,6 +876,197 @@ fn report_renders_in_a_real_browser() {
         "{} bytes",
         png.len()
     );
+}
+
+/// An agent's database as `wirebench agent` leaves it, built through the store: two real
+/// loopback runs (a ping-pong, a stream) saved again and again as `agent` runs of two
+/// targets, a minute apart, some marked as regressions as the agent marks them.
+/// Returns the regressions marked per label.
+fn agent_database(t: &Tmp, db: &str) -> BTreeMap<String, usize> {
+    ok(&["run", "pingpong", "--size", "64", "-n", "200", "--db", db]);
+    ok(&["run", "stream", "-d", "200ms", "--db", db]);
+    let store = Db::open_existing(Path::new(db)).unwrap();
+    let ping = store.load(1).unwrap();
+    let bulk = store.load(2).unwrap();
+    for id in [1, 2] {
+        store.delete(id).unwrap();
+    }
+    let mut marked = BTreeMap::new();
+    let base = humantime::parse_rfc3339("2026-03-30T10:00:00Z").unwrap();
+    for k in 0..6u64 {
+        for (target, test, doc) in [
+            ("lab", "ping64", &ping),
+            ("lab", "bulk", &bulk),
+            ("remote", "ping64", &ping),
+        ] {
+            let label = format!("{target}/{test}");
+            let mut d = doc.clone();
+            let at = |s: u64| {
+                humantime::format_rfc3339_millis(base + Duration::from_secs(60 * k + s)).to_string()
+            };
+            d.started_at = at(0);
+            d.finished_at = Some(at(1));
+            d.label = Some(label.clone());
+            let id = store
+                .insert(&d, wirebench::store::db::Source::Agent)
+                .unwrap();
+            // The 5th and 6th runs of lab/ping64 and the 6th of lab/bulk regressed.
+            if (k >= 4 && label == "lab/ping64") || (k == 5 && label == "lab/bulk") {
+                store
+                    .mark_regression(id, &format!("one-way latency +{}% (run {k})", 20 + k))
+                    .unwrap();
+                *marked.entry(label.clone()).or_insert(0) += 1;
+            }
+            marked.entry(label).or_insert(0);
+        }
+    }
+    // A run of another source is never in the agent's report.
+    ok(&["run", "pingpong", "--size", "64", "-n", "50", "--db", db]);
+    let _ = t;
+    marked
+}
+
+#[test]
+fn agent_report_draws_each_label_over_time_with_regressions_marked() {
+    let t = Tmp::new();
+    let db = t.db();
+    let marked = agent_database(&t, &db);
+    let html_path = t.file("agent.html");
+    fails(
+        &["report", "-o", &html_path, "--db", &db],
+        1,
+        "give run ids (e.g. 'report last -o F') or --source agent",
+    );
+    fails(
+        &[
+            "report", "1", "--source", "agent", "-o", &html_path, "--db", &db,
+        ],
+        1,
+        "not both",
+    );
+    fails(
+        &["report", "--source", "run", "-o", &html_path, "--db", &db],
+        1,
+        "only 'agent' is",
+    );
+    fails(
+        &[
+            "report", "--source", "agent", "--target", "nowhere", "-o", &html_path, "--db", &db,
+        ],
+        1,
+        "no agent runs of target nowhere",
+    );
+    fails(
+        &[
+            "report",
+            "--source",
+            "agent",
+            "--since",
+            "yesterday",
+            "-o",
+            &html_path,
+            "--db",
+            &db,
+        ],
+        1,
+        "--since: invalid time",
+    );
+    // Everything since long ago: every label.
+    let out = wb(&[
+        "report",
+        "--source",
+        "agent",
+        "--since",
+        "2026-01-01",
+        "-o",
+        &html_path,
+        "--db",
+        &db,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("(3 figures)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    for (label, n) in &marked {
+        assert_eq!(
+            html.matches(&format!("<h2>{label}</h2>")).count(),
+            1,
+            "one section for {label}"
+        );
+        assert!(
+            html.contains(&format!("{label}: "))
+                && html.contains(&format!(
+                    "6 runs; {}",
+                    match n {
+                        1 => "1 regression,".to_owned(),
+                        n => format!("{n} regressions,"),
+                    }
+                )),
+            "{label}"
+        );
+    }
+    assert_eq!(html.matches("<figure>").count(), marked.len());
+    let regressions: usize = marked.values().sum();
+    assert_eq!(
+        html.matches("<td>one-way latency +").count(),
+        regressions,
+        "every regression listed"
+    );
+    assert!(html.contains("run finish time (UTC, 2026-03-30)"));
+    assert!(html.contains("one-way latency (RTT/2) (µs)"));
+    assert!(html.contains("throughput (Mbit/s)") || html.contains("throughput (Gbit/s)"));
+    for external in ["http://", "https://", "src=", "<link"] {
+        let outside_svg: String = html
+            .split("<svg")
+            .enumerate()
+            .map(|(i, part)| {
+                if i == 0 {
+                    part
+                } else {
+                    part.split("</svg>").nth(1).unwrap_or("")
+                }
+            })
+            .collect();
+        assert!(!outside_svg.contains(external), "refers to '{external}'");
+    }
+    // One target only.
+    let one = t.file("remote.html");
+    ok(&[
+        "report", "--source", "agent", "--target", "remote", "-o", &one, "--db", &db,
+    ]);
+    let remote = std::fs::read_to_string(&one).unwrap();
+    assert_eq!(remote.matches("<figure>").count(), 1);
+    assert!(remote.contains("<h2>remote/ping64</h2>") && !remote.contains("<h2>lab/"));
+
+    let Some(browser) = chromium() else { return };
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{html_path}");
+    let (dom, log) = headless(&browser, profile.path(), &["--dump-dom"], &url);
+    assert_eq!(
+        attr(&dom, "data-figures"),
+        marked.len(),
+        "a figure per label"
+    );
+    assert_eq!(
+        attr(&dom, "data-figures-drawn"),
+        marked.len(),
+        "every SVG drew"
+    );
+    for line in log.lines() {
+        assert!(
+            !line.contains("CONSOLE") && !line.contains("Uncaught"),
+            "console message while loading the report: {line}"
+        );
+    }
+    // The red triangles the browser holds: one per marked run, and one legend entry in each
+    // figure that has any.
+    let with_marks = marked.values().filter(|n| **n > 0).count();
+    let triangles = dom.matches("fill=\"#C80000\"").count();
+    assert_eq!(triangles, regressions + with_marks, "regression markers");
+    legend_strokes_match(&dom);
 }
 
 #[test]

@@ -378,6 +378,7 @@ pub fn speedup_figure(r: &AppReport) -> Option<crate::figures::plots::Figure> {
                 .collect(),
         }],
         invalid: Vec::new(),
+        regressions: vec![],
         style_keys: Vec::new(),
         sequential_colours: None,
     }))

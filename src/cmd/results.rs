@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::figures::series::{self, DistributionKind, IntervalKind, Run};
-use crate::figures::{html_report as report, plots, png};
+use crate::figures::{agent_history, html_report as report, plots, png};
 use crate::model::RunDocument;
 use crate::output::compare_runs as compare;
 use crate::pattern::PatternKind;
@@ -253,9 +253,20 @@ pub struct DeleteArgs {
 pub struct ReportArgs {
     #[command(flatten)]
     pub db: DbArg,
-    /// Run ids ('last', 'last-N' too); several runs are overlaid in the same figures.
-    #[arg(required = true)]
+    /// Run ids ('last', 'last-N' too); several runs are overlaid in the same figures. Either
+    /// ids or --source agent.
     pub ids: Vec<String>,
+    /// Report the runs of `wirebench agent` instead of run ids: each TARGET/TEST label's
+    /// figures over time, regressions marked. Only `agent` is accepted.
+    #[arg(long, value_name = "SOURCE", conflicts_with = "point")]
+    pub source: Option<String>,
+    /// With --source agent: only runs started at or after this time: a duration back from
+    /// now (24h, 7d, 90m) or a UTC date 2025-01-31 or an RFC 3339 time 2025-01-31T12:00:00Z.
+    #[arg(long, value_name = "TIME", requires = "source")]
+    pub since: Option<String>,
+    /// With --source agent: only this target's runs (its config name); repeat for several.
+    #[arg(long, value_name = "NAME", requires = "source")]
+    pub target: Vec<String>,
     /// The HTML file to write.
     #[arg(long, short = 'o')]
     pub output: PathBuf,
@@ -523,10 +534,20 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
             println!("imported {} as run {id}", a.file.display());
         }
         ResultsCommand::Report(a) => {
+            match (&a.source, a.ids.is_empty()) {
+                (Some(_), false) => {
+                    bail!("report: give run ids or --source agent, not both")
+                }
+                (None, true) => {
+                    bail!("report: give run ids (e.g. 'report last -o F') or --source agent")
+                }
+                _ => {}
+            }
             let db = open_existing(&a.db)?;
-            let loaded = load_all(&db, &a.ids)?;
-            let runs = as_runs(&loaded);
-            let html = report::build(&runs, a.point)?;
+            let html = match &a.source {
+                Some(source) => agent_report(&db, source, &a)?,
+                None => report::build(&as_runs(&load_all(&db, &a.ids)?), a.point)?,
+            };
             crate::outfile::write(&a.output, html.as_bytes(), a.force.force)?;
             // Each figure of the page has its numbered caption.
             let figures = html.matches("<figcaption>Figure ").count();
@@ -635,6 +656,91 @@ pub fn run(cmd: ResultsCommand) -> Result<i32> {
 
 fn open_existing(a: &DbArg) -> Result<Db> {
     Db::open_existing(&db::resolve(a.db.as_deref())?)
+}
+
+/// `report --source agent`: the agent's runs the options select, as figures over time.
+fn agent_report(db: &Db, source: &str, a: &ReportArgs) -> Result<String> {
+    if source != db::Source::Agent.as_str() {
+        bail!(
+            "report --source: '{}' is not reported over time; only 'agent' is",
+            crate::text::printable(source)
+        );
+    }
+    let since = a.since.as_deref().map(since_bound).transpose()?;
+    let filter = Filter {
+        since: since.clone(),
+        source: Some(source.to_owned()),
+        ..Filter::default()
+    };
+    // A target's runs are labelled TARGET/TEST: its name is the label's part before the
+    // first '/' (a target name has none).
+    let rows: Vec<_> = db
+        .list(&filter)?
+        .into_iter()
+        .filter(|r| {
+            a.target.is_empty()
+                || r.label.as_deref().is_some_and(|l| {
+                    a.target
+                        .iter()
+                        .any(|t| l.split('/').next() == Some(t.as_str()))
+                })
+        })
+        .collect();
+    if rows.is_empty() {
+        let mut what = String::new();
+        if let Some(s) = &since {
+            what.push_str(&format!(" started since {s}"));
+        }
+        if !a.target.is_empty() {
+            what.push_str(&format!(
+                " of target {}",
+                crate::text::printable(&a.target.join(", "))
+            ));
+        }
+        bail!(
+            "no agent runs{what} in {}",
+            crate::text::printable(&db.path().display().to_string())
+        );
+    }
+    let docs = rows
+        .iter()
+        .map(|r| db.load(r.id))
+        .collect::<Result<Vec<RunDocument>>>()?;
+    let runs: Vec<agent_history::HistoryRun> = rows
+        .iter()
+        .zip(&docs)
+        .map(|(r, d)| agent_history::HistoryRun {
+            id: r.id,
+            label: r.label.as_deref().unwrap_or("(no label)"),
+            regression: r.regression.as_deref(),
+            report: d,
+        })
+        .collect();
+    let db_name = db.path().display().to_string();
+    agent_history::build(
+        &runs,
+        &agent_history::Selection {
+            db: &db_name,
+            since: since.as_deref(),
+            targets: &a.target,
+        },
+    )
+}
+
+/// `--since` of `report --source agent`: a duration back from now (24h, 7d), or a time as
+/// `history --since` reads it.
+fn since_bound(s: &str) -> Result<String> {
+    match humantime::parse_duration(s.trim()) {
+        Ok(d) => {
+            let t = std::time::SystemTime::now()
+                .checked_sub(d)
+                .ok_or_else(|| anyhow!("--since: {s} reaches before the epoch"))?;
+            Ok(humantime::format_rfc3339_millis(t).to_string())
+        }
+        Err(_) => time_bound(s, "--since").map_err(|_| {
+            anyhow!("--since: invalid time \"{s}\": expected a duration back from now (24h, 7d) or a UTC date 2025-01-31 or an RFC 3339 time 2025-01-31T12:00:00Z")
+        }),
+    }
 }
 
 fn load(db: &Db, spec: &str) -> Result<(i64, RunDocument)> {

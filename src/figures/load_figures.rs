@@ -60,6 +60,7 @@ pub fn rtt_over_time(u: &UnderLoad, title: &str) -> Option<Figure> {
         legend: LegendAt::Best,
         error_bars: Vec::new(),
         invalid: Vec::new(),
+        regressions: vec![],
         style_keys: Vec::new(),
         sequential_colours: None,
     }))
@@ -85,6 +86,7 @@ fn chart(title: String, x: Axis, y: Axis, lines: Vec<Line>) -> Figure {
         legend: LegendAt::Best,
         error_bars: Vec::new(),
         invalid: Vec::new(),
+        regressions: vec![],
         style_keys: Vec::new(),
         sequential_colours: None,
     })

@@ -6,6 +6,7 @@
 //! [`study_figures`] turns into heatmaps, curves and bars and [`study_page`] into one HTML
 //! page or figure files.
 
+pub mod agent_history;
 pub mod grid;
 pub mod html_report;
 pub mod load_figures;

@@ -101,6 +101,7 @@ pub fn figure(
         legend: LegendAt::UpperRight,
         error_bars: vec![],
         invalid: vec![],
+        regressions: vec![],
         style_keys: vec![],
         sequential_colours: None,
     }))

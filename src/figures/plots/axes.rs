@@ -51,6 +51,23 @@ pub(super) fn fmt_tick(v: f64, ticks: Ticks) -> String {
         Ticks::Bytes if (1.0..1.8e19).contains(&v) => format_bytes(v.round() as u64),
         Ticks::Bytes => fmt_num(v),
         Ticks::Nines => fmt_nines(v),
+        Ticks::Utc { with_date } => fmt_utc(v, with_date),
+    }
+}
+
+/// A UTC clock time of `secs` since the Unix epoch (whole seconds): `HH:MM:SS`, or
+/// `MM-DD HH:MM` with the date; nothing for a time before the epoch or past year 9999.
+fn fmt_utc(secs: f64, with_date: bool) -> String {
+    if !(0.0..253_402_300_800.0).contains(&secs) {
+        return String::new();
+    }
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs.round() as u64);
+    // "YYYY-MM-DDTHH:MM:SSZ"
+    let s = humantime::format_rfc3339_seconds(t).to_string();
+    if with_date {
+        format!("{} {}", &s[5..10], &s[11..16])
+    } else {
+        s[11..19].to_owned()
     }
 }
 
@@ -98,6 +115,16 @@ pub(super) fn range_of(values: &[f64], axis: &Axis) -> Option<Range<f64>> {
             };
             lo / 1.15..hi * 1.15
         }
+        // Times since the epoch: a pad in proportion to the value would span decades around
+        // one run; half a minute either side shows it, and a span is padded by 6% of itself.
+        Scale::Linear if matches!(axis.ticks, Ticks::Utc { .. }) => {
+            let pad = if hi - lo < 1.0 {
+                30.0
+            } else {
+                ((hi - lo) * 0.06).max(0.5)
+            };
+            lo - pad..hi + pad
+        }
         Scale::Linear if axis.from_zero && lo >= 0.0 => 0.0..if hi > 0.0 { hi * 1.08 } else { 1.0 },
         Scale::Linear => {
             let pad = if hi > lo {
@@ -113,7 +140,7 @@ pub(super) fn range_of(values: &[f64], axis: &Axis) -> Option<Range<f64>> {
 /// Log tick spacing: powers of two for bytes, spread to about eight labels; decades otherwise.
 pub(super) fn log_base(range: &Range<f64>, ticks: Ticks) -> f64 {
     match ticks {
-        Ticks::Number | Ticks::Nines => 10.0,
+        Ticks::Number | Ticks::Nines | Ticks::Utc { .. } => 10.0,
         Ticks::Bytes => {
             let octaves = (range.end / range.start).log2().max(1.0);
             2f64.powf((octaves / 8.0).ceil().max(1.0))
@@ -158,5 +185,15 @@ mod tests {
         assert_eq!(fmt_log_tick(30.0, Ticks::Number), "");
         assert_eq!(fmt_log_tick(0.5, Ticks::Number), "0.5");
         assert_eq!(fmt_log_tick(1000.0, Ticks::Number), "1000");
+    }
+
+    #[test]
+    fn utc_ticks_are_clock_times() {
+        // 2026-03-30T12:34:56Z
+        let t = 1_774_874_096.0;
+        assert_eq!(fmt_tick(t, Ticks::Utc { with_date: false }), "12:34:56");
+        assert_eq!(fmt_tick(t, Ticks::Utc { with_date: true }), "03-30 12:34");
+        assert_eq!(fmt_tick(-1.0, Ticks::Utc { with_date: false }), "");
+        assert_eq!(fmt_tick(f64::NAN, Ticks::Utc { with_date: true }), "");
     }
 }

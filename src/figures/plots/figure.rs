@@ -17,6 +17,11 @@ pub enum Ticks {
     /// Percentiles on a log "nines" axis, values 1/(1 - p): labels 0% at 1, 90% at 10,
     /// 99% at 100, 99.9% at 1000 (see [`nines_x`]).
     Nines,
+    /// Seconds since the Unix epoch, labelled as UTC clock times: `HH:MM:SS`, or
+    /// `MM-DD HH:MM` when `with_date` (an axis spanning days).
+    Utc {
+        with_date: bool,
+    },
 }
 
 /// Where percentile `p` (a fraction, below 1) lies on a [`Ticks::Nines`] axis: 1/(1 - p), so
@@ -83,6 +88,9 @@ pub struct Chart {
     pub error_bars: Vec<ErrorBars>,
     /// Points whose figure is not a valid measurement: grey open markers, never on a curve.
     pub invalid: Vec<(f64, f64)>,
+    /// Points at which a regression was found (`wirebench agent`): a red triangle over the
+    /// point, one per point, whatever else is drawn there.
+    pub regressions: Vec<(f64, f64)>,
     pub style_keys: Vec<StyleKey>,
     /// `Some(n)`: n ordered colours along a sequential scale instead of the palette, for
     /// more series than the palette has colours.

@@ -36,6 +36,7 @@ pub(super) fn best_corner(c: &Chart, xr: &Range<f64>, yr: Range<f64>) -> (Legend
         .chain(c.hlines.iter().map(|h| h.label.as_str()))
         .chain(c.style_keys.iter().map(|k| k.label.as_str()))
         .chain((!c.invalid.is_empty()).then_some("not valid (listed apart)"))
+        .chain((!c.regressions.is_empty()).then_some("regression found (listed below)"))
         .filter(|l| !l.is_empty())
         .collect();
     let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as f64;
@@ -69,6 +70,9 @@ pub(super) fn best_corner(c: &Chart, xr: &Range<f64>, yr: Range<f64>) -> (Legend
         }
     }
     along(c.invalid.clone());
+    for p in &c.regressions {
+        along(vec![*p]);
+    }
     for hl in &c.hlines {
         along(vec![(xr.start, hl.y), (xr.end, hl.y)]);
     }
@@ -140,6 +144,7 @@ mod tests {
             legend: LegendAt::Best,
             error_bars: vec![],
             invalid: vec![],
+            regressions: vec![],
             style_keys: vec![],
             sequential_colours: None,
         }

@@ -209,6 +209,7 @@ fn chart(title: &str, lines: Vec<Line>) -> Chart {
         legend: LegendAt::Best,
         error_bars: vec![],
         invalid: vec![],
+        regressions: vec![],
         style_keys: vec![],
         sequential_colours: None,
     }

@@ -8,7 +8,7 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
 use super::axes::{fmt_log_tick, fmt_tick, log_base, range_of, usable};
-use super::figure::{Axis, Chart, LegendAt, Line, Scale};
+use super::figure::{Axis, Chart, LegendAt, Line, Scale, Ticks};
 use super::legend::best_corner;
 use super::stroke::{swatch, Dash, Stroke, SWATCH, SWATCH_AREA};
 use super::style::{series_colour, title_size, FONT};
@@ -42,7 +42,7 @@ pub(super) fn draw_chart(root: &Area, c: &Chart) -> Result<()> {
             }
         }
     }
-    for &(x, y) in &c.invalid {
+    for &(x, y) in c.invalid.iter().chain(&c.regressions) {
         if usable(x, c.x.scale) && usable(y, c.y.scale) {
             xs.push(x);
             ys.push(y);
@@ -71,6 +71,10 @@ pub(super) fn draw_chart(root: &Area, c: &Chart) -> Result<()> {
         (Scale::Log, Scale::Log) => plot(root, c, xr.log_scale().base(xb), yr.log_scale().base(yb)),
     }
 }
+
+/// The red of a regression's marker: no palette colour, so that a page (or a test) tells
+/// the marks apart from the curves' points.
+pub const REGRESSION_INK: RGBColor = RGBColor(200, 0, 0);
 
 /// The grey of a style key's swatch: it explains a dash pattern, whatever the colour.
 const KEY_INK: RGBColor = RGBColor(90, 90, 90);
@@ -110,7 +114,12 @@ where
         .y_desc(c.y.label.as_str())
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
-        .x_labels(10)
+        // Clock times are wider than numbers: fewer of them keep apart.
+        .x_labels(if matches!(c.x.ticks, Ticks::Utc { .. }) {
+            6
+        } else {
+            10
+        })
         .y_labels(8)
         .label_style((FONT, 17))
         .axis_desc_style((FONT, 19))
@@ -203,6 +212,18 @@ where
             .label("not valid (listed apart)")
             .legend(move |(x, y)| Cross::new((x + SWATCH / 2, y), 5, grey.stroke_width(2)));
     }
+    if !c.regressions.is_empty() {
+        let pts: Vec<(f64, f64)> = c.regressions.iter().copied().filter(keep).collect();
+        chart
+            .draw_series(
+                pts.iter()
+                    .map(|&p| TriangleMarker::new(p, 7, REGRESSION_INK.filled())),
+            )?
+            .label("regression found (listed below)")
+            .legend(move |(x, y)| {
+                TriangleMarker::new((x + SWATCH / 2, y), 7, REGRESSION_INK.filled())
+            });
+    }
     for k in &c.style_keys {
         let stroke = Stroke {
             colour: KEY_INK,
@@ -285,6 +306,7 @@ mod tests {
             legend: LegendAt::UpperLeft,
             error_bars: vec![],
             invalid: vec![],
+            regressions: vec![],
             style_keys: vec![],
             sequential_colours: None,
         };
@@ -338,6 +360,7 @@ mod tests {
             legend: LegendAt::UpperLeft,
             error_bars: vec![],
             invalid: vec![],
+            regressions: vec![],
             style_keys: vec![],
             sequential_colours: None,
         };
@@ -370,6 +393,7 @@ mod tests {
             legend: LegendAt::UpperLeft,
             error_bars: vec![],
             invalid: vec![],
+            regressions: vec![],
             style_keys: vec![],
             sequential_colours: None,
         };

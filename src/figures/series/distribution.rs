@@ -167,6 +167,7 @@ pub fn distribution(runs: &[Run], index: Option<usize>, kind: DistributionKind) 
         legend,
         error_bars: Vec::new(),
         invalid: Vec::new(),
+        regressions: vec![],
         style_keys: Vec::new(),
         sequential_colours: None,
     }))
@@ -213,6 +214,7 @@ fn percentile_chart(title: String, pattern: &str, lines: Vec<Line>) -> Chart {
         legend: LegendAt::UpperLeft,
         error_bars: Vec::new(),
         invalid: Vec::new(),
+        regressions: vec![],
         style_keys: Vec::new(),
         sequential_colours: None,
     }

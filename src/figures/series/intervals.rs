@@ -158,6 +158,7 @@ pub fn intervals(run: &Run, p: &PointResult, kind: IntervalKind) -> Option<Figur
         legend: LegendAt::LowerRight,
         error_bars: Vec::new(),
         invalid: Vec::new(),
+        regressions: vec![],
         style_keys: Vec::new(),
         sequential_colours: None,
     }))

@@ -84,6 +84,7 @@ pub fn qps(runs: &[Run]) -> Option<Figure> {
         legend: LegendAt::UpperLeft,
         error_bars: Vec::new(),
         invalid: Vec::new(),
+        regressions: vec![],
         style_keys: Vec::new(),
         sequential_colours: None,
     }))

@@ -106,6 +106,7 @@ pub fn throughput(runs: &[Run]) -> Option<Figure> {
         legend: LegendAt::UpperLeft,
         error_bars: Vec::new(),
         invalid: Vec::new(),
+        regressions: vec![],
         style_keys: Vec::new(),
         sequential_colours: None,
     }))
@@ -183,6 +184,7 @@ pub fn latency(runs: &[Run]) -> Option<Figure> {
         legend: LegendAt::UpperLeft,
         error_bars: Vec::new(),
         invalid: Vec::new(),
+        regressions: vec![],
         style_keys: Vec::new(),
         sequential_colours: None,
     }))
@@ -241,6 +243,7 @@ pub fn signature(runs: &[Run]) -> Option<Figure> {
         legend: LegendAt::UpperLeft,
         error_bars: Vec::new(),
         invalid: Vec::new(),
+        regressions: vec![],
         style_keys: Vec::new(),
         sequential_colours: None,
     }))

@@ -182,6 +182,7 @@ pub fn curves(
         legend: LegendAt::Best,
         error_bars,
         invalid,
+        regressions: Vec::new(),
         style_keys,
         sequential_colours: sequential(series_values.len()),
     })
