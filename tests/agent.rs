@@ -131,6 +131,13 @@ fn agent_loopback_saves_every_pair_and_never_overlaps_streams_to_one_target() {
                     .load(r["id"].as_i64().expect("an id"))
                     .expect("its document");
                 assert_eq!(doc.pattern.name(), "stream");
+                // The agent's runs overlap on this host: none read its host-wide counters.
+                assert!(
+                    doc.points
+                        .iter()
+                        .all(|p| p.host_cpu.is_none() && p.counters.is_none()),
+                    "an agent run read the host's counters"
+                );
                 let end = doc.finished_at.as_deref().expect("a finished run");
                 (unix_ms(&doc.started_at), unix_ms(end))
             })

@@ -164,6 +164,9 @@ pub fn run(
     for_duration: Option<Duration>,
     stop: &AtomicBool,
 ) -> Result<()> {
+    // Read once here, before any run's thread is pinned: the host's facts a run records
+    // (CPU count and model) are cached for the process's life.
+    let _ = crate::env::Environment::capture();
     let config = &shared.config;
     let jobs = jobs(config);
     let mut sched = Scheduler::new(jobs.clone(), seed);

@@ -82,13 +82,8 @@ pub fn last_result(doc: &RunDocument, run_id: Option<i64>) -> LastResult {
             out.sender_bytes_per_s = Some(s.totals.iter().map(|t| t.sender_bits_per_s / 8.0).sum());
             out.receiver_bytes_per_s =
                 Some(s.totals.iter().map(|t| t.receiver_bits_per_s / 8.0).sum());
-            let (sent, lost) = s
-                .totals
-                .iter()
-                .filter_map(|t| t.loss.as_ref())
-                .fold((0u64, 0u64), |(a, b), l| (a + l.sent, b + l.lost));
-            if sent > 0 {
-                out.loss_ratio = Some(lost as f64 / sent as f64);
+            if let Some(share) = s.loss_share() {
+                out.loss_ratio = Some(share);
             }
             let retrans: Vec<u64> = s.totals.iter().filter_map(|t| t.retransmits).collect();
             if !retrans.is_empty() {

@@ -739,6 +739,17 @@ impl DirectionTotal {
 }
 
 impl StreamResult {
+    /// The share of messages lost over every direction that counts them (UDP, raw): lost /
+    /// sent summed over the directions; None when none counted a message sent.
+    pub fn loss_share(&self) -> Option<f64> {
+        let (sent, lost) = self
+            .totals
+            .iter()
+            .filter_map(|t| t.loss.as_ref())
+            .fold((0u64, 0u64), |(a, b), l| (a + l.sent, b + l.lost));
+        (sent > 0).then(|| lost as f64 / sent as f64)
+    }
+
     /// Every receiver's rate in it, all directions: what a stream point's headline sums.
     pub fn receivers_validity(&self) -> Validity {
         let several = self.streams.len() > 1;

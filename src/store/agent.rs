@@ -177,4 +177,20 @@ mod tests {
             "{plan:?}"
         );
     }
+
+    /// The agent's connection writes ahead; another connection (`history` while the agent
+    /// runs) reads what it committed.
+    #[test]
+    fn a_tuned_connection_writes_ahead_and_another_reads_its_runs() {
+        let (d, db) = temp_db();
+        db.tune_for_steady_writes().unwrap();
+        let mode: String = db
+            .conn()
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let id = save(&db, "2026-03-30T00:00:00.000Z", "a/p", Source::Agent);
+        let other = Db::open_existing(&d.path().join("r.db")).unwrap();
+        assert_eq!(ids(&other), vec![id]);
+    }
 }

@@ -93,13 +93,7 @@ pub fn run_figures(r: &RunDocument) -> Vec<RunFigure> {
                         sender,
                     ));
                 }
-                let (sent, lost) = s
-                    .totals
-                    .iter()
-                    .filter_map(|t| t.loss.as_ref())
-                    .fold((0u64, 0u64), |(a, b), l| (a + l.sent, b + l.lost));
-                if sent > 0 {
-                    let share = lost as f64 / sent as f64;
+                if let Some(share) = s.loss_share() {
                     out.push(RunFigure::new("loss", None, "share", share, (true, None)));
                 }
             }
