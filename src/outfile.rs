@@ -32,9 +32,37 @@ use nix::sys::stat::{fstatat, FileStat, Mode, SFlag};
 pub fn check(path: &Path, force: bool) -> Result<()> {
     let path = plain(path);
     match existing(AT_FDCWD, &path, &path)? {
-        Some(st) => refusal(&st, &path, force).map_or(Ok(()), Err),
+        Some(st) => match refusal(&st, &path, force) {
+            Some(e) => Err(e),
+            // A regular file --force may replace: not one of the kernel's.
+            None => match nix::sys::statfs::statfs(&path) {
+                Ok(fs) if kernel_interface(&fs) => Err(not_a_data_file(&path)),
+                _ => Ok(()),
+            },
+        },
         None => Ok(()),
     }
+}
+
+/// File systems whose files are the kernel's interfaces (procfs, sysfs, cgroups, debugfs,
+/// tracefs, securityfs, bpffs): their "regular files" change the running system when written
+/// (`/proc/self/comm` renames the process), so an output is never written there, --force or not.
+fn kernel_interface(fs: &nix::sys::statfs::Statfs) -> bool {
+    use nix::sys::statfs::{
+        BPF_FS_MAGIC, CGROUP2_SUPER_MAGIC, CGROUP_SUPER_MAGIC, DEBUGFS_MAGIC, PROC_SUPER_MAGIC,
+        SECURITYFS_MAGIC, SYSFS_MAGIC, TRACEFS_MAGIC,
+    };
+    [
+        PROC_SUPER_MAGIC,
+        SYSFS_MAGIC,
+        CGROUP_SUPER_MAGIC,
+        CGROUP2_SUPER_MAGIC,
+        DEBUGFS_MAGIC,
+        TRACEFS_MAGIC,
+        SECURITYFS_MAGIC,
+        BPF_FS_MAGIC,
+    ]
+    .contains(&fs.filesystem_type())
 }
 
 /// Creates `path` for writing by the rules above: a new file, or with `force` an existing
@@ -219,6 +247,9 @@ fn open_in(dir: BorrowedFd<'_>, name: &Path, shown: &Path, force: bool) -> Resul
     if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
         return Err(hard_linked(shown));
     }
+    if nix::sys::statfs::fstatfs(&file).is_ok_and(|fs| kernel_interface(&fs)) {
+        return Err(not_a_data_file(shown));
+    }
     file.set_len(0)
         .with_context(|| format!("emptying {}", shown.display()))?;
     Ok(file)
@@ -279,6 +310,13 @@ fn not_regular(p: &Path) -> anyhow::Error {
     )
 }
 
+fn not_a_data_file(p: &Path) -> anyhow::Error {
+    anyhow!(
+        "{} is a file of the kernel's (procfs, sysfs, cgroups): wirebench does not write outputs there, not even with --force",
+        p.display()
+    )
+}
+
 fn hard_linked(p: &Path) -> anyhow::Error {
     anyhow!(
         "{} has other hard links; wirebench does not write through links, not even with --force",
@@ -310,6 +348,21 @@ mod tests {
         check(&p, false).unwrap();
         write(&p, b"doc", false).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"doc");
+    }
+
+    /// `--output /proc/self/comm --force` once renamed the process: a file of the kernel's
+    /// is refused before and when it is opened, and is left as it was.
+    #[test]
+    fn a_kernel_interface_file_is_never_written() {
+        let comm = Path::new("/proc/self/comm");
+        let before = std::fs::read(comm).unwrap();
+        for p in [comm, Path::new("/proc/self/oom_score_adj")] {
+            let e = msg(check(p, true).unwrap_err());
+            assert!(e.contains("is a file of the kernel's"), "{e}");
+            let e = msg(write(p, b"owned", true).unwrap_err());
+            assert!(e.contains("is a file of the kernel's"), "{e}");
+        }
+        assert_eq!(std::fs::read(comm).unwrap(), before);
     }
 
     /// A link, to a file or to nothing, is refused with and without force, and what it

@@ -217,3 +217,111 @@ fn probe_loopback_runs_one_test_at_once_and_saves_nothing() {
     assert!(snap.tests.iter().all(|t| t.runs_total == 0));
     assert!(source.server().is_none());
 }
+
+/// SIGUSR1 prints the counts and the agent goes on; SIGHUP stops it as SIGTERM does: the
+/// runs in progress finish and are saved (both signals once ended it at once, losing them).
+/// Every run the closing line counts is in the database.
+#[test]
+fn sigusr1_prints_counts_and_sighup_stops_after_saving_the_runs_in_progress() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    use std::io::{BufRead, BufReader};
+
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("agent.toml");
+    // One stream test of 1 s every 1 s: a run is in progress most of the time.
+    std::fs::write(
+        &file,
+        format!(
+            "[agent]\nseed = 5\n[[target]]\nname = \"lo\"\naddress = \"{}\"\n[[test]]\nname = \"bulk\"\nperiod = \"1s\"\n[test.run]\npattern = \"stream\"\n[test.run.stop]\nduration = \"1s\"\n",
+            server.addr
+        ),
+    )
+    .expect("config written");
+    let db = dir.path().join("agent.db");
+    let mut child = bin()
+        .args(["agent", "--config", file.to_str().expect("utf-8")])
+        .arg("--db")
+        .arg(&db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agent starts");
+    let pid = Pid::from_raw(child.id() as i32);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().expect("stderr piped");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_for = |what: &str, lines: &mut Vec<String>| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            if let Ok(l) = rx.recv_timeout(std::time::Duration::from_millis(200)) {
+                let hit = l.contains(what);
+                lines.push(l);
+                if hit {
+                    return;
+                }
+            }
+        }
+        panic!("no line with {what:?} in:\n{}", lines.join("\n"));
+    };
+    let mut lines = Vec::new();
+    wait_for("wirebench agent:", &mut lines);
+    // The first run: saved once the database holds a row.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        let n = wirebench::store::db::Db::open_existing(&db)
+            .ok()
+            .and_then(|d| d.list(&wirebench::store::db::Filter::default()).ok())
+            .map_or(0, |r| r.len());
+        if n >= 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    kill(pid, Signal::SIGUSR1).expect("SIGUSR1 sent");
+    wait_for("SIGUSR1: ", &mut lines);
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "SIGUSR1 ended the agent:\n{}",
+        lines.join("\n")
+    );
+    kill(pid, Signal::SIGHUP).expect("SIGHUP sent");
+    let status = child.wait().expect("the agent ends");
+    // What is left of stderr.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while let Ok(l) = rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+    {
+        lines.push(l);
+    }
+    let all = lines.join("\n");
+    assert_eq!(status.code(), Some(130), "{all}");
+    assert!(
+        all.contains("SIGHUP: stopping after the runs in progress"),
+        "{all}"
+    );
+    let closing = lines
+        .iter()
+        .find(|l| l.starts_with("wirebench agent: stopped after "))
+        .unwrap_or_else(|| panic!("no closing line:\n{all}"));
+    let counted: usize = closing
+        .split(": ")
+        .nth(2)
+        .and_then(|c| c.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{closing}"));
+    assert!(closing.contains(" 0 failed"), "{all}");
+    let saved = wirebench::store::db::Db::open_existing(&db)
+        .expect("the database")
+        .list(&wirebench::store::db::Filter::default())
+        .expect("its runs");
+    assert_eq!(saved.len(), counted, "{all}");
+    assert!(saved.iter().all(|r| r.complete), "{all}");
+}

@@ -484,3 +484,65 @@ fn wirebench_pid(shell: u32) -> i32 {
     }
     panic!("the shell {shell} started no wirebench");
 }
+
+/// `wirebench agent` on a full disk: every run it measured is kept, in a recovery file of its
+/// own that names the run, instead of being lost and counted as a failed run (it once saved
+/// none of 125 and counted them as network failures).
+#[test]
+fn an_agent_on_a_full_disk_loses_no_measured_run() {
+    if !require(&[Need::Root, Need::PrivateMount]) {
+        return;
+    }
+    let server = common::Server::start(&[]);
+    let s = Setup::new();
+    let config = s.out.join("agent.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[agent]\nseed = 3\n[[target]]\nname = \"lo\"\naddress = \"{}\"\n[[test]]\nname = \"ping\"\nperiod = \"500ms\"\n[test.run]\npattern = \"pingpong\"\n[test.run.sizes]\nsize = [64]\n[test.run.stop]\niterations = 50\n",
+            server.addr
+        ),
+    )
+    .unwrap();
+    let out = s.run(
+        0,
+        &s.out,
+        false,
+        &["agent", "--config", config.to_str().unwrap(), "--for", "2s"],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let not_saved = stderr
+        .lines()
+        .filter(|l| l == &"wirebench agent: lo/ping: measured but not saved")
+        .count();
+    assert!(not_saved >= 1, "{stderr}");
+    // Each such run names its own recovery file, on the disk with room ($TMPDIR).
+    let files: Vec<PathBuf> = stderr
+        .lines()
+        .filter(|l| l.contains("the run's") && l.contains(" are in "))
+        .map(|l| {
+            let after = l.split(" are in ").nth(1).unwrap();
+            PathBuf::from(after.split(" (wirebench import ").next().unwrap())
+        })
+        .collect();
+    assert_eq!(files.len(), not_saved, "{stderr}");
+    for f in &files {
+        assert_eq!(f.parent(), Some(s.out.as_path()), "{stderr}");
+        let doc = read_json(f);
+        assert_eq!(doc["label"], "lo/ping");
+        assert_eq!(doc["complete"], true);
+        assert_eq!(doc["points"].as_array().unwrap().len(), 1);
+    }
+    let mut distinct = files.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), files.len(), "one file per run");
+    // The closing line counts them as runs, none failed.
+    assert!(
+        stderr.contains(&format!("{not_saved} run(s), 0 failed")),
+        "{stderr}"
+    );
+    let db = Db::open_existing(&s.db_after()).unwrap();
+    assert!(db.list(&Filter::default()).unwrap().is_empty());
+}

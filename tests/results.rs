@@ -926,6 +926,55 @@ fn agent_database(t: &Tmp, db: &str) -> BTreeMap<String, usize> {
     marked
 }
 
+/// One damaged row (its stored document no longer reads) once failed the whole report: it is
+/// left out, named on stderr and under "Runs left out", and every other run is reported.
+#[test]
+fn agent_report_leaves_out_a_damaged_run_and_says_so() {
+    let t = Tmp::new();
+    let db = t.db();
+    agent_database(&t, &db);
+    let store = Db::open_existing(Path::new(&db)).unwrap();
+    let damaged = store
+        .list(&Filter::default())
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.source == "agent" && r.label.as_deref() == Some("remote/ping64"))
+        .map(|r| r.id)
+        .min()
+        .unwrap();
+    drop(store);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE runs SET report_json = '{\"broken' WHERE id = ?1",
+        [damaged],
+    )
+    .unwrap();
+    drop(conn);
+    let html_path = t.file("damaged.html");
+    let out = wb(&["report", "--source", "agent", "-o", &html_path, "--db", &db]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.starts_with(&format!("wirebench report: run {damaged} left out: ")))
+            .count(),
+        1,
+        "{stderr}"
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(
+        html.contains("<h2>Runs left out</h2>"),
+        "no list of runs left out"
+    );
+    assert!(html.contains(&format!("<tr><td>{damaged}</td>")));
+    assert!(
+        html.contains("<h2>remote/ping64</h2>\n<p>5 runs"),
+        "the other 5 runs drawn"
+    );
+    assert!(html.contains("<h2>lab/ping64</h2>\n<p>6 runs"));
+}
+
 #[test]
 fn agent_report_draws_each_label_over_time_with_regressions_marked() {
     let t = Tmp::new();

@@ -247,6 +247,12 @@ fn check(file: FileText) -> Result<AgentConfig> {
     let mut names = BTreeSet::new();
     let mut targets = Vec::new();
     for t in &file.targets {
+        plain_text(&format!("target {:?}", t.name), &t.name)?;
+        plain_text(&format!("target {:?}: address", t.name), &t.address)?;
+        for (k, v) in &t.labels {
+            plain_text(&format!("target {:?}: label {k:?}", t.name), k)?;
+            plain_text(&format!("target {:?}: label {k:?}", t.name), v)?;
+        }
         if t.name.trim().is_empty() || t.name.contains('/') {
             bail!(
                 "target {:?}: a name must be non-empty and without '/'",
@@ -269,6 +275,7 @@ fn check(file: FileText) -> Result<AgentConfig> {
     let mut tests = Vec::new();
     for t in &file.tests {
         let at = |key: &str| format!("test {:?}: {key}", t.name);
+        plain_text(&format!("test {:?}", t.name), &t.name)?;
         if t.name.trim().is_empty() || t.name.contains('/') {
             bail!(
                 "test {:?}: a name must be non-empty and without '/'",
@@ -372,6 +379,16 @@ fn checked_request(run: &Request, address: &str) -> Result<(Request, u64)> {
     }
     request.server.to = None;
     Ok((request, plan.points[0].key.size))
+}
+
+/// Refuses a name or value with a control character or another character a terminal would
+/// act on: names are printed (`--check`, the log), stored as labels and exported as
+/// Prometheus labels, and an escape sequence in them would reach the operator's terminal.
+fn plain_text(what: &str, s: &str) -> Result<()> {
+    if crate::text::printable(s) != s {
+        bail!("{what}: contains a control character; names and addresses are plain text");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -479,6 +496,18 @@ duration = "1s"
                 "test \"p\": run: its settings make 2 points".into(),
             ),
             (format!("{target}{test}[retention]\nmax_age = \"x\"\n"), "retention.max_age".into()),
+            (
+                format!("[[target]]\nname = \"a\\u001b[31m\"\naddress = \"127.0.0.1:1\"\n{test}"),
+                "target \"a\\u{1b}[31m\": contains a control character".into(),
+            ),
+            (
+                format!("{target}[[test]]\nname = \"p\\r\"\nperiod = \"1s\"\n[test.run]\npattern = \"rr\"\n"),
+                "test \"p\\r\": contains a control character".into(),
+            ),
+            (
+                format!("[[target]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nlabels = {{ site = \"x\\u0007\" }}\n{test}"),
+                "target \"a\": label \"site\": contains a control character".into(),
+            ),
             (format!("{target}{test}[agent]\nmax_concurrent = 0\n"), "agent.max_concurrent".into()),
             (format!("{target}{test}[agent]\nmetrics = \"nope\"\n"), "agent.metrics".into()),
             (format!("{target}{test}[regression]\nrecent_runs = 1\n"), "regression.".into()),

@@ -209,7 +209,7 @@ pub fn run(
             let tx = tx.clone();
             shared.update(|s| s.running += 1);
             handles.push(std::thread::spawn(move || {
-                let bytes = one_run(&shared, j);
+                let bytes = guarded(&shared, j, || one_run(&shared, j));
                 shared.update(|s| s.running = s.running.saturating_sub(1));
                 let _ = tx.send(Done { job: j, bytes });
             }));
@@ -231,15 +231,65 @@ pub fn run(
     Ok(())
 }
 
-/// Measures job `j` once, saves it and updates its state; the bytes it moved.
+/// `run` (job `j`'s [`one_run`]), with a panic in it ended as a counted failure of its test:
+/// the thread then still reports that the job is done, so that the test runs again at its
+/// next period (a thread that died silently left its job marked running for ever, and nothing
+/// counted the failure).
+fn guarded(shared: &Shared, j: usize, run: impl FnOnce() -> u64) -> u64 {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(bytes) => bytes,
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_string());
+            let label = job_label(&shared.config, j);
+            eprintln!(
+                "wirebench agent: {}: run failed: an internal error ({}); counted as a failure",
+                crate::text::printable(&label),
+                crate::text::printable(&why)
+            );
+            shared.update(|s| {
+                if let Some(t) = s.tests.get_mut(j) {
+                    t.runs_total += 1;
+                    t.failures_total += 1;
+                }
+            });
+            0
+        }
+    }
+}
+
+/// The label of job `j`'s runs.
+fn job_label(config: &AgentConfig, j: usize) -> String {
+    match jobs(config).get(j) {
+        Some(job) => run::label(&config.targets[job.target], &config.tests[job.test]),
+        None => format!("job {j}"),
+    }
+}
+
+/// Measures job `j` once, saves it and updates its state; the bytes it moved. A run that was
+/// measured but could not be saved is not lost: its document goes to a recovery file (as
+/// `run` writes one), its figures are exported, and it is not counted as a failed run.
 fn one_run(shared: &Shared, j: usize) -> u64 {
     let config = &shared.config;
     let job = &jobs(config)[j];
     let (target, test) = (&config.targets[job.target], &config.tests[job.test]);
     let label = run::label(target, test);
-    let outcome = run::measure(test, &target.address, &label).and_then(|doc| {
-        let saved = shared.with_db(|db| run::save(db, config, &doc, &label))?;
-        Ok((doc, saved))
+    let outcome = run::measure(test, &target.address, &label).map(|doc| {
+        match shared.with_db(|db| run::save(db, config, &doc, &label)) {
+            Ok(saved) => (doc, Some(saved)),
+            Err(e) => {
+                eprintln!(
+                    "wirebench agent: {}: measured but not saved",
+                    crate::text::printable(&label)
+                );
+                let reason = crate::error::one_line(&e);
+                crate::store::save::recover_document(&doc, &shared.db_path, &reason);
+                (doc, None)
+            }
+        }
     });
     if shared.retention_due() {
         if let Err(e) = shared.with_db(|db| run::retain(db, config)) {
@@ -250,7 +300,17 @@ fn one_run(shared: &Shared, j: usize) -> u64 {
         }
     }
     match outcome {
-        Ok((doc, saved)) => {
+        Ok((doc, None)) => {
+            let last = run::last_result(&doc, None);
+            shared.update(|s| {
+                if let Some(t) = s.tests.get_mut(j) {
+                    t.runs_total += 1;
+                    t.last = Some(last);
+                }
+            });
+            run::bytes_moved(&doc)
+        }
+        Ok((doc, Some(saved))) => {
             let last = run::last_result(&doc, Some(saved.id));
             let regressed = saved.comparison.as_ref().is_some_and(|c| c.regressed());
             if let Some(c) = saved.comparison.as_ref().filter(|c| c.regressed()) {
@@ -353,4 +413,31 @@ impl crate::metrics::MetricsSource for Source {
 /// How long the agent has been running.
 pub fn uptime(shared: &Shared) -> Duration {
     shared.started.elapsed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> AgentConfig {
+        AgentConfig::parse(
+            "[[target]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\n[[test]]\nname = \"p\"\nperiod = \"1s\"\n[test.run]\npattern = \"pingpong\"\n",
+        )
+        .unwrap()
+    }
+
+    /// A run whose thread panics is a counted failure of its test, and the thread still ends
+    /// normally (so its job is reported done and runs again).
+    #[test]
+    fn a_panicking_run_is_a_counted_failure() {
+        let shared = Shared::new(config(), PathBuf::from("/nonexistent/agent.db"));
+        let bytes = guarded(&shared, 0, || panic!("all times should be after the epoch"));
+        assert_eq!(bytes, 0);
+        let s = shared.snapshot();
+        assert_eq!((s.tests[0].runs_total, s.tests[0].failures_total), (1, 1));
+        // A run that returns is not touched by the guard.
+        assert_eq!(guarded(&shared, 0, || 42), 42);
+        assert_eq!(shared.snapshot().tests[0].failures_total, 1);
+        assert_eq!(job_label(&shared.config, 0), "a/p");
+    }
 }

@@ -170,7 +170,12 @@ pub fn retain(db: &Db, config: &AgentConfig) -> Result<u64> {
     if r.max_age.is_none() && r.max_runs.is_none() {
         return Ok(0);
     }
-    db.apply_agent_retention(r.max_age, r.max_runs, SystemTime::now())
+    // This agent's own labels: another agent's runs in a shared database are its own.
+    let labels: Vec<String> = crate::agent::jobs(config)
+        .iter()
+        .map(|j| label(&config.targets[j.target], &config.tests[j.test]))
+        .collect();
+    db.apply_agent_retention(&labels, r.max_age, r.max_runs, SystemTime::now())
 }
 
 /// One line: the figure, both windows' means, the change and its interval.

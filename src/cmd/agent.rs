@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -24,7 +24,7 @@ pub struct AgentArgs {
     #[arg(long)]
     pub check: bool,
     /// Run for this long, then exit 0 once the runs in progress end (default: until
-    /// SIGINT or SIGTERM).
+    /// SIGINT, SIGTERM or SIGHUP; SIGUSR1 prints the counts so far).
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     pub for_duration: Option<Duration>,
     /// Serve /metrics and /probe (Prometheus) on this address (overrides [agent] metrics).
@@ -45,14 +45,17 @@ pub fn run(a: AgentArgs) -> Result<i32> {
     // Opened (and migrated) once before the first run: a database that cannot be used fails
     // now, not as every run's failure.
     crate::store::db::Db::open_or_create(&db_path)?;
-    // SIGINT and SIGTERM are taken by a thread of their own (blocked here, before any other
-    // thread starts, so that every thread inherits the mask): the first stops the agent
-    // after the runs in progress, the second ends it at once.
+    // SIGINT, SIGTERM and SIGHUP are taken by a thread of their own (blocked here, before
+    // any other thread starts, so that every thread inherits the mask): the first stops the
+    // agent after the runs in progress, the second ends it at once. SIGUSR1 and SIGUSR2 print
+    // the counts so far (their default action would end the agent and lose its runs).
     let stop = Arc::new(AtomicBool::new(false));
-    watch_signals(Arc::clone(&stop))?;
+    let watched = Arc::new(OnceLock::new());
+    watch_signals(Arc::clone(&stop), Arc::clone(&watched))?;
     let seed = config.seed.unwrap_or_else(|| fastrand::u64(..));
     let metrics_addr = a.metrics.or(config.metrics);
     let shared = Arc::new(agent::Shared::new(config, db_path.clone()));
+    let _ = watched.set(Arc::clone(&shared));
     let _exporter = match metrics_addr {
         Some(addr) => Some(crate::metrics::serve(
             addr,
@@ -112,14 +115,27 @@ fn describe(c: &AgentConfig) -> String {
     out
 }
 
-fn watch_signals(stop: Arc<AtomicBool>) -> Result<()> {
+fn watch_signals(stop: Arc<AtomicBool>, shared: Arc<OnceLock<Arc<agent::Shared>>>) -> Result<()> {
     use nix::sys::signal::{SigSet, Signal};
     let mut set = SigSet::empty();
-    set.add(Signal::SIGINT);
-    set.add(Signal::SIGTERM);
+    for sig in [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
+    ] {
+        set.add(sig);
+    }
     set.thread_block()?;
     std::thread::spawn(move || loop {
         let Ok(sig) = set.wait() else { return };
+        if matches!(sig, Signal::SIGUSR1 | Signal::SIGUSR2) {
+            if let Some(s) = shared.get() {
+                eprintln!("wirebench agent: {sig}: {}", counts(s));
+            }
+            continue;
+        }
         if stop.swap(true, Ordering::SeqCst) {
             std::process::exit(130);
         }
@@ -128,4 +144,16 @@ fn watch_signals(stop: Arc<AtomicBool>) -> Result<()> {
         );
     });
     Ok(())
+}
+
+/// "12 run(s), 1 failed, 0 regression(s), 2 running".
+fn counts(shared: &agent::Shared) -> String {
+    let s = shared.snapshot();
+    let runs: u64 = s.tests.iter().map(|t| t.runs_total).sum();
+    let failures: u64 = s.tests.iter().map(|t| t.failures_total).sum();
+    let regressions: u64 = s.tests.iter().map(|t| t.regressions_total).sum();
+    format!(
+        "{runs} run(s), {failures} failed, {regressions} regression(s), {} running",
+        s.running
+    )
 }

@@ -702,13 +702,33 @@ fn agent_report(db: &Db, source: &str, a: &ReportArgs) -> Result<String> {
             crate::text::printable(&db.path().display().to_string())
         );
     }
-    let docs = rows
+    // A run whose stored document cannot be read (a damaged row) is left out, named on
+    // stderr and on the page; the others are still reported.
+    let mut unreadable = Vec::new();
+    let mut loaded = Vec::new();
+    for r in &rows {
+        match db.load(r.id) {
+            Ok(d) => loaded.push((r, d)),
+            Err(e) => {
+                let why = crate::error::one_line(&e);
+                eprintln!(
+                    "wirebench report: run {} left out: {}",
+                    r.id,
+                    crate::text::printable(&why)
+                );
+                unreadable.push((r.id, why));
+            }
+        }
+    }
+    if loaded.is_empty() {
+        bail!(
+            "none of the {} agent run(s) selected could be read from {}",
+            rows.len(),
+            crate::text::printable(&db.path().display().to_string())
+        );
+    }
+    let runs: Vec<agent_history::HistoryRun> = loaded
         .iter()
-        .map(|r| db.load(r.id))
-        .collect::<Result<Vec<RunDocument>>>()?;
-    let runs: Vec<agent_history::HistoryRun> = rows
-        .iter()
-        .zip(&docs)
         .map(|(r, d)| agent_history::HistoryRun {
             id: r.id,
             label: r.label.as_deref().unwrap_or("(no label)"),
@@ -723,6 +743,7 @@ fn agent_report(db: &Db, source: &str, a: &ReportArgs) -> Result<String> {
             db: &db_name,
             since: since.as_deref(),
             targets: &a.target,
+            unreadable: &unreadable,
         },
     )
 }

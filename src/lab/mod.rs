@@ -24,7 +24,7 @@ mod shaping;
 pub mod topology;
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -315,10 +315,65 @@ fn save(state: &LabState) -> Result<()> {
 /// a running lab, whose readers (the delay line, `lab status`, a run's physics guard) must
 /// never read half of it.
 fn write_state(name: &str, json: &str) -> Result<()> {
-    let path = state_path(name);
-    let tmp = path.with_extension("json.new");
-    std::fs::write(&tmp, json).context("writing the lab state")?;
-    std::fs::rename(&tmp, &path).context("writing the lab state")
+    write_aside(&state_path(name), json.as_bytes()).context("writing the lab state")
+}
+
+/// The number of this process's next side file (see [`write_aside`]).
+static NEXT_SIDE_FILE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Writes `bytes` to `path` by way of a new file beside it, renamed into place: readers see
+/// the old file or the new one, never half of one. The side file's name is this process's
+/// and this call's alone (two writers once shared one, and one's rename took the other's
+/// file), and it is created new (O_EXCL), so a link planted at its name is never followed.
+fn write_aside(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let n = NEXT_SIDE_FILE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = path
+        .file_name()
+        .map_or_else(|| "state".into(), |f| f.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{file}.{}.{n}.new", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Side files of lab `name` left by a writer that died between writing and renaming.
+fn remove_side_files(name: &str) {
+    let prefixes = [format!(".{name}.json."), format!(".{name}.stats.json.")];
+    for e in std::fs::read_dir(state_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let f = e.file_name().to_string_lossy().into_owned();
+        if f.ends_with(".new") && prefixes.iter().any(|p| f.starts_with(p.as_str())) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Holds lab `name`'s state for one read-change-write (`lab set`): another `lab set` on the
+/// same lab waits for it, so that neither loses the other's change. Released when dropped.
+fn lock_state(name: &str) -> Result<nix::fcntl::Flock<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = state_dir().join(format!("{name}.lock"));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+        .with_context(|| format!("lab {name}: opening its lock {}", path.display()))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| anyhow::anyhow!("lab {name}: locking its state: {e}"))
 }
 
 /// A two-host lab's state (an N-host lab is refused: it has no hosts a and b).
@@ -592,11 +647,7 @@ fn report_counters(
         last_written = Instant::now();
         // Written aside and renamed, so that `lab status` never reads half a file.
         if let Some(s) = snapshot(answered) {
-            let path = stats_path(name);
-            let tmp = path.with_extension("json.tmp");
-            if std::fs::write(&tmp, s).is_ok() {
-                let _ = std::fs::rename(&tmp, &path);
-            }
+            let _ = write_aside(&stats_path(name), s.as_bytes());
         }
     }
 }
@@ -620,9 +671,9 @@ pub fn down(name: &str) -> Result<usize> {
         }
     }
     let _ = std::fs::remove_file(state_path(name));
-    let _ = std::fs::remove_file(state_path(name).with_extension("json.new"));
     let _ = std::fs::remove_file(stats_path(name));
-    let _ = std::fs::remove_file(stats_path(name).with_extension("json.tmp"));
+    let _ = std::fs::remove_file(state_dir().join(format!("{name}.lock")));
+    remove_side_files(name);
     let _ = std::fs::remove_file(stats_request_path(name));
     owner::forget(name);
     if !errors.is_empty() {
@@ -674,14 +725,22 @@ fn stats_now<T: DeserializeOwned>(name: &str, answered: impl Fn(&T) -> u64) -> O
         .open(stats_request_path(name))
         .ok()?;
     // One write of under PIPE_BUF bytes: whole, never interleaved with another reader's.
-    fifo.write_all(format!("{request}\n").as_bytes()).ok()?;
+    let line = format!("{request}\n");
+    fifo.write_all(line.as_bytes()).ok()?;
     let deadline = Instant::now() + Duration::from_secs(1);
+    let mut asked = Instant::now();
     while Instant::now() < deadline {
         let read = std::fs::read_to_string(stats_path(name))
             .ok()
             .and_then(|t| serde_json::from_str::<T>(&t).ok());
         if let Some(s) = read.filter(|s| answered(s) == request) {
             return Some(s);
+        }
+        // The delay line answers the last request of what it reads at once: when another
+        // reader's came in the same read, this one was passed over. Asked again.
+        if asked.elapsed() >= Duration::from_millis(50) {
+            let _ = fifo.write_all(line.as_bytes());
+            asked = Instant::now();
         }
         std::thread::sleep(Duration::from_micros(500));
     }
@@ -753,5 +812,28 @@ mod tests {
         assert_eq!(last_request(b"17\n4294967298\n"), Some(4_294_967_298));
         assert_eq!(last_request(b""), None);
         assert_eq!(last_request(b"x\n"), None);
+    }
+
+    /// The side file is this call's own and created new: a link planted at any name a
+    /// writer of this process could take next is never written through, and a second
+    /// writer never takes the first one's file.
+    #[test]
+    fn a_state_file_is_written_aside_never_through_a_planted_link() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("lab.json");
+        write_aside(&path, b"one").unwrap();
+        write_aside(&path, b"two").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let next = NEXT_SIDE_FILE.load(std::sync::atomic::Ordering::Relaxed);
+        for n in next..next + 64 {
+            let name = format!(".lab.json.{}.{n}.new", std::process::id());
+            std::os::unix::fs::symlink(&victim, d.path().join(name)).unwrap();
+        }
+        let e = write_aside(&path, b"three").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
     }
 }

@@ -113,6 +113,10 @@ pub fn in_hosts(state: &mut HostsLabState, link: Option<&str>, change: &Change) 
 /// `lab set` on lab `name`: the state as it is now, once the delay line has taken it.
 pub fn set(name: &str, link: Option<&str>, change: &Change) -> Result<Recorded> {
     super::check_name(name)?;
+    // A lab that is not there is said so before any lock file is made for it.
+    super::load_any(name)?;
+    // Held until the delay line confirmed: concurrent `lab set`s on one lab take turns.
+    let _lock = super::lock_state(name)?;
     let mut recorded = super::load_any(name)?;
     match &mut recorded {
         Recorded::Pair(s) => in_pair(s, link, change)?,

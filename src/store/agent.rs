@@ -27,33 +27,54 @@ const AGENT_FIGURES: &str = "SELECT id, latency_ns, throughput_bits_per_s, headl
              ORDER BY id DESC LIMIT ?3";
 
 impl Db {
-    /// Deletes agent runs that started before `now - max_age`, then all but the newest
-    /// `max_runs` agent runs; runs of any other source are never touched. How many went.
+    /// Deletes this agent's runs (source `agent`, labelled one of `labels`: its own
+    /// TARGET/TEST pairs) that started before `now - max_age`, then all but the newest
+    /// `max_runs` of them; runs of any other source, and another agent's runs in a shared
+    /// database, are never touched. How many went. A `max_age` reaching back before 1970
+    /// deletes nothing by age (no run started then).
     pub fn apply_agent_retention(
         &self,
+        labels: &[String],
         max_age: Option<Duration>,
         max_runs: Option<u64>,
         now: SystemTime,
     ) -> Result<u64> {
+        if labels.is_empty() {
+            return Ok(0);
+        }
         let source = Source::Agent.as_str();
+        // ?1 the source, ?2 the age cutoff or the count, ?3.. the labels.
+        let among: Vec<String> = (0..labels.len()).map(|i| format!("?{}", i + 3)).collect();
+        let among = among.join(", ");
+        let args = |second: rusqlite::types::Value| {
+            let mut v = vec![rusqlite::types::Value::Text(source.to_owned()), second];
+            v.extend(labels.iter().cloned().map(rusqlite::types::Value::Text));
+            v
+        };
         let mut deleted = 0;
-        if let Some(age) = max_age {
-            if let Some(cutoff) = now.checked_sub(age) {
-                // started_at is RFC 3339 UTC with milliseconds, as this cutoff: text order
-                // is time order.
-                let cutoff = humantime::format_rfc3339_millis(cutoff).to_string();
-                deleted += self.conn().execute(
-                    "DELETE FROM runs WHERE source = ?1 AND started_at < ?2",
-                    params![source, cutoff],
-                )?;
-            }
+        if let Some(cutoff) = max_age
+            .and_then(|age| now.checked_sub(age))
+            .filter(|c| *c >= SystemTime::UNIX_EPOCH)
+        {
+            // started_at is RFC 3339 UTC with milliseconds, as this cutoff: text order is
+            // time order.
+            let cutoff = humantime::format_rfc3339_millis(cutoff).to_string();
+            deleted += self.conn().execute(
+                &format!(
+                    "DELETE FROM runs WHERE source = ?1 AND started_at < ?2 AND label IN ({among})"
+                ),
+                rusqlite::params_from_iter(args(rusqlite::types::Value::Text(cutoff))),
+            )?;
         }
         if let Some(n) = max_runs {
             let keep = i64::try_from(n).unwrap_or(i64::MAX);
             deleted += self.conn().execute(
-                "DELETE FROM runs WHERE source = ?1 AND id NOT IN
-                     (SELECT id FROM runs WHERE source = ?1 ORDER BY id DESC LIMIT ?2)",
-                params![source, keep],
+                &format!(
+                    "DELETE FROM runs WHERE source = ?1 AND label IN ({among}) AND id NOT IN
+                     (SELECT id FROM runs WHERE source = ?1 AND label IN ({among})
+                      ORDER BY id DESC LIMIT ?2)"
+                ),
+                rusqlite::params_from_iter(args(rusqlite::types::Value::Integer(keep))),
             )?;
         }
         Ok(deleted as u64)
@@ -121,16 +142,87 @@ mod tests {
         let a1 = save(&db, "2026-03-30T00:00:00.000Z", "a/p", Source::Agent);
         let a2 = save(&db, "2026-03-30T00:01:00.000Z", "a/p", Source::Agent);
         let a3 = save(&db, "2026-03-30T00:02:00.000Z", "b/p", Source::Agent);
+        let ours = labels(&["a/p", "b/p"]);
         let n = db
-            .apply_agent_retention(Some(Duration::from_secs(30 * 86_400)), None, now)
+            .apply_agent_retention(&ours, Some(Duration::from_secs(30 * 86_400)), None, now)
             .unwrap();
         assert_eq!(n, 1);
         assert_eq!(ids(&db), vec![old_run, a1, a2, a3]);
-        let n = db.apply_agent_retention(None, Some(2), now).unwrap();
+        let n = db.apply_agent_retention(&ours, None, Some(2), now).unwrap();
         assert_eq!(n, 1, "the oldest agent run goes");
         assert_eq!(ids(&db), vec![old_run, a2, a3]);
         let _ = old_agent;
-        assert_eq!(db.apply_agent_retention(None, Some(2), now).unwrap(), 0);
+        assert_eq!(
+            db.apply_agent_retention(&ours, None, Some(2), now).unwrap(),
+            0
+        );
+    }
+
+    fn labels(l: &[&str]) -> Vec<String> {
+        l.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Two agents share one database: each one's retention deletes its own runs alone,
+    /// by age and by count.
+    #[test]
+    fn retention_leaves_another_agents_runs_alone() {
+        let (_d, db) = temp_db();
+        let now = humantime::parse_rfc3339("2026-03-31T00:00:00Z").unwrap();
+        let theirs_old = save(&db, "2025-01-01T00:00:00.000Z", "far/ping", Source::Agent);
+        let theirs: Vec<i64> = (0..5)
+            .map(|i| {
+                save(
+                    &db,
+                    &format!("2026-03-30T00:0{i}:00.000Z"),
+                    "far/ping",
+                    Source::Agent,
+                )
+            })
+            .collect();
+        let _mine_old = save(&db, "2025-01-01T00:00:00.000Z", "near/ping", Source::Agent);
+        let mine: Vec<i64> = (0..3)
+            .map(|i| {
+                save(
+                    &db,
+                    &format!("2026-03-30T00:1{i}:00.000Z"),
+                    "near/ping",
+                    Source::Agent,
+                )
+            })
+            .collect();
+        let ours = labels(&["near/ping"]);
+        let n = db
+            .apply_agent_retention(&ours, Some(Duration::from_secs(86_400)), Some(1), now)
+            .unwrap();
+        assert_eq!(n, 3, "my old run by age, then two of my three by count");
+        let mut want = vec![theirs_old];
+        want.extend(&theirs);
+        want.push(mine[2]);
+        assert_eq!(ids(&db), want);
+        // No labels: nothing is this agent's.
+        assert_eq!(
+            db.apply_agent_retention(&[], None, Some(1), now).unwrap(),
+            0
+        );
+    }
+
+    /// `max_age = "36500d"` reaches back before 1970: no run is that old, none is deleted,
+    /// and nothing panics (formatting a time before the epoch did).
+    #[test]
+    fn an_age_before_1970_deletes_nothing() {
+        let (_d, db) = temp_db();
+        let now = humantime::parse_rfc3339("2026-03-31T00:00:00Z").unwrap();
+        let a = save(&db, "2026-03-30T00:00:00.000Z", "a/p", Source::Agent);
+        let century = Duration::from_secs(36_500 * 86_400);
+        let n = db
+            .apply_agent_retention(&labels(&["a/p"]), Some(century), None, now)
+            .unwrap();
+        assert_eq!(n, 0);
+        assert_eq!(ids(&db), vec![a]);
+        let n = db
+            .apply_agent_retention(&labels(&["a/p"]), Some(Duration::MAX), None, now)
+            .unwrap();
+        assert_eq!(n, 0);
     }
 
     #[test]
