@@ -197,11 +197,12 @@ fn probe_loopback_runs_one_test_at_once_and_saves_nothing() {
     assert_eq!(last.run_id, None, "a probe is not saved");
     assert_eq!(last.latency_quantiles.len(), 3);
     assert!(last.latency_quantiles.iter().all(|(_, s)| *s > 0.0));
-    // By address too; unknown names are one-line errors.
+    // By the target's configured address too (the first target with it); unknown names are
+    // one-line errors.
     let by_addr = source
         .probe(&server.addr, "ping64")
         .expect("the probe runs");
-    assert_eq!(by_addr.target, server.addr);
+    assert_eq!(by_addr.target, "a");
     assert!(source
         .probe("a", "nope")
         .unwrap_err()
@@ -209,13 +210,54 @@ fn probe_loopback_runs_one_test_at_once_and_saves_nothing() {
     assert!(source
         .probe("zz", "ping64")
         .unwrap_err()
-        .contains("no [[target]]"));
+        .contains("not a [[target]] of this agent"));
+    // Any other address is refused before anything is dialled: a listener of the test's own
+    // at another port is never connected to.
+    let stranger = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    stranger.set_nonblocking(true).unwrap();
+    let elsewhere = stranger.local_addr().unwrap().to_string();
+    for module in ["ping64", "bulk"] {
+        let why = source.probe(&elsewhere, module).unwrap_err();
+        assert!(why.contains("only against its configured targets"), "{why}");
+    }
+    assert!(
+        matches!(stranger.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the agent connected to an address outside its config"
+    );
     assert!(!db.exists(), "nothing saved");
     // The snapshot lists every pair, nothing run yet.
     let snap = source.agent().expect("an agent snapshot");
     assert_eq!(snap.tests.len(), 4);
     assert!(snap.tests.iter().all(|t| t.runs_total == 0));
     assert!(source.server().is_none());
+}
+
+/// A probe is held to the agent's budgets: over the traffic budget a throughput test is not
+/// run (a latency test still is), and a probe takes its pair's place in the pool.
+#[test]
+fn probes_count_in_the_agents_traffic_budget() {
+    use wirebench::metrics::MetricsSource;
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let text = config(&server.addr).replace(
+        "seed = 7\n",
+        "seed = 7\ntraffic_budget_bytes_per_s = 1000\n",
+    );
+    let config = wirebench::agent::config::AgentConfig::parse(&text).expect("the config reads");
+    let shared = std::sync::Arc::new(wirebench::agent::Shared::new(
+        config,
+        dir.path().join("r.db"),
+    ));
+    let source = wirebench::agent::Source(std::sync::Arc::clone(&shared));
+    // 300 ms of stream moves far more than a minute's budget of 60 000 bytes.
+    source.probe("a", "bulk").expect("the first stream runs");
+    for target in ["a", "b"] {
+        let why = source.probe(target, "bulk").unwrap_err();
+        assert!(why.contains("over its traffic budget"), "{why}");
+    }
+    source
+        .probe("a", "ping64")
+        .expect("a latency probe runs over the traffic budget");
 }
 
 /// SIGUSR1 prints the counts and the agent goes on; SIGHUP stops it as SIGTERM does: the

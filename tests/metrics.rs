@@ -130,12 +130,10 @@ fn loopback_serve_metrics_counts_sessions_refusals_and_bytes_exactly() {
     assert!(sent >= 2.0 * 100.0 * 64.0, "{sent}");
     assert!(body.contains("# TYPE wirebench_server_sessions_total counter\n"));
 
-    // A server runs no probes: a 200 that says the probe failed, as blackbox_exporter does.
+    // A server runs no probes: /probe is not there (and so writes nothing to its log).
     let (status, probe) = scrape(&metrics, "/probe?target=x&module=y");
-    assert_eq!(status, "HTTP/1.1 200 OK");
-    assert_eq!(value(&probe, "wirebench_probe_success"), 0.0);
-    let (status, _) = scrape(&metrics, "/probe");
-    assert_eq!(status, "HTTP/1.1 400 Bad Request");
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+    assert!(!probe.contains("wirebench_probe_success"), "{probe}");
 }
 
 #[test]
@@ -156,5 +154,139 @@ fn loopback_metrics_address_in_use_is_one_line() {
     assert!(
         stderr.contains(&format!("--metrics {addr}: address in use")),
         "{stderr}"
+    );
+}
+
+/// A connection from the loopback address `from` to `addr`, its reads and writes bounded by
+/// [`FINISH`] (a hang guard).
+fn connect_from(from: &str, addr: &str) -> TcpStream {
+    let s = common::connect_from(from, addr);
+    s.set_read_timeout(Some(FINISH)).unwrap();
+    s.set_write_timeout(Some(FINISH)).unwrap();
+    s
+}
+
+/// GET `path` from `from`: the status line.
+fn scrape_from(from: &str, addr: &str, path: &str) -> String {
+    let mut s = connect_from(from, addr);
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut all = String::new();
+    s.read_to_string(&mut all).unwrap();
+    all.lines().next().unwrap_or("").to_string()
+}
+
+/// The exporter under the attacks, in a server that may map at most 1 GiB and open
+/// 256 descriptors: an endless header line, hundreds of idle connections, slow-loris heads,
+/// 4 000 pipelined requests never read and a /probe flood. The server lives, its memory and
+/// its threads stay bounded, scrapes from another address and a measuring client are served
+/// throughout, and it comes back to its baseline threads and descriptors.
+#[test]
+fn loopback_exporter_holds_under_attack_within_a_gib_and_256_descriptors() {
+    let mut server = Server::start_limited(
+        &["--as=1073741824", "--nofile=256"],
+        &[
+            "--metrics",
+            "127.0.0.1:0",
+            "--max-sessions-per-client",
+            "64",
+        ],
+    );
+    let line = server
+        .wait_for("metrics on http://", FINISH)
+        .expect("the server says where its metrics are");
+    let metrics = line
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .trim_start_matches("http://")
+        .trim_end_matches("/metrics")
+        .to_string();
+    let pid = server.child.id();
+    let alive = |server: &mut Server| server.child.try_wait().unwrap().is_none();
+    assert_eq!(
+        scrape_from("127.0.0.2", &metrics, "/metrics"),
+        "HTTP/1.1 200 OK"
+    );
+    let baseline = common::proc::held(pid);
+
+    let (_, peak) = common::proc::peak_while(pid, || {
+        // A header line without an end: refused after 8 KiB, whatever follows.
+        let mut endless = connect_from("127.0.0.1", &metrics);
+        endless.write_all(b"GET /metrics HTTP/1.1\r\nX: ").unwrap();
+        let chunk = vec![b'a'; 64 * 1024];
+        let mut sent = 0usize;
+        while sent < 256 << 20 && endless.write_all(&chunk).is_ok() {
+            sent += chunk.len();
+        }
+        assert!(sent < 256 << 20, "the server read an endless header line");
+        // 200 idle connections from 127.0.0.1, 20 slow-loris heads from 127.0.0.3.
+        let idle: Vec<TcpStream> = (0..200)
+            .map(|_| connect_from("127.0.0.1", &metrics))
+            .collect();
+        let mut loris: Vec<TcpStream> = (0..20)
+            .map(|_| connect_from("127.0.0.3", &metrics))
+            .collect();
+        for s in &mut loris {
+            let _ = s.write_all(b"GET /metr");
+        }
+        // 4 000 pipelined requests on one connection, never read.
+        let mut pipeliner = connect_from("127.0.0.4", &metrics);
+        let many = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".repeat(4000);
+        let _ = pipeliner.write_all(many.as_bytes());
+        // A /probe flood: a server has no /probe, and logs nothing for it.
+        for _ in 0..200 {
+            assert_eq!(
+                scrape_from("127.0.0.5", &metrics, "/probe?target=x&module=y"),
+                "HTTP/1.1 404 Not Found"
+            );
+        }
+        // Meanwhile: another scraper and a measuring client are served.
+        assert_eq!(
+            scrape_from("127.0.0.2", &metrics, "/metrics"),
+            "HTTP/1.1 200 OK"
+        );
+        let out = run(&[
+            "run",
+            "pingpong",
+            "-n",
+            "100",
+            "--to",
+            &server.addr,
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "a measuring client failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Every slow-loris head is cut off by the server (the read ends; FINISH guards).
+        for mut s in loris {
+            let mut rest = Vec::new();
+            let _ = s.read_to_end(&mut rest);
+        }
+        drop((idle, pipeliner, endless));
+    });
+    assert!(alive(&mut server), "the server died");
+    // One runtime thread and a few workers: the connections hold no threads.
+    assert!(
+        peak.threads <= baseline.threads + 8,
+        "threads {} -> {}",
+        baseline.threads,
+        peak.threads
+    );
+    assert!(
+        peak.rss_kib < baseline.rss_kib + 100 * 1024,
+        "resident memory {} KiB -> {} KiB",
+        baseline.rss_kib,
+        peak.rss_kib
+    );
+    let settled = common::proc::settle(pid, baseline, FINISH);
+    assert!(
+        settled.threads <= baseline.threads && settled.fds <= baseline.fds,
+        "{baseline:?} -> {settled:?}"
+    );
+    assert_eq!(
+        scrape_from("127.0.0.2", &metrics, "/metrics"),
+        "HTTP/1.1 200 OK"
     );
 }

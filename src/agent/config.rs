@@ -185,9 +185,9 @@ impl AgentConfig {
 fn check(file: FileText) -> Result<AgentConfig> {
     let a = &file.agent;
     let metrics = match &a.metrics {
-        Some(m) => Some(m.parse::<SocketAddr>().map_err(|_| {
-            anyhow!("agent.metrics {m:?}: expected an address HOST:PORT such as 127.0.0.1:9465")
-        })?),
+        Some(m) => {
+            Some(crate::metrics::parse_address(m).map_err(|why| anyhow!("agent.metrics {why}"))?)
+        }
         None => None,
     };
     if let Some(p) = a.cpu_budget_percent {

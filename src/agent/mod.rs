@@ -44,16 +44,27 @@ pub struct Shared {
     /// When retention last ran: at most once per [`RETENTION_EVERY`], because its count rule
     /// reads every agent run in the database.
     retained_at: Mutex<Option<Instant>>,
+    /// Which jobs have a run going, scheduled or asked for by `/probe`: one pool, so that a
+    /// probe counts against `max_concurrent` and a scheduled run and a probe of the same job,
+    /// or two throughput runs to one target, never overlap.
+    in_flight: Mutex<Vec<bool>>,
+    /// The CPU and traffic budgets' meter, fed by every run, probes included.
+    meter: Mutex<budget::Meter>,
     started: Instant,
 }
 
 impl Shared {
     pub fn new(config: AgentConfig, db_path: PathBuf) -> Shared {
-        let tests = jobs(&config)
+        let jobs = jobs(&config);
+        let tests = jobs
             .iter()
             .map(|j| initial_state(&config, j.target, j.test))
             .collect();
+        let meter =
+            budget::Meter::new(config.cpu_budget_percent, config.traffic_budget_bytes_per_s);
         Shared {
+            in_flight: Mutex::new(vec![false; jobs.len()]),
+            meter: Mutex::new(meter),
             config,
             db_path,
             snapshot: Mutex::new(AgentSnapshot {
@@ -96,6 +107,58 @@ impl Shared {
             *at = Some(Instant::now());
         }
         due
+    }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, Vec<bool>> {
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn meter(&self) -> std::sync::MutexGuard<'_, budget::Meter> {
+        self.meter.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Job `j`'s run ended, having moved `bytes`.
+    fn ended(&self, j: usize, bytes: u64) {
+        if let Some(r) = self.in_flight().get_mut(j) {
+            *r = false;
+        }
+        self.meter().moved(Instant::now(), bytes);
+    }
+
+    /// Takes job `j`'s place in the pool for a probe, or says which budget refuses it.
+    fn admit_probe(&self, j: usize) -> std::result::Result<(), String> {
+        let jobs = jobs(&self.config);
+        let job = &jobs[j];
+        let mut in_flight = self.in_flight();
+        let mut meter = self.meter();
+        meter.sample(Instant::now());
+        if in_flight[j] {
+            return Err("its scheduled run is in progress".into());
+        }
+        let busy = in_flight.iter().filter(|r| **r).count();
+        if busy >= self.config.max_concurrent {
+            return Err(format!(
+                "all {} run places are taken (agent.max_concurrent)",
+                self.config.max_concurrent
+            ));
+        }
+        if meter.cpu_exceeded() {
+            return Err("the agent is over its CPU budget".into());
+        }
+        if job.throughput {
+            if meter.traffic_exceeded() {
+                return Err("the agent is over its traffic budget".into());
+            }
+            let same_target = jobs
+                .iter()
+                .zip(in_flight.iter())
+                .any(|(o, r)| *r && o.throughput && o.target == job.target);
+            if same_target {
+                return Err("a throughput test to this target is running".into());
+            }
+        }
+        in_flight[j] = true;
+        Ok(())
     }
 
     fn update(&self, f: impl FnOnce(&mut AgentSnapshot)) {
@@ -170,10 +233,7 @@ pub fn run(
     let config = &shared.config;
     let jobs = jobs(config);
     let mut sched = Scheduler::new(jobs.clone(), seed);
-    let mut running = vec![false; jobs.len()];
     let mut skipped_seen = vec![0u64; jobs.len()];
-    let mut meter =
-        budget::Meter::new(config.cpu_budget_percent, config.traffic_budget_bytes_per_s);
     let (tx, rx) = mpsc::channel::<Done>();
     let mut handles = Vec::new();
     let start = Instant::now();
@@ -183,19 +243,26 @@ pub fn run(
             break;
         }
         while let Ok(done) = rx.try_recv() {
-            running[done.job] = false;
-            meter.moved(Instant::now(), done.bytes);
+            shared.ended(done.job, done.bytes);
         }
-        meter.sample(Instant::now());
-        let busy = running.iter().filter(|r| **r).count();
-        let budgets = Budgets {
-            cpu_exceeded: meter.cpu_exceeded(),
-            traffic_exceeded: meter.traffic_exceeded(),
-            free_slots: config.max_concurrent.saturating_sub(busy),
+        // Decided and marked under the pool's lock: a probe admitted meanwhile is counted.
+        let decision = {
+            let mut running = shared.in_flight();
+            let mut meter = shared.meter();
+            meter.sample(Instant::now());
+            let busy = running.iter().filter(|r| **r).count();
+            let budgets = Budgets {
+                cpu_exceeded: meter.cpu_exceeded(),
+                traffic_exceeded: meter.traffic_exceeded(),
+                free_slots: config.max_concurrent.saturating_sub(busy),
+            };
+            let decision = sched.decide(now, &running, budgets);
+            for &j in &decision.start {
+                running[j] = true;
+            }
+            decision
         };
-        let decision = sched.decide(now, &running, budgets);
         for j in decision.start {
-            running[j] = true;
             if sched.skipped(j) > skipped_seen[j] {
                 let (g, t) = (&config.targets[jobs[j].target], &config.tests[jobs[j].test]);
                 eprintln!(
@@ -217,8 +284,7 @@ pub fn run(
         handles.retain(|h| !h.is_finished());
         let wait = decision.next.saturating_sub(start.elapsed()).min(TICK);
         if let Ok(done) = rx.recv_timeout(wait) {
-            running[done.job] = false;
-            meter.moved(Instant::now(), done.bytes);
+            shared.ended(done.job, done.bytes);
         }
     }
     let left = handles.len();
@@ -368,42 +434,54 @@ impl crate::metrics::MetricsSource for Source {
         None
     }
 
+    /// A probe runs one of the config's own (target, test) pairs, and only those: the target by
+    /// its name or its configured address, never any other address (a scrape must not make the
+    /// agent connect elsewhere, nor present its key to a stranger), in the same pool and
+    /// within the same budgets as the scheduled runs. Its run is not saved.
     fn probe(&self, target: &str, module: &str) -> std::result::Result<TestState, String> {
-        let config = &self.0.config;
+        let shared = &self.0;
+        let config = &shared.config;
         let ti = config
             .tests
             .iter()
             .position(|t| t.name == module)
             .ok_or_else(|| format!("module {module:?}: no [[test]] of that name"))?;
+        let gi = config
+            .targets
+            .iter()
+            .position(|g| g.name == target)
+            .or_else(|| config.targets.iter().position(|g| g.address == target))
+            .ok_or_else(|| {
+                format!("target {target:?}: not a [[target]] of this agent (a probe runs only against its configured targets)")
+            })?;
+        let j = jobs(config)
+            .iter()
+            .position(|job| job.target == gi && job.test == ti)
+            .ok_or_else(|| {
+                format!(
+                    "test {module:?} does not run against target {:?} in this agent's config",
+                    config.targets[gi].name
+                )
+            })?;
+        shared
+            .admit_probe(j)
+            .map_err(|why| format!("not run now: {why}"))?;
         let test = &config.tests[ti];
-        let named = config.targets.iter().position(|g| g.name == target);
-        let (address, mut state) = match named {
-            Some(gi) => (
-                config.targets[gi].address.clone(),
-                initial_state(config, gi, ti),
-            ),
-            None if target.contains(':') => {
-                let mut state = TestState {
-                    target: target.to_string(),
-                    test: test.name.clone(),
-                    transport: test.request.transport.name().to_string(),
-                    pattern: test.request.pattern.name().to_string(),
-                    size_bytes: test.size_bytes,
-                    throughput: test.throughput,
-                    ..TestState::default()
-                };
-                state.labels.clear();
-                (target.to_string(), state)
-            }
-            None => {
-                return Err(format!(
-                    "target {target:?}: no [[target]] of that name, nor HOST:PORT"
-                ))
-            }
+        let mut state = initial_state(config, gi, ti);
+        let label = run::label(&config.targets[gi], test);
+        let measured = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run::measure(test, &config.targets[gi].address, &label)
+        }));
+        let bytes = match &measured {
+            Ok(Ok(doc)) => run::bytes_moved(doc),
+            _ => 0,
         };
-        let label = format!("{}/{}", state.target, test.name);
-        let doc = run::measure(test, &address, &label)
-            .map_err(|e| format!("the run failed: {}", crate::error::one_line(&e)))?;
+        shared.ended(j, bytes);
+        let doc = match measured {
+            Ok(Ok(doc)) => doc,
+            Ok(Err(e)) => return Err(format!("the run failed: {}", crate::error::one_line(&e))),
+            Err(_) => return Err("the run failed: an internal error".into()),
+        };
         state.runs_total = 1;
         state.last = Some(run::last_result(&doc, None));
         Ok(state)

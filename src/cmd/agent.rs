@@ -27,8 +27,9 @@ pub struct AgentArgs {
     /// SIGINT, SIGTERM or SIGHUP; SIGUSR1 prints the counts so far).
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     pub for_duration: Option<Duration>,
-    /// Serve /metrics and /probe (Prometheus) on this address (overrides [agent] metrics).
-    #[arg(long, value_name = "ADDR")]
+    /// Serve /metrics and /probe (Prometheus) on this address (overrides [agent] metrics); a
+    /// bare PORT binds 127.0.0.1. /probe runs only the config's tests against its targets.
+    #[arg(long, value_name = "[IP:]PORT", value_parser = crate::metrics::parse_address)]
     pub metrics: Option<SocketAddr>,
     /// The results database (default: as for `run`).
     #[arg(long, value_name = "PATH")]

@@ -49,8 +49,10 @@ pub struct ServeArgs {
     /// Serve the server's own counters on ADDR (IP:PORT) at /metrics, in the Prometheus text
     /// format (OpenMetrics when the scraper asks for it): sessions now and in all, refusals by
     /// kind, payload bytes received and sent. Plain HTTP; --allow, --deny and the pre-shared
-    /// key do not apply to it: bind it to an address only your Prometheus reaches.
-    #[arg(long, value_name = "ADDR")]
+    /// key do not apply to it: a bare PORT binds 127.0.0.1; name an address only your
+    /// Prometheus reaches. At most 64 connections (16 from one address), 8 KiB and 5 s for a
+    /// request's head, 10 s for its answer.
+    #[arg(long, value_name = "[IP:]PORT", value_parser = crate::metrics::parse_address)]
     pub metrics: Option<SocketAddr>,
     #[command(flatten)]
     pub transport: TransportArgs,
@@ -261,5 +263,9 @@ impl crate::metrics::MetricsSource for ServerMetrics {
         _module: &str,
     ) -> Result<crate::model::agent::TestState, String> {
         Err("this is a server: /probe runs on `wirebench agent`".into())
+    }
+
+    fn offers_probes(&self) -> bool {
+        false
     }
 }

@@ -59,19 +59,53 @@ pub trait MetricsSource: Send + Sync + 'static {
     /// gives its state; Err: one line saying why not (unknown module, no such target, the
     /// run failed).
     fn probe(&self, target: &str, module: &str) -> Result<TestState, String>;
+    /// Whether `/probe` is served at all (a server has nothing to probe with: 404).
+    fn offers_probes(&self) -> bool {
+        true
+    }
 }
 
 /// A running exporter; stops serving when dropped.
 pub struct MetricsServer {
     pub addr: SocketAddr,
-    _running: http::Running,
+    running: http::Running,
 }
 
-/// Serves `/metrics` and `/probe` on `addr` from a thread of its own.
+impl MetricsServer {
+    /// What attacks and slow clients cost it so far.
+    pub fn counters(&self) -> &http::Counters {
+        &self.running.counters
+    }
+}
+
+/// Serves `/metrics` and `/probe` on `addr` from a thread of its own, within the default
+/// [`http::Limits`].
 pub fn serve(addr: SocketAddr, source: Arc<dyn MetricsSource>) -> anyhow::Result<MetricsServer> {
-    let running = http::start(addr, source)?;
+    serve_within(addr, source, http::Limits::default())
+}
+
+/// [`serve`] within other limits (tests make them small).
+pub fn serve_within(
+    addr: SocketAddr,
+    source: Arc<dyn MetricsSource>,
+    limits: http::Limits,
+) -> anyhow::Result<MetricsServer> {
+    let running = http::start(addr, source, limits)?;
     Ok(MetricsServer {
         addr: running.addr,
-        _running: running,
+        running,
+    })
+}
+
+/// The address of `--metrics VALUE`: a bare port (or `:PORT`) is on 127.0.0.1, so that the
+/// exporter, which has no key and no access rules, is reached from this host alone unless
+/// an address is named.
+pub fn parse_address(value: &str) -> Result<SocketAddr, String> {
+    let port = value.strip_prefix(':').unwrap_or(value);
+    if let Ok(port) = port.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    value.parse().map_err(|_| {
+        format!("{value:?}: expected PORT (on 127.0.0.1) or IP:PORT such as 127.0.0.1:9465")
     })
 }

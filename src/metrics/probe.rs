@@ -3,7 +3,8 @@
 //! still an answer (`wirebench_probe_success 0`), so that the scrape itself succeeds and the
 //! failure is a value Prometheus keeps.
 
-use std::time::Instant;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use super::families::{Exposed, ProbeOutcome};
 use super::MetricsSource;
@@ -59,8 +60,49 @@ fn decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// At most one line about failed probes on stderr this often: a scraper that asks for
+/// failing probes as fast as it can must not fill a log.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// The longest reason a log line carries.
+const MAX_REASON: usize = 200;
+
+/// When a failure was last written, and how many were left out since.
+static LOGGED: Mutex<(Option<Instant>, u64)> = Mutex::new((None, 0));
+
+/// The log line for a failed probe now, or None when one was written within [`LOG_EVERY`]
+/// (that one is then counted, and the next line says how many were left out).
+fn failure_line(now: Instant, target: &str, module: &str, why: &str) -> Option<String> {
+    let mut logged = LOGGED.lock().unwrap_or_else(|p| p.into_inner());
+    if logged.0.is_some_and(|t| now.duration_since(t) < LOG_EVERY) {
+        logged.1 += 1;
+        return None;
+    }
+    let left_out = std::mem::take(&mut logged.1);
+    logged.0 = Some(now);
+    let short = |s: &str| -> String {
+        let s = crate::text::printable(s);
+        match s.char_indices().nth(MAX_REASON) {
+            Some((i, _)) => format!("{}...", &s[..i]),
+            None => s.into_owned(),
+        }
+    };
+    let more = if left_out > 0 {
+        format!(" ({left_out} more failed probe(s) since the last line)")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "wirebench metrics: probe of {} with {} failed: {}{more}",
+        short(target),
+        short(module),
+        short(why)
+    ))
+}
+
 /// Runs the probe: its test's families and the outcome, success or not. A failure's reason
-/// goes to stderr (the metrics carry only that it failed).
+/// goes to stderr, at most one line per [`LOG_EVERY`] (the metrics carry only that it
+/// failed).
 pub fn run(source: &dyn MetricsSource, target: &str, module: &str) -> Exposed {
     let start = Instant::now();
     let result = source.probe(target, module);
@@ -69,12 +111,9 @@ pub fn run(source: &dyn MetricsSource, target: &str, module: &str) -> Exposed {
     let tests = match result {
         Ok(state) => vec![state],
         Err(why) => {
-            eprintln!(
-                "wirebench metrics: probe of {} with {} failed: {}",
-                target.escape_debug(),
-                module.escape_debug(),
-                why.escape_debug()
-            );
+            if let Some(line) = failure_line(Instant::now(), target, module, &why) {
+                eprintln!("{line}");
+            }
             Vec::new()
         }
     };
@@ -85,5 +124,42 @@ pub fn run(source: &dyn MetricsSource, target: &str, module: &str) -> Exposed {
             duration_s,
         }),
         ..Exposed::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flood of failing probes writes one line per interval, short and printable, and the
+    /// next line counts what was left out.
+    #[test]
+    fn failed_probes_log_one_short_line_per_interval() {
+        let t0 = Instant::now();
+        let long = "x".repeat(10_000);
+        let first = failure_line(t0, "a\u{1b}[2J", "m", &long);
+        // Another test may have logged first within the interval; that is the same rule.
+        let written = first.iter().count();
+        for i in 1..1000u64 {
+            assert!(failure_line(t0 + Duration::from_millis(i), "a", "m", "no").is_none());
+        }
+        let next = failure_line(t0 + LOG_EVERY + Duration::from_secs(1), "a", "m", "no")
+            .expect("a line after the interval");
+        assert!(
+            next.contains("more failed probe(s) since the last line"),
+            "{next}"
+        );
+        if let Some(first) = first {
+            assert!(first.len() < 3 * MAX_REASON, "{}", first.len());
+            assert!(!first.contains('\u{1b}'), "{first}");
+            // 999 left out here, more if another test's probe failed meanwhile.
+            let n: u64 = next
+                .rsplit_once(" (")
+                .and_then(|(_, r)| r.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            assert!(n >= 999, "{next}");
+        }
+        assert!(written <= 1);
     }
 }

@@ -73,7 +73,24 @@ impl Server {
 
     /// A server listening on `listen` (`::` for a dual-stack socket).
     pub fn start_on(listen: &str, extra: &[&str]) -> Server {
-        let mut child = bin()
+        Server::start_with(bin(), listen, extra)
+    }
+
+    /// A server on loopback under prlimit's `limits` (such as `--as=1073741824`, at most 1
+    /// GiB of address space, set before it runs): a memory attack that works ends it with an
+    /// allocation failure instead of disturbing the machine.
+    pub fn start_limited(limits: &[&str], extra: &[&str]) -> Server {
+        let mut limited = Command::new("prlimit");
+        limited
+            .args(limits)
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_wirebench"))
+            .envs(bin().get_envs().filter_map(|(k, v)| Some((k, v?))));
+        Server::start_with(limited, "127.0.0.1", extra)
+    }
+
+    fn start_with(mut command: Command, listen: &str, extra: &[&str]) -> Server {
+        let mut child = command
             .args(["serve", "--listen", listen, "--port", "0"])
             .args(extra)
             .env_remove("WIREBENCH_PSK")
