@@ -75,8 +75,10 @@ pub fn run(a: AgentArgs) -> Result<i32> {
         c.targets.len(),
         agent::jobs(c).len(),
         db_path.display(),
-        metrics_addr
-            .map(|m| format!(", metrics on http://{m}/metrics"))
+        // The bound address: `--metrics 127.0.0.1:0` has its port chosen by the system.
+        _exporter
+            .as_ref()
+            .map(|m| format!(", metrics on http://{}/metrics", m.addr))
             .unwrap_or_default(),
     );
     agent::run(Arc::clone(&shared), seed, a.for_duration, &stop)?;
