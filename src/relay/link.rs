@@ -67,6 +67,10 @@ pub const MAX_RTO: Duration = Duration::from_secs(1);
 /// Resends of a frame without any acknowledgement on its channel before the channel is given
 /// up: about 25 s of silence with the back-off above, as long as the default write timeout.
 pub const MAX_RESENDS: u32 = 30;
+/// Resends of a frame after which the opener makes a new session (the channels carry on over
+/// it): an acceptor that restarted has forgotten the old one and drops its datagrams unanswered,
+/// so without this its channels would wait out every resend.
+pub const REKEY_AFTER: u32 = 5;
 /// Handshake messages sent (first and resends) before the opener says the peer does not
 /// answer.
 pub const HANDSHAKE_TRIES: u32 = 12;
@@ -583,6 +587,7 @@ impl Link {
         self.handshake_timeout(now);
         let up = self.is_up();
         let mut gone = Vec::new();
+        let mut rekey = false;
         for (&id, c) in self.chans.iter_mut() {
             if now.saturating_duration_since(c.last_activity) >= self.cfg.idle {
                 gone.push((id, Abort::Idle));
@@ -611,6 +616,7 @@ impl Link {
                 if now >= f.due() {
                     f.last_sent = now;
                     f.resends += 1;
+                    rekey |= f.resends == REKEY_AFTER;
                     c.counters.resent += 1;
                     self.out
                         .push_back(encode(KIND_DATA, f.flags, id, seq, &f.bytes));
@@ -624,7 +630,7 @@ impl Link {
         }
         // Nothing answers: the acceptor may have restarted and forgotten the session. The
         // opener makes a new one (channels still alive carry on over it).
-        if unanswered && up && self.cfg.role == Role::Opener {
+        if (unanswered || rekey) && up && self.cfg.role == Role::Opener {
             self.start_handshake(now);
         }
     }
@@ -926,11 +932,11 @@ impl Link {
         let na = *na;
         self.session = Session::Up { key, na };
         self.events.push_back(Event::Session(from));
-        // What waited for the session leaves now: its resend clocks start now.
+        // What waited for the session leaves now: its resend clocks start now (the back-off's
+        // step stays: a new session does not buy a frame more resends).
         for c in self.chans.values_mut() {
             for f in c.unacked.values_mut() {
                 f.last_sent = now;
-                f.resends = 0;
             }
         }
     }
@@ -1577,16 +1583,26 @@ mod tests {
         let mut p = Pair::new(CLEAN, 200);
         let start = p.now;
         let id = p.a.open(start);
-        // B hears nothing: A's data datagrams are recorded with their times.
+        // B hears none of A's data (it answers the handshakes A makes again after
+        // REKEY_AFTER resends): A's data datagrams are recorded with their times.
         let mut sends = Vec::new();
         let step = Duration::from_millis(5);
         let mut now = start;
         let mut closed = None;
+        let mut handshakes = 0;
         while now < start + Duration::from_secs(60) {
             p.a.handle_timeout(now);
-            for (_, d) in drain_out(&mut p.a) {
-                if d[1] == KIND_DATA {
-                    sends.push(now - start);
+            for _ in 0..4 {
+                for (_, d) in drain_out(&mut p.a) {
+                    if d[1] == KIND_DATA {
+                        sends.push(now - start);
+                    } else {
+                        handshakes += u32::from(d[1] == KIND_INIT);
+                        p.b.handle(now, a_addr(), &d);
+                    }
+                }
+                for (_, d) in drain_out(&mut p.b) {
+                    p.a.handle(now, b_addr(), &d);
                 }
             }
             while let Some(e) = p.a.poll_event() {
@@ -1611,6 +1627,32 @@ mod tests {
         assert_eq!((i, aborted), (id, Some(Abort::Unacknowledged)));
         assert!(at < p.a.config().give_up, "stopped by the attempt limit");
         assert_eq!(p.a.channels(), 0);
+        // One new session at REKEY_AFTER resends, one after the channel was given up.
+        assert_eq!(handshakes, 2);
+    }
+
+    #[test]
+    fn a_restarted_acceptor_gets_a_new_session_after_a_few_resends() {
+        let mut p = Pair::new(CLEAN, 200);
+        // B restarts: a new secret, no session, no channel.
+        p.b = Link::new(Config::new(Role::Acceptor, 200), keys(3, None));
+        let id = p.open();
+        assert!(
+            p.events_b.is_empty(),
+            "the old session's OPEN is dropped unanswered"
+        );
+        for _ in 0..200 {
+            if !p.events_b.is_empty() {
+                break;
+            }
+            p.tick();
+        }
+        assert_eq!(
+            p.events_b,
+            vec![Event::Session(a_addr()), Event::Opened(id)]
+        );
+        assert_eq!(p.a.totals().resent, u64::from(REKEY_AFTER));
+        assert!(p.b.totals().rejected >= u64::from(REKEY_AFTER));
     }
 
     #[test]
