@@ -394,3 +394,75 @@ fn strange_and_spoofed_opens_make_no_connection_and_get_no_more_back_than_they_s
     assert_eq!(count(&tb, " channels ("), 1, "{tb}");
     assert_eq!(accepts.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn with_a_pre_shared_key_only_a_relay_holding_it_crosses_the_leg() {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    let (server, accepts) = counting_echo();
+    let dir = std::env::temp_dir().join(format!("wb-relay-psk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = |name: &str, k: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, k).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        p.to_str().unwrap().to_owned()
+    };
+    let (k1, k2) = (
+        key("k1", "0123456789abcdef-one\n"),
+        key("k2", "0123456789abcdef-two\n"),
+    );
+    let b = Relay::start(&[
+        "--listen-udp",
+        "127.0.0.1:0",
+        "--udp-peer",
+        "127.0.0.1",
+        "--forward",
+        &server,
+        "--psk-file",
+        &k1,
+    ]);
+    // Another key: the handshake fails, B says so in one line and connects nothing.
+    let wrong = Relay::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--forward-udp",
+        &b.addr,
+        "--udp-bind",
+        "127.0.0.1:0",
+        "--psk-file",
+        &k2,
+    ]);
+    let mut c = std::net::TcpStream::connect(&wrong.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let _ = c.write_all(b"x");
+    let mut buf = [0u8; 8];
+    assert!(
+        matches!(c.read(&mut buf), Ok(0) | Err(_)),
+        "closed unrelayed"
+    );
+    b.line(|l| l.contains("has another pre-shared key than this one"));
+    wrong.line(|l| l.contains("did not complete the UDP leg's handshake"));
+    assert_eq!(accepts.load(Ordering::SeqCst), 0);
+    // The same key: relayed.
+    let a = Relay::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--forward-udp",
+        &b.addr,
+        "--udp-bind",
+        "127.0.0.1:0",
+        "--psk-file",
+        &k1,
+    ]);
+    let mut c = std::net::TcpStream::connect(&a.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    c.write_all(b"keyed").unwrap();
+    let mut got = [0u8; 5];
+    c.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"keyed");
+    assert_eq!(accepts.load(Ordering::SeqCst), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
