@@ -271,3 +271,198 @@ fn a_udp_leg_that_drops_datagrams_resends_them_and_loses_nothing() {
     assert!(count(&tb, " resent") > 0, "{tb}");
     assert_eq!(up_down(&ta), up_down(&tb), "{ta} / {tb}");
 }
+
+/// A TCP listener of the test's own that counts what it accepts and echoes each connection.
+fn counting_echo() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let accepts = std::sync::Arc::new(AtomicUsize::new(0));
+    let n = std::sync::Arc::clone(&accepts);
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { continue };
+            n.fetch_add(1, Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(k) = c.read(&mut buf) {
+                    if k == 0 || c.write_all(&buf[..k]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (addr, accepts)
+}
+
+/// Datagrams an attacker sends for one fresh channel id: the first version's OPEN, this
+/// version's OPEN with a made-up tag, and an INIT (64 bytes, the only thing answered).
+fn forged_opens(id: u64) -> [Vec<u8>; 3] {
+    let mut v1 = vec![1u8, 1];
+    v1.extend_from_slice(&id.to_be_bytes());
+    v1.extend_from_slice(&0u64.to_be_bytes());
+    let mut v2 = vec![0x82, 1, 1];
+    v2.extend_from_slice(&id.to_be_bytes());
+    v2.extend_from_slice(&0u64.to_be_bytes());
+    v2.extend_from_slice(&id.to_le_bytes());
+    v2.extend_from_slice(&(!id).to_le_bytes());
+    let mut init = vec![0x82, 4, 0];
+    init.extend_from_slice(&id.to_be_bytes());
+    init.extend_from_slice(&(!id).to_be_bytes());
+    init.resize(64, 0);
+    [v1, v2, init]
+}
+
+#[test]
+fn strange_and_spoofed_opens_make_no_connection_and_get_no_more_back_than_they_sent() {
+    use std::io::{Read, Write};
+    use std::net::UdpSocket;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    let (server, accepts) = counting_echo();
+    // A's port, taken first by the spoofer: B takes datagrams from that address and port only.
+    let spoofer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let a_port = spoofer.local_addr().unwrap().port();
+    let peer = format!("127.0.0.1:{a_port}");
+    let mut b = Relay::start(&[
+        "--listen-udp",
+        "127.0.0.1:0",
+        "--udp-peer",
+        &peer,
+        "--forward",
+        &server,
+    ]);
+    // A stranger on another port of the same address: ignored, nothing comes back.
+    let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for id in 0..300u64 {
+        for d in forged_opens(0x5000 + id) {
+            stranger.send_to(&d, &b.addr).unwrap();
+        }
+    }
+    // The spoofer, from the peer's exact address: each id's INIT is answered with a cookie
+    // (awaited, so that B's socket never overflows and every datagram is counted), then a
+    // made-up ECHO follows.
+    spoofer
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let (mut sent, mut back) = (0usize, 0usize);
+    let mut buf = [0u8; 2048];
+    for id in 0..300u64 {
+        let [v1, v2, init] = forged_opens(0x9000 + id);
+        for d in [&v1, &v2, &init] {
+            sent += spoofer.send_to(d, &b.addr).unwrap();
+        }
+        let (n, _) = spoofer.recv_from(&mut buf).expect("a cookie for the INIT");
+        back += n;
+        assert!(n < init.len(), "the answer is shorter than the INIT");
+        let mut echo = vec![0x82, 6, 0];
+        echo.extend_from_slice(&init[3..19]);
+        echo.extend_from_slice(&[0xee; 32]);
+        sent += spoofer.send_to(&echo, &b.addr).unwrap();
+    }
+    drop(spoofer);
+    // A now takes its own port; a real connection crosses the leg.
+    let a = Relay::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--forward-udp",
+        &b.addr,
+        "--udp-bind",
+        &peer,
+    ]);
+    let mut c = std::net::TcpStream::connect(&a.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    c.write_all(b"through the leg").unwrap();
+    let mut got = [0u8; 15];
+    c.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"through the leg");
+    drop(c);
+    // Only the real connection reached the server.
+    assert_eq!(accepts.load(Ordering::SeqCst), 1);
+    // The stranger got nothing back; the spoofer only cookies, fewer bytes than it sent.
+    stranger.set_nonblocking(true).unwrap();
+    assert!(
+        stranger.recv_from(&mut buf).is_err(),
+        "nothing for the stranger"
+    );
+    assert!(back <= sent / 2, "{back} bytes back for {sent} sent");
+    let tb = b.interrupt();
+    assert_eq!(count(&tb, " failed verification"), 3 * 300, "{tb}");
+    assert!(count(&tb, " cookies sent") > 300, "{tb}");
+    assert_eq!(count(&tb, " channels ("), 1, "{tb}");
+    assert_eq!(accepts.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn with_a_pre_shared_key_only_a_relay_holding_it_crosses_the_leg() {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    let (server, accepts) = counting_echo();
+    let dir = std::env::temp_dir().join(format!("wb-relay-psk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = |name: &str, k: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, k).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        p.to_str().unwrap().to_owned()
+    };
+    let (k1, k2) = (
+        key("k1", "0123456789abcdef-one\n"),
+        key("k2", "0123456789abcdef-two\n"),
+    );
+    let b = Relay::start(&[
+        "--listen-udp",
+        "127.0.0.1:0",
+        "--udp-peer",
+        "127.0.0.1",
+        "--forward",
+        &server,
+        "--psk-file",
+        &k1,
+    ]);
+    // Another key: the handshake fails, B says so in one line and connects nothing.
+    let wrong = Relay::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--forward-udp",
+        &b.addr,
+        "--udp-bind",
+        "127.0.0.1:0",
+        "--psk-file",
+        &k2,
+    ]);
+    let mut c = std::net::TcpStream::connect(&wrong.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let _ = c.write_all(b"x");
+    let mut buf = [0u8; 8];
+    assert!(
+        matches!(c.read(&mut buf), Ok(0) | Err(_)),
+        "closed unrelayed"
+    );
+    b.line(|l| l.contains("has another pre-shared key than this one"));
+    wrong.line(|l| l.contains("did not complete the UDP leg's handshake"));
+    assert_eq!(accepts.load(Ordering::SeqCst), 0);
+    // The same key: relayed.
+    let a = Relay::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--forward-udp",
+        &b.addr,
+        "--udp-bind",
+        "127.0.0.1:0",
+        "--psk-file",
+        &k1,
+    ]);
+    let mut c = std::net::TcpStream::connect(&a.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    c.write_all(b"keyed").unwrap();
+    let mut got = [0u8; 5];
+    c.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"keyed");
+    assert_eq!(accepts.load(Ordering::SeqCst), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

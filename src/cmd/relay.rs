@@ -43,8 +43,14 @@ pub struct RelayArgs {
     /// a datagram from any other address is ignored and counted.
     #[arg(long, value_name = "HOST[:PORT]", requires = "listen_udp")]
     pub udp_peer: Option<String>,
-    /// Largest datagram of the UDP leg, its 18-byte header included (binary suffixes), 64
-    /// to 65507 bytes. The default is PVM's UDPMAXLEN.
+    /// With --forward-udp or --listen-udp: a file holding the pre-shared key (at least 16
+    /// bytes; the environment variable WIREBENCH_PSK if not given) that both relays of the
+    /// leg hold. Every datagram of the leg then carries a tag of a key derived from it;
+    /// without one, a cookie handshake proves only that the opener receives at its address.
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<std::path::PathBuf>,
+    /// Largest datagram of the UDP leg, its 35-byte header and tag included (binary
+    /// suffixes), 64 to 65507 bytes. The default is PVM's UDPMAXLEN.
     #[arg(long, default_value = "4K", value_parser = parse_bytes)]
     pub datagram: u64,
     /// A test aid, not a network model: drop every N-th datagram this relay would send on
@@ -130,7 +136,9 @@ pub fn run(a: RelayArgs) -> Result<()> {
         _ => bail!("wirebench relay takes --listen with --forward or --forward-udp, or --listen-udp with --forward and --udp-peer"),
     };
     if let Some(leg) = udp_leg {
+        let psk = crate::control::auth::Psk::load(a.psk_file.as_deref())?;
         return crate::relay::run_udp(UdpRelayConfig {
+            psk,
             leg,
             datagram: a.datagram,
             buffer: a.buffer,
@@ -139,6 +147,9 @@ pub fn run(a: RelayArgs) -> Result<()> {
             drop_every: a.drop_every,
             log: a.verbose,
         });
+    }
+    if a.psk_file.is_some() {
+        bail!("--psk-file keys a UDP leg (--forward-udp or --listen-udp); a TCP relay copies bytes and holds no key");
     }
     if a.drop_every != 0 {
         bail!("--drop-every drops datagrams of a UDP leg: give --forward-udp or --listen-udp");

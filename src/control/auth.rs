@@ -144,6 +144,17 @@ impl Psk {
         c.copy_from_slice(&t.as_ref()[..16]);
         Cookie(c)
     }
+
+    /// HMAC(K, label | data): key material for another use of the same key (the relay's UDP
+    /// leg), kept apart from the control handshake's by its label.
+    pub fn derive(&self, label: &[u8], data: &[u8]) -> [u8; 32] {
+        let mut ctx = hmac::Context::with_key(&self.key);
+        ctx.update(label);
+        ctx.update(data);
+        let mut out = [0u8; 32];
+        out.copy_from_slice(ctx.sign().as_ref());
+        out
+    }
 }
 
 fn trim_line(b: &[u8]) -> &[u8] {

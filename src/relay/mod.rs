@@ -38,6 +38,7 @@ use crate::control::access::ClientKey;
 use crate::control::client::resolve;
 use crate::control::server::DEFAULT_PORT;
 
+mod auth;
 pub mod link;
 mod udp;
 
@@ -489,6 +490,8 @@ pub struct UdpRelayConfig {
     /// Test aid: drop every n-th datagram this relay sends (0: none).
     pub drop_every: u64,
     pub log: bool,
+    /// The leg's session keys are derived from this key when given (both relays need it).
+    pub psk: Option<crate::control::auth::Psk>,
 }
 
 pub use udp::Peer as UdpPeer;
@@ -522,10 +525,18 @@ pub fn run_udp(c: UdpRelayConfig) -> Result<()> {
     let datagram = check_datagram(c.datagram)?;
     check_limits(&c.limits)?;
     let window = format!(
-        "datagrams of at most {datagram} B ({} B of data), window {} per channel, resent after {}",
+        "datagrams of at most {datagram} B ({} B of data), window {} per channel, resent after {} doubling to {}, at most {} times; leg version {}, {}",
         datagram - link::HEADER,
         link::WINDOW,
-        crate::units::format_seconds(link::RTO.as_secs_f64())
+        crate::units::format_seconds(link::RTO.as_secs_f64()),
+        crate::units::format_seconds(link::MAX_RTO.as_secs_f64()),
+        link::MAX_RESENDS,
+        link::VERSION,
+        if c.psk.is_some() {
+            "authenticated with the pre-shared key"
+        } else {
+            "authenticated by a cookie handshake (no pre-shared key)"
+        }
     );
     let bounds = format!(
         "at most {} connections, {} per source, idle timeout {}, write timeout {}",
@@ -565,6 +576,7 @@ pub fn run_udp(c: UdpRelayConfig) -> Result<()> {
                 limits: c.limits,
                 drop_every: c.drop_every,
                 log: c.log,
+                psk: c.psk.clone(),
             }
         }
         UdpLegConfig::Acceptor {
@@ -579,6 +591,13 @@ pub fn run_udp(c: UdpRelayConfig) -> Result<()> {
                 "wirebench relay on {} (UDP, from the relay at {peer}) forwarding to {forward} ({window}; {bounds}{aid})",
                 socket.local_addr()?,
             );
+            if matches!(peer, udp::Peer::Host(_)) && c.psk.is_none() {
+                // The handshake proves that the opener receives at its address, which any
+                // process of that host does.
+                eprintln!(
+                    "wirebench relay: note: --udp-peer {peer} without a port and without a pre-shared key: any process on that host can open channels; give HOST:PORT (the opener's --udp-bind) or --psk-file on both relays"
+                );
+            }
             udp::Leg {
                 role: link::Role::Acceptor,
                 listener: None,
@@ -591,6 +610,7 @@ pub fn run_udp(c: UdpRelayConfig) -> Result<()> {
                 limits: c.limits,
                 drop_every: c.drop_every,
                 log: c.log,
+                psk: c.psk.clone(),
             }
         }
     };
@@ -630,6 +650,7 @@ pub fn spawn_udp_pair(
             limits: Limits::default(),
             drop_every: 0,
             log: false,
+            psk: None,
         };
         thread::Builder::new()
             .name("wb-relay-b".into())
@@ -654,6 +675,7 @@ pub fn spawn_udp_pair(
             limits: Limits::default(),
             drop_every: 0,
             log: false,
+            psk: None,
         };
         thread::Builder::new()
             .name("wb-relay-a".into())

@@ -8,6 +8,10 @@
 //! Relay A (the opener) accepts TCP under the caps of the TCP relay and opens a channel per
 //! connection; relay B (the acceptor) connects to its forward address for each channel the
 //! peer opens, under `--max-connections` (every channel comes from one source, the peer).
+//!
+//! A datagram from an address other than the peer's is ignored here; one from the peer's
+//! address still has to pass the link's handshake and tags (the address alone proves
+//! nothing: any process of the peer's host can use it, and a spoofer any address).
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -21,6 +25,7 @@ use anyhow::Result;
 use super::link::{self, Counters, Event, Link, Role, Take};
 use super::{Full, Limits, Occupancy, Slot};
 use crate::control::access::ClientKey;
+use crate::control::auth::Psk;
 
 /// How often the UDP thread runs the link's timers when no datagram comes, and how long a
 /// waiting reader or writer sleeps before it looks at its channel again (a wake-up is also
@@ -72,13 +77,12 @@ pub struct Leg {
     /// Test aid: drop every n-th datagram this relay would send (0: none).
     pub drop_every: u64,
     pub log: bool,
+    /// The pre-shared key the leg's session key is derived from, if the relays have one.
+    pub psk: Option<Psk>,
 }
 
 struct State {
     link: Link,
-    /// Where datagrams go: the opener's peer, or the address the acceptor last heard its
-    /// peer from.
-    send_to: Option<SocketAddr>,
     /// Datagrams handed to the socket, and dropped by `--drop-every` instead.
     handed: u64,
     dropped_by_aid: u64,
@@ -114,22 +118,29 @@ impl Shared {
     /// Sends what the link queued and handles its events; returns the channels the peer
     /// opened (for the UDP thread to connect). Called with the lock held after every change.
     fn after(&self, st: &mut State) -> Vec<u64> {
-        while let Some(d) = st.link.poll_transmit() {
+        while let Some((to, d)) = st.link.poll_transmit() {
             st.handed += 1;
             if self.drop_every != 0 && st.handed.is_multiple_of(self.drop_every) {
                 st.dropped_by_aid += 1;
                 continue;
             }
-            if let Some(to) = st.send_to {
-                if self.socket.send_to(&d, to).is_err() {
-                    st.send_errors += 1;
-                }
+            if self.socket.send_to(&d, to).is_err() {
+                st.send_errors += 1;
             }
         }
         let mut opened = Vec::new();
         while let Some(e) = st.link.poll_event() {
             match e {
                 Event::Opened(id) => opened.push(id),
+                Event::Warning(line) => eprintln!("wirebench relay: {line}"),
+                Event::Session(peer) => {
+                    if self.log {
+                        eprintln!(
+                            "wirebench relay: UDP leg session with {peer} (handshake completed, leg version {})",
+                            link::VERSION
+                        );
+                    }
+                }
                 Event::Closed {
                     id,
                     counters,
@@ -147,7 +158,12 @@ impl Shared {
                                     "no datagram either way for the idle timeout (--idle-timeout)"
                                 }
                                 link::Abort::Unacknowledged => {
-                                    "a datagram unacknowledged for the write timeout (--write-timeout)"
+                                    "a datagram unacknowledged for the write timeout (--write-timeout) or after every resend"
+                                }
+                                link::Abort::Refused => "refused here, or its TCP side failed: reset",
+                                link::Abort::Reset => "reset by the peer relay",
+                                link::Abort::NoSession => {
+                                    "the peer relay never completed the UDP leg's handshake"
                                 }
                             };
                             eprintln!("wirebench relay: {label}: {why}: closing");
@@ -193,7 +209,7 @@ impl Shared {
         let st = self.lock();
         let t = st.link.totals();
         let mut s = format!(
-            "wirebench relay: totals over UDP: {} channels ({} open); {}; {} acks sent, {} received; {} dropped unacknowledged, {} malformed, {} from other than the peer relay ignored",
+            "wirebench relay: totals over UDP: {} channels ({} open); {}; {} acks sent, {} received; {} dropped unacknowledged, {} malformed, {} from other than the peer relay ignored, {} failed verification (dropped unanswered); {} resets sent, {} received; {} cookies sent",
             st.channels_total,
             st.link.channels(),
             self.describe(&t),
@@ -201,7 +217,11 @@ impl Shared {
             t.acks_received,
             t.dropped,
             t.malformed,
-            st.ignored
+            st.ignored,
+            t.rejected,
+            t.resets_sent,
+            t.resets_received,
+            t.cookies_sent
         );
         if self.drop_every != 0 {
             s.push_str(&format!(
@@ -225,18 +245,23 @@ pub fn serve(leg: Leg) -> Result<()> {
         let mut r = [0u8; 4];
         getrandom::fill(&mut r).map_err(|e| anyhow::anyhow!("no random channel ids: {e}"))?;
         cfg.id_base = u32::from_be_bytes(r);
+        if let Peer::Exact(a) = leg.peer {
+            cfg.peer = Some(a);
+        }
     }
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret).map_err(|e| anyhow::anyhow!("no random secret: {e}"))?;
+    let keys = link::Keys {
+        secret,
+        psk: leg.psk.clone(),
+    };
     let far = match (leg.role, leg.forward, leg.peer) {
         (Role::Acceptor, Some(f), _) => f.to_string(),
         (_, _, p) => format!("{p} over UDP"),
     };
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
-            link: Link::new(cfg),
-            send_to: match leg.peer {
-                Peer::Exact(a) => Some(a),
-                Peer::Host(_) => None,
-            },
+            link: Link::new(cfg, keys),
             handed: 0,
             dropped_by_aid: 0,
             ignored: 0,
@@ -321,12 +346,7 @@ fn udp_loop(
         let now = Instant::now();
         let mut st = shared.lock();
         match got {
-            Ok((n, from)) if peer.matches(from) => {
-                if st.send_to.is_none() || matches!(peer, Peer::Host(_)) {
-                    st.send_to = Some(from);
-                }
-                st.link.handle(now, &buf[..n]);
-            }
+            Ok((n, from)) if peer.matches(from) => st.link.handle(now, from, &buf[..n]),
             Ok(_) => st.ignored += 1,
             Err(_) => {}
         }
