@@ -127,6 +127,10 @@ pub trait Listener: Send {
     fn strangers(&self) -> u64 {
         0
     }
+    /// The largest message (application bytes) the next point sends either way: a transport
+    /// that decodes whole messages (grpc) decodes no larger, so a client cannot make the
+    /// server buffer more than its test needs. The others read into the point's own buffers.
+    fn limit_message(&mut self, _largest: u64) {}
 }
 
 /// What a pattern is about to do with a connection, for transports whose calls differ by it
