@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 pub use grpc::{
     connect_foreign as grpc_connect_foreign, serve_echo as grpc_serve_echo, EchoCounts,
+    ECHO_CAPS as GRPC_ECHO_CAPS,
 };
 pub use kind::{names, Layer, TransportKind};
 pub use sockopt::{EffectiveOptions, SocketOptions};

@@ -44,7 +44,15 @@
 //! **Options.** TCP_NODELAY on both ends, as gRPC stacks set it. HTTP/2 flow-control windows
 //! of 16 MiB per stream and 32 MiB per connection (h2's 64 KiB default would cap a stream
 //! at 64 KiB per round trip); messages of up to [`MAX_MESSAGE`] application bytes.
+//!
+//! **Guards.** The data port judges every call by the cookie in its headers before a byte of
+//! its body is read, and decodes no more than the point's largest message needs
+//! ([`decoding_limit`]), each call reserving that much of its connection's share
+//! ([`TEST_CONNECTION_DECODING`]) first; connections are capped. `serve --grpc-echo` has
+//! caps of its own that bound all it holds ([`ECHO_HELD_BOUND`]): answers, messages,
+//! streams, connections, windows, a deadline for silent connections and keep-alive pings.
 
+mod answer;
 mod client;
 mod codec;
 mod io;
@@ -111,8 +119,9 @@ fn decoding_limit(message: u64) -> usize {
 /// `serve --grpc-echo`'s guards. It has no control connection, so no test budget covers it:
 /// these caps alone bound what its clients can make it hold. The bound, [`ECHO_HELD_BOUND`]:
 /// a stream holds one message at most, the request being decoded (tonic reserves its
-/// declared length, refused above [`ECHO_MAX_MESSAGE`]) or the encoded answer waiting for
-/// the peer's window; a connection adds the HTTP/2 data not yet read by a stream (its
+/// declared length, refused above [`ECHO_MAX_MESSAGE`]) or an echo of it waiting for the
+/// peer's window (an answer of `response_size` bytes is made a chunk at a time as the window
+/// takes it, see `answer.rs`: it holds one chunk and h2's send buffer); a connection adds the HTTP/2 data not yet read by a stream (its
 /// window); connections are capped. One message more is decoded at a time (the service
 /// runs on one thread), which records' expansion makes up to 3 times its size.
 ///
@@ -136,6 +145,14 @@ pub const ECHO_HELD_BOUND: usize = ECHO_MAX_CONNECTIONS
     * (ECHO_MAX_STREAMS as usize * ECHO_MAX_MESSAGE + ECHO_CONNECTION_WINDOW as usize)
     + 3 * ECHO_MAX_MESSAGE;
 const _: () = assert!(ECHO_HELD_BOUND < 256 << 20);
+/// The echo's caps as its log line states them: connections, calls per connection, message
+/// and answer bytes.
+pub const ECHO_CAPS: (usize, u32, usize, i64) = (
+    ECHO_MAX_CONNECTIONS,
+    ECHO_MAX_STREAMS,
+    ECHO_MAX_MESSAGE,
+    ECHO_MAX_RESPONSE,
+);
 /// A connection that sends nothing this long (no HTTP/2 preface, no frame, no answer to a
 /// ping) is closed. Longer than a keep-alive round ([`ECHO_KEEPALIVE`] plus its timeout),
 /// so a live client has always sent a ping's answer within it.

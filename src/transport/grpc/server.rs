@@ -25,6 +25,8 @@ use tonic::body::Body;
 use tonic::transport::server::Connected;
 use tonic::{Request, Response, Status, Streaming};
 
+use super::answer::Answer;
+
 use super::codec::{TimedCodec, Times};
 use super::io::Stream;
 use super::wire::{self, Payload, UploadSummary};
@@ -256,23 +258,17 @@ fn cookie_in(headers: &http::HeaderMap) -> Option<[u8; 16]> {
     Cookie::from_hex(v).map(|c| c.0)
 }
 
-/// The answer a plain echo gives: `response_size` bytes in the request's encoding, or the
-/// request itself (`response_size` 0 or below). A size above [`ECHO_MAX_RESPONSE`] is
-/// refused before anything is allocated.
-fn echo_answer(p: Payload) -> std::result::Result<Payload, Status> {
+/// The answer a plain echo gives: Some(n) for `response_size` n bytes in the request's
+/// encoding, None for the request itself (`response_size` 0 or below). A size above
+/// [`ECHO_MAX_RESPONSE`] is refused, and nothing is made for it.
+fn echo_answer(p: &Payload) -> std::result::Result<Option<usize>, Status> {
     if p.response_size > ECHO_MAX_RESPONSE {
         return Err(Status::resource_exhausted(format!(
             "response_size {} is over this echo service's limit of {ECHO_MAX_RESPONSE} bytes",
             p.response_size
         )));
     }
-    Ok(match usize::try_from(p.response_size) {
-        Ok(n) if n > 0 => wire::to_payload(&super::wire::filler(n), wire::encoding_of(&p), 0),
-        _ => Payload {
-            response_size: 0,
-            ..p
-        },
-    })
+    Ok(usize::try_from(p.response_size).ok().filter(|n| *n > 0))
 }
 
 /// The connection a test's call came on, once admitted with the call's cookie.
@@ -294,23 +290,55 @@ fn admitted_with(
     }
 }
 
+/// `serve --grpc-echo`'s Call: the request decoded under the echo's limit, then the answer
+/// made while it is sent ([`Answer`]), so that its size costs no allocation and a client that
+/// does not read holds the server to its window.
+async fn echo_call(
+    counts: &EchoCounts,
+    req: http::Request<Body>,
+    times: &Arc<Times>,
+) -> http::Response<Body> {
+    let mut codec = TimedCodec::<Payload, Payload>::new(times);
+    let mut stream = Streaming::new_request(
+        tonic::codec::Codec::decoder(&mut codec),
+        req.into_body(),
+        None,
+        Some(ECHO_MAX_MESSAGE),
+    );
+    let p = match stream.message().await {
+        Ok(Some(p)) => p,
+        Ok(None) => return Status::invalid_argument("a Call without its message").into_http(),
+        Err(status) => return status.into_http(),
+    };
+    drop(stream);
+    counts.calls.fetch_add(1, Ordering::Relaxed);
+    counts
+        .bytes_in
+        .fetch_add(wire::app_len(&p) as u64, Ordering::Relaxed);
+    let (answer, len) = match echo_answer(&p) {
+        Err(status) => return status.into_http(),
+        Ok(Some(n)) => (Answer::filler(wire::encoding_of(&p), n), n),
+        Ok(None) => {
+            let echo = Payload {
+                response_size: 0,
+                ..p
+            };
+            (Answer::message(&echo), wire::app_len(&echo))
+        }
+    };
+    counts.bytes_out.fetch_add(len as u64, Ordering::Relaxed);
+    let mut r = http::Response::new(Body::new(answer));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/grpc"),
+    );
+    r
+}
+
 async fn on_call(
-    mode: Mode,
     info: PeerInfo,
     req: Request<Payload>,
 ) -> std::result::Result<Response<Payload>, Status> {
-    if let Mode::Echo(counts) = &mode {
-        let p = req.into_inner();
-        counts.calls.fetch_add(1, Ordering::Relaxed);
-        counts
-            .bytes_in
-            .fetch_add(wire::app_len(&p) as u64, Ordering::Relaxed);
-        let answer = echo_answer(p)?;
-        counts
-            .bytes_out
-            .fetch_add(wire::app_len(&answer) as u64, Ordering::Relaxed);
-        return Ok(Response::new(answer));
-    }
     if req.metadata().contains_key(HELLO_KEY) {
         return hello(info, req).await;
     }
@@ -491,12 +519,16 @@ impl tower_service::Service<http::Request<Body>> for EchoService {
                 },
             };
             let resp = match req.uri().path() {
+                wire::CALL if matches!(mode, Mode::Echo(_)) => match &mode {
+                    Mode::Echo(counts) => echo_call(counts, req, &times).await,
+                    Mode::Test(_) => unimplemented_path(),
+                },
                 wire::CALL => {
                     let mut g =
                         tonic::server::Grpc::new(TimedCodec::<Payload, Payload>::new(&times))
                             .max_decoding_message_size(max)
                             .max_encoding_message_size(MAX_DECODED);
-                    let svc = tower::service_fn(move |r| on_call(mode.clone(), info.clone(), r));
+                    let svc = tower::service_fn(move |r| on_call(info.clone(), r));
                     g.unary(svc, req).await
                 }
                 wire::UPLOAD => {
