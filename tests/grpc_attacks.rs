@@ -357,6 +357,7 @@ fn unfinished_messages_on_every_stream_of_every_connection_stay_bounded() {
         });
     });
     server.assert_alive("the unfinished messages");
+    eprintln!("the server's peak: {peak:?}");
     assert!(
         peak.rss_kib < RSS_BOUND_KIB,
         "resident {} KiB at peak",
@@ -407,6 +408,7 @@ fn answers_nobody_reads_stay_bounded() {
     });
     assert_eq!(started, ECHO_MAX_CONNECTIONS * ECHO_MAX_STREAMS);
     server.assert_alive("the unread answers");
+    eprintln!("the server's peak: {peak:?}");
     assert!(
         peak.rss_kib < RSS_BOUND_KIB,
         "resident {} KiB at peak",
@@ -483,6 +485,7 @@ fn a_data_port_refuses_calls_without_the_cookie_before_reading_their_bodies() {
     want.extend([Some(OK), Some(OUT_OF_RANGE)]);
     assert_eq!(codes, want);
     server.assert_alive("the calls without the cookie");
+    eprintln!("the server's peak: {peak:?}");
     assert!(
         peak.rss_kib < RSS_BOUND_KIB,
         "resident {} KiB at peak",

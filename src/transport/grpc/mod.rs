@@ -273,6 +273,30 @@ impl Transport for Grpc {
 
 pub use server::{serve_echo, EchoCounts};
 
+/// A client connection to a gRPC echo service that is not a wirebench server (no control
+/// connection, no cookie, no hello): `run --grpc-endpoint`.
+pub fn connect_foreign(
+    addr: SocketAddr,
+    encoding: Encoding,
+    timeout: Duration,
+) -> Result<Box<dyn Connection>> {
+    Ok(Box::new(client::GrpcClient::connect(
+        addr,
+        &SocketOptions::default(),
+        None,
+        encoding,
+        None,
+        timeout,
+    )?))
+}
+
+/// The connection of a shape: what a client connection does until told otherwise.
+fn default_shape() -> Shape {
+    Shape::Exchange {
+        response_size: None,
+    }
+}
+
 #[cfg(test)]
 mod limit_tests {
     use super::*;
@@ -303,29 +327,5 @@ mod limit_tests {
             let p = super::wire::to_payload(&app, enc, 0);
             assert!(prost::Message::encoded_len(&p) <= ECHO_MAX_MESSAGE, "{enc}");
         }
-    }
-}
-
-/// A client connection to a gRPC echo service that is not a wirebench server (no control
-/// connection, no cookie, no hello): `run --grpc-endpoint`.
-pub fn connect_foreign(
-    addr: SocketAddr,
-    encoding: Encoding,
-    timeout: Duration,
-) -> Result<Box<dyn Connection>> {
-    Ok(Box::new(client::GrpcClient::connect(
-        addr,
-        &SocketOptions::default(),
-        None,
-        encoding,
-        None,
-        timeout,
-    )?))
-}
-
-/// The connection of a shape: what a client connection does until told otherwise.
-fn default_shape() -> Shape {
-    Shape::Exchange {
-        response_size: None,
     }
 }
