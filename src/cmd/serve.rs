@@ -43,7 +43,9 @@ pub struct ServeArgs {
     /// on ADDR (IP:PORT), for other gRPC stacks: Call answers response_size bytes in the
     /// request's encoding (an echo when 0), Upload answers the count of messages and bytes.
     /// --allow and --deny apply to it; the pre-shared key, the budgets and the limits do not
-    /// (it has no control connection). It speaks plaintext HTTP/2 (h2c), no TLS.
+    /// (it has no control connection): its own caps do (12 connections, 4 calls each,
+    /// messages of 4 MiB, answers of 3 MiB; see SECURITY.md). It speaks plaintext HTTP/2
+    /// (h2c), no TLS.
     #[arg(long, value_name = "ADDR")]
     pub grpc_echo: Option<SocketAddr>,
     /// Serve the server's own counters on ADDR (IP:PORT) at /metrics, in the Prometheus text
@@ -223,7 +225,11 @@ pub fn run(a: ServeArgs) -> Result<()> {
                 std::sync::Arc::new(move |ip| list.permits(ip)),
             )?;
             eprintln!(
-                "wirebench gRPC echo service (wirebench.v1.Echo) on {local}: --allow/--deny apply; no pre-shared key, budgets or limits"
+                "wirebench gRPC echo service (wirebench.v1.Echo) on {local}: --allow/--deny apply; no pre-shared key or budgets; {} connections of {} calls, messages up to {} B, answers up to {} B",
+                crate::transport::GRPC_ECHO_CAPS.0,
+                crate::transport::GRPC_ECHO_CAPS.1,
+                crate::transport::GRPC_ECHO_CAPS.2,
+                crate::transport::GRPC_ECHO_CAPS.3
             );
             Some((stop, thread))
         }

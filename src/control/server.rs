@@ -392,6 +392,7 @@ fn run_point(
         None => None,
     };
     listener.configure(&point.server_socket)?;
+    listener.limit_message(point.request_size.max(point.response_size));
     // Read before the point is accepted, so that no data of it moves while it is read.
     let instruments = crate::instruments::HostBefore::take();
     machine.point_ready(Instant::now());

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 pub use grpc::{
     connect_foreign as grpc_connect_foreign, serve_echo as grpc_serve_echo, EchoCounts,
+    ECHO_CAPS as GRPC_ECHO_CAPS,
 };
 pub use kind::{names, Layer, TransportKind};
 pub use sockopt::{EffectiveOptions, SocketOptions};
@@ -127,6 +128,10 @@ pub trait Listener: Send {
     fn strangers(&self) -> u64 {
         0
     }
+    /// The largest message (application bytes) the next point sends either way: a transport
+    /// that decodes whole messages (grpc) decodes no larger, so a client cannot make the
+    /// server buffer more than its test needs. The others read into the point's own buffers.
+    fn limit_message(&mut self, _largest: u64) {}
 }
 
 /// What a pattern is about to do with a connection, for transports whose calls differ by it

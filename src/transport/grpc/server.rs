@@ -8,7 +8,7 @@ use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ use anyhow::{bail, Context as _, Result};
 use bytes::Bytes;
 use socket2::{SockRef, Socket};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
@@ -25,12 +25,17 @@ use tonic::body::Body;
 use tonic::transport::server::Connected;
 use tonic::{Request, Response, Status, Streaming};
 
+use super::answer::Answer;
+
 use super::codec::{TimedCodec, Times};
 use super::io::Stream;
 use super::wire::{self, Payload, UploadSummary};
 use super::{
-    ALPN_H2, CONNECTION_WINDOW, COOKIE_KEY, HELLO_KEY, HELLO_WAIT, MAX_DECODED, MAX_STREAMS,
-    REQUEST_QUEUE, STREAM_WINDOW,
+    decoding_limit, ALPN_H2, CONNECTION_WINDOW, COOKIE_KEY, ECHO_CALL_TIMEOUT,
+    ECHO_CONNECTION_WINDOW, ECHO_KEEPALIVE, ECHO_MAX_CONNECTIONS, ECHO_MAX_MESSAGE,
+    ECHO_MAX_RESPONSE, ECHO_MAX_STREAMS, ECHO_SILENCE, ECHO_STREAM_WINDOW, HELLO_KEY,
+    HELLO_MAX_DECODED, HELLO_WAIT, MAX_DECODED, MAX_FRAME, MAX_HEADER_LIST, MAX_PENDING_RESETS,
+    MAX_STREAMS, REQUEST_QUEUE, STREAM_WINDOW, TEST_CONNECTION_DECODING, TEST_MAX_CONNECTIONS,
 };
 use crate::model::rpc::Serialisation;
 use crate::model::vocab::Encoding;
@@ -70,6 +75,9 @@ struct Peer {
     close: Notify,
     times: Arc<Times>,
     candidates: mpsc::Sender<Candidate>,
+    /// Encoded bytes this connection's calls may be decoding at once
+    /// ([`TEST_CONNECTION_DECODING`]): each call takes its limit before its body is read.
+    decoding: Arc<Semaphore>,
 }
 
 impl Peer {
@@ -94,6 +102,38 @@ struct Candidate {
 struct PeerIo {
     stream: Stream,
     info: PeerInfo,
+    /// The listener's connection slot, given back when hyper drops the connection.
+    _slot: OwnedSemaphorePermit,
+    /// The echo's: the connection is closed once the client sent nothing for this long.
+    silence: Option<Silence>,
+}
+
+/// A deadline that every byte read from the client moves on.
+struct Silence {
+    limit: Duration,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Silence {
+    fn new(limit: Duration) -> Silence {
+        Silence {
+            limit,
+            deadline: Box::pin(tokio::time::sleep(limit)),
+        }
+    }
+    fn heard(&mut self) {
+        let next = tokio::time::Instant::now() + self.limit;
+        self.deadline.as_mut().reset(next);
+    }
+    /// An error once the deadline passed; registers the task to be woken then.
+    fn check(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
+        self.deadline.as_mut().poll(cx).is_ready().then(|| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the gRPC client sent nothing for too long",
+            )
+        })
+    }
 }
 
 impl Drop for PeerIo {
@@ -113,21 +153,44 @@ impl Connected for PeerIo {
 
 impl AsyncRead for PeerIo {
     fn poll_read(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
+        let me = self.get_mut();
+        let before = buf.filled().len();
+        let read = Pin::new(&mut me.stream).poll_read(cx, buf);
+        if let Some(s) = &mut me.silence {
+            match &read {
+                Poll::Ready(Ok(())) if buf.filled().len() > before => s.heard(),
+                Poll::Pending => {
+                    if let Some(e) = s.check(cx) {
+                        return Poll::Ready(Err(e));
+                    }
+                }
+                _ => {}
+            }
+        }
+        read
     }
 }
 
 impl AsyncWrite for PeerIo {
     fn poll_write(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let me = self.get_mut();
+        let wrote = Pin::new(&mut me.stream).poll_write(cx, buf);
+        // A client that takes nothing and says nothing is silent too (h2 may not read while
+        // its writes wait).
+        if let (Poll::Pending, Some(s)) = (&wrote, &mut me.silence) {
+            if let Some(e) = s.check(cx) {
+                return Poll::Ready(Err(e));
+            }
+        }
+        wrote
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.stream).poll_flush(cx)
@@ -136,11 +199,18 @@ impl AsyncWrite for PeerIo {
         Pin::new(&mut self.stream).poll_shutdown(cx)
     }
     fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let me = self.get_mut();
+        let wrote = Pin::new(&mut me.stream).poll_write_vectored(cx, bufs);
+        if let (Poll::Pending, Some(s)) = (&wrote, &mut me.silence) {
+            if let Some(e) = s.check(cx) {
+                return Poll::Ready(Err(e));
+            }
+        }
+        wrote
     }
     fn is_write_vectored(&self) -> bool {
         self.stream.is_write_vectored()
@@ -150,8 +220,9 @@ impl AsyncWrite for PeerIo {
 /// What the service does with calls.
 #[derive(Clone)]
 pub(super) enum Mode {
-    /// A test's data listener: calls go to the flow that accepted their connection.
-    Test,
+    /// A test's data listener: calls go to the flow that accepted their connection; each
+    /// decodes at most the point's limit (encoded bytes, set by [`Listener::limit_message`]).
+    Test(Arc<AtomicUsize>),
     /// `serve --grpc-echo`: every call answered at once, counted.
     Echo(Arc<EchoCounts>),
 }
@@ -181,47 +252,93 @@ fn cookie_of<T>(req: &Request<T>) -> Option<[u8; 16]> {
     Cookie::from_hex(v).map(|c| c.0)
 }
 
-/// The answer a plain echo gives: `response_size` bytes in the request's encoding, or the
-/// request itself.
-fn echo_answer(p: Payload) -> Payload {
-    match usize::try_from(p.response_size) {
-        Ok(n) if n > 0 => wire::to_payload(&super::wire::filler(n), wire::encoding_of(&p), 0),
-        _ => Payload {
-            response_size: 0,
-            ..p
-        },
+/// The cookie in a call's HTTP/2 headers (its metadata), read before its body.
+fn cookie_in(headers: &http::HeaderMap) -> Option<[u8; 16]> {
+    let v = headers.get(COOKIE_KEY)?.to_str().ok()?;
+    Cookie::from_hex(v).map(|c| c.0)
+}
+
+/// The answer a plain echo gives: Some(n) for `response_size` n bytes in the request's
+/// encoding, None for the request itself (`response_size` 0 or below). A size above
+/// [`ECHO_MAX_RESPONSE`] is refused, and nothing is made for it.
+fn echo_answer(p: &Payload) -> std::result::Result<Option<usize>, Status> {
+    if p.response_size > ECHO_MAX_RESPONSE {
+        return Err(Status::resource_exhausted(format!(
+            "response_size {} is over this echo service's limit of {ECHO_MAX_RESPONSE} bytes",
+            p.response_size
+        )));
     }
+    Ok(usize::try_from(p.response_size).ok().filter(|n| *n > 0))
 }
 
 /// The connection a test's call came on, once admitted with the call's cookie.
 fn admitted_peer<T>(info: &PeerInfo, req: &Request<T>) -> std::result::Result<Arc<Peer>, Status> {
+    admitted_with(info, cookie_of(req))
+}
+
+fn admitted_with(
+    info: &PeerInfo,
+    cookie: Option<[u8; 16]>,
+) -> std::result::Result<Arc<Peer>, Status> {
     let Some(peer) = info.0.clone() else {
         return Err(Status::internal("no connection for the call"));
     };
-    match (peer.admitted.get(), cookie_of(req)) {
+    match (peer.admitted.get(), cookie) {
         (Some(a), Some(c)) if *a == c => Ok(peer),
         (None, _) => Err(permission_denied("the connection has not been admitted")),
         _ => Err(permission_denied("wrong or missing test cookie")),
     }
 }
 
+/// `serve --grpc-echo`'s Call: the request decoded under the echo's limit, then the answer
+/// made while it is sent ([`Answer`]), so that its size costs no allocation and a client that
+/// does not read holds the server to its window.
+async fn echo_call(
+    counts: &EchoCounts,
+    req: http::Request<Body>,
+    times: &Arc<Times>,
+) -> http::Response<Body> {
+    let mut codec = TimedCodec::<Payload, Payload>::new(times);
+    let mut stream = Streaming::new_request(
+        tonic::codec::Codec::decoder(&mut codec),
+        req.into_body(),
+        None,
+        Some(ECHO_MAX_MESSAGE),
+    );
+    let p = match stream.message().await {
+        Ok(Some(p)) => p,
+        Ok(None) => return Status::invalid_argument("a Call without its message").into_http(),
+        Err(status) => return status.into_http(),
+    };
+    drop(stream);
+    counts.calls.fetch_add(1, Ordering::Relaxed);
+    counts
+        .bytes_in
+        .fetch_add(wire::app_len(&p) as u64, Ordering::Relaxed);
+    let (answer, len) = match echo_answer(&p) {
+        Err(status) => return status.into_http(),
+        Ok(Some(n)) => (Answer::filler(wire::encoding_of(&p), n), n),
+        Ok(None) => {
+            let echo = Payload {
+                response_size: 0,
+                ..p
+            };
+            (Answer::message(&echo), wire::app_len(&echo))
+        }
+    };
+    counts.bytes_out.fetch_add(len as u64, Ordering::Relaxed);
+    let mut r = http::Response::new(Body::new(answer));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/grpc"),
+    );
+    r
+}
+
 async fn on_call(
-    mode: Mode,
     info: PeerInfo,
     req: Request<Payload>,
 ) -> std::result::Result<Response<Payload>, Status> {
-    if let Mode::Echo(counts) = &mode {
-        let p = req.into_inner();
-        counts.calls.fetch_add(1, Ordering::Relaxed);
-        counts
-            .bytes_in
-            .fetch_add(wire::app_len(&p) as u64, Ordering::Relaxed);
-        let answer = echo_answer(p);
-        counts
-            .bytes_out
-            .fetch_add(wire::app_len(&answer) as u64, Ordering::Relaxed);
-        return Ok(Response::new(answer));
-    }
     if req.metadata().contains_key(HELLO_KEY) {
         return hello(info, req).await;
     }
@@ -278,7 +395,7 @@ async fn on_upload(
     req: Request<Streaming<Payload>>,
 ) -> std::result::Result<Response<UploadSummary>, Status> {
     let peer = match &mode {
-        Mode::Test => Some(admitted_peer(&info, &req)?),
+        Mode::Test(_) => Some(admitted_peer(&info, &req)?),
         Mode::Echo(_) => None,
     };
     let mut stream = req.into_inner();
@@ -300,10 +417,10 @@ async fn on_upload(
                 .bytes_in
                 .fetch_add(summary.bytes as u64, Ordering::Relaxed);
         }
-        (Mode::Test, Some(peer)) => {
+        (Mode::Test(_), Some(peer)) => {
             let _ = peer.tx.send(Incoming::UploadEnd).await;
         }
-        (Mode::Test, None) => {}
+        (Mode::Test(_), None) => {}
     }
     Ok(Response::new(summary))
 }
@@ -327,6 +444,22 @@ async fn on_download(
         .await
         .map_err(|_| Status::unavailable("the test's flow is gone"))?;
     Ok(Response::new(ReceiverStream::new(rx)))
+}
+
+/// A test's call, judged by its headers alone: Ok(None) for a hello (its cookie is judged by
+/// the flow that accepts it), Ok(peer) for a call with its connection's cookie.
+fn admit_headers(
+    info: &PeerInfo,
+    req: &http::Request<Body>,
+) -> std::result::Result<Option<Arc<Peer>>, Status> {
+    let cookie = cookie_in(req.headers());
+    if req.uri().path() == wire::CALL && req.headers().contains_key(HELLO_KEY) {
+        return match cookie {
+            Some(_) => Ok(None),
+            None => Err(permission_denied("no test cookie")),
+        };
+    }
+    admitted_with(info, cookie).map(Some)
 }
 
 fn unimplemented_path() -> http::Response<Body> {
@@ -365,19 +498,43 @@ impl tower_service::Service<http::Request<Body>> for EchoService {
                 Some(p) if !req.headers().contains_key(HELLO_KEY) => p.times.clone(),
                 _ => Times::new(),
             };
+            // What a call may decode, decided from its headers before a byte of its body is
+            // read: a test's call without the connection's cookie is refused here, and an
+            // admitted one first reserves its limit from the connection's share.
+            let (max, _decoding) = match &mode {
+                Mode::Echo(_) => (ECHO_MAX_MESSAGE, None),
+                Mode::Test(limit) => match admit_headers(&info, &req) {
+                    Err(status) => return Ok(status.into_http()),
+                    Ok(None) => (HELLO_MAX_DECODED, None),
+                    Ok(Some(peer)) => {
+                        let max = limit.load(Ordering::Relaxed).min(TEST_CONNECTION_DECODING);
+                        let permits = u32::try_from(max).unwrap_or(u32::MAX);
+                        match peer.decoding.clone().acquire_many_owned(permits).await {
+                            Ok(p) => (max, Some(p)),
+                            Err(_) => {
+                                return Ok(Status::unavailable("the connection closed").into_http())
+                            }
+                        }
+                    }
+                },
+            };
             let resp = match req.uri().path() {
+                wire::CALL if matches!(mode, Mode::Echo(_)) => match &mode {
+                    Mode::Echo(counts) => echo_call(counts, req, &times).await,
+                    Mode::Test(_) => unimplemented_path(),
+                },
                 wire::CALL => {
                     let mut g =
                         tonic::server::Grpc::new(TimedCodec::<Payload, Payload>::new(&times))
-                            .max_decoding_message_size(MAX_DECODED)
+                            .max_decoding_message_size(max)
                             .max_encoding_message_size(MAX_DECODED);
-                    let svc = tower::service_fn(move |r| on_call(mode.clone(), info.clone(), r));
+                    let svc = tower::service_fn(move |r| on_call(info.clone(), r));
                     g.unary(svc, req).await
                 }
                 wire::UPLOAD => {
                     let mut g =
                         tonic::server::Grpc::new(TimedCodec::<UploadSummary, Payload>::new(&times))
-                            .max_decoding_message_size(MAX_DECODED)
+                            .max_decoding_message_size(max)
                             .max_encoding_message_size(MAX_DECODED);
                     let svc = tower::service_fn(move |r| on_upload(mode.clone(), info.clone(), r));
                     g.client_streaming(svc, req).await
@@ -385,7 +542,7 @@ impl tower_service::Service<http::Request<Body>> for EchoService {
                 wire::DOWNLOAD => {
                     let mut g =
                         tonic::server::Grpc::new(TimedCodec::<Payload, Payload>::new(&times))
-                            .max_decoding_message_size(MAX_DECODED)
+                            .max_decoding_message_size(max)
                             .max_encoding_message_size(MAX_DECODED);
                     let svc =
                         tower::service_fn(move |r| on_download(mode.clone(), info.clone(), r));
@@ -428,7 +585,7 @@ async fn serve(
     stop: oneshot::Receiver<()>,
 ) -> Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
-    let test = matches!(mode, Mode::Test);
+    let test = matches!(mode, Mode::Test(_));
     let new_peer = move || {
         if test {
             let (tx, rx) = mpsc::channel(REQUEST_QUEUE);
@@ -440,6 +597,7 @@ async fn serve(
                 close: Notify::new(),
                 times: Times::new(),
                 candidates: candidates.clone(),
+                decoding: Arc::new(Semaphore::new(TEST_CONNECTION_DECODING)),
             })))
         } else {
             PeerInfo(None)
@@ -448,6 +606,7 @@ async fn serve(
     // Connections go to the server through a queue, so that one slow TLS handshake holds up
     // no other connection; the loop ends when the server drops the queue.
     let (ready, incoming) = mpsc::channel::<io::Result<PeerIo>>(ADMISSION_QUEUE);
+    let slots = Arc::new(Semaphore::new(TEST_MAX_CONNECTIONS));
     tokio::spawn(async move {
         loop {
             let accepted = tokio::select! {
@@ -464,6 +623,10 @@ async fn serve(
                     continue;
                 }
             }
+            // Over the cap the connection is closed before any HTTP/2.
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                continue;
+            };
             let _ = stream.set_nodelay(true);
             let info = new_peer();
             match &tls {
@@ -471,6 +634,8 @@ async fn serve(
                     let io = PeerIo {
                         stream: Stream::Plain(stream),
                         info,
+                        _slot: slot,
+                        silence: None,
                     };
                     if ready.send(Ok(io)).await.is_err() {
                         return;
@@ -484,17 +649,30 @@ async fn serve(
                         let shook = tokio::time::timeout(HELLO_WAIT, acceptor.accept(stream)).await;
                         if let Ok(Ok(s)) = shook {
                             let stream = Stream::Tls(Box::new(tokio_rustls::TlsStream::Server(s)));
-                            let _ = ready.send(Ok(PeerIo { stream, info })).await;
+                            let io = PeerIo {
+                                stream,
+                                info,
+                                _slot: slot,
+                                silence: None,
+                            };
+                            let _ = ready.send(Ok(io)).await;
                         }
                     });
                 }
             }
         }
     });
+    // No keep-alive pings and no deadlines here: a test's client drives its HTTP/2 only while
+    // its flow sends or receives, so it would miss pings in a think time, and a point may
+    // last an hour. The listener lives as long as its test and only the control peer's
+    // address reaches it; a call is judged by its cookie before its body is read.
     tonic::transport::Server::builder()
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .max_concurrent_streams(MAX_STREAMS)
+        .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_RESETS))
+        .http2_max_header_list_size(MAX_HEADER_LIST)
+        .max_frame_size(MAX_FRAME)
         .serve_with_incoming_shutdown(EchoService { mode }, ReceiverStream::new(incoming), async {
             let _ = stop.await;
         })
@@ -511,6 +689,8 @@ pub(super) struct GrpcListener {
     options: Arc<Socket>,
     candidates: mpsc::Receiver<Candidate>,
     strangers: Arc<AtomicU64>,
+    /// What a call may decode, encoded bytes: the current point's limit.
+    decoding: Arc<AtomicUsize>,
     stop: Option<oneshot::Sender<()>>,
 }
 
@@ -538,8 +718,11 @@ impl GrpcListener {
         let (stop, stopped) = oneshot::channel();
         let strangers = Arc::new(AtomicU64::new(0));
         let s = strangers.clone();
+        // Until a point says its message size, the transport's largest.
+        let decoding = Arc::new(AtomicUsize::new(MAX_DECODED));
+        let mode = Mode::Test(decoding.clone());
         engine.spawn(async move {
-            let _ = serve(listener, Mode::Test, Some(peer), s, tx, acceptor, stopped).await;
+            let _ = serve(listener, mode, Some(peer), s, tx, acceptor, stopped).await;
         });
         Ok(GrpcListener {
             engine,
@@ -548,6 +731,7 @@ impl GrpcListener {
             options: Arc::new(options),
             candidates,
             strangers,
+            decoding,
             stop: Some(stop),
         })
     }
@@ -624,6 +808,10 @@ impl Listener for GrpcListener {
     }
     fn strangers(&self) -> u64 {
         self.strangers.load(Ordering::Relaxed)
+    }
+    fn limit_message(&mut self, largest: u64) {
+        self.decoding
+            .store(decoding_limit(largest), Ordering::Relaxed);
     }
 }
 
@@ -855,6 +1043,7 @@ pub fn serve_echo(
         bind(addr).with_context(|| format!("binding the gRPC echo service to {addr}"))?;
     let local = listener.local_addr()?;
     let (stop, stopped) = oneshot::channel();
+    let slots = Arc::new(Semaphore::new(ECHO_MAX_CONNECTIONS));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -872,17 +1061,33 @@ pub fn serve_echo(
                         if !allow(from.ip()) {
                             return None;
                         }
+                        // Over the cap the connection is closed before any HTTP/2.
+                        let slot = slots.clone().try_acquire_owned().ok()?;
                         let _ = stream.set_nodelay(true);
+                        // The kernel's probes find a peer that vanished without a word.
+                        let _ = SockRef::from(&stream).set_tcp_keepalive(
+                            &socket2::TcpKeepalive::new().with_time(ECHO_KEEPALIVE),
+                        );
                         Some(Ok::<_, io::Error>(PeerIo {
                             stream: Stream::Plain(stream),
                             info: PeerInfo(None),
+                            _slot: slot,
+                            silence: Some(Silence::new(ECHO_SILENCE)),
                         }))
                     },
                 );
+                // The caps and why: see ECHO_HELD_BOUND (mod.rs).
                 tonic::transport::Server::builder()
-                    .initial_stream_window_size(STREAM_WINDOW)
-                    .initial_connection_window_size(CONNECTION_WINDOW)
-                    .max_concurrent_streams(MAX_STREAMS)
+                    .initial_stream_window_size(ECHO_STREAM_WINDOW)
+                    .initial_connection_window_size(ECHO_CONNECTION_WINDOW)
+                    .max_concurrent_streams(ECHO_MAX_STREAMS)
+                    .concurrency_limit_per_connection(ECHO_MAX_STREAMS as usize)
+                    .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_RESETS))
+                    .http2_max_header_list_size(MAX_HEADER_LIST)
+                    .max_frame_size(MAX_FRAME)
+                    .http2_keepalive_interval(Some(ECHO_KEEPALIVE))
+                    .http2_keepalive_timeout(Some(ECHO_KEEPALIVE))
+                    .timeout(ECHO_CALL_TIMEOUT)
                     .serve_with_incoming_shutdown(
                         EchoService {
                             mode: Mode::Echo(counts),

@@ -76,10 +76,18 @@ pub struct UploadSummary {
     pub bytes: i64,
 }
 
-/// `n` bytes of a fixed non-zero pattern (the patterns' own payload), for an answer of a
-/// size asked for.
+/// Bytes `start..start + len` of a fixed non-zero pattern (the patterns' own payload), for
+/// an answer of a size asked for, made a piece at a time.
+pub fn filler_at(start: usize, len: usize) -> Vec<u8> {
+    (start..start + len)
+        .map(|i| (i % 251) as u8 ^ 0x5a)
+        .collect()
+}
+
+/// The pattern's first `n` bytes.
+#[cfg(test)]
 pub fn filler(n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i % 251) as u8 ^ 0x5a).collect()
+    filler_at(0, n)
 }
 
 /// The message that carries `app` in `encoding`, asking for `response_size` bytes back.
