@@ -450,16 +450,17 @@ fn the_duration_limit_ends_byte_and_iteration_bound_points() {
         ][..],
         // Transactions: a hundred million of them.
         &["run", "pingpong", "-n", "100000000", "--to", &server.addr][..],
-        // Warm-up: a thousand million writes of 64 KiB (64 TB) before the clock would start.
-        // A million (64 GB) was too few: loopback at 4 GB/s moves it within the 16 s the
-        // limit and its grace allow, and the point then ended without reaching the limit.
+        // Warm-up: a million writes (the most a server allows) of 1 MiB, 1 TB, before the
+        // clock would start. Of 64 KiB (64 GB) was too few: loopback at 4 GB/s moves it within
+        // the 16 s the limit and its grace allow, and the point then ended without reaching
+        // the limit.
         &[
             "run",
             "stream",
             "--warmup",
-            "1000000000",
+            "1000000",
             "--size",
-            "64K",
+            "1M",
             "-n",
             "10",
             "--to",
