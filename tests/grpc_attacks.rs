@@ -31,6 +31,7 @@ const RSS_BOUND_KIB: u64 = 300 << 10;
 const ECHO_MAX_RESPONSE: u64 = 3 << 20;
 const ECHO_MAX_MESSAGE: usize = 4 << 20;
 const ECHO_MAX_CONNECTIONS: usize = 12;
+const ECHO_MAX_PER_ADDRESS: usize = 3;
 const ECHO_MAX_STREAMS: usize = 4;
 
 const CALL: &str = "/wirebench.v1.Echo/Call";
@@ -163,10 +164,21 @@ fn unfinished(declared: usize, carried: usize) -> Bytes {
 
 type Sender = h2::client::SendRequest<Bytes>;
 
-/// An HTTP/2 connection whose frames a task of the runtime moves. `window`: the receive
-/// window this client grants per stream (0: the server may send it nothing).
+/// An HTTP/2 connection whose frames a task of the runtime moves, from the next of 200
+/// loopback addresses (127.0.1.1 on), so that the echo's per-address share does not limit
+/// what a case sends. `window`: the receive window this client grants per stream (0: the
+/// server may send it nothing).
 async fn connect(addr: SocketAddr, window: u32) -> Option<Sender> {
-    let tcp = tokio::net::TcpStream::connect(addr).await.ok()?;
+    static NEXT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 200;
+    connect_as([127, 0, 1, n + 1], addr, window).await
+}
+
+/// [`connect`] from the loopback address `from`.
+async fn connect_as(from: [u8; 4], addr: SocketAddr, window: u32) -> Option<Sender> {
+    let socket = tokio::net::TcpSocket::new_v4().ok()?;
+    socket.bind(SocketAddr::from((from, 0))).ok()?;
+    let tcp = socket.connect(addr).await.ok()?;
     let (send, conn) = h2::client::Builder::new()
         .initial_window_size(window)
         .handshake(tcp)
@@ -444,7 +456,9 @@ fn a_data_port_refuses_calls_without_the_cookie_before_reading_their_bodies() {
     let (codes, peak) = common::proc::peak_while(pid, || {
         rt.block_on(async {
             let mut codes = Vec::new();
-            let send = connect(addr, 1 << 20).await.expect("the data port");
+            let send = connect_as([127, 0, 0, 1], addr, 1 << 20)
+                .await
+                .expect("the data port");
             let kinds: [(&str, Vec<(&str, &str)>); 5] = [
                 (UPLOAD, vec![]),
                 (CALL, vec![]),
@@ -469,7 +483,9 @@ fn a_data_port_refuses_calls_without_the_cookie_before_reading_their_bodies() {
                 codes.push(got.expect("hang guard").0);
             }
             // Admitted with the cookie: its calls decode no more than 1000-byte messages need.
-            let admitted = connect(addr, 1 << 20).await.expect("the data port");
+            let admitted = connect_as([127, 0, 0, 1], addr, 1 << 20)
+                .await
+                .expect("the data port");
             let hello = request(addr, CALL, &[("wb-cookie", &cookie), ("wb-hello", "1")]);
             let (_s, answer) = start(&admitted, hello, framed(&[]), true).await.unwrap();
             codes.push(finish(answer).await.0);
@@ -508,4 +524,44 @@ fn a_data_port_refuses_calls_without_the_cookie_before_reading_their_bodies() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// One address holding idle connections gets a quarter of the echo's: the rest of its
+/// connections are closed at accept, and a client at another address is still answered.
+#[test]
+fn one_address_holds_at_most_a_quarter_of_the_echos_connections() {
+    let mut server = Limited::start(&["--grpc-echo", "127.0.0.1:0"]);
+    let addr = server.echo.unwrap();
+    let rt = runtime();
+    let answered = rt.block_on(async {
+        let (mut kept, mut senders) = (Vec::new(), Vec::new());
+        let mut answered = 0;
+        for _ in 0..ECHO_MAX_CONNECTIONS {
+            let Some(send) = connect_as([127, 0, 0, 9], addr, 1 << 20).await else {
+                continue;
+            };
+            let req = request(addr, CALL, &[]);
+            let body = framed(&payload(1000, 10));
+            if let Ok(Some((stream, reply))) =
+                tokio::time::timeout(GUARD, start(&send, req, body, true)).await
+            {
+                if let Ok((Some(OK), _)) = tokio::time::timeout(GUARD, finish(reply)).await {
+                    answered += 1;
+                }
+                kept.push(stream);
+            }
+            // Held open (idle, as a client answering pings would) until the end.
+            senders.push(send);
+        }
+        // The well-behaved call comes while they are held.
+        let other = tokio::time::timeout(GUARD, call(addr, CALL, &[], framed(&payload(1000, 10))))
+            .await
+            .expect("hang guard");
+        assert_eq!(other, (Some(OK), answer_len(1000)));
+        drop((kept, senders));
+        answered
+    });
+    assert_eq!(answered, ECHO_MAX_PER_ADDRESS);
+    server.assert_alive("one address's idle connections");
+    well_behaved(&rt, addr);
 }

@@ -136,6 +136,9 @@ pub const ECHO_MAX_RESPONSE: i64 = 3 << 20;
 const ECHO_MAX_STREAMS: u32 = 4;
 /// Connections at once; more are closed at accept, before any HTTP/2.
 const ECHO_MAX_CONNECTIONS: usize = 12;
+/// Connections at once from one address: a quarter, so that one client holding idle
+/// connections that answer every ping cannot take the echo from everyone else.
+const ECHO_MAX_PER_ADDRESS: usize = ECHO_MAX_CONNECTIONS / 4;
 /// HTTP/2 windows: enough for a message's round trip on a LAN, small beside the messages.
 const ECHO_STREAM_WINDOW: u32 = 1 << 20;
 const ECHO_CONNECTION_WINDOW: u32 = 2 << 20;

@@ -33,9 +33,10 @@ use super::wire::{self, Payload, UploadSummary};
 use super::{
     decoding_limit, ALPN_H2, CONNECTION_WINDOW, COOKIE_KEY, ECHO_CALL_TIMEOUT,
     ECHO_CONNECTION_WINDOW, ECHO_KEEPALIVE, ECHO_MAX_CONNECTIONS, ECHO_MAX_MESSAGE,
-    ECHO_MAX_RESPONSE, ECHO_MAX_STREAMS, ECHO_SILENCE, ECHO_STREAM_WINDOW, HELLO_KEY,
-    HELLO_MAX_DECODED, HELLO_WAIT, MAX_DECODED, MAX_FRAME, MAX_HEADER_LIST, MAX_PENDING_RESETS,
-    MAX_STREAMS, REQUEST_QUEUE, STREAM_WINDOW, TEST_CONNECTION_DECODING, TEST_MAX_CONNECTIONS,
+    ECHO_MAX_PER_ADDRESS, ECHO_MAX_RESPONSE, ECHO_MAX_STREAMS, ECHO_SILENCE, ECHO_STREAM_WINDOW,
+    HELLO_KEY, HELLO_MAX_DECODED, HELLO_WAIT, MAX_DECODED, MAX_FRAME, MAX_HEADER_LIST,
+    MAX_PENDING_RESETS, MAX_STREAMS, REQUEST_QUEUE, STREAM_WINDOW, TEST_CONNECTION_DECODING,
+    TEST_MAX_CONNECTIONS,
 };
 use crate::model::rpc::Serialisation;
 use crate::model::vocab::Encoding;
@@ -106,6 +107,46 @@ struct PeerIo {
     _slot: OwnedSemaphorePermit,
     /// The echo's: the connection is closed once the client sent nothing for this long.
     silence: Option<Silence>,
+    /// The echo's: this connection's place in its address's share.
+    _share: Option<AddressShare>,
+}
+
+/// One connection's place among those of its address (the echo's per-address share); given
+/// back when dropped.
+struct AddressShare {
+    open: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+    ip: std::net::IpAddr,
+}
+
+impl AddressShare {
+    fn take(
+        open: &Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+        ip: std::net::IpAddr,
+        max: usize,
+    ) -> Option<AddressShare> {
+        let mut o = open.lock().unwrap_or_else(|p| p.into_inner());
+        let n = o.entry(ip).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(AddressShare {
+            open: Arc::clone(open),
+            ip,
+        })
+    }
+}
+
+impl Drop for AddressShare {
+    fn drop(&mut self) {
+        let mut o = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = o.get_mut(&self.ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                o.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// A deadline that every byte read from the client moves on.
@@ -636,6 +677,7 @@ async fn serve(
                         info,
                         _slot: slot,
                         silence: None,
+                        _share: None,
                     };
                     if ready.send(Ok(io)).await.is_err() {
                         return;
@@ -654,6 +696,7 @@ async fn serve(
                                 info,
                                 _slot: slot,
                                 silence: None,
+                                _share: None,
                             };
                             let _ = ready.send(Ok(io)).await;
                         }
@@ -1044,6 +1087,7 @@ pub fn serve_echo(
     let local = listener.local_addr()?;
     let (stop, stopped) = oneshot::channel();
     let slots = Arc::new(Semaphore::new(ECHO_MAX_CONNECTIONS));
+    let shares = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -1061,7 +1105,13 @@ pub fn serve_echo(
                         if !allow(from.ip()) {
                             return None;
                         }
-                        // Over the cap the connection is closed before any HTTP/2.
+                        // Over its address's share or the cap, the connection is closed
+                        // before any HTTP/2.
+                        let share = AddressShare::take(
+                            &shares,
+                            from.ip().to_canonical(),
+                            ECHO_MAX_PER_ADDRESS,
+                        )?;
                         let slot = slots.clone().try_acquire_owned().ok()?;
                         let _ = stream.set_nodelay(true);
                         // The kernel's probes find a peer that vanished without a word.
@@ -1073,6 +1123,7 @@ pub fn serve_echo(
                             info: PeerInfo(None),
                             _slot: slot,
                             silence: Some(Silence::new(ECHO_SILENCE)),
+                            _share: Some(share),
                         }))
                     },
                 );
