@@ -43,7 +43,7 @@ pub struct ServeArgs {
     /// on ADDR (IP:PORT), for other gRPC stacks: Call answers response_size bytes in the
     /// request's encoding (an echo when 0), Upload answers the count of messages and bytes.
     /// --allow and --deny apply to it; the pre-shared key, the budgets and the limits do not
-    /// (it has no control connection): its own caps do (12 connections, 4 calls each,
+    /// (it has no control connection): its own caps do (12 connections, 3 from one address, 4 calls each,
     /// messages of 4 MiB, answers of 3 MiB; see SECURITY.md). It speaks plaintext HTTP/2
     /// (h2c), no TLS.
     #[arg(long, value_name = "ADDR")]
