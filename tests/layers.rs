@@ -177,9 +177,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        // The Prometheus exporter: reads plain snapshots, names no producer.
+        // The Prometheus exporter: reads plain snapshots, names no producer; its log lines
+        // make what a client sent printable (text).
         "metrics",
-        &["error", "model", "units"],
+        &["error", "model", "text", "units"],
     ),
     (
         "study",
