@@ -559,12 +559,9 @@ impl tower_service::Service<http::Request<Body>> for EchoService {
                     }
                 },
             };
-            let resp = match req.uri().path() {
-                wire::CALL if matches!(mode, Mode::Echo(_)) => match &mode {
-                    Mode::Echo(counts) => echo_call(counts, req, &times).await,
-                    Mode::Test(_) => unimplemented_path(),
-                },
-                wire::CALL => {
+            let resp = match (req.uri().path(), &mode) {
+                (wire::CALL, Mode::Echo(counts)) => echo_call(counts, req, &times).await,
+                (wire::CALL, Mode::Test(_)) => {
                     let mut g =
                         tonic::server::Grpc::new(TimedCodec::<Payload, Payload>::new(&times))
                             .max_decoding_message_size(max)
@@ -572,7 +569,7 @@ impl tower_service::Service<http::Request<Body>> for EchoService {
                     let svc = tower::service_fn(move |r| on_call(info.clone(), r));
                     g.unary(svc, req).await
                 }
-                wire::UPLOAD => {
+                (wire::UPLOAD, _) => {
                     let mut g =
                         tonic::server::Grpc::new(TimedCodec::<UploadSummary, Payload>::new(&times))
                             .max_decoding_message_size(max)
@@ -580,7 +577,7 @@ impl tower_service::Service<http::Request<Body>> for EchoService {
                     let svc = tower::service_fn(move |r| on_upload(mode.clone(), info.clone(), r));
                     g.client_streaming(svc, req).await
                 }
-                wire::DOWNLOAD => {
+                (wire::DOWNLOAD, _) => {
                     let mut g =
                         tonic::server::Grpc::new(TimedCodec::<Payload, Payload>::new(&times))
                             .max_decoding_message_size(max)
