@@ -266,6 +266,25 @@ fn answer_len(n: u64) -> usize {
     5 + 1 + v.len() + n as usize
 }
 
+/// After an attack: the server lives, its resident memory stayed under the bound at its
+/// peak, and a well-behaved call is answered.
+fn held_up(
+    server: &mut Limited,
+    after: &str,
+    peak: common::proc::Held,
+    rt: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+) {
+    server.assert_alive(after);
+    eprintln!("the server's peak: {peak:?}");
+    assert!(
+        peak.rss_kib < RSS_BOUND_KIB,
+        "resident {} KiB at peak",
+        peak.rss_kib
+    );
+    well_behaved(rt, addr);
+}
+
 /// A well-behaved call from a connection of its own: answered in full. The hostile
 /// connections a case held are gone, but the server may not have seen them go yet, so a
 /// refused connection is tried again (a bounded number of times).
@@ -368,14 +387,7 @@ fn unfinished_messages_on_every_stream_of_every_connection_stay_bounded() {
             drop(senders);
         });
     });
-    server.assert_alive("the unfinished messages");
-    eprintln!("the server's peak: {peak:?}");
-    assert!(
-        peak.rss_kib < RSS_BOUND_KIB,
-        "resident {} KiB at peak",
-        peak.rss_kib
-    );
-    well_behaved(&rt, addr);
+    held_up(&mut server, "the unfinished messages", peak, &rt, addr);
 }
 
 /// A client that opens no window: every connection the echo admits asks on every stream for
@@ -419,14 +431,7 @@ fn answers_nobody_reads_stay_bounded() {
         })
     });
     assert_eq!(started, ECHO_MAX_CONNECTIONS * ECHO_MAX_STREAMS);
-    server.assert_alive("the unread answers");
-    eprintln!("the server's peak: {peak:?}");
-    assert!(
-        peak.rss_kib < RSS_BOUND_KIB,
-        "resident {} KiB at peak",
-        peak.rss_kib
-    );
-    well_behaved(&rt, addr);
+    held_up(&mut server, "the unread answers", peak, &rt, addr);
 }
 
 /// A grpc test's data port, while its point waits for its connection: calls without the

@@ -420,6 +420,20 @@ fn strange_and_spoofed_opens_make_no_connection_and_get_no_more_back_than_they_s
     assert_eq!(accepts.load(Ordering::SeqCst), 1);
 }
 
+/// Relay A towards B's UDP leg with the key in `key_file`, on an ephemeral port.
+fn keyed_opener(b_addr: &str, key_file: &str) -> Relay {
+    Relay::start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--forward-udp",
+        b_addr,
+        "--udp-bind",
+        "127.0.0.1:0",
+        "--psk-file",
+        key_file,
+    ])
+}
+
 #[test]
 fn with_a_pre_shared_key_only_a_relay_holding_it_crosses_the_leg() {
     use std::io::{Read, Write};
@@ -450,16 +464,7 @@ fn with_a_pre_shared_key_only_a_relay_holding_it_crosses_the_leg() {
         &k1,
     ]);
     // Another key: the handshake fails, B says so in one line and connects nothing.
-    let wrong = Relay::start(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--forward-udp",
-        &b.addr,
-        "--udp-bind",
-        "127.0.0.1:0",
-        "--psk-file",
-        &k2,
-    ]);
+    let wrong = keyed_opener(&b.addr, &k2);
     let mut c = std::net::TcpStream::connect(&wrong.addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let _ = c.write_all(b"x");
@@ -472,16 +477,7 @@ fn with_a_pre_shared_key_only_a_relay_holding_it_crosses_the_leg() {
     wrong.line(|l| l.contains("did not complete the UDP leg's handshake"));
     assert_eq!(accepts.load(Ordering::SeqCst), 0);
     // The same key: relayed.
-    let a = Relay::start(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--forward-udp",
-        &b.addr,
-        "--udp-bind",
-        "127.0.0.1:0",
-        "--psk-file",
-        &k1,
-    ]);
+    let a = keyed_opener(&b.addr, &k1);
     let mut c = std::net::TcpStream::connect(&a.addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     c.write_all(b"keyed").unwrap();
